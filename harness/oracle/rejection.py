@@ -1,0 +1,402 @@
+"""Executable oracle for speculative-decoding rejection sampling (specs/rejection-sampling.md).
+
+Three views of one semantics, all in float64 NumPy, one request at a time:
+
+* ``sample_case``: the sampler itself, consuming given random draws (``Draws``), so that an
+  implementation fed the same draws must emit the same tokens (RS-RNG-*).
+* ``output_distribution``: the exact distribution of a request's emitted row for fixed drafts.
+* ``distribution_with_sampled_drafts``: the same with drafts drawn from ``q`` (small V and K),
+  whose per-position marginals are the target distributions (the theorem, RS-PROB-5).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import rng
+
+PLACEHOLDER = -1
+
+
+class InvalidCase(ValueError):
+    """Input that the spec requires an implementation to reject (RS-INPUT-*)."""
+
+
+@dataclass
+class RejectionCase:
+    """The canonical ragged layout (RS-LAYOUT-1).
+
+    ``target_logits``: ``[sum(K_i + 1), V]``; request ``i`` owns ``K_i`` draft rows then its bonus
+    row. ``draft_token_ids``: ``[sum(K_i)]``. ``num_draft_tokens``: ``[B]``. ``draft_probs``:
+    ``[sum(K_i), V]`` or None (one-hot drafts). ``temperature``: ``[B]``, 0 = greedy.
+    ``forced_token_ids``: ``[sum(K_i + 1)]``, -1 = free.
+    """
+
+    target_logits: np.ndarray
+    draft_token_ids: np.ndarray
+    num_draft_tokens: np.ndarray
+    temperature: np.ndarray
+    draft_probs: np.ndarray | None = None
+    forced_token_ids: np.ndarray | None = None
+    seeds: np.ndarray | None = None
+    positions: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.target_logits = np.asarray(self.target_logits, dtype=np.float64)
+        self.draft_token_ids = np.asarray(self.draft_token_ids, dtype=np.int64).reshape(-1)
+        self.num_draft_tokens = np.asarray(self.num_draft_tokens, dtype=np.int64).reshape(-1)
+        self.temperature = np.asarray(self.temperature, dtype=np.float64).reshape(-1)
+        if self.draft_probs is not None:
+            self.draft_probs = np.asarray(self.draft_probs, dtype=np.float64)
+        if self.forced_token_ids is not None:
+            self.forced_token_ids = np.asarray(self.forced_token_ids, dtype=np.int64).reshape(-1)
+        if self.seeds is not None:
+            self.seeds = np.asarray(self.seeds, dtype=np.int64).reshape(-1)
+        if self.positions is not None:
+            self.positions = np.asarray(self.positions, dtype=np.int64).reshape(-1)
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.num_draft_tokens)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.target_logits.shape[1]
+
+    def row_offsets(self) -> np.ndarray:
+        """First logits row of each request, ``[B + 1]`` (exclusive prefix sum of K_i + 1)."""
+        return np.concatenate([[0], np.cumsum(self.num_draft_tokens + 1)])
+
+    def draft_offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.num_draft_tokens)])
+
+    def validate(self) -> None:
+        """Raise ``InvalidCase`` naming the field for input the spec rejects (RS-INPUT-1..6)."""
+        B, V = self.batch_size, self.vocab_size
+        if (self.num_draft_tokens < 0).any():
+            raise InvalidCase(f"num_draft_tokens must be >= 0; got {self.num_draft_tokens.tolist()}")
+        rows = int((self.num_draft_tokens + 1).sum())
+        if self.target_logits.shape[0] != rows:
+            raise InvalidCase(f"target_logits has {self.target_logits.shape[0]} rows; sum(K_i + 1) is {rows}")
+        if len(self.draft_token_ids) != int(self.num_draft_tokens.sum()):
+            raise InvalidCase(
+                f"draft_token_ids has {len(self.draft_token_ids)} entries; sum(K_i) is "
+                f"{int(self.num_draft_tokens.sum())}"
+            )
+        if len(self.temperature) != B:
+            raise InvalidCase(f"temperature has {len(self.temperature)} entries; B is {B}")
+        if not np.isfinite(self.temperature).all() or (self.temperature < 0).any():
+            raise InvalidCase(f"temperature must be finite and >= 0; got {self.temperature.tolist()}")
+        bad = (self.draft_token_ids < 0) | (self.draft_token_ids >= V)
+        if bad.any():
+            raise InvalidCase(
+                f"draft_token_ids must lie in [0, {V}); got {self.draft_token_ids[bad].tolist()}"
+            )
+        forced = self.forced_token_ids
+        if forced is not None:
+            if len(forced) != rows:
+                raise InvalidCase(f"forced_token_ids has {len(forced)} entries; expected {rows}")
+            bad = (forced < -1) | (forced >= V)
+            if bad.any():
+                raise InvalidCase(f"forced_token_ids must be -1 or in [0, {V}); got {forced[bad].tolist()}")
+        free = np.ones(rows, dtype=bool) if forced is None else forced == -1
+        logits = self.target_logits[free]
+        if np.isnan(logits).any():
+            raise InvalidCase("target_logits contains NaN")
+        if np.isposinf(logits).any():
+            raise InvalidCase("target_logits contains +inf")
+        no_finite = ~np.isfinite(logits).any(axis=1)
+        if no_finite.any():
+            row = int(np.flatnonzero(free)[np.flatnonzero(no_finite)[0]])
+            raise InvalidCase(f"target_logits row {row} has no finite logit")
+        if self.draft_probs is not None:
+            q = self.draft_probs
+            if q.shape != (len(self.draft_token_ids), V):
+                raise InvalidCase(
+                    f"draft_probs has shape {q.shape}; expected {(len(self.draft_token_ids), V)}"
+                )
+            if not np.isfinite(q).all() or (q < 0).any():
+                raise InvalidCase("draft_probs must be finite and >= 0")
+            sums = q.sum(axis=1)
+            bad = np.abs(sums - 1.0) > 1e-3
+            if bad.any():
+                raise InvalidCase(
+                    f"draft_probs row {int(np.flatnonzero(bad)[0])} sums to "
+                    f"{float(sums[bad][0])!r}; rows must sum to 1 within 1e-3"
+                )
+
+
+def target_probs(logits_row: np.ndarray, temperature: float, forced: int = -1) -> np.ndarray:
+    """``p`` of one row: one-hot if forced (RS-FORCE-1), else softmax(logits / T) for T > 0."""
+    V = logits_row.shape[0]
+    if forced != -1:
+        p = np.zeros(V)
+        p[forced] = 1.0
+        return p
+    z = np.asarray(logits_row, dtype=np.float64) / temperature
+    z = z - z.max()
+    e = np.exp(z)
+    return e / e.sum()
+
+
+def greedy_token(logits_row: np.ndarray, forced: int = -1) -> int:
+    """The target argmax, ties to the lowest id (RS-GREEDY-3); the forced token if forced."""
+    if forced != -1:
+        return int(forced)
+    return int(np.argmax(np.asarray(logits_row, dtype=np.float64)))
+
+
+def exponential_race(weights: np.ndarray, noise: np.ndarray) -> int:
+    """``argmax(w / e)``, ties to the lowest id: a sample of ``w / sum(w)`` (RS-RNG-3)."""
+    return int(np.argmax(weights / noise))
+
+
+@dataclass
+class Draws:
+    """Random draws of one request: an acceptance uniform and a noise vector per row index."""
+
+    uniform: Callable[[int], float]
+    noise: Callable[[int], np.ndarray]
+
+
+def counter_draws(seed: int, position: int, vocab_size: int) -> Draws:
+    """The spec's counter-based draws for a request whose first new token is at ``position``."""
+    return Draws(
+        uniform=lambda j: rng.uniform(seed, position + j),
+        noise=lambda j: rng.exponentials(seed, position + j, vocab_size),
+    )
+
+
+@dataclass
+class RequestTrace:
+    """What the oracle decided for one request, with margins to floating-point boundaries."""
+
+    emitted: list[int]
+    accept_margins: list[float] = field(default_factory=list)  # |u * q(d) - p(d)| per tested draft
+    sample_margin: float = np.inf  # relative gap between the best and second-best race score
+
+
+def _race_margin(scores: np.ndarray) -> float:
+    top = np.sort(scores)[-2:]
+    if len(top) < 2 or top[1] <= 0:
+        return np.inf
+    return float((top[1] - top[0]) / top[1])
+
+
+def verify_request(
+    logits_rows: np.ndarray,
+    drafts: Sequence[int],
+    q_rows: np.ndarray | None,
+    temperature: float,
+    forced: Sequence[int],
+    draws: Draws | None,
+) -> RequestTrace:
+    """Verify one request's drafts; ``logits_rows`` is ``[K + 1, V]`` (drafts then bonus)."""
+    K = len(drafts)
+    trace = RequestTrace(emitted=[])
+    if temperature == 0:
+        for j in range(K + 1):
+            best = greedy_token(logits_rows[j], forced[j])
+            trace.emitted.append(best)
+            if j == K or drafts[j] != best:
+                return trace
+            # accepted: the emitted token equals the draft
+    for j in range(K + 1):
+        p = target_probs(logits_rows[j], temperature, forced[j])
+        if j == K:
+            noise = draws.noise(j)
+            scores = p / noise
+            trace.emitted.append(exponential_race(p, noise))
+            trace.sample_margin = _race_margin(scores)
+            return trace
+        d = int(drafts[j])
+        q_d = 1.0 if q_rows is None else float(q_rows[j][d])
+        u = draws.uniform(j)
+        accepted = q_d > 0 and u * q_d < p[d]
+        trace.accept_margins.append(abs(u * q_d - p[d]))
+        if accepted:
+            trace.emitted.append(d)
+            continue
+        q = np.zeros_like(p)
+        if q_rows is None:
+            q[d] = 1.0
+        else:
+            q = np.asarray(q_rows[j], dtype=np.float64)
+        residual = np.maximum(p - q, 0.0)
+        if residual.sum() <= 0:
+            residual = p  # RS-PROB-4: a residual without mass samples p
+        noise = draws.noise(j)
+        trace.emitted.append(exponential_race(residual, noise))
+        trace.sample_margin = _race_margin(residual / noise)
+        return trace
+    raise AssertionError("unreachable")
+
+
+def request_slices(case: RejectionCase, i: int):
+    rows = case.row_offsets()
+    drafts = case.draft_offsets()
+    row_slice = slice(rows[i], rows[i + 1])
+    draft_slice = slice(drafts[i], drafts[i + 1])
+    return row_slice, draft_slice
+
+
+def sample_case(
+    case: RejectionCase,
+    draws: Sequence[Draws | None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[RequestTrace]]:
+    """Run the canonical sampler on a case.
+
+    ``draws[i]`` gives request ``i``'s draws; by default the counter-based draws keyed by
+    ``case.seeds[i]`` and ``case.positions[i]``. Returns ``token_ids [B, max K_i + 1]`` (-1 padded),
+    ``num_emitted [B]`` and one ``RequestTrace`` per request.
+    """
+    case.validate()
+    B, V = case.batch_size, case.vocab_size
+    width = int(case.num_draft_tokens.max(initial=0)) + 1
+    out = np.full((B, width), PLACEHOLDER, dtype=np.int64)
+    num = np.zeros(B, dtype=np.int64)
+    forced_all = (
+        case.forced_token_ids
+        if case.forced_token_ids is not None
+        else np.full(case.target_logits.shape[0], -1)
+    )
+    traces = []
+    for i in range(B):
+        rs, ds = request_slices(case, i)
+        if draws is not None:
+            request_draws = draws[i]
+        elif case.seeds is not None:
+            position = 0 if case.positions is None else int(case.positions[i])
+            request_draws = counter_draws(int(case.seeds[i]), position, V)
+        else:
+            request_draws = None
+        if case.temperature[i] > 0 and request_draws is None:
+            raise InvalidCase(f"request {i} samples (temperature > 0) but no draws or seed were given")
+        trace = verify_request(
+            case.target_logits[rs],
+            case.draft_token_ids[ds],
+            None if case.draft_probs is None else case.draft_probs[ds],
+            float(case.temperature[i]),
+            forced_all[rs],
+            request_draws,
+        )
+        out[i, : len(trace.emitted)] = trace.emitted
+        num[i] = len(trace.emitted)
+        traces.append(trace)
+    return out, num, traces
+
+
+def sample_arrays(
+    target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, positions
+):
+    """``sample_case`` on plain arrays, returning ``token_ids``: the oracle as a ``stats.Sampler``."""
+    case = RejectionCase(
+        target_logits,
+        draft_token_ids,
+        num_draft_tokens,
+        temperature,
+        draft_probs,
+        seeds=seeds,
+        positions=positions,
+    )
+    return sample_case(case)[0]
+
+
+def output_distribution(
+    p_rows: Sequence[np.ndarray],
+    q_rows: Sequence[np.ndarray] | None,
+    drafts: Sequence[int],
+    greedy: bool = False,
+) -> dict[tuple[int, ...], float]:
+    """Exact distribution of one request's emitted row for fixed drafts.
+
+    ``p_rows`` are the ``K + 1`` target distributions (after temperature and forcing; for greedy
+    rows one-hot at the argmax). Returns ``{emitted tuple: probability}``.
+    """
+    K = len(drafts)
+    dist: dict[tuple[int, ...], float] = {}
+    reach = 1.0
+    for j in range(K + 1):
+        p = np.asarray(p_rows[j], dtype=np.float64)
+        prefix = tuple(int(d) for d in drafts[:j])
+        if j == K:
+            for x in np.flatnonzero(p > 0):
+                dist[prefix + (int(x),)] = dist.get(prefix + (int(x),), 0.0) + reach * p[x]
+            break
+        d = int(drafts[j])
+        if greedy:
+            best = int(np.argmax(p))
+            if best != d:
+                dist[prefix + (best,)] = reach
+                return dist
+            continue
+        q = np.zeros_like(p)
+        if q_rows is None:
+            q[d] = 1.0
+        else:
+            q = np.asarray(q_rows[j], dtype=np.float64)
+        accept = 0.0 if q[d] <= 0 else (1.0 if p[d] >= q[d] else p[d] / q[d])
+        residual = np.maximum(p - q, 0.0)
+        if residual.sum() <= 0:
+            residual = p
+        residual = residual / residual.sum()
+        reject = reach * (1.0 - accept)
+        if reject > 0:
+            for x in np.flatnonzero(residual > 0):
+                key = prefix + (int(x),)
+                dist[key] = dist.get(key, 0.0) + reject * residual[x]
+        reach *= accept
+        if reach == 0:
+            break
+    return dist
+
+
+def distribution_with_sampled_drafts(
+    p_rows: Sequence[np.ndarray],
+    q_rows: Sequence[np.ndarray],
+    one_hot: bool = False,
+) -> dict[tuple[int, ...], float]:
+    """Exact distribution of the emitted row when each draft ``d_j`` is drawn from ``q_j``.
+
+    ``one_hot`` verifies without passing ``q`` (the engine treats drafts as one-hot). Enumerates
+    all draft sequences: keep ``V ** K`` small.
+    """
+    K = len(q_rows)
+    V = len(p_rows[0])
+    dist: dict[tuple[int, ...], float] = {}
+    for drafts in itertools.product(range(V), repeat=K):
+        weight = float(np.prod([q_rows[j][d] for j, d in enumerate(drafts)]))
+        if weight == 0:
+            continue
+        for key, prob in output_distribution(p_rows, None if one_hot else q_rows, drafts).items():
+            dist[key] = dist.get(key, 0.0) + weight * prob
+    return dist
+
+
+def position_marginals(dist: dict[tuple[int, ...], float], position: int, V: int) -> tuple[np.ndarray, float]:
+    """Distribution of the token at ``position`` among rows that reach it, and the reach mass."""
+    counts = np.zeros(V)
+    for key, prob in dist.items():
+        if len(key) > position:
+            counts[key[position]] += prob
+    reach = counts.sum()
+    return (counts / reach if reach > 0 else counts), reach
+
+
+def overlap(p: np.ndarray, q: np.ndarray) -> float:
+    """``beta = sum_x min(p(x), q(x))``, the acceptance probability of one draft (RS-PROB-6)."""
+    return float(np.minimum(p, q).sum())
+
+
+def accepted_length_distribution(betas: Sequence[float]) -> np.ndarray:
+    """``P(A = a)`` for ``a = 0..K`` from ``P(A >= j) = prod_{i<j} beta_i`` (RS-PROB-6)."""
+    K = len(betas)
+    at_least = np.ones(K + 2)
+    for j in range(1, K + 1):
+        at_least[j] = at_least[j - 1] * betas[j - 1]
+    at_least[K + 1] = 0.0
+    return at_least[:-1] - at_least[1:]

@@ -1,0 +1,82 @@
+"""Access to the normative specification: its documents, requirement registry and vectors."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+SPEC_DOCUMENTS = (
+    "thinking-budget.md",
+    "rejection-sampling.md",
+    "accepted-tokens.md",
+    "openai-api.md",
+    "statistics.md",
+    "INTERPRETING.md",
+)
+LEVELS = ("MUST", "SHOULD", "MAY")
+_REQUIREMENT_LINE = re.compile(
+    r"\*\*(?P<id>(?:TB|RS|AC|API|STAT|RUN)-[A-Z]+-\d+)\*\*\s*\((?P<level>MUST|SHOULD|MAY),\s*"
+    r"`(?P<cls>[a-z.\-]+)`"
+)
+
+
+def spec_dir() -> Path:
+    return Path(str(resources.files("specs")))
+
+
+def vectors_dir() -> Path:
+    return spec_dir() / "vectors"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    level: str
+    cls: str
+    summary: str
+    document: str
+
+
+def requirements_in_documents() -> dict[str, tuple[str, str, str]]:
+    """``{id: (level, class, document)}`` for every requirement defined in the Markdown."""
+    found: dict[str, tuple[str, str, str]] = {}
+    for name in SPEC_DOCUMENTS:
+        for match in _REQUIREMENT_LINE.finditer((spec_dir() / name).read_text()):
+            rid = match["id"]
+            if rid in found:
+                raise ValueError(f"requirement {rid} is defined twice ({found[rid][2]}, {name})")
+            found[rid] = (match["level"], match["cls"], name)
+    return found
+
+
+def load_registry() -> dict[str, Requirement]:
+    """The machine-readable registry ``specs/requirements.yaml``."""
+    data = yaml.safe_load((spec_dir() / "requirements.yaml").read_text())
+    registry = {}
+    for entry in data["requirements"]:
+        registry[entry["id"]] = Requirement(
+            id=entry["id"],
+            level=entry["level"],
+            cls=entry["class"],
+            summary=entry["summary"],
+            document=entry["document"],
+        )
+    return registry
+
+
+def classes() -> dict[str, list[str]]:
+    """``{conformance class: [requirement ids]}``."""
+    out: dict[str, list[str]] = {}
+    for req in load_registry().values():
+        out.setdefault(req.cls, []).append(req.id)
+    return out
+
+
+def load_vectors(kind: str) -> dict:
+    """A golden-vector file (``thinking-budget``, ``rejection``, ``counting``) as parsed JSON."""
+    return json.loads((vectors_dir() / f"{kind}.json").read_text())

@@ -1,0 +1,861 @@
+"""Golden vectors: generated from the oracle, checked in under ``specs/vectors/``.
+
+``specconform vectors --write`` regenerates them; ``specconform vectors`` (and the test suite)
+checks that regenerating changes nothing. Floats are written with 12 significant digits, and
+``-inf``, ``inf`` and ``nan`` as strings, so that any JSON parser can read the files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .oracle import budget as tb
+from .oracle import counting as ac
+from .oracle import rejection as rs
+from .spec import vectors_dir
+
+FORMAT_VERSION = 1
+
+
+def encode_float(x: float) -> Any:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(f"{x:.12g}")
+
+
+def decode_float(x: Any) -> float:
+    return float(x) if isinstance(x, str) else x
+
+
+def encode_matrix(rows) -> list:
+    return [[encode_float(float(v)) for v in row] for row in np.asarray(rows, dtype=np.float64)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Thinking budget
+
+
+@dataclass
+class Added:
+    index: int
+    budget: Any
+    prompt_token_ids: list[int]
+
+
+@dataclass
+class Update:
+    batch_size: int
+    removed: list[int] = field(default_factory=list)
+    added: list[Added] = field(default_factory=list)
+    moved: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "batch_size": self.batch_size,
+            "removed": self.removed,
+            "added": [
+                {"index": a.index, "budget": a.budget, "prompt_token_ids": a.prompt_token_ids}
+                for a in self.added
+            ],
+            "moved": [[s, d, k] for s, d, k in self.moved],
+        }
+
+
+@dataclass
+class SlotStep:
+    """What a slot proposes in a step: drafts, how many the sampler would accept, and the token
+    the sampler would emit after them when that row is free (a forced row overrides it)."""
+
+    drafts: list[int]
+    accept: int
+    free_token: int
+
+
+def _commit_slot(forced_rows: list[int], step: SlotStep) -> list[int]:
+    """Tokens a conforming sampler commits for one slot (TB-SPEC-3, RS-FORCE-1)."""
+    out = []
+    for j in range(len(step.drafts) + 1):
+        forced = forced_rows[j]
+        if j < len(step.drafts) and j < step.accept:
+            draft = step.drafts[j]
+            if forced in (-1, draft):
+                out.append(draft)
+                continue
+            out.append(forced)
+            return out
+        out.append(step.free_token if forced == -1 else forced)
+        return out
+    raise AssertionError("unreachable")
+
+
+def budget_scenario(
+    name: str,
+    requirements: list[str],
+    start: list[int],
+    end: list[int],
+    steps: list[tuple[Update | None, dict[int, SlotStep]]],
+    scope: str = "request",
+    max_num_reqs: int = 4,
+    description: str = "",
+) -> dict:
+    """Run a scenario through the oracle and record the forced row of every logits row."""
+    batch = tb.BudgetBatch(start, end, max_num_reqs, scope)
+    recorded = []
+    for update, slots in steps:
+        batch.apply(update)
+        num_draft = [len(slots[s].drafts) if s in slots else 0 for s in range(batch.batch_size)]
+        drafts = [t for s in range(batch.batch_size) if s in slots for t in slots[s].drafts]
+        forced = batch.forced_rows(num_draft, drafts)
+        width = max(num_draft, default=0) + 1
+        sampled, offset = [], 0
+        for s in range(batch.batch_size):
+            rows = forced[offset : offset + num_draft[s] + 1]
+            offset += num_draft[s] + 1
+            tokens = _commit_slot(rows, slots[s]) if s in slots else []
+            sampled.append(tokens + [-1] * (width - len(tokens)))
+        batch.commit(sampled)
+        recorded.append(
+            {
+                "update": None if update is None else update.to_json(),
+                "num_draft_tokens": num_draft,
+                "draft_token_ids": drafts,
+                "expected_forced": forced,
+                "sampled_token_ids": sampled,
+            }
+        )
+    return {
+        "name": name,
+        "description": description,
+        "requirements": requirements,
+        "start_token_ids": start,
+        "end_token_ids": end,
+        "scope": scope,
+        "max_num_reqs": max_num_reqs,
+        "steps": recorded,
+    }
+
+
+def _sequential(prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc=""):
+    """One request, no drafts: each step the model proposes one token."""
+    steps: list[tuple[Update | None, dict[int, SlotStep]]] = []
+    first = Update(1, added=[Added(0, budget, prompt)])
+    for i, token in enumerate(proposals):
+        steps.append((first if i == 0 else None, {0: SlotStep([], 0, token)}))
+    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc)
+
+
+S1, E1 = [100], [101]  # one-token markers
+S3, E4 = [90, 91, 92], [30, 17, 59, 32]  # multi-token markers: "<think>" and "</think>" as pieces
+EO = [7, 7, 8]  # a self-overlapping end marker
+
+
+def budget_vectors() -> dict:
+    s = []
+    s.append(
+        _sequential(
+            [1, 2],
+            3,
+            [100, 5, 6, 7, 8, 9, 10, 11],
+            S1,
+            E1,
+            name="model-opened-budget-3",
+            reqs=["TB-FORCE-1", "TB-MARK-1", "TB-COUNT-1", "TB-FORCE-3", "TB-FORCE-5"],
+            desc="S in the output opens the section; the 4th token after it is forced to E.",
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            0,
+            [100, 5, 6, 7],
+            S1,
+            E1,
+            name="model-opened-budget-0",
+            reqs=["TB-FORCE-4", "TB-API-1"],
+            desc="Budget 0: the token right after S is forced to E[0].",
+        )
+    )
+    s.append(
+        _sequential(
+            [1], 1, [100, 5, 6, 7], S1, E1, name="model-opened-budget-1", reqs=["TB-FORCE-1", "TB-FORCE-3"]
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            2,
+            [90, 91, 92, 5, 30, 17, 6, 7, 8, 9],
+            S3,
+            E4,
+            name="multi-token-end-continued",
+            reqs=["TB-FORCE-2", "TB-MARK-2", "TB-COUNT-1"],
+            desc="The model starts E (30, 17) as the budget runs out: forcing continues with 59, 32.",
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            2,
+            [90, 91, 92, 5, 6, 7, 8, 9, 10],
+            S3,
+            E4,
+            name="multi-token-end-forced-whole",
+            reqs=["TB-FORCE-3", "TB-MARK-2"],
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            10,
+            [100, 7, 7, 7, 8, 5, 6],
+            S1,
+            EO,
+            name="self-overlapping-end-natural",
+            reqs=["TB-MARK-3", "TB-NATURAL-1"],
+            desc="E = [7, 7, 8]: the stream 7 7 7 8 completes E; nothing is forced.",
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            2,
+            [100, 5, 7, 7, 7, 9, 9],
+            S1,
+            EO,
+            name="self-overlapping-end-forced",
+            reqs=["TB-MARK-3", "TB-FORCE-2"],
+        )
+    )
+    s.append(
+        _sequential(
+            [3, 100, 4, 4, 4],
+            0,
+            [5, 6, 7],
+            S1,
+            E1,
+            name="prompt-opened-budget-0",
+            reqs=["TB-PROMPT-2", "TB-PROMPT-1"],
+            desc="The prompt leaves a section open with 3 thinking tokens: the first token is forced.",
+        )
+    )
+    s.append(
+        _sequential(
+            [3, 100, 4, 4],
+            5,
+            [5, 6, 7, 8, 9, 10],
+            S1,
+            E1,
+            name="prompt-opened-budget-5",
+            reqs=["TB-PROMPT-1"],
+            desc="Two prompt tokens after S count: 3 more are generated before E.",
+        )
+    )
+    s.append(
+        _sequential(
+            [100, 4, 4, 4, 4, 101, 3],
+            2,
+            [100, 5, 6, 7, 8],
+            S1,
+            E1,
+            name="prompt-closed-history",
+            reqs=["TB-PROMPT-1"],
+            desc="A section closed inside the prompt does not count; the new one gets the budget.",
+        )
+    )
+    s.append(
+        _sequential(
+            [3, 90, 91],
+            1,
+            [92, 5, 6, 7, 8, 9, 10],
+            S3,
+            E4,
+            name="prompt-partial-start",
+            reqs=["TB-PROMPT-3", "TB-MARK-2"],
+            desc="The prompt ends inside S; S completes with the first generated token.",
+        )
+    )
+    s.append(
+        _sequential(
+            [3, 90, 91, 92, 5, 30, 17],
+            2,
+            [6, 7, 8, 9, 10],
+            S3,
+            E4,
+            name="prompt-partial-end",
+            reqs=["TB-PROMPT-3", "TB-FORCE-2"],
+            desc="The prompt ends inside E with the budget spent: forcing continues E at 59.",
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            5,
+            [100, 5, 101, 6, 7, 100, 8, 9, 10, 11, 12, 13],
+            S1,
+            E1,
+            name="natural-close-then-reopen-request-scope",
+            reqs=["TB-NATURAL-1", "TB-SCOPE-1"],
+            desc="A natural close after 1 thinking token leaves 4 for the next section.",
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            2,
+            [100, 5, 6, 7, 8, 100, 9, 10, 11, 12],
+            S1,
+            E1,
+            name="reopen-after-spent-request-scope",
+            reqs=["TB-SCOPE-1"],
+            desc="After the budget is spent, a re-opened section is closed at once.",
+        )
+    )
+    s.append(
+        _sequential(
+            [1],
+            2,
+            [100, 5, 6, 7, 8, 100, 9, 10, 11, 12],
+            S1,
+            E1,
+            scope="section",
+            name="reopen-after-spent-section-scope",
+            reqs=["TB-SCOPE-2"],
+            desc="Per-section scope: the re-opened section gets a fresh budget of 2.",
+        )
+    )
+    # Speculative decoding and the batch contract.
+    add3 = Update(3, added=[Added(0, 2, [1, 100]), Added(1, None, [1, 100]), Added(2, 3, [1])])
+    s.append(
+        budget_scenario(
+            "spec-decode-mixed-batch",
+            ["TB-SPEC-1", "TB-SPEC-2", "TB-SPEC-3", "TB-SPEC-4", "TB-BATCH-5", "TB-UNTRACKED-1"],
+            S1,
+            E1,
+            [
+                (add3, {0: SlotStep([5, 6, 7, 8], 4, 9), 1: SlotStep([5, 6], 2, 9), 2: SlotStep([], 0, 100)}),
+                (
+                    None,
+                    {0: SlotStep([10, 11], 2, 12), 1: SlotStep([], 0, 9), 2: SlotStep([5, 6, 7, 8], 1, 9)},
+                ),
+                (None, {0: SlotStep([], 0, 13), 1: SlotStep([3], 1, 4), 2: SlotStep([101, 5], 2, 6)}),
+            ],
+            description="Slot 0 (budget 2, prompt-opened) crosses its budget inside its drafts; slot 1 is "
+            "untracked; slot 2 has zero drafts, then drafts rejected after one acceptance.",
+        )
+    )
+    s.append(
+        budget_scenario(
+            "spec-decode-all-zero-drafts",
+            ["TB-SPEC-4", "TB-BATCH-5"],
+            S1,
+            E1,
+            [
+                (
+                    Update(3, added=[Added(0, 0, [100]), Added(1, 0, [100]), Added(2, 1, [100])]),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
+                ),
+                (None, {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)}),
+            ],
+            description="Speculation on, but no drafts this step: every request owns one row "
+            "and is forced there.",
+        )
+    )
+    s.append(
+        budget_scenario(
+            "spec-decode-multi-token-end-in-drafts",
+            ["TB-SPEC-1", "TB-SPEC-2", "TB-FORCE-2", "TB-MARK-2"],
+            S3,
+            E4,
+            [
+                (Update(1, added=[Added(0, 2, [90, 91, 92])]), {0: SlotStep([5, 30, 17, 6], 4, 7)}),
+                (None, {0: SlotStep([59, 8, 9], 3, 10)}),
+            ],
+            description="Drafts start E at the budget; the row after the partial E is forced to continue it.",
+        )
+    )
+    s.append(
+        budget_scenario(
+            "batch-remove-add-move",
+            ["TB-BATCH-1", "TB-BATCH-2", "TB-BATCH-3"],
+            S1,
+            E1,
+            [
+                (
+                    Update(3, added=[Added(0, 1, [100]), Added(1, None, [100]), Added(2, 4, [100])]),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
+                ),
+                (
+                    Update(3, moved=[(0, 1, "SWAP")]),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 6), 2: SlotStep([], 0, 5)},
+                ),
+                (
+                    Update(2, removed=[0], moved=[(2, 0, "UNIDIRECTIONAL")]),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 7)},
+                ),
+                (
+                    Update(3, added=[Added(2, 0, [3, 100, 4])], moved=[(2, 1, "SWAP")]),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
+                ),
+            ],
+            description="A SWAP of tracked slot 0 with untracked slot 1 leaves slot 0 untracked; a removal "
+            "is condensed by an UNIDIRECTIONAL move; an added request is swapped in the same update.",
+        )
+    )
+    errors = []
+    for value in (-2, True, 1.5, "1"):
+        errors.append(
+            {
+                "name": f"invalid-budget-{value!r}",
+                "requirements": ["TB-API-2"],
+                "start_token_ids": S1,
+                "end_token_ids": E1,
+                "max_num_reqs": 2,
+                "update": Update(1, added=[Added(0, value, [1])]).to_json(),
+                "expected_error_field": "budget",
+            }
+        )
+    for field_name, start, end in (("start_token_ids", [], E1), ("end_token_ids", S1, [])):
+        errors.append(
+            {
+                "name": f"empty-{field_name}",
+                "requirements": ["TB-API-3"],
+                "start_token_ids": start,
+                "end_token_ids": end,
+                "max_num_reqs": 2,
+                "update": None,
+                "expected_error_field": field_name,
+            }
+        )
+    for name, update, field_name in (
+        ("added-slot-out-of-range", Update(1, added=[Added(2, 1, [1])]), "added index"),
+        ("batch-size-too-large", Update(3), "batch_size"),
+        ("move-from-empty-slot", Update(1, moved=[(1, 0, "UNIDIRECTIONAL")]), "move from empty slot"),
+        ("remove-empty-slot", Update(1, removed=[1]), "removed index"),
+    ):
+        errors.append(
+            {
+                "name": name,
+                "requirements": ["TB-BATCH-4"],
+                "start_token_ids": S1,
+                "end_token_ids": E1,
+                "max_num_reqs": 2,
+                "update": update.to_json(),
+                "expected_error_field": field_name,
+            }
+        )
+    return {"format": FORMAT_VERSION, "kind": "thinking-budget", "scenarios": s, "errors": errors}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rejection sampling
+
+
+def _case_json(case: rs.RejectionCase) -> dict:
+    out = {
+        "target_logits": encode_matrix(case.target_logits),
+        "draft_token_ids": case.draft_token_ids.tolist(),
+        "num_draft_tokens": case.num_draft_tokens.tolist(),
+        "temperature": [encode_float(t) for t in case.temperature],
+        "draft_probs": None if case.draft_probs is None else encode_matrix(case.draft_probs),
+        "forced_token_ids": None if case.forced_token_ids is None else case.forced_token_ids.tolist(),
+        "seeds": None if case.seeds is None else case.seeds.tolist(),
+        "positions": None if case.positions is None else case.positions.tolist(),
+    }
+    return out
+
+
+def case_from_json(data: dict) -> rs.RejectionCase:
+    def matrix(rows):
+        return None if rows is None else np.array([[decode_float(v) for v in r] for r in rows])
+
+    return rs.RejectionCase(
+        target_logits=matrix(data["target_logits"]),
+        draft_token_ids=np.array(data["draft_token_ids"], dtype=np.int64),
+        num_draft_tokens=np.array(data["num_draft_tokens"], dtype=np.int64),
+        temperature=np.array([decode_float(t) for t in data["temperature"]]),
+        draft_probs=matrix(data["draft_probs"]),
+        forced_token_ids=None if data["forced_token_ids"] is None else np.array(data["forced_token_ids"]),
+        seeds=None if data["seeds"] is None else np.array(data["seeds"], dtype=np.int64),
+        positions=None if data["positions"] is None else np.array(data["positions"], dtype=np.int64),
+    )
+
+
+def _exact_case(name, reqs, case: rs.RejectionCase, description="") -> dict:
+    tokens, num, _ = rs.sample_case(case)
+    return {
+        "name": name,
+        "description": description,
+        "requirements": reqs,
+        "case": _case_json(case),
+        "expected_token_ids": tokens.tolist(),
+        "expected_num_emitted": num.tolist(),
+    }
+
+
+def _dist_json(dist: dict) -> list:
+    return [{"emitted": list(key), "probability": encode_float(prob)} for key, prob in sorted(dist.items())]
+
+
+def rejection_vectors() -> dict:
+    rng = np.random.default_rng(20261121)
+    NEG = -np.inf
+    exact = []
+
+    def logits_with_argmax(rows, V, argmaxes):
+        z = rng.normal(size=(rows, V)).round(3)
+        for r, a in enumerate(argmaxes):
+            z[r, a] = 5.0
+        return z
+
+    # Greedy.
+    z = logits_with_argmax(4, 11, [3, 7, 2, 9])
+    exact.append(
+        _exact_case(
+            "greedy-all-accepted",
+            ["RS-GREEDY-1", "RS-GREEDY-2", "RS-LAYOUT-1", "RS-LAYOUT-2"],
+            rs.RejectionCase(z, [3, 7, 2], [3], [0.0]),
+        )
+    )
+    exact.append(
+        _exact_case(
+            "greedy-mismatch-at-1",
+            ["RS-GREEDY-1", "RS-GREEDY-2"],
+            rs.RejectionCase(z, [3, 8, 2], [3], [0.0]),
+            "Row 1's argmax is 7, the draft 8: emit 7 and stop; row 2 is never used.",
+        )
+    )
+    tie = np.array([[0.5, 2.0, 2.0, 1.0], [2.0, 0.0, 2.0, 2.0]])
+    exact.append(
+        _exact_case(
+            "greedy-tie-lowest-id",
+            ["RS-GREEDY-3"],
+            rs.RejectionCase(tie, [2], [1], [0.0]),
+            "Row 0 ties ids 1 and 2: the argmax is 1, so draft 2 is rejected.",
+        )
+    )
+    z2 = logits_with_argmax(5, 37, [4, 36, 0, 12, 20])
+    exact.append(
+        _exact_case(
+            "greedy-zero-draft-rows",
+            ["RS-ZERO-1", "RS-LAYOUT-2", "RS-INPUT-1"],
+            rs.RejectionCase(z2, [4, 36], [0, 2, 0], [0.0, 0.0, 0.0]),
+            "Three requests, K = 0, 2, 0, V = 37 (not a multiple of any block).",
+        )
+    )
+    masked = np.full((3, 9), NEG)
+    masked[:, 2] = 0.0
+    masked[0, 5] = 1.0
+    masked[1, 6] = 0.5
+    exact.append(
+        _exact_case(
+            "greedy-neg-inf-mask",
+            ["RS-INPUT-2", "RS-GREEDY-1"],
+            rs.RejectionCase(masked, [5, 6], [2], [0.0]),
+            "-inf entries are a mask, not an error.",
+        )
+    )
+    z3 = logits_with_argmax(4, 13, [1, 2, 3, 4])
+    exact.append(
+        _exact_case(
+            "forced-draft-row",
+            ["RS-FORCE-1"],
+            rs.RejectionCase(z3, [1, 9, 3], [3], [0.0], forced_token_ids=[-1, 6, -1, -1]),
+            "Row 1 is forced to 6: the draft 9 is rejected and 6 emitted.",
+        )
+    )
+    exact.append(
+        _exact_case(
+            "forced-row-accepts-equal-draft",
+            ["RS-FORCE-1"],
+            rs.RejectionCase(
+                z3, [1, 6, 3], [3], [1.0], forced_token_ids=[-1, 6, 12, -1], seeds=[7], positions=[100]
+            ),
+        )
+    )
+    exact.append(
+        _exact_case(
+            "forced-bonus-row",
+            ["RS-FORCE-1"],
+            rs.RejectionCase(z3[:1], [], [0], [0.8], forced_token_ids=[11], seeds=[3], positions=[0]),
+        )
+    )
+    # Probabilistic, exact under the reference draws (RS-RNG-3).
+    V = 16
+    zp = rng.normal(size=(7, V)).round(3)
+    q = rng.dirichlet(np.ones(V), size=4)
+    drafts = [int(rng.choice(V, p=q[j])) for j in range(4)]
+    exact.append(
+        _exact_case(
+            "probabilistic-seeded-mixed-batch",
+            ["RS-RNG-3", "RS-MIXED-1", "RS-PROB-1", "RS-PROB-2"],
+            rs.RejectionCase(
+                zp,
+                drafts,
+                [3, 1, 0],
+                [0.7, 0.0, 1.3],
+                draft_probs=q,
+                seeds=[11, 12, 13],
+                positions=[5, 40, 7],
+            ),
+            "Seeded requests under the reference counter-based draws.",
+        )
+    )
+    exact.append(
+        _exact_case(
+            "one-hot-seeded",
+            ["RS-RNG-3", "RS-ONEHOT-1"],
+            rs.RejectionCase(zp[:5], drafts, [4], [1.0], seeds=[99], positions=[0]),
+        )
+    )
+
+    # Exact output distributions for fixed drafts.
+    distributions = []
+
+    def dist_entry(name, reqs, p_rows, q_rows, drafts, description=""):
+        return {
+            "name": name,
+            "description": description,
+            "requirements": reqs,
+            "p": encode_matrix(p_rows),
+            "q": None if q_rows is None else encode_matrix(q_rows),
+            "drafts": drafts,
+            "expected_distribution": _dist_json(rs.output_distribution(p_rows, q_rows, drafts)),
+        }
+
+    p = np.array([[0.5, 0.3, 0.2, 0.0], [0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
+    qq = np.array([[0.1, 0.6, 0.3, 0.0], [0.4, 0.3, 0.2, 0.1]])
+    distributions.append(dist_entry("residual", ["RS-PROB-1", "RS-PROB-2"], p, qq, [1, 0]))
+    distributions.append(
+        dist_entry(
+            "draft-with-zero-target",
+            ["RS-PROB-3"],
+            np.array([[0.6, 0.4, 0.0], [0.3, 0.3, 0.4]]),
+            np.array([[0.2, 0.2, 0.6]]),
+            [2],
+            "p(d) = 0: the draft is never emitted.",
+        )
+    )
+    distributions.append(
+        dist_entry(
+            "draft-with-zero-q",
+            ["RS-PROB-3"],
+            np.array([[0.6, 0.4, 0.0], [0.3, 0.3, 0.4]]),
+            np.array([[0.5, 0.0, 0.5]]),
+            [1],
+            "q(d) = 0 rejects the draft; the residual is sampled.",
+        )
+    )
+    distributions.append(
+        dist_entry(
+            "residual-without-mass",
+            ["RS-PROB-4"],
+            np.array([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]),
+            np.array([[0.5, 0.5, 0.0]]),
+            [2],
+            "q(d) = 0 with p = q elsewhere: the residual is empty, so p is sampled.",
+        )
+    )
+    distributions.append(dist_entry("one-hot", ["RS-ONEHOT-1"], p, None, [0, 3]))
+    # Drafts sampled from q: per-position marginals and the accepted-length law.
+    sampled = []
+    for name, p_rows, q_rows, reqs in (
+        (
+            "reverse-ranked",
+            np.array([[0.5, 0.25, 0.15, 0.1]] * 3),
+            np.array([[0.1, 0.15, 0.25, 0.5]] * 2),
+            ["RS-PROB-5", "RS-PROB-6", "RS-ONEHOT-2"],
+        ),
+        (
+            "disjoint",
+            np.array([[0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5], [0.25] * 4]),
+            np.array([[0, 0, 0.5, 0.5], [0.5, 0.5, 0, 0]]),
+            ["RS-PROB-5", "RS-PROB-6"],
+        ),
+        (
+            "p-equals-q",
+            np.array([[0.4, 0.3, 0.2, 0.1]] * 3),
+            np.array([[0.4, 0.3, 0.2, 0.1]] * 2),
+            ["RS-PROB-5", "RS-PROB-6"],
+        ),
+    ):
+        dist = rs.distribution_with_sampled_drafts(p_rows, q_rows)
+        marginals = [rs.position_marginals(dist, j, p_rows.shape[1])[0] for j in range(len(p_rows))]
+        betas = [rs.overlap(p_rows[j], q_rows[j]) for j in range(len(q_rows))]
+        lengths = np.zeros(len(q_rows) + 1)
+        for key, prob in dist.items():
+            lengths[len(key) - 1] += prob
+        sampled.append(
+            {
+                "name": name,
+                "requirements": reqs,
+                "p": encode_matrix(p_rows),
+                "q": encode_matrix(q_rows),
+                "expected_position_marginals": encode_matrix(marginals),
+                "expected_accepted_length": [encode_float(x) for x in lengths],
+                "closed_form_accepted_length": [
+                    encode_float(x) for x in rs.accepted_length_distribution(betas)
+                ],
+            }
+        )
+    # Invalid input.
+    errors = []
+    base = rng.normal(size=(3, 6)).round(3)
+
+    def error(name, reqs, field_name, **changes):
+        kwargs = dict(
+            target_logits=base.copy(),
+            draft_token_ids=[1, 2],
+            num_draft_tokens=[2],
+            temperature=[1.0],
+            seeds=[1],
+            positions=[0],
+        )
+        kwargs.update(changes)
+        case = rs.RejectionCase(**kwargs)
+        return {
+            "name": name,
+            "requirements": reqs,
+            "case": _case_json(case),
+            "expected_error_field": field_name,
+        }
+
+    nan = base.copy()
+    nan[1, 3] = np.nan
+    pinf = base.copy()
+    pinf[0, 0] = np.inf
+    empty = base.copy()
+    empty[2, :] = NEG
+    errors += [
+        error("nan-logit", ["RS-INPUT-3"], "target_logits", target_logits=nan),
+        error("pos-inf-logit", ["RS-INPUT-3"], "target_logits", target_logits=pinf),
+        error("row-without-finite-logit", ["RS-INPUT-3"], "target_logits", target_logits=empty),
+        error(
+            "negative-draft-prob",
+            ["RS-INPUT-4"],
+            "draft_probs",
+            draft_probs=np.array([[1.2, -0.2, 0, 0, 0, 0], [0, 1.0, 0, 0, 0, 0]]),
+        ),
+        error(
+            "draft-probs-not-normalised",
+            ["RS-INPUT-4"],
+            "draft_probs",
+            draft_probs=np.array([[0.5, 0.4, 0, 0, 0, 0], [0, 1.0, 0, 0, 0, 0]]),
+        ),
+        error("placeholder-draft", ["RS-INPUT-5"], "draft_token_ids", draft_token_ids=[1, -1]),
+        error("draft-id-equal-to-V", ["RS-INPUT-5"], "draft_token_ids", draft_token_ids=[6, 1]),
+        error("forced-id-equal-to-V", ["RS-INPUT-5"], "forced_token_ids", forced_token_ids=[-1, 6, -1]),
+        error("negative-temperature", ["RS-INPUT-5"], "temperature", temperature=[-0.5]),
+    ]
+    return {
+        "format": FORMAT_VERSION,
+        "kind": "rejection",
+        "exact": exact,
+        "distributions": distributions,
+        "sampled_drafts": sampled,
+        "errors": errors,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting
+
+
+def counting_vectors() -> dict:
+    rows = [
+        ("accepted-two-of-three", [5, 6, 9, -1], 11, ["AC-COUNT-1"]),
+        ("all-accepted", [5, 6, 7, 9], 11, ["AC-COUNT-1"]),
+        ("zero-draft", [9], 11, ["AC-COUNT-1"]),
+        ("discarded", [-1, -1, -1], 11, ["AC-COUNT-4"]),
+        ("hole", [5, -1, 7, -1], 11, ["AC-COUNT-2"]),
+        ("out-of-vocab", [5, 11, -1], 11, ["AC-COUNT-3"]),
+    ]
+    counts = []
+    for name, row, V, reqs in rows:
+        problems = ac.validate_rows([row], V)
+        counts.append(
+            {
+                "name": name,
+                "requirements": reqs,
+                "row": row,
+                "vocab_size": V,
+                "expected_num_emitted": ac.num_emitted(row),
+                "expected_problems": sorted({p.kind for p in problems}),
+            }
+        )
+    steps = [
+        (3, [5, 6, 9, -1]),
+        (3, [9, -1, -1, -1]),
+        (0, [4]),
+        (2, [5, 2, 8]),
+        (3, [5, 2, 7, 8]),
+        (1, [-1, -1]),
+        (4, [1, 2, 3, 4, 5]),
+    ]
+    metrics = ac.AcceptanceMetrics(max_positions=4)
+    per_step = [metrics.observe(k, row, eos_token_ids=[2]) for k, row in steps]
+    metric_vector = {
+        "name": "metrics-with-eos",
+        "requirements": [
+            "AC-METRIC-1",
+            "AC-METRIC-2",
+            "AC-METRIC-3",
+            "AC-METRIC-4",
+            "AC-METRIC-5",
+            "AC-COUNT-4",
+        ],
+        "eos_token_ids": [2],
+        "steps": [{"num_draft_tokens": k, "row": row} for k, row in steps],
+        "expected_accepted_per_step": per_step,
+        "expected": {
+            "num_drafts": metrics.num_drafts,
+            "num_draft_tokens": metrics.num_draft_tokens,
+            "num_accepted_tokens": metrics.num_accepted_tokens,
+            "num_discarded": metrics.num_discarded,
+            "acceptance_rate": encode_float(metrics.acceptance_rate),
+            "mean_acceptance_length": encode_float(metrics.mean_acceptance_length),
+            "accepted_per_position": metrics.accepted_per_position,
+            "per_position_rates": [encode_float(x) for x in metrics.per_position_rates()],
+        },
+    }
+    return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": [metric_vector]}
+
+
+GENERATORS = {
+    "thinking-budget": budget_vectors,
+    "rejection": rejection_vectors,
+    "counting": counting_vectors,
+}
+
+
+def render(kind: str) -> str:
+    return json.dumps(GENERATORS[kind](), indent=1, allow_nan=False) + "\n"
+
+
+def write_all(directory: Path | None = None) -> list[Path]:
+    directory = directory or vectors_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for kind in GENERATORS:
+        path = directory / f"{kind}.json"
+        path.write_text(render(kind))
+        paths.append(path)
+    return paths
+
+
+def stale(directory: Path | None = None) -> list[str]:
+    """Kinds whose checked-in file differs from what the oracle generates now."""
+    directory = directory or vectors_dir()
+    out = []
+    for kind in GENERATORS:
+        path = directory / f"{kind}.json"
+        if not path.exists() or path.read_text() != render(kind):
+            out.append(kind)
+    return out

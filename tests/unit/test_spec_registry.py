@@ -1,0 +1,23 @@
+"""The requirement registry and the Markdown specification agree, id by id."""
+
+from harness import spec
+
+
+def test_every_markdown_requirement_is_registered_with_its_level_and_class():
+    documents = spec.requirements_in_documents()
+    registry = spec.load_registry()
+    assert sorted(set(documents) - set(registry)) == []
+    for rid, (level, cls, document) in documents.items():
+        entry = registry[rid]
+        assert (entry.level, entry.cls, entry.document) == (level, cls, document), rid
+
+
+def test_every_registered_requirement_is_in_the_markdown():
+    assert sorted(set(spec.load_registry()) - set(spec.requirements_in_documents())) == []
+
+
+def test_registry_entries_are_well_formed():
+    for req in spec.load_registry().values():
+        assert req.level in spec.LEVELS, req.id
+        assert req.summary.strip(), req.id
+        assert req.id.split("-")[0] in {"TB", "RS", "AC", "API", "STAT", "RUN"}, req.id
