@@ -49,11 +49,11 @@ class _OracleBudget:
 
 
 class ReferenceEngine:
-    """``impl`` on a torch device (``cpu`` or ``cuda``)."""
+    """``impl`` on a torch device (``cpu`` or ``cuda``) with a backend (``auto``, ``torch``, ``triton``)."""
 
     name = "reference"
 
-    def __init__(self, device: str = "cpu"):
+    def __init__(self, device: str = "cpu", backend: str = "auto"):
         import torch
 
         import impl
@@ -61,7 +61,8 @@ class ReferenceEngine:
         self.torch = torch
         self.impl = impl
         self.device = torch.device(device)
-        self.version = f"impl-{impl.__version__} torch-{torch.__version__}"
+        self.backend = backend
+        self.version = f"impl-{impl.__version__} torch-{torch.__version__} backend-{backend}"
 
     def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
         return _ReferenceBudget(self, start, end, max_num_reqs, scope, max_spec_len)
@@ -84,6 +85,7 @@ class ReferenceEngine:
             forced_token_ids=None
             if case.forced_token_ids is None
             else torch.tensor(case.forced_token_ids, dtype=torch.int64, device=dev),
+            backend=self.backend,
         )
         return out.token_ids.cpu().numpy(), out.num_emitted.cpu().numpy()
 
@@ -92,7 +94,13 @@ class _ReferenceBudget:
     def __init__(self, engine, start, end, max_num_reqs, scope, max_spec_len):
         self.engine = engine
         self.state = engine.impl.ThinkingBudgetState(
-            start, end, max_num_reqs, max_spec_len=max_spec_len, scope=scope, device=engine.device
+            start,
+            end,
+            max_num_reqs,
+            max_spec_len=max_spec_len,
+            scope=scope,
+            device=engine.device,
+            backend=engine.backend,
         )
 
     def sync_batch(self, update):
@@ -135,15 +143,15 @@ class _ReferenceBudget:
 
 
 def make_engine(spec: str):
-    """``oracle``, ``reference``, ``reference:cuda`` or ``module:factory`` (an engine team's own)."""
+    """``oracle``, ``reference[:device[:backend]]`` or ``module:factory`` (an engine team's own)."""
     if spec == "oracle":
         return OracleEngine()
-    if spec.startswith("reference"):
-        _, _, device = spec.partition(":")
-        return ReferenceEngine(device or "cpu")
+    if spec == "reference" or spec.startswith("reference:"):
+        parts = spec.split(":")[1:]
+        return ReferenceEngine(*parts) if parts else ReferenceEngine()
     if ":" in spec:
         import importlib
 
         module, _, factory = spec.partition(":")
         return getattr(importlib.import_module(module), factory)()
-    raise ValueError(f"engine must be oracle, reference[:device] or module:factory; got {spec!r}")
+    raise ValueError(f"engine must be oracle, reference[:device[:backend]] or module:factory; got {spec!r}")

@@ -1,0 +1,21 @@
+"""The reference implementation: thinking-budget state, rejection sampler, counting."""
+
+from .counting import AcceptanceStats, ValidatedCount, count_emitted, count_emitted_validated
+from .rejection import RejectionOutput, rejection_sample
+from .thinking_budget import AddedRequest, BatchUpdate, Move, ThinkingBudgetState, validate_budget
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AcceptanceStats",
+    "AddedRequest",
+    "BatchUpdate",
+    "Move",
+    "RejectionOutput",
+    "ThinkingBudgetState",
+    "ValidatedCount",
+    "count_emitted",
+    "count_emitted_validated",
+    "rejection_sample",
+    "validate_budget",
+]

@@ -1,0 +1,185 @@
+"""Triton kernels of the thinking-budget state (specs/thinking-budget.md).
+
+State layout: ``state [NUM_FIELDS, max_num_reqs]`` int32 with the fields of
+``impl.thinking_budget`` (TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT).
+One program per slot for ``forced_rows`` and ``advance_committed``; a 2-D grid over (row, vocab
+block) for ``write_forced_logits``. No kernel reads anything back to the host.
+"""
+
+import triton
+import triton.language as tl
+
+TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
+
+
+@triton.jit
+def _kmp_step(matched, token, marker_ptr, failure_ptr, LENGTH: tl.constexpr):
+    """One KMP step: the new partial-match length after ``token`` (``matched < LENGTH``)."""
+    for _ in tl.static_range(LENGTH):
+        expected = tl.load(marker_ptr + matched)
+        fallback = tl.load(failure_ptr + tl.maximum(matched - 1, 0))
+        matched = tl.where((matched > 0) & (expected != token), fallback, matched)
+    return tl.where(tl.load(marker_ptr + matched) == token, matched + 1, matched)
+
+
+@triton.jit
+def _feed(
+    in_section,
+    start_m,
+    end_m,
+    count,
+    spent,
+    token,
+    active,
+    start_ptr,
+    start_fail_ptr,
+    end_ptr,
+    end_fail_ptr,
+    START_LEN: tl.constexpr,
+    END_LEN: tl.constexpr,
+):
+    """Feed one committed or drafted token to one slot's automaton where ``active``."""
+    new_end = _kmp_step(end_m, token, end_ptr, end_fail_ptr, END_LEN)
+    new_start = _kmp_step(start_m, token, start_ptr, start_fail_ptr, START_LEN)
+    inside = active & (in_section != 0)
+    outside = active & (in_section == 0)
+    closes = inside & (new_end == END_LEN)
+    opens = outside & (new_start == START_LEN)
+    spent = tl.where(closes, spent + count + 1 - END_LEN, spent)
+    count = tl.where(inside, tl.where(closes, 0, count + 1), tl.where(opens, 0, count))
+    end_m = tl.where(inside, tl.where(closes, 0, new_end), tl.where(opens, 0, end_m))
+    start_m = tl.where(outside, tl.where(opens, 0, new_start), tl.where(closes, 0, start_m))
+    in_section = tl.where(closes, 0, tl.where(opens, 1, in_section))
+    return in_section, start_m, end_m, count, spent
+
+
+@triton.jit
+def _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE: tl.constexpr):
+    budget_left = budget if SECTION_SCOPE else budget - spent
+    forced = (tracked != 0) & (in_section != 0) & (count >= budget_left)
+    return tl.where(forced, tl.load(end_ptr + end_m), -1)
+
+
+@triton.jit
+def forced_rows_kernel(
+    state_ptr,
+    state_stride,
+    num_draft_ptr,
+    draft_ids_ptr,
+    row_end_ptr,
+    out_ptr,
+    start_ptr,
+    start_fail_ptr,
+    end_ptr,
+    end_fail_ptr,
+    START_LEN: tl.constexpr,
+    END_LEN: tl.constexpr,
+    MAX_DRAFTS: tl.constexpr,
+    SECTION_SCOPE: tl.constexpr,
+    HAS_DRAFTS: tl.constexpr,
+):
+    """``out[row]`` = forced token of every logits row of slot ``program_id(0)`` (-1 = free)."""
+    slot = tl.program_id(0)
+    tracked = tl.load(state_ptr + 0 * state_stride + slot)
+    budget = tl.load(state_ptr + 1 * state_stride + slot)
+    in_section = tl.load(state_ptr + 2 * state_stride + slot)
+    start_m = tl.load(state_ptr + 3 * state_stride + slot)
+    end_m = tl.load(state_ptr + 4 * state_stride + slot)
+    count = tl.load(state_ptr + 5 * state_stride + slot)
+    spent = tl.load(state_ptr + 6 * state_stride + slot)
+    if HAS_DRAFTS:
+        k = tl.load(num_draft_ptr + slot).to(tl.int32)
+        row0 = (tl.load(row_end_ptr + slot) - k - 1).to(tl.int32)  # inclusive cumsum of K + 1
+        draft0 = row0 - slot
+        for j in tl.static_range(MAX_DRAFTS):
+            live = j < k
+            tl.store(
+                out_ptr + row0 + j,
+                _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE),
+                mask=live,
+            )
+            token = tl.load(draft_ids_ptr + draft0 + j, mask=live, other=0).to(tl.int32)
+            in_section, start_m, end_m, count, spent = _feed(
+                in_section,
+                start_m,
+                end_m,
+                count,
+                spent,
+                token,
+                live & (tracked != 0),
+                start_ptr,
+                start_fail_ptr,
+                end_ptr,
+                end_fail_ptr,
+                START_LEN,
+                END_LEN,
+            )
+    else:
+        k = 0
+        row0 = slot
+    tl.store(
+        out_ptr + row0 + k, _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE)
+    )
+
+
+@triton.jit
+def advance_committed_kernel(
+    state_ptr,
+    state_stride,
+    tokens_ptr,
+    tokens_stride,
+    width,
+    start_ptr,
+    start_fail_ptr,
+    end_ptr,
+    end_fail_ptr,
+    START_LEN: tl.constexpr,
+    END_LEN: tl.constexpr,
+):
+    """Feed slot ``program_id(0)`` its committed tokens: the row's prefix before the first -1."""
+    slot = tl.program_id(0)
+    tracked = tl.load(state_ptr + 0 * state_stride + slot)
+    in_section = tl.load(state_ptr + 2 * state_stride + slot)
+    start_m = tl.load(state_ptr + 3 * state_stride + slot)
+    end_m = tl.load(state_ptr + 4 * state_stride + slot)
+    count = tl.load(state_ptr + 5 * state_stride + slot)
+    spent = tl.load(state_ptr + 6 * state_stride + slot)
+    live = tracked != 0
+    for c in range(width):
+        token = tl.load(tokens_ptr + slot * tokens_stride + c).to(tl.int32)
+        live = live & (token != -1)
+        in_section, start_m, end_m, count, spent = _feed(
+            in_section,
+            start_m,
+            end_m,
+            count,
+            spent,
+            token,
+            live,
+            start_ptr,
+            start_fail_ptr,
+            end_ptr,
+            end_fail_ptr,
+            START_LEN,
+            END_LEN,
+        )
+    tl.store(state_ptr + 2 * state_stride + slot, in_section)
+    tl.store(state_ptr + 3 * state_stride + slot, start_m)
+    tl.store(state_ptr + 4 * state_stride + slot, end_m)
+    tl.store(state_ptr + 5 * state_stride + slot, count)
+    tl.store(state_ptr + 6 * state_stride + slot, spent)
+
+
+@triton.jit
+def write_forced_logits_kernel(logits_ptr, logits_stride, forced_ptr, vocab_size, BLOCK: tl.constexpr):
+    """Make each forced row one-hot: 0 at the forced token, -inf elsewhere; free rows untouched."""
+    row = tl.program_id(0)
+    forced = tl.load(forced_ptr + row)
+    if forced >= 0:
+        offsets = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        values = tl.where(offsets == forced, 0.0, float("-inf"))
+        tl.store(
+            logits_ptr + row.to(tl.int64) * logits_stride + offsets,
+            values.to(logits_ptr.dtype.element_ty),
+            mask=offsets < vocab_size,
+        )

@@ -1,0 +1,308 @@
+"""Speculative-decoding rejection sampling with fused accepted-token counting.
+
+``rejection_sample`` implements specs/rejection-sampling.md on the canonical ragged layout. On a
+GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches one
+fused Triton kernel; on a CPU it runs a vectorised PyTorch path with the same semantics and the
+same counter-based draws (``impl.rng``), so GPU, CPU and the oracle agree token for token except
+within ~1e-6 of a floating-point decision boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import rng
+from .kernels import HAS_TRITON
+
+PLACEHOLDER = -1
+
+
+@dataclass
+class RejectionOutput:
+    """``token_ids [B, max K_i + 1]`` int32, -1 padded; ``num_emitted [B]`` int32 (AC-COUNT-5)."""
+
+    token_ids: torch.Tensor
+    num_emitted: torch.Tensor
+
+
+def _validate(
+    target_logits,
+    draft_token_ids,
+    num_draft_tokens,
+    draft_probs,
+    temperature,
+    seeds,
+    positions,
+    forced_token_ids,
+    check_values: bool,
+):
+    """Raise ValueError naming the field (RS-INPUT-3..5); shapes always, values if ``check_values``."""
+    if target_logits.dim() != 2:
+        raise ValueError(
+            f"target_logits must be 2-D [sum(K_i + 1), V]; got shape {tuple(target_logits.shape)}"
+        )
+    if not target_logits.is_floating_point():
+        raise ValueError(f"target_logits must be floating point; got {target_logits.dtype}")
+    rows, vocab = target_logits.shape
+    if num_draft_tokens.dim() != 1:
+        raise ValueError(f"num_draft_tokens must be 1-D [B]; got shape {tuple(num_draft_tokens.shape)}")
+    batch = num_draft_tokens.shape[0]
+    if draft_token_ids.dim() != 1:
+        raise ValueError(f"draft_token_ids must be 1-D [sum(K_i)]; got shape {tuple(draft_token_ids.shape)}")
+    num_drafts = draft_token_ids.shape[0]
+    if rows != num_drafts + batch:
+        raise ValueError(
+            f"target_logits has {rows} rows; draft_token_ids and num_draft_tokens imply {num_drafts + batch}"
+        )
+    if draft_probs is not None and tuple(draft_probs.shape) != (num_drafts, vocab):
+        raise ValueError(
+            f"draft_probs must have shape ({num_drafts}, {vocab}); got {tuple(draft_probs.shape)}"
+        )
+    for name, tensor in (("temperature", temperature), ("seeds", seeds), ("positions", positions)):
+        if tensor is not None and tuple(tensor.shape) != (batch,):
+            raise ValueError(f"{name} must have shape ({batch},); got {tuple(tensor.shape)}")
+    if forced_token_ids is not None and tuple(forced_token_ids.shape) != (rows,):
+        raise ValueError(f"forced_token_ids must have shape ({rows},); got {tuple(forced_token_ids.shape)}")
+    if not check_values:
+        return
+    if (num_draft_tokens < 0).any():
+        raise ValueError(f"num_draft_tokens must be >= 0; got {num_draft_tokens.tolist()}")
+    if int(num_draft_tokens.sum()) != num_drafts:
+        raise ValueError(
+            f"num_draft_tokens sums to {int(num_draft_tokens.sum())}; draft_token_ids has {num_drafts}"
+        )
+    bad = (draft_token_ids < 0) | (draft_token_ids >= vocab)
+    if bad.any():
+        raise ValueError(f"draft_token_ids must lie in [0, {vocab}); got {draft_token_ids[bad].tolist()[:8]}")
+    if temperature is not None and (~torch.isfinite(temperature) | (temperature < 0)).any():
+        raise ValueError(f"temperature must be finite and >= 0; got {temperature.tolist()[:8]}")
+    free = torch.ones(rows, dtype=torch.bool, device=target_logits.device)
+    if forced_token_ids is not None:
+        bad = (forced_token_ids < -1) | (forced_token_ids >= vocab)
+        if bad.any():
+            raise ValueError(
+                f"forced_token_ids must be -1 or in [0, {vocab}); got {forced_token_ids[bad].tolist()[:8]}"
+            )
+        free = forced_token_ids == -1
+    for problem, mask in (
+        ("NaN", torch.isnan(target_logits).any(dim=1)),
+        ("+inf", torch.isposinf(target_logits).any(dim=1)),
+        ("no finite logit", ~torch.isfinite(target_logits).any(dim=1)),
+    ):
+        bad = mask & free
+        if bad.any():
+            raise ValueError(f"target_logits row {int(bad.nonzero()[0])} has {problem}")
+    if draft_probs is not None:
+        if (~torch.isfinite(draft_probs) | (draft_probs < 0)).any():
+            raise ValueError("draft_probs must be finite and >= 0")
+        sums = draft_probs.double().sum(dim=1)
+        bad = (sums - 1.0).abs() > 1e-3
+        if bad.any():
+            row = int(bad.nonzero()[0])
+            raise ValueError(
+                f"draft_probs row {row} sums to {float(sums[row])}; rows must sum to 1 within 1e-3"
+            )
+
+
+def rejection_sample(
+    target_logits: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: torch.Tensor,
+    *,
+    draft_probs: torch.Tensor | None = None,
+    temperature: torch.Tensor | None = None,
+    seeds: torch.Tensor | None = None,
+    positions: torch.Tensor | None = None,
+    forced_token_ids: torch.Tensor | None = None,
+    max_spec_len: int | None = None,
+    validate: bool = True,
+    backend: str = "auto",
+) -> RejectionOutput:
+    """Verify drafts and emit tokens (RS-*), counting them as it goes (AC-COUNT-5).
+
+    - ``target_logits``: ``[sum(K_i + 1), V]`` fp32/bf16/fp16; request ``i`` owns ``K_i`` draft rows
+      then its bonus row.
+    - ``draft_token_ids``: ``[sum(K_i)]`` int. ``num_draft_tokens``: ``[B]`` int, zeros allowed.
+    - ``draft_probs``: ``[sum(K_i), V]`` float, or None (drafts are one-hot).
+    - ``temperature``: ``[B]`` float, 0 = greedy; None = all greedy.
+    - ``seeds``: ``[B]`` int64; None draws fresh seeds from torch's generator (unseeded requests).
+    - ``positions``: ``[B]`` int64 sequence position of each request's first new token (default 0);
+      with the seed it keys the draws (RS-RNG-1).
+    - ``forced_token_ids``: ``[sum(K_i + 1)]`` int, -1 where free (from the thinking budget).
+    - ``max_spec_len``: an upper bound on ``K_i``; the output then has ``max_spec_len + 1`` columns
+      and nothing is read back to the host. Without it the width is ``max K_i + 1``, read from
+      ``num_draft_tokens`` (a synchronisation on a GPU).
+    - ``validate``: check values too (RS-INPUT-3..5; reads the inputs once more and synchronises).
+      With ``validate=False`` only shapes are checked and ids stay in ``[0, V)`` (RS-INPUT-6).
+    """
+    device = target_logits.device
+    batch = num_draft_tokens.shape[0] if num_draft_tokens.dim() == 1 else -1
+    _validate(
+        target_logits,
+        draft_token_ids,
+        num_draft_tokens,
+        draft_probs,
+        temperature,
+        seeds,
+        positions,
+        forced_token_ids,
+        validate,
+    )
+    if temperature is None:
+        temperature = torch.zeros(batch, dtype=torch.float32, device=device)
+    if seeds is None:
+        seeds = torch.randint(0, 2**62, (batch,), dtype=torch.int64, device=device)
+    if positions is None:
+        positions = torch.zeros(batch, dtype=torch.int64, device=device)
+    if max_spec_len is not None:
+        if validate and batch and int(num_draft_tokens.max()) > max_spec_len:
+            raise ValueError(f"num_draft_tokens exceeds max_spec_len={max_spec_len}")
+        width = max_spec_len + 1
+    else:
+        width = int(num_draft_tokens.max()) + 1 if batch else 1
+    if backend == "auto":
+        backend = "triton" if device.type == "cuda" and HAS_TRITON else "torch"
+    if backend == "triton":
+        if not HAS_TRITON:
+            raise ValueError("backend='triton' needs the triton package (pip install triton)")
+        return _rejection_triton(
+            target_logits,
+            draft_token_ids,
+            num_draft_tokens,
+            draft_probs,
+            temperature,
+            seeds,
+            positions,
+            forced_token_ids,
+            width,
+        )
+    if backend != "torch":
+        raise ValueError(f"backend must be auto, torch or triton; got {backend!r}")
+    return _rejection_torch(
+        target_logits,
+        draft_token_ids,
+        num_draft_tokens,
+        draft_probs,
+        temperature,
+        seeds,
+        positions,
+        forced_token_ids,
+        width,
+    )
+
+
+def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
+    from .kernels.rejection import rejection_sample_kernel
+
+    batch = num_draft.shape[0]
+    out = torch.empty((batch, width), dtype=torch.int32, device=logits.device)
+    num_emitted = torch.empty(batch, dtype=torch.int32, device=logits.device)
+    if batch == 0:
+        return RejectionOutput(out, num_emitted)
+    logits = logits.contiguous()
+    row_end = torch.cumsum(num_draft.to(torch.int64) + 1, 0)
+    drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=logits.device)
+    q = draft_probs.contiguous() if draft_probs is not None else logits
+    rejection_sample_kernel[(batch,)](
+        logits,
+        logits.stride(0),
+        drafts,
+        q,
+        q.stride(0),
+        num_draft,
+        row_end,
+        temperature,
+        seeds,
+        positions,
+        forced if forced is not None else row_end,
+        out,
+        out.stride(0),
+        num_emitted,
+        logits.shape[1],
+        width,
+        HAS_Q=draft_probs is not None,
+        HAS_FORCED=forced is not None,
+        WIDTH_POW2=max(triton_next_pow2(width), 2),
+        BLOCK=_block_size(logits.shape[1]),
+    )
+    return RejectionOutput(out, num_emitted)
+
+
+def triton_next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _block_size(vocab_size: int) -> int:
+    return min(4096, max(triton_next_pow2(vocab_size), 16))
+
+
+def _rejection_torch(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
+    """The vectorised PyTorch path: same decisions and draws as the kernel."""
+    device = logits.device
+    batch, vocab = num_draft.shape[0], logits.shape[1]
+    k = num_draft.to(torch.int64)
+    row0 = torch.cumsum(k + 1, 0) - k - 1
+    request_of_row = torch.repeat_interleave(torch.arange(batch, device=device), k + 1)
+    j_of_row = torch.arange(logits.shape[0], device=device) - row0[request_of_row]
+    temp_row = temperature.to(torch.float32)[request_of_row]
+    greedy_row = temp_row == 0
+    x = logits.to(torch.float32) / torch.where(greedy_row, 1.0, temp_row)[:, None]
+    p = torch.softmax(x, dim=1)
+    forced = forced.to(torch.int64) if forced is not None else torch.full_like(request_of_row, -1)
+    is_draft_row = j_of_row < k[request_of_row]
+    draft_index = (row0[request_of_row] - request_of_row + j_of_row).clamp(max=max(drafts.shape[0] - 1, 0))
+    draft_row = drafts.to(torch.int64)[draft_index] if drafts.numel() else torch.zeros_like(request_of_row)
+    q_draft = (
+        draft_probs.to(torch.float32)[draft_index, draft_row]
+        if draft_probs is not None and drafts.numel()
+        else torch.ones_like(temp_row)
+    )
+    argmax = torch.argmax(x, dim=1)  # first maximum: ties to the lowest id
+    u = rng.uniforms(seeds[request_of_row], positions[request_of_row] + j_of_row)
+    p_draft = p.gather(1, draft_row[:, None])[:, 0]
+    accept = (
+        torch.where(
+            forced >= 0,
+            (draft_row == forced) & (greedy_row | (q_draft > 0)),
+            torch.where(greedy_row, argmax == draft_row, (q_draft > 0) & (u * q_draft < p_draft)),
+        )
+        & is_draft_row
+    )
+    # Accepted prefix length per request: the first non-accepted draft row.
+    rejected_j = torch.where(is_draft_row & ~accept, j_of_row, k[request_of_row])
+    accepted = torch.full((batch,), 0, dtype=torch.int64, device=device).scatter_reduce(
+        0, request_of_row, rejected_j, reduce="amin", include_self=False
+    )
+    final_row = row0 + accepted
+    bonus = accepted == k
+    greedy = temperature == 0
+    fx = x[final_row]
+    fp = p[final_row]
+    noise = rng.exponentials(seeds, positions + accepted, vocab)
+    if draft_probs is not None and drafts.numel():
+        q_final = draft_probs.to(torch.float32)[
+            (row0 - torch.arange(batch, device=device) + accepted).clamp(max=drafts.shape[0] - 1)
+        ]
+    else:
+        q_final = torch.nn.functional.one_hot(draft_row[final_row], vocab).to(torch.float32)
+    residual = (fp - q_final).clamp(min=0)
+    residual_token = torch.argmax(residual / noise, dim=1)
+    has_mass = (residual > 0).any(dim=1)
+    residual_token = torch.where(has_mass, residual_token, torch.argmax(fp / noise, dim=1))
+    bonus_score = torch.where(fx == float("-inf"), float("-inf"), fx - torch.log(noise))
+    sampled = torch.where(bonus, torch.argmax(bonus_score, dim=1), residual_token)
+    final = torch.where(greedy, argmax[final_row], sampled)
+    final = torch.where(forced[final_row] >= 0, forced[final_row], final)
+    # Assemble rows: accepted drafts, then the final token, then -1.
+    columns = torch.arange(width, device=device)
+    draft_grid_index = (row0 - torch.arange(batch, device=device))[:, None] + columns[None, :]
+    draft_grid = (
+        drafts.to(torch.int64)[draft_grid_index.clamp(0, max(drafts.shape[0] - 1, 0))]
+        if drafts.numel()
+        else torch.zeros((batch, width), dtype=torch.int64, device=device)
+    )
+    out = torch.where(columns[None, :] < accepted[:, None], draft_grid, PLACEHOLDER)
+    out = torch.where(columns[None, :] == accepted[:, None], final[:, None], out)
+    return RejectionOutput(out.to(torch.int32), (accepted + 1).to(torch.int32))

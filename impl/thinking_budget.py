@@ -1,0 +1,449 @@
+"""The thinking-token budget state, resident on the device (specs/thinking-budget.md).
+
+Per-request state lives in one ``int32`` tensor ``[NUM_FIELDS, max_num_reqs]`` on the state's
+device. The per-step path (``forced_tokens`` / ``apply_to_logits`` / ``update_state``) launches a
+fixed number of kernels, never reads back to the host, and can be captured in a CUDA graph.
+``sync_batch`` costs O(changes) plus a host-side scan of each added request's prompt.
+
+Backends: ``"triton"`` (default on CUDA; also on CPU tensors under ``TRITON_INTERPRET=1``) and
+``"torch"`` (default on CPU), with the same semantics.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .kernels import HAS_TRITON
+
+TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
+NUM_FIELDS = 7
+SCOPES = ("request", "section")
+
+
+class Move(enum.Enum):
+    SWAP = "SWAP"
+    UNIDIRECTIONAL = "UNIDIRECTIONAL"
+
+
+def validate_budget(value, field_name: str = "budget") -> int | None:
+    """``None``/-1 -> untracked; an int >= 0 -> the budget; anything else raises ValueError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(
+            f"{field_name} must be an integer >= 0, -1 or None; got {value!r} of type {type(value).__name__}"
+        )
+    if value == -1:
+        return None
+    if value < 0:
+        raise ValueError(f"{field_name} must be an integer >= 0, -1 or None; got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class AddedRequest:
+    """A request placed in slot ``index`` with ``budget`` (None/-1 = untracked) and its prompt."""
+
+    index: int
+    budget: int | None
+    prompt_token_ids: Sequence[int]
+
+    def __post_init__(self):
+        object.__setattr__(self, "budget", validate_budget(self.budget))
+
+
+@dataclass(frozen=True)
+class BatchUpdate:
+    """Changes to the persistent batch, applied removed -> added -> moved (TB-BATCH-1)."""
+
+    batch_size: int
+    removed: Sequence[int] = ()
+    added: Sequence[AddedRequest] = ()
+    moved: Sequence[tuple[int, int, Move]] = ()
+
+
+def _failure(marker: Sequence[int]) -> list[int]:
+    failure = [0] * len(marker)
+    k = 0
+    for i in range(1, len(marker)):
+        while k and marker[i] != marker[k]:
+            k = failure[k - 1]
+        if marker[i] == marker[k]:
+            k += 1
+        failure[i] = k
+    return failure
+
+
+def _marker(tokens, field_name: str) -> list[int]:
+    if isinstance(tokens, (str, bytes)):
+        raise ValueError(f"{field_name} must be a sequence of token ids; got {tokens!r}")
+    try:
+        marker = [t for t in tokens]
+    except TypeError:
+        raise ValueError(f"{field_name} must be a sequence of token ids; got {tokens!r}") from None
+    if not marker:
+        raise ValueError(f"{field_name} must hold at least one token id; got an empty sequence")
+    if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in marker):
+        raise ValueError(f"{field_name} must hold token ids >= 0; got {tokens!r}")
+    return marker
+
+
+class ThinkingBudgetState:
+    """Budget state for up to ``max_num_reqs`` slots and up to ``max_spec_len`` drafts per slot.
+
+    ``start_token_ids`` / ``end_token_ids``: the markers S and E (any length >= 1).
+    ``scope``: ``"request"`` (canonical, TB-SCOPE-1) or ``"section"`` (TB-SCOPE-2).
+    """
+
+    def __init__(
+        self,
+        start_token_ids: Sequence[int],
+        end_token_ids: Sequence[int],
+        max_num_reqs: int,
+        *,
+        max_spec_len: int = 0,
+        scope: str = "request",
+        device: torch.device | str | None = None,
+        backend: str = "auto",
+    ):
+        self.start = _marker(start_token_ids, "start_token_ids")
+        self.end = _marker(end_token_ids, "end_token_ids")
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}; got {scope!r}")
+        if isinstance(max_num_reqs, bool) or not isinstance(max_num_reqs, int) or max_num_reqs < 1:
+            raise ValueError(f"max_num_reqs must be an integer >= 1; got {max_num_reqs!r}")
+        if isinstance(max_spec_len, bool) or not isinstance(max_spec_len, int) or max_spec_len < 0:
+            raise ValueError(f"max_spec_len must be an integer >= 0; got {max_spec_len!r}")
+        self.scope = scope
+        self.max_num_reqs = max_num_reqs
+        self.max_spec_len = max_spec_len
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        if backend == "auto":
+            backend = "triton" if self.device.type == "cuda" and HAS_TRITON else "torch"
+        if backend not in ("torch", "triton"):
+            raise ValueError(f"backend must be auto, torch or triton; got {backend!r}")
+        if backend == "triton" and not HAS_TRITON:
+            raise ValueError("backend='triton' needs the triton package (pip install triton)")
+        self.backend = backend
+        dev = self.device
+        self._start = torch.tensor(self.start, dtype=torch.int32, device=dev)
+        self._start_fail = torch.tensor(_failure(self.start), dtype=torch.int32, device=dev)
+        self._end = torch.tensor(self.end, dtype=torch.int32, device=dev)
+        self._end_fail = torch.tensor(_failure(self.end), dtype=torch.int32, device=dev)
+        self.state = torch.zeros((NUM_FIELDS, max_num_reqs), dtype=torch.int32, device=dev)
+        # Host bookkeeping, touched only by sync_batch: which slots hold a request, which are tracked.
+        self._occupied = [False] * max_num_reqs
+        self._tracked = [False] * max_num_reqs
+        self.batch_size = 0
+
+    # -- batch bookkeeping (host side, O(changes)) --------------------------------------------
+
+    def _check_slot(self, slot, what: str) -> int:
+        if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < self.max_num_reqs:
+            raise ValueError(f"{what} must be a slot in [0, {self.max_num_reqs}); got {slot!r}")
+        return slot
+
+    def _scan_prompt(self, budget: int, prompt: Sequence[int]) -> list[int]:
+        """Initial state fields of a tracked request after its prompt (TB-PROMPT-1..3)."""
+        start_fail, end_fail = _failure(self.start), _failure(self.end)
+
+        def step(marker, failure, m, t):
+            while m and marker[m] != t:
+                m = failure[m - 1]
+            return m + 1 if marker[m] == t else m
+
+        in_section, start_m, end_m, count = 0, 0, 0, 0
+        for token in prompt:
+            if in_section:
+                count += 1
+                end_m = step(self.end, end_fail, end_m, token)
+                if end_m == len(self.end):
+                    in_section, count, end_m = 0, 0, 0
+            else:
+                start_m = step(self.start, start_fail, start_m, token)
+                if start_m == len(self.start):
+                    in_section, count, start_m = 1, 0, 0
+        fields = [0] * NUM_FIELDS
+        fields[TRACKED], fields[BUDGET], fields[IN_SECTION] = 1, budget, in_section
+        fields[START_M], fields[END_M], fields[COUNT] = start_m, end_m, count
+        return fields  # SPENT = 0: sections closed inside the prompt do not count
+
+    def sync_batch(self, update: BatchUpdate | None) -> None:
+        """Apply one step's batch changes: removed, then added, then moved (TB-BATCH-1..5).
+
+        Validates the whole update before touching any state, so a bad update changes nothing.
+        """
+        if update is None:
+            return
+        bs = update.batch_size
+        if isinstance(bs, bool) or not isinstance(bs, int) or not 0 <= bs <= self.max_num_reqs:
+            raise ValueError(f"batch_size must be in [0, {self.max_num_reqs}]; got {bs!r}")
+        occupied = list(self._occupied)
+        # source of each touched slot: ("old", slot) | ("new", fields) | ("empty",) | ("untracked",)
+        source: dict[int, tuple] = {}
+
+        def current(slot):
+            return source.get(slot, ("old", slot))
+
+        for slot in update.removed:
+            self._check_slot(slot, "removed index")
+            if not occupied[slot]:
+                raise ValueError(f"removed index {slot} names an empty slot")
+            occupied[slot] = False
+            source[slot] = ("empty",)
+        for added in update.added:
+            slot = self._check_slot(added.index, "added index")
+            budget = validate_budget(added.budget)
+            occupied[slot] = True
+            if budget is None:
+                source[slot] = ("untracked",)
+            else:
+                source[slot] = ("new", self._scan_prompt(budget, list(added.prompt_token_ids)))
+        for move in update.moved:
+            src, dst, kind = move
+            self._check_slot(src, "move source")
+            self._check_slot(dst, "move destination")
+            if not isinstance(kind, Move):
+                raise ValueError(f"move kind must be Move.SWAP or Move.UNIDIRECTIONAL; got {kind!r}")
+            if not occupied[src]:
+                raise ValueError(f"move from empty slot {src}")
+            if kind is Move.SWAP:
+                if not occupied[dst]:
+                    raise ValueError(f"SWAP with empty slot {dst}")
+                source[src], source[dst] = current(dst), current(src)
+            else:
+                source[dst] = current(src)
+                source[src] = ("empty",)
+                occupied[dst], occupied[src] = True, False
+        self._commit_sources(source)
+        self._occupied = occupied
+        self.batch_size = bs
+
+    def _commit_sources(self, source: dict[int, tuple]) -> None:
+        gather_dst, gather_src, write_dst, write_rows = [], [], [], []
+        tracked = list(self._tracked)
+        for slot, origin in source.items():
+            if origin[0] == "old":
+                if origin[1] != slot:
+                    gather_dst.append(slot)
+                    gather_src.append(origin[1])
+                tracked[slot] = self._tracked[origin[1]]
+            elif origin[0] == "new":
+                write_dst.append(slot)
+                write_rows.append(origin[1])
+                tracked[slot] = True
+            else:  # empty or untracked: all fields zero
+                write_dst.append(slot)
+                write_rows.append([0] * NUM_FIELDS)
+                tracked[slot] = False
+        if gather_dst:  # one gather: the right-hand side is read before anything is written
+            dst = torch.tensor(gather_dst, dtype=torch.int64, device=self.device)
+            src = torch.tensor(gather_src, dtype=torch.int64, device=self.device)
+            self.state[:, dst] = self.state[:, src]
+        if write_dst:
+            dst = torch.tensor(write_dst, dtype=torch.int64, device=self.device)
+            rows = torch.tensor(write_rows, dtype=torch.int32).T.contiguous()
+            self.state[:, dst] = rows.to(self.device, non_blocking=True)
+        self._tracked = tracked
+
+    def has_tracked_requests(self) -> bool:
+        return any(self._tracked[: self.batch_size])
+
+    # -- the per-step path (device side) --------------------------------------------------------
+
+    def _check_drafts(self, num_draft_tokens, draft_token_ids):
+        if num_draft_tokens is None:
+            return None, None
+        if draft_token_ids is None:
+            raise ValueError("draft_token_ids must be given with num_draft_tokens")
+        if num_draft_tokens.shape != (self.batch_size,):
+            raise ValueError(
+                f"num_draft_tokens must have shape ({self.batch_size},); got {tuple(num_draft_tokens.shape)}"
+            )
+        if draft_token_ids.dim() != 1:
+            raise ValueError(f"draft_token_ids must be 1-D; got shape {tuple(draft_token_ids.shape)}")
+        if draft_token_ids.shape[0] > self.batch_size * self.max_spec_len:
+            raise ValueError(
+                f"draft_token_ids has {draft_token_ids.shape[0]} drafts; at most batch_size * max_spec_len "
+                f"= {self.batch_size * self.max_spec_len}"
+            )
+        if num_draft_tokens.device.type == "cpu" and num_draft_tokens.numel():
+            # Checked where it costs no device synchronisation; on a GPU this is the caller's contract.
+            most = int(num_draft_tokens.max())
+            if most > self.max_spec_len or int(num_draft_tokens.min()) < 0:
+                raise ValueError(f"num_draft_tokens must lie in [0, max_spec_len={self.max_spec_len}]")
+            if int(num_draft_tokens.sum()) != draft_token_ids.shape[0]:
+                raise ValueError(
+                    f"num_draft_tokens sums to {int(num_draft_tokens.sum())}; draft_token_ids has "
+                    f"{draft_token_ids.shape[0]} entries"
+                )
+        return num_draft_tokens.to(self.device), draft_token_ids.to(self.device)
+
+    def forced_tokens(
+        self, num_draft_tokens: torch.Tensor | None = None, draft_token_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Forced token per logits row ``[batch_size + sum(K_i)]`` int32, -1 where free.
+
+        ``num_draft_tokens``: ``[batch_size]`` int (K_i, zeros allowed; None = no drafts).
+        ``draft_token_ids``: ``[sum(K_i)]`` int. Rows: per slot ``K_i`` draft rows then the bonus
+        row; row ``j`` is judged on the state after the slot's first ``j`` drafts (TB-SPEC-1).
+        """
+        num_draft, drafts = self._check_drafts(num_draft_tokens, draft_token_ids)
+        num_rows = self.batch_size + (0 if drafts is None else drafts.shape[0])
+        if self.backend == "triton":
+            return self._forced_triton(num_draft, drafts, num_rows)
+        return self._forced_torch(num_draft, drafts, num_rows)
+
+    def apply_to_logits(
+        self,
+        logits: torch.Tensor,
+        num_draft_tokens: torch.Tensor | None = None,
+        draft_token_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """In place: each forced row of ``logits [rows, V]`` becomes one-hot (0 at the forced token,
+        -inf elsewhere, TB-FORCE-5); free rows are untouched. Returns ``logits``."""
+        forced = self.forced_tokens(num_draft_tokens, draft_token_ids)
+        if logits.dim() != 2 or logits.shape[0] != forced.shape[0]:
+            raise ValueError(f"logits must have shape ({forced.shape[0]}, V); got {tuple(logits.shape)}")
+        if self.backend == "triton":
+            from .kernels.budget import write_forced_logits_kernel
+
+            block = 4096
+            grid = (forced.shape[0], (logits.shape[1] + block - 1) // block)
+            if forced.shape[0]:
+                write_forced_logits_kernel[grid](
+                    logits, logits.stride(0), forced, logits.shape[1], BLOCK=block
+                )
+            return logits
+        rows = forced >= 0
+        one_hot = torch.full_like(logits, float("-inf"))
+        one_hot.scatter_(1, forced.clamp(min=0).long()[:, None], 0.0)
+        logits.copy_(torch.where(rows[:, None], one_hot, logits))
+        return logits
+
+    def update_state(self, sampled_token_ids: torch.Tensor) -> None:
+        """Advance every tracked slot by its committed tokens.
+
+        ``sampled_token_ids``: ``[batch_size, W]`` int, each row a -1-padded prefix (the rejection
+        sampler's output).
+        """
+        if sampled_token_ids.dim() != 2 or sampled_token_ids.shape[0] != self.batch_size:
+            raise ValueError(
+                f"sampled_token_ids must have shape ({self.batch_size}, W); "
+                f"got {tuple(sampled_token_ids.shape)}"
+            )
+        tokens = sampled_token_ids.to(self.device)
+        if self.batch_size == 0 or tokens.shape[1] == 0:
+            return
+        if self.backend == "triton":
+            from .kernels.budget import advance_committed_kernel
+
+            tokens = tokens.contiguous()
+            advance_committed_kernel[(self.batch_size,)](
+                self.state,
+                self.state.stride(0),
+                tokens,
+                tokens.stride(0),
+                tokens.shape[1],
+                self._start,
+                self._start_fail,
+                self._end,
+                self._end_fail,
+                START_LEN=len(self.start),
+                END_LEN=len(self.end),
+            )
+            return
+        fields = [f.clone() for f in self.state[:, : self.batch_size]]
+        live = fields[TRACKED] != 0
+        for c in range(tokens.shape[1]):
+            column = tokens[:, c].to(torch.int32)
+            live = live & (column != -1)
+            self._feed_torch(fields, column, live)
+        self.state[:, : self.batch_size] = torch.stack(fields)
+
+    # -- torch backend ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _kmp_torch(matched, token, marker, failure):
+        for _ in range(marker.shape[0]):
+            mismatch = (matched > 0) & (marker[matched.long()] != token)
+            matched = torch.where(mismatch, failure[(matched - 1).clamp(min=0).long()], matched)
+        return torch.where(marker[matched.long()] == token, matched + 1, matched)
+
+    def _feed_torch(self, f, token, active):
+        """Vectorised ``_feed`` of kernels/budget.py over slots; ``f`` is a list of field rows."""
+        new_end = self._kmp_torch(f[END_M], token, self._end, self._end_fail)
+        new_start = self._kmp_torch(f[START_M], token, self._start, self._start_fail)
+        inside = active & (f[IN_SECTION] != 0)
+        outside = active & (f[IN_SECTION] == 0)
+        closes = inside & (new_end == len(self.end))
+        opens = outside & (new_start == len(self.start))
+        zero = torch.zeros_like(f[COUNT])
+        f[SPENT] = torch.where(closes, f[SPENT] + f[COUNT] + 1 - len(self.end), f[SPENT])
+        f[COUNT] = torch.where(
+            inside, torch.where(closes, zero, f[COUNT] + 1), torch.where(opens, zero, f[COUNT])
+        )
+        f[END_M] = torch.where(inside, torch.where(closes, zero, new_end), torch.where(opens, zero, f[END_M]))
+        f[START_M] = torch.where(
+            outside, torch.where(opens, zero, new_start), torch.where(closes, zero, f[START_M])
+        )
+        f[IN_SECTION] = torch.where(closes, zero, torch.where(opens, zero + 1, f[IN_SECTION]))
+
+    def _forced_of(self, f):
+        left = f[BUDGET] if self.scope == "section" else f[BUDGET] - f[SPENT]
+        forced = (f[TRACKED] != 0) & (f[IN_SECTION] != 0) & (f[COUNT] >= left)
+        return torch.where(forced, self._end[f[END_M].long()], torch.full_like(f[COUNT], -1))
+
+    def _forced_torch(self, num_draft, drafts, num_rows):
+        fields = [f.clone() for f in self.state[:, : self.batch_size]]
+        if num_draft is None:
+            return self._forced_of(fields)
+        k = num_draft.long()
+        row0 = torch.cumsum(k + 1, 0) - k - 1
+        draft0 = row0 - torch.arange(self.batch_size, device=self.device)
+        padded = torch.cat([drafts.to(torch.int32), torch.zeros(1, dtype=torch.int32, device=self.device)])
+        out = torch.empty(num_rows, dtype=torch.int32, device=self.device)
+        for j in range(self.max_spec_len):
+            live = j < k
+            out[(row0 + j)[live]] = self._forced_of(fields)[live]
+            token = padded[torch.where(live, draft0 + j, drafts.shape[0])]
+            self._feed_torch(fields, token, live & (fields[TRACKED] != 0))
+        out[row0 + k] = self._forced_of(fields)
+        return out
+
+    # -- triton backend --------------------------------------------------------------------------
+
+    def _forced_triton(self, num_draft, drafts, num_rows):
+        from .kernels.budget import forced_rows_kernel
+
+        out = torch.empty(num_rows, dtype=torch.int32, device=self.device)
+        if self.batch_size == 0:
+            return out
+        has_drafts = num_draft is not None
+        if has_drafts:
+            row_end = torch.cumsum(num_draft + 1, 0)
+            drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=self.device)
+        else:
+            row_end = num_draft = drafts = out  # unused by the kernel
+        forced_rows_kernel[(self.batch_size,)](
+            self.state,
+            self.state.stride(0),
+            num_draft,
+            drafts,
+            row_end,
+            out,
+            self._start,
+            self._start_fail,
+            self._end,
+            self._end_fail,
+            START_LEN=len(self.start),
+            END_LEN=len(self.end),
+            MAX_DRAFTS=self.max_spec_len,
+            SECTION_SCOPE=self.scope == "section",
+            HAS_DRAFTS=has_drafts,
+        )
+        return out
