@@ -118,7 +118,9 @@ def test_forced_rows_with_drafts_equal_sequential_replay(case, drafts_per_slot):
     offset = 0
     for drafts in drafts_per_slot:
         for j in range(len(drafts) + 1):
-            replay = tb.RequestBudget.from_prompt(batch.start, batch.end, budget, prompt + drafts[:j], scope)
+            replay = tb.RequestBudget.from_prompt(batch.start, batch.end, budget, prompt, scope)
+            for token in drafts[:j]:  # decoded one by one, as sequential decoding would commit them
+                replay.feed(token)
             expected = replay.forced_token()
             assert rows[offset + j] == expected
         offset += len(drafts) + 1
