@@ -56,9 +56,7 @@ def cmd_run(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = set(args.requirement or ())
     checks = [
-        c
-        for c in replay.replay_checks()
-        if (not wanted or set(c[1]) & wanted) and (not args.only or c[0] in args.only)
+        c for c in replay.replay_checks() if (not wanted or set(c[1]) & wanted) and (not args.only or c[0] in args.only)
     ]
     results = []
     with (out_dir / "results.jsonl").open("w") as record:

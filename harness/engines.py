@@ -79,9 +79,7 @@ class ReferenceEngine:
             else torch.tensor(case.draft_probs, dtype=torch.float32, device=dev),
             temperature=torch.tensor(case.temperature, dtype=torch.float32, device=dev),
             seeds=None if case.seeds is None else torch.tensor(case.seeds, dtype=torch.int64, device=dev),
-            positions=None
-            if case.positions is None
-            else torch.tensor(case.positions, dtype=torch.int64, device=dev),
+            positions=None if case.positions is None else torch.tensor(case.positions, dtype=torch.int64, device=dev),
             forced_token_ids=None
             if case.forced_token_ids is None
             else torch.tensor(case.forced_token_ids, dtype=torch.int64, device=dev),
@@ -112,9 +110,7 @@ class _ReferenceBudget:
             impl.BatchUpdate(
                 batch_size=update.batch_size,
                 removed=tuple(update.removed),
-                added=tuple(
-                    impl.AddedRequest(a.index, a.budget, list(a.prompt_token_ids)) for a in update.added
-                ),
+                added=tuple(impl.AddedRequest(a.index, a.budget, list(a.prompt_token_ids)) for a in update.added),
                 moved=tuple((s, d, impl.Move[getattr(k, "name", k)]) for s, d, k in update.moved),
             )
         )

@@ -144,12 +144,22 @@ class DistributionReport:
     positions: list[GTestResult] = field(default_factory=list)
     accepted_length: GTestResult | None = None
     detectable_tv: float = float("nan")
+    out_of_range: int = 0  # emitted ids outside [0, V) or rows breaking the prefix invariant
+
+    def violations(self) -> set[str]:
+        """Requirement ids this report shows broken (empty when the check passes)."""
+        found = set()
+        if self.out_of_range:
+            found.add("RS-INPUT-1")
+        if any(not r.passed for r in self.positions):
+            found.add("RS-PROB-5")
+        if self.accepted_length is not None and not self.accepted_length.passed:
+            found.add("RS-PROB-6")
+        return found
 
     @property
     def passed(self) -> bool:
-        return all(r.passed for r in self.positions) and (
-            self.accepted_length is None or self.accepted_length.passed
-        )
+        return not self.violations()
 
 
 def tests_per_case(K: int) -> int:
@@ -175,6 +185,7 @@ def distribution_check(
     p = case.p
     counts = np.zeros((K + 1, V))
     lengths = np.zeros(K + 1)
+    out_of_range = 0
     done = 0
     while done < trials:
         b = min(batch, trials - done)
@@ -193,14 +204,18 @@ def distribution_check(
             np.zeros(b, dtype=np.int64),
         )
         tokens = np.asarray(tokens)
-        emitted = (tokens != -1).sum(axis=1)
+        real = tokens != -1
+        emitted = real.sum(axis=1)
+        prefix = np.arange(K + 1)[None, :] < emitted[:, None]
+        bad = (real & ((tokens < 0) | (tokens >= V))).any(axis=1) | (real != prefix).any(axis=1) | (emitted == 0)
+        out_of_range += int(bad.sum())
+        tokens, emitted = tokens[~bad], emitted[~bad]
         np.add.at(lengths, emitted - 1, 1)
         for j in range(K + 1):
             column = tokens[:, j]
-            column = column[column != -1]
-            np.add.at(counts[j], column, 1)
+            np.add.at(counts[j], column[column != -1], 1)
         done += b
-    report = DistributionReport(case.name, trials, alpha_test)
+    report = DistributionReport(case.name, trials, alpha_test, out_of_range=out_of_range)
     for j in range(K + 1):
         report.positions.append(g_test(counts[j], p[j], alpha_test))
     if case.pass_q:
@@ -220,9 +235,7 @@ def standard_cases(large_vocab: int = 1000) -> list[DistributionCase]:
     reverse = np.exp(ranked[::-1]) / np.exp(ranked).sum()
     cases.append(DistributionCase("reverse-ranked", np.stack([ranked] * 3), np.stack([reverse] * 2)))
     cases.append(
-        DistributionCase(
-            "reverse-ranked-one-hot", np.stack([ranked] * 3), np.stack([reverse] * 2), pass_q=False
-        )
+        DistributionCase("reverse-ranked-one-hot", np.stack([ranked] * 3), np.stack([reverse] * 2), pass_q=False)
     )
     neg = -np.inf
     disjoint_p = np.array([[0.0, 0.0, 0.0, neg, neg, neg]] * 3)
@@ -242,9 +255,7 @@ def standard_cases(large_vocab: int = 1000) -> list[DistributionCase]:
     odd = rng.normal(size=(3, 37))
     cases.append(DistributionCase("vocab-37", odd, rng.dirichlet(np.ones(37), size=2)))
     for t in (0.5, 2.0):
-        cases.append(
-            DistributionCase(f"temperature-{t}", np.stack([ranked] * 3) * 2, np.stack([reverse] * 2), t)
-        )
+        cases.append(DistributionCase(f"temperature-{t}", np.stack([ranked] * 3) * 2, np.stack([reverse] * 2), t))
     return cases
 
 

@@ -62,8 +62,7 @@ class Update:
             "batch_size": self.batch_size,
             "removed": self.removed,
             "added": [
-                {"index": a.index, "budget": a.budget, "prompt_token_ids": a.prompt_token_ids}
-                for a in self.added
+                {"index": a.index, "budget": a.budget, "prompt_token_ids": a.prompt_token_ids} for a in self.added
             ],
             "moved": [[s, d, k] for s, d, k in self.moved],
         }
@@ -184,9 +183,7 @@ def budget_vectors() -> dict:
         )
     )
     s.append(
-        _sequential(
-            [1], 1, [100, 5, 6, 7], S1, E1, name="model-opened-budget-1", reqs=["TB-FORCE-1", "TB-FORCE-3"]
-        )
+        _sequential([1], 1, [100, 5, 6, 7], S1, E1, name="model-opened-budget-1", reqs=["TB-FORCE-1", "TB-FORCE-3"])
     )
     s.append(
         _sequential(
@@ -364,8 +361,7 @@ def budget_vectors() -> dict:
                 ),
                 (None, {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)}),
             ],
-            description="Speculation on, but no drafts this step: every request owns one row "
-            "and is forced there.",
+            description="Speculation on, but no drafts this step: every request owns one row and is forced there.",
         )
     )
     s.append(
@@ -575,9 +571,7 @@ def rejection_vectors() -> dict:
         _exact_case(
             "forced-row-accepts-equal-draft",
             ["RS-FORCE-1"],
-            rs.RejectionCase(
-                z3, [1, 6, 3], [3], [1.0], forced_token_ids=[-1, 6, 12, -1], seeds=[7], positions=[100]
-            ),
+            rs.RejectionCase(z3, [1, 6, 3], [3], [1.0], forced_token_ids=[-1, 6, 12, -1], seeds=[7], positions=[100]),
         )
     )
     exact.append(
@@ -700,9 +694,7 @@ def rejection_vectors() -> dict:
                 "q": encode_matrix(q_rows),
                 "expected_position_marginals": encode_matrix(marginals),
                 "expected_accepted_length": [encode_float(x) for x in lengths],
-                "closed_form_accepted_length": [
-                    encode_float(x) for x in rs.accepted_length_distribution(betas)
-                ],
+                "closed_form_accepted_length": [encode_float(x) for x in rs.accepted_length_distribution(betas)],
             }
         )
     # Invalid input.

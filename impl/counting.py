@@ -31,9 +31,7 @@ class ValidatedCount:
         return ~(self.broken_prefix | self.out_of_vocab)
 
 
-def count_emitted_validated(
-    token_ids: torch.Tensor, vocab_size: int, placeholder: int = -1
-) -> ValidatedCount:
+def count_emitted_validated(token_ids: torch.Tensor, vocab_size: int, placeholder: int = -1) -> ValidatedCount:
     """Count by definition and report rows that break AC-COUNT-2 or AC-COUNT-3."""
     is_placeholder = token_ids == placeholder
     width = token_ids.shape[1]
@@ -75,9 +73,7 @@ class AcceptanceStats:
         columns = torch.arange(width)
         committed = count_emitted_validated(tokens, vocab_size=2**62).num_emitted.to(torch.int64)
         if self.eos_token_ids:
-            is_eos = torch.isin(tokens, torch.tensor(self.eos_token_ids)) & (
-                columns[None, :] < committed[:, None]
-            )
+            is_eos = torch.isin(tokens, torch.tensor(self.eos_token_ids)) & (columns[None, :] < committed[:, None])
             first_eos = torch.where(is_eos, columns, width).min(dim=1).values
             committed = torch.minimum(committed, first_eos + 1)
         drafted = k > 0

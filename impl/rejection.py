@@ -40,9 +40,7 @@ def _validate(
 ):
     """Raise ValueError naming the field (RS-INPUT-3..5); shapes always, values if ``check_values``."""
     if target_logits.dim() != 2:
-        raise ValueError(
-            f"target_logits must be 2-D [sum(K_i + 1), V]; got shape {tuple(target_logits.shape)}"
-        )
+        raise ValueError(f"target_logits must be 2-D [sum(K_i + 1), V]; got shape {tuple(target_logits.shape)}")
     if not target_logits.is_floating_point():
         raise ValueError(f"target_logits must be floating point; got {target_logits.dtype}")
     rows, vocab = target_logits.shape
@@ -57,9 +55,7 @@ def _validate(
             f"target_logits has {rows} rows; draft_token_ids and num_draft_tokens imply {num_drafts + batch}"
         )
     if draft_probs is not None and tuple(draft_probs.shape) != (num_drafts, vocab):
-        raise ValueError(
-            f"draft_probs must have shape ({num_drafts}, {vocab}); got {tuple(draft_probs.shape)}"
-        )
+        raise ValueError(f"draft_probs must have shape ({num_drafts}, {vocab}); got {tuple(draft_probs.shape)}")
     for name, tensor in (("temperature", temperature), ("seeds", seeds), ("positions", positions)):
         if tensor is not None and tuple(tensor.shape) != (batch,):
             raise ValueError(f"{name} must have shape ({batch},); got {tuple(tensor.shape)}")
@@ -70,9 +66,7 @@ def _validate(
     if (num_draft_tokens < 0).any():
         raise ValueError(f"num_draft_tokens must be >= 0; got {num_draft_tokens.tolist()}")
     if int(num_draft_tokens.sum()) != num_drafts:
-        raise ValueError(
-            f"num_draft_tokens sums to {int(num_draft_tokens.sum())}; draft_token_ids has {num_drafts}"
-        )
+        raise ValueError(f"num_draft_tokens sums to {int(num_draft_tokens.sum())}; draft_token_ids has {num_drafts}")
     bad = (draft_token_ids < 0) | (draft_token_ids >= vocab)
     if bad.any():
         raise ValueError(f"draft_token_ids must lie in [0, {vocab}); got {draft_token_ids[bad].tolist()[:8]}")
@@ -101,9 +95,7 @@ def _validate(
         bad = (sums - 1.0).abs() > 1e-3
         if bad.any():
             row = int(bad.nonzero()[0])
-            raise ValueError(
-                f"draft_probs row {row} sums to {float(sums[row])}; rows must sum to 1 within 1e-3"
-            )
+            raise ValueError(f"draft_probs row {row} sums to {float(sums[row])}; rows must sum to 1 within 1e-3")
 
 
 def rejection_sample(

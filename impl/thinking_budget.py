@@ -315,9 +315,7 @@ class ThinkingBudgetState:
             block = 4096
             grid = (forced.shape[0], (logits.shape[1] + block - 1) // block)
             if forced.shape[0]:
-                write_forced_logits_kernel[grid](
-                    logits, logits.stride(0), forced, logits.shape[1], BLOCK=block
-                )
+                write_forced_logits_kernel[grid](logits, logits.stride(0), forced, logits.shape[1], BLOCK=block)
             return logits
         rows = forced >= 0
         one_hot = torch.full_like(logits, float("-inf"))
@@ -333,8 +331,7 @@ class ThinkingBudgetState:
         """
         if sampled_token_ids.dim() != 2 or sampled_token_ids.shape[0] != self.batch_size:
             raise ValueError(
-                f"sampled_token_ids must have shape ({self.batch_size}, W); "
-                f"got {tuple(sampled_token_ids.shape)}"
+                f"sampled_token_ids must have shape ({self.batch_size}, W); got {tuple(sampled_token_ids.shape)}"
             )
         tokens = sampled_token_ids.to(self.device)
         if self.batch_size == 0 or tokens.shape[1] == 0:
@@ -384,13 +381,9 @@ class ThinkingBudgetState:
         opens = outside & (new_start == len(self.start))
         zero = torch.zeros_like(f[COUNT])
         f[SPENT] = torch.where(closes, f[SPENT] + f[COUNT] + 1 - len(self.end), f[SPENT])
-        f[COUNT] = torch.where(
-            inside, torch.where(closes, zero, f[COUNT] + 1), torch.where(opens, zero, f[COUNT])
-        )
+        f[COUNT] = torch.where(inside, torch.where(closes, zero, f[COUNT] + 1), torch.where(opens, zero, f[COUNT]))
         f[END_M] = torch.where(inside, torch.where(closes, zero, new_end), torch.where(opens, zero, f[END_M]))
-        f[START_M] = torch.where(
-            outside, torch.where(opens, zero, new_start), torch.where(closes, zero, f[START_M])
-        )
+        f[START_M] = torch.where(outside, torch.where(opens, zero, new_start), torch.where(closes, zero, f[START_M]))
         f[IN_SECTION] = torch.where(closes, zero, torch.where(opens, zero + 1, f[IN_SECTION]))
 
     def _forced_of(self, f):

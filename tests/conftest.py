@@ -1,3 +1,44 @@
 import os
 
+import pytest
+import torch
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+CUDA = torch.cuda.is_available()
+if not CUDA:
+    # Triton kernels run on CPU tensors only in the interpreter, which must be chosen before any
+    # kernel is decorated; impl imports its kernels lazily, so setting it here is early enough.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+try:
+    import triton  # noqa: F401
+
+    HAS_TRITON = True
+except ImportError:
+    HAS_TRITON = False
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords and not CUDA:
+            item.add_marker(skip_gpu)
+
+
+# (device, backend) pairs the implementation is tested on: both backends on the CPU (Triton in the
+# interpreter), both on CUDA when present (marked gpu).
+IMPL_TARGETS = [
+    pytest.param(("cpu", "torch"), id="cpu-torch"),
+    pytest.param(
+        ("cpu", "triton"),
+        id="cpu-triton",
+        marks=pytest.mark.skipif(not HAS_TRITON or CUDA, reason="interpreter runs only without CUDA"),
+    ),
+    pytest.param(("cuda", "torch"), id="cuda-torch", marks=pytest.mark.gpu),
+    pytest.param(("cuda", "triton"), id="cuda-triton", marks=pytest.mark.gpu),
+]
+
+
+@pytest.fixture(params=IMPL_TARGETS)
+def target(request):
+    return request.param

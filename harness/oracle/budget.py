@@ -233,9 +233,7 @@ class BudgetBatch:
             self.slots[slot] = (
                 None
                 if budget is None
-                else RequestBudget.from_prompt(
-                    self.start, self.end, budget, list(added.prompt_token_ids), self.scope
-                )
+                else RequestBudget.from_prompt(self.start, self.end, budget, list(added.prompt_token_ids), self.scope)
             )
         for src, dst, kind in update.moved:
             self._check_slot(src, "move source")
@@ -265,14 +263,11 @@ class BudgetBatch:
             num_draft_tokens = [0] * self.batch_size
             draft_token_ids = []
         if len(num_draft_tokens) != self.batch_size:
-            raise ValueError(
-                f"num_draft_tokens has {len(num_draft_tokens)} entries; batch_size is {self.batch_size}"
-            )
+            raise ValueError(f"num_draft_tokens has {len(num_draft_tokens)} entries; batch_size is {self.batch_size}")
         draft_token_ids = list(draft_token_ids or [])
         if sum(num_draft_tokens) != len(draft_token_ids):
             raise ValueError(
-                f"draft_token_ids has {len(draft_token_ids)} entries; num_draft_tokens sums to "
-                f"{sum(num_draft_tokens)}"
+                f"draft_token_ids has {len(draft_token_ids)} entries; num_draft_tokens sums to {sum(num_draft_tokens)}"
             )
         rows: list[int] = []
         offset = 0
@@ -293,9 +288,7 @@ class BudgetBatch:
     def commit(self, sampled_token_ids: Sequence[Sequence[int]]) -> None:
         """Feed each slot's committed tokens: a ``-1``-padded contiguous prefix per row."""
         if len(sampled_token_ids) != self.batch_size:
-            raise ValueError(
-                f"sampled_token_ids has {len(sampled_token_ids)} rows; batch_size is {self.batch_size}"
-            )
+            raise ValueError(f"sampled_token_ids has {len(sampled_token_ids)} rows; batch_size is {self.batch_size}")
         for slot, row in enumerate(sampled_token_ids):
             tokens = list(row)
             n = tokens.index(-1) if -1 in tokens else len(tokens)

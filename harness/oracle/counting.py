@@ -23,9 +23,7 @@ class RowProblem:
     detail: str
 
 
-def validate_rows(
-    rows: Sequence[Sequence[int]], vocab_size: int, placeholder: int = PLACEHOLDER
-) -> list[RowProblem]:
+def validate_rows(rows: Sequence[Sequence[int]], vocab_size: int, placeholder: int = PLACEHOLDER) -> list[RowProblem]:
     """Every violation of the prefix invariant (AC-COUNT-2) and of ``[0, V)`` (AC-COUNT-3)."""
     problems = []
     for r, row in enumerate(rows):
@@ -96,6 +94,4 @@ class AcceptanceMetrics:
         return 1.0 + self.num_accepted_tokens / self.num_drafts if self.num_drafts else float("nan")
 
     def per_position_rates(self) -> list[float]:
-        return [
-            a / d if d else float("nan") for a, d in zip(self.accepted_per_position, self.drafts_per_position)
-        ]
+        return [a / d if d else float("nan") for a, d in zip(self.accepted_per_position, self.drafts_per_position)]

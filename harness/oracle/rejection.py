@@ -93,9 +93,7 @@ class RejectionCase:
             raise InvalidCase(f"temperature must be finite and >= 0; got {self.temperature.tolist()}")
         bad = (self.draft_token_ids < 0) | (self.draft_token_ids >= V)
         if bad.any():
-            raise InvalidCase(
-                f"draft_token_ids must lie in [0, {V}); got {self.draft_token_ids[bad].tolist()}"
-            )
+            raise InvalidCase(f"draft_token_ids must lie in [0, {V}); got {self.draft_token_ids[bad].tolist()}")
         forced = self.forced_token_ids
         if forced is not None:
             if len(forced) != rows:
@@ -116,9 +114,7 @@ class RejectionCase:
         if self.draft_probs is not None:
             q = self.draft_probs
             if q.shape != (len(self.draft_token_ids), V):
-                raise InvalidCase(
-                    f"draft_probs has shape {q.shape}; expected {(len(self.draft_token_ids), V)}"
-                )
+                raise InvalidCase(f"draft_probs has shape {q.shape}; expected {(len(self.draft_token_ids), V)}")
             if not np.isfinite(q).all() or (q < 0).any():
                 raise InvalidCase("draft_probs must be finite and >= 0")
             sums = q.sum(axis=1)
@@ -260,9 +256,7 @@ def sample_case(
     out = np.full((B, width), PLACEHOLDER, dtype=np.int64)
     num = np.zeros(B, dtype=np.int64)
     forced_all = (
-        case.forced_token_ids
-        if case.forced_token_ids is not None
-        else np.full(case.target_logits.shape[0], -1)
+        case.forced_token_ids if case.forced_token_ids is not None else np.full(case.target_logits.shape[0], -1)
     )
     traces = []
     for i in range(B):
@@ -290,9 +284,7 @@ def sample_case(
     return out, num, traces
 
 
-def sample_arrays(
-    target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, positions
-):
+def sample_arrays(target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, positions):
     """``sample_case`` on plain arrays, returning ``token_ids``: the oracle as a ``stats.Sampler``."""
     case = RejectionCase(
         target_logits,

@@ -117,9 +117,7 @@ def forced_rows_kernel(
     else:
         k = 0
         row0 = slot
-    tl.store(
-        out_ptr + row0 + k, _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE)
-    )
+    tl.store(out_ptr + row0 + k, _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE))
 
 
 @triton.jit

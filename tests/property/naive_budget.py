@@ -45,9 +45,7 @@ def thinking_tokens(stream, start, end, prompt_len):
             stop = close_at - len(end)
         else:  # an open section: a trailing partial E is not thinking
             body = stream[open_at:]
-            partial = max(
-                m for m in range(len(end)) if m <= len(body) and body[len(body) - m :] == list(end[:m])
-            )
+            partial = max(m for m in range(len(end)) if m <= len(body) and body[len(body) - m :] == list(end[:m]))
             stop = len(stream) - partial
         thinking = stop - open_at
         generated = stop - max(open_at, prompt_len)

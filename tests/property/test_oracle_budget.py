@@ -55,9 +55,7 @@ def test_automaton_finds_the_same_sections_as_naive_slicing(start, end, stream):
 @settings(max_examples=400, deadline=None)
 def test_no_section_ever_exceeds_its_budget(case):
     start, end, prompt, budget, scope, proposals = case
-    state = tb.RequestBudget.from_prompt(
-        tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), budget, prompt, scope
-    )
+    state = tb.RequestBudget.from_prompt(tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), budget, prompt, scope)
     out = tb.generate_with_budget(state, proposals)
     spent = 0
     for thinking, generated, _closed in thinking_tokens(prompt + out, start, end, len(prompt)):
@@ -87,13 +85,9 @@ def test_section_holds_exactly_the_budget_when_the_model_never_starts_the_end(st
 @settings(max_examples=200, deadline=None)
 def test_untracked_requests_and_natural_closes_are_never_forced(case):
     start, end, prompt, _, scope, proposals = case
-    state = tb.RequestBudget.from_prompt(
-        tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), None, prompt, scope
-    )
+    state = tb.RequestBudget.from_prompt(tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), None, prompt, scope)
     assert tb.generate_with_budget(state, proposals) == proposals
-    big = tb.RequestBudget.from_prompt(
-        tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), 10_000, prompt, scope
-    )
+    big = tb.RequestBudget.from_prompt(tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), 10_000, prompt, scope)
     assert tb.generate_with_budget(big, proposals) == proposals
 
 
@@ -128,11 +122,7 @@ def test_forced_rows_with_drafts_equal_sequential_replay(case, drafts_per_slot):
 
 
 @pytest.mark.req("TB-API-1", "TB-API-2")
-@given(
-    st.one_of(
-        st.integers(-100, 100), st.booleans(), st.floats(allow_nan=True), st.text(max_size=3), st.none()
-    )
-)
+@given(st.one_of(st.integers(-100, 100), st.booleans(), st.floats(allow_nan=True), st.text(max_size=3), st.none()))
 def test_budget_validation(value):
     valid = value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= -1)
     if valid:

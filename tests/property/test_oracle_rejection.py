@@ -90,9 +90,7 @@ def test_seeded_request_does_not_depend_on_the_rest_of_the_batch(seed, position,
     V, K = 7, 3
     logits = rng.normal(size=(K + 1, V))
     drafts = rng.integers(0, V, size=K)
-    alone, _, _ = rs.sample_case(
-        rs.RejectionCase(logits, drafts, [K], [0.9], seeds=[seed], positions=[position])
-    )
+    alone, _, _ = rs.sample_case(rs.RejectionCase(logits, drafts, [K], [0.9], seeds=[seed], positions=[position]))
     other_logits = rng.normal(size=(others * 2, V))
     batch = rs.RejectionCase(
         np.concatenate([other_logits, logits]),
