@@ -103,6 +103,12 @@ def cmd_vectors(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from . import bench
+
+    return bench.main(args.out)
+
+
 def cmd_list(args) -> int:
     for req in spec.load_registry().values():
         print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
@@ -122,6 +128,9 @@ def main(argv=None) -> int:
     vec = sub.add_parser("vectors", help="verify (or --write) the golden vectors")
     vec.add_argument("--write", action="store_true")
     vec.set_defaults(func=cmd_vectors)
+    ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
+    ben.add_argument("--out", help="directory for the JSON results (default reports/perf/<gpu>)")
+    ben.set_defaults(func=cmd_bench)
     lst = sub.add_parser("list", help="list the requirements")
     lst.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
