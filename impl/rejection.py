@@ -1,10 +1,11 @@
 """Speculative-decoding rejection sampling with fused accepted-token counting.
 
 ``rejection_sample`` implements specs/rejection-sampling.md on the canonical ragged layout. On a
-GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches one
-fused Triton kernel; on a CPU it runs a vectorised PyTorch path with the same semantics and the
-same counter-based draws (``impl.rng``), so GPU, CPU and the oracle agree token for token except
-within ~1e-6 of a floating-point decision boundary.
+GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches four
+small Triton kernels, parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
+it runs a vectorised PyTorch path with the same semantics and the same counter-based draws
+(``impl.rng``), so GPU, CPU and the oracle agree token for token except within ~1e-6 of a
+floating-point decision boundary.
 """
 
 from __future__ import annotations
@@ -185,19 +186,67 @@ def rejection_sample(
     )
 
 
-def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
-    from .kernels.rejection import rejection_sample_kernel
+def _target_programs(device: torch.device) -> int:
+    """Programs per launch that keep the device busy: four per SM on a GPU, one on the CPU."""
+    if device.type != "cuda":
+        return 1
+    return 4 * torch.cuda.get_device_properties(device).multi_processor_count
 
-    batch = num_draft.shape[0]
-    out = torch.empty((batch, width), dtype=torch.int32, device=logits.device)
-    num_emitted = torch.empty(batch, dtype=torch.int32, device=logits.device)
+
+def _splits(vocab_size: int, rows: int, block: int, device: torch.device) -> tuple[int, int]:
+    """``(num_splits, split_size)``: vocabulary splits per row so that ``rows * num_splits`` programs
+    fill the device; ``split_size`` is a multiple of ``block``."""
+    wanted = max(1, min(_cdiv(_target_programs(device), max(rows, 1)), _cdiv(vocab_size, block)))
+    split_size = _cdiv(_cdiv(vocab_size, wanted), block) * block
+    return _cdiv(vocab_size, split_size), split_size
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
+    from .kernels import rejection as kernels
+
+    device = logits.device
+    batch, vocab = num_draft.shape[0], logits.shape[1]
+    out = torch.empty((batch, width), dtype=torch.int32, device=device)
+    num_emitted = torch.empty(batch, dtype=torch.int32, device=device)
     if batch == 0:
         return RejectionOutput(out, num_emitted)
     logits = logits.contiguous()
     row_end = torch.cumsum(num_draft.to(torch.int64) + 1, 0)
-    drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=logits.device)
+    drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=device)
     q = draft_probs.contiguous() if draft_probs is not None else logits
-    rejection_sample_kernel[(batch,)](
+    forced_arg = forced if forced is not None else row_end
+    has_q, has_forced = draft_probs is not None, forced is not None
+    block = _block_size(vocab)
+    stat_splits, stat_split_size = _splits(vocab, batch * width, block, device)
+    stat_max = torch.empty(batch * width * stat_splits, dtype=torch.float32, device=device)
+    stat_sum = torch.empty_like(stat_max)
+    stat_arg = torch.empty(stat_max.shape, dtype=torch.int32, device=device)
+    kernels.row_stats_kernel[(batch, width, stat_splits)](
+        logits,
+        logits.stride(0),
+        num_draft,
+        row_end,
+        temperature,
+        forced_arg,
+        stat_max,
+        stat_sum,
+        stat_arg,
+        vocab,
+        stat_split_size,
+        width,
+        stat_splits,
+        HAS_FORCED=has_forced,
+        BLOCK=block,
+    )
+    job_row = torch.empty(batch, dtype=torch.int32, device=device)
+    job_mode = torch.empty(batch, dtype=torch.int32, device=device)
+    job_max = torch.empty(batch, dtype=torch.float32, device=device)
+    job_sum = torch.empty_like(job_max)
+    kernels.walk_drafts_kernel[(batch,)](
         logits,
         logits.stride(0),
         drafts,
@@ -208,16 +257,65 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         temperature,
         seeds,
         positions,
-        forced if forced is not None else row_end,
+        forced_arg,
+        stat_max,
+        stat_sum,
+        stat_arg,
         out,
         out.stride(0),
         num_emitted,
-        logits.shape[1],
+        job_row,
+        job_mode,
+        job_max,
+        job_sum,
         width,
-        HAS_Q=draft_probs is not None,
-        HAS_FORCED=forced is not None,
+        stat_splits,
+        HAS_Q=has_q,
+        HAS_FORCED=has_forced,
         WIDTH_POW2=max(triton_next_pow2(width), 2),
-        BLOCK=_block_size(logits.shape[1]),
+        SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
+    )
+    race_splits, race_split_size = _splits(vocab, batch, block, device)
+    best = torch.empty(batch * race_splits, dtype=torch.float32, device=device)
+    best_arg = torch.empty(best.shape, dtype=torch.int32, device=device)
+    fallback = torch.empty_like(best)
+    fallback_arg = torch.empty_like(best_arg)
+    kernels.race_kernel[(batch, race_splits)](
+        logits,
+        logits.stride(0),
+        drafts,
+        q,
+        q.stride(0),
+        num_draft,
+        row_end,
+        temperature,
+        seeds,
+        positions,
+        job_row,
+        job_mode,
+        job_max,
+        job_sum,
+        best,
+        best_arg,
+        fallback,
+        fallback_arg,
+        vocab,
+        race_split_size,
+        race_splits,
+        HAS_Q=has_q,
+        BLOCK=block,
+    )
+    kernels.finish_kernel[(batch,)](
+        job_row,
+        job_mode,
+        best,
+        best_arg,
+        fallback,
+        fallback_arg,
+        out,
+        out.stride(0),
+        race_splits,
+        SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
     )
     return RejectionOutput(out, num_emitted)
 
@@ -227,7 +325,7 @@ def triton_next_pow2(n: int) -> int:
 
 
 def _block_size(vocab_size: int) -> int:
-    return min(4096, max(triton_next_pow2(vocab_size), 16))
+    return min(2048, max(triton_next_pow2(vocab_size), 16))
 
 
 def _rejection_torch(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):

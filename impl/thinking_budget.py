@@ -134,6 +134,7 @@ class ThinkingBudgetState:
         self._start_fail = torch.tensor(_failure(self.start), dtype=torch.int32, device=dev)
         self._end = torch.tensor(self.end, dtype=torch.int32, device=dev)
         self._end_fail = torch.tensor(_failure(self.end), dtype=torch.int32, device=dev)
+        self._marker_pad = 1 << (max(len(self.start), len(self.end)) - 1).bit_length()
         self.state = torch.zeros((NUM_FIELDS, max_num_reqs), dtype=torch.int32, device=dev)
         # Host bookkeeping, touched only by sync_batch: which slots hold a request, which are tracked.
         self._occupied = [False] * max_num_reqs
@@ -352,6 +353,7 @@ class ThinkingBudgetState:
                 self._end_fail,
                 START_LEN=len(self.start),
                 END_LEN=len(self.end),
+                PAD=self._marker_pad,
             )
             return
         fields = [f.clone() for f in self.state[:, : self.batch_size]]
@@ -435,6 +437,7 @@ class ThinkingBudgetState:
             self._end_fail,
             START_LEN=len(self.start),
             END_LEN=len(self.end),
+            PAD=self._marker_pad,
             MAX_DRAFTS=self.max_spec_len,
             SECTION_SCOPE=self.scope == "section",
             HAS_DRAFTS=has_drafts,

@@ -2,24 +2,42 @@
 
 State layout: ``state [NUM_FIELDS, max_num_reqs]`` int32 with the fields of
 ``impl.thinking_budget`` (TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT).
-One program per slot for ``forced_rows`` and ``advance_committed``; a 2-D grid over (row, vocab
-block) for ``write_forced_logits``. No kernel reads anything back to the host.
+One program per slot for ``forced_rows_kernel`` and ``advance_committed_kernel``; a 2-D grid over
+(row, vocabulary block) for ``write_forced_logits_kernel``. Markers and their KMP failure
+functions are held in registers (``_load_markers``), so a KMP step costs no memory access.
+No kernel reads anything back to the host.
 """
 
 import triton
 import triton.language as tl
 
-TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
+
+@triton.jit
+def _load_markers(
+    start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN: tl.constexpr, END_LEN: tl.constexpr, PAD: tl.constexpr
+):
+    """Both markers and their failure functions as register vectors of ``PAD`` entries."""
+    index = tl.arange(0, PAD)
+    start = tl.load(start_ptr + index, mask=index < START_LEN, other=-1)
+    start_fail = tl.load(start_fail_ptr + index, mask=index < START_LEN, other=0)
+    end = tl.load(end_ptr + index, mask=index < END_LEN, other=-1)
+    end_fail = tl.load(end_fail_ptr + index, mask=index < END_LEN, other=0)
+    return start, start_fail, end, end_fail
 
 
 @triton.jit
-def _kmp_step(matched, token, marker_ptr, failure_ptr, LENGTH: tl.constexpr):
+def _at(vector, position, PAD: tl.constexpr):
+    """``vector[position]`` of a register vector, for a scalar ``position``."""
+    return tl.sum(tl.where(tl.arange(0, PAD) == position, vector, 0), axis=0)
+
+
+@triton.jit
+def _kmp_step(matched, token, marker, failure, LENGTH: tl.constexpr, PAD: tl.constexpr):
     """One KMP step: the new partial-match length after ``token`` (``matched < LENGTH``)."""
     for _ in tl.static_range(LENGTH):
-        expected = tl.load(marker_ptr + matched)
-        fallback = tl.load(failure_ptr + tl.maximum(matched - 1, 0))
-        matched = tl.where((matched > 0) & (expected != token), fallback, matched)
-    return tl.where(tl.load(marker_ptr + matched) == token, matched + 1, matched)
+        mismatch = (matched > 0) & (_at(marker, matched, PAD) != token)
+        matched = tl.where(mismatch, _at(failure, matched - 1, PAD), matched)
+    return tl.where(_at(marker, matched, PAD) == token, matched + 1, matched)
 
 
 @triton.jit
@@ -31,16 +49,17 @@ def _feed(
     spent,
     token,
     active,
-    start_ptr,
-    start_fail_ptr,
-    end_ptr,
-    end_fail_ptr,
+    start,
+    start_fail,
+    end,
+    end_fail,
     START_LEN: tl.constexpr,
     END_LEN: tl.constexpr,
+    PAD: tl.constexpr,
 ):
     """Feed one committed or drafted token to one slot's automaton where ``active``."""
-    new_end = _kmp_step(end_m, token, end_ptr, end_fail_ptr, END_LEN)
-    new_start = _kmp_step(start_m, token, start_ptr, start_fail_ptr, START_LEN)
+    new_end = _kmp_step(end_m, token, end, end_fail, END_LEN, PAD)
+    new_start = _kmp_step(start_m, token, start, start_fail, START_LEN, PAD)
     inside = active & (in_section != 0)
     outside = active & (in_section == 0)
     closes = inside & (new_end == END_LEN)
@@ -54,10 +73,11 @@ def _feed(
 
 
 @triton.jit
-def _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE: tl.constexpr):
+def _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE: tl.constexpr, PAD: tl.constexpr):
+    """The forced token of one position (TB-FORCE-1), -1 where free."""
     budget_left = budget if SECTION_SCOPE else budget - spent
     forced = (tracked != 0) & (in_section != 0) & (count >= budget_left)
-    return tl.where(forced, tl.load(end_ptr + end_m), -1)
+    return tl.where(forced, _at(end, end_m, PAD), -1)
 
 
 @triton.jit
@@ -74,12 +94,16 @@ def forced_rows_kernel(
     end_fail_ptr,
     START_LEN: tl.constexpr,
     END_LEN: tl.constexpr,
+    PAD: tl.constexpr,
     MAX_DRAFTS: tl.constexpr,
     SECTION_SCOPE: tl.constexpr,
     HAS_DRAFTS: tl.constexpr,
 ):
     """``out[row]`` = forced token of every logits row of slot ``program_id(0)`` (-1 = free)."""
     slot = tl.program_id(0)
+    start, start_fail, end, end_fail = _load_markers(
+        start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN, END_LEN, PAD
+    )
     tracked = tl.load(state_ptr + 0 * state_stride + slot)
     budget = tl.load(state_ptr + 1 * state_stride + slot)
     in_section = tl.load(state_ptr + 2 * state_stride + slot)
@@ -89,15 +113,12 @@ def forced_rows_kernel(
     spent = tl.load(state_ptr + 6 * state_stride + slot)
     if HAS_DRAFTS:
         k = tl.load(num_draft_ptr + slot).to(tl.int32)
-        row0 = (tl.load(row_end_ptr + slot) - k - 1).to(tl.int32)  # inclusive cumsum of K + 1
+        row0 = (tl.load(row_end_ptr + slot) - k - 1).to(tl.int32)  # row_end: inclusive cumsum of K + 1
         draft0 = row0 - slot
         for j in tl.static_range(MAX_DRAFTS):
             live = j < k
-            tl.store(
-                out_ptr + row0 + j,
-                _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE),
-                mask=live,
-            )
+            forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
+            tl.store(out_ptr + row0 + j, forced, mask=live)
             token = tl.load(draft_ids_ptr + draft0 + j, mask=live, other=0).to(tl.int32)
             in_section, start_m, end_m, count, spent = _feed(
                 in_section,
@@ -107,17 +128,19 @@ def forced_rows_kernel(
                 spent,
                 token,
                 live & (tracked != 0),
-                start_ptr,
-                start_fail_ptr,
-                end_ptr,
-                end_fail_ptr,
+                start,
+                start_fail,
+                end,
+                end_fail,
                 START_LEN,
                 END_LEN,
+                PAD,
             )
     else:
         k = 0
         row0 = slot
-    tl.store(out_ptr + row0 + k, _forced(tracked, budget, in_section, end_m, count, spent, end_ptr, SECTION_SCOPE))
+    forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
+    tl.store(out_ptr + row0 + k, forced)
 
 
 @triton.jit
@@ -133,9 +156,13 @@ def advance_committed_kernel(
     end_fail_ptr,
     START_LEN: tl.constexpr,
     END_LEN: tl.constexpr,
+    PAD: tl.constexpr,
 ):
     """Feed slot ``program_id(0)`` its committed tokens: the row's prefix before the first -1."""
     slot = tl.program_id(0)
+    start, start_fail, end, end_fail = _load_markers(
+        start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN, END_LEN, PAD
+    )
     tracked = tl.load(state_ptr + 0 * state_stride + slot)
     in_section = tl.load(state_ptr + 2 * state_stride + slot)
     start_m = tl.load(state_ptr + 3 * state_stride + slot)
@@ -154,12 +181,13 @@ def advance_committed_kernel(
             spent,
             token,
             live,
-            start_ptr,
-            start_fail_ptr,
-            end_ptr,
-            end_fail_ptr,
+            start,
+            start_fail,
+            end,
+            end_fail,
             START_LEN,
             END_LEN,
+            PAD,
         )
     tl.store(state_ptr + 2 * state_stride + slot, in_section)
     tl.store(state_ptr + 3 * state_stride + slot, start_m)

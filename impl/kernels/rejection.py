@@ -1,15 +1,21 @@
-"""The fused rejection-sampling kernel (specs/rejection-sampling.md, specs/accepted-tokens.md).
+"""Rejection-sampling kernels (specs/rejection-sampling.md, specs/accepted-tokens.md).
 
-One program per request walks its drafts in order and stops at the first rejection (rows after
-it are never read). Per row it makes the passes the row needs over the vocabulary:
+Four small kernels, each parallel over the vocabulary, so that one request (B = 1) and many
+(B = 1024) both keep the memory system busy:
 
-* forced row: none (the row is one-hot at the forced token);
-* greedy row: one pass (argmax, ties to the lowest id);
-* probabilistic draft row: one pass (max and sum of exp for ``p(d)``), plus one more over the
-  row and its ``q`` row only if the draft is rejected (the residual race);
-* probabilistic bonus row: one pass (the race on ``logits / T - log e``).
+1. ``row_stats_kernel`` (grid: request × row × vocabulary split): for each draft row of a sampled
+   request the split's max and sum of ``exp(l / T - max)``; for each row of a greedy request the
+   split's max and argmax. Forced rows and sampled bonus rows are not read.
+2. ``walk_drafts_kernel`` (grid: request): verifies drafts in order from the statistics (one load
+   of ``l[d]`` and ``q[d]`` per draft), stops at the first rejection, writes the accepted drafts,
+   the greedy or forced final token, ``num_emitted``, and, when the final token must be sampled,
+   which row and distribution to sample.
+3. ``race_kernel`` (grid: request × vocabulary split): the exponential race ``argmax(w / e)`` over
+   that one row: the residual ``max(p - q, 0)`` (with ``p`` as fallback) or the bonus ``p``.
+4. ``finish_kernel`` (grid: request): reduces the race across splits and writes the token.
 
-It writes the request's output row (tokens, then -1 padding) and ``num_emitted`` as it goes.
+Bytes read: every draft row once (bonus rows of sampled requests only in step 3), the sampled row
+once more, and one ``q`` row per rejection; never more than the inputs once over.
 """
 
 import triton
@@ -17,100 +23,80 @@ import triton.language as tl
 
 from .rng import exponentials, stream_key, uniform
 
-
-@triton.jit
-def _argmax_row(row_ptr, vocab_size, BLOCK: tl.constexpr):
-    best_value = float("-inf")
-    best_index = 0
-    for start in range(0, vocab_size, BLOCK):
-        offsets = start + tl.arange(0, BLOCK)
-        values = tl.load(row_ptr + offsets, mask=offsets < vocab_size, other=float("-inf")).to(tl.float32)
-        block_max = tl.max(values, axis=0)
-        block_arg = tl.argmax(values, axis=0)
-        better = block_max > best_value
-        best_index = tl.where(better, start + block_arg, best_index)
-        best_value = tl.where(better, block_max, best_value)
-    return best_index
+SAMPLE_NONE = tl.constexpr(0)  # the final token is known (greedy, forced) after the walk
+SAMPLE_RESIDUAL = tl.constexpr(1)  # sample norm(max(p - q, 0)) at the rejected row
+SAMPLE_BONUS = tl.constexpr(2)  # sample p at the bonus row
 
 
 @triton.jit
-def _max_and_sum(row_ptr, vocab_size, inv_temperature, BLOCK: tl.constexpr):
-    """Online max ``m`` and ``Z = sum exp(l / T - m)`` of one row."""
-    running_max = float("-inf")
-    total = 0.0
-    for start in range(0, vocab_size, BLOCK):
-        offsets = start + tl.arange(0, BLOCK)
-        x = tl.load(row_ptr + offsets, mask=offsets < vocab_size, other=float("-inf")).to(tl.float32)
-        x = x * inv_temperature
-        new_max = tl.maximum(running_max, tl.max(x, axis=0))
-        scale = tl.where(new_max == float("-inf"), 0.0, tl.exp(running_max - new_max))
-        terms = tl.where(x == float("-inf"), 0.0, tl.exp(x - new_max))
-        total = total * scale + tl.sum(terms, axis=0)
-        running_max = new_max
-    return running_max, total
-
-
-@triton.jit
-def _residual_race(
-    row_ptr,
-    q_ptr,
-    draft,
+def row_stats_kernel(
+    logits_ptr,
+    logits_stride,
+    num_draft_ptr,
+    row_end_ptr,
+    temperature_ptr,
+    forced_ptr,
+    stat_max_ptr,
+    stat_sum_ptr,
+    stat_arg_ptr,
     vocab_size,
-    inv_temperature,
-    row_max,
-    row_sum,
-    key,
-    HAS_Q: tl.constexpr,
+    split_size,
+    width,
+    num_splits,
+    HAS_FORCED: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """Sample ``norm(max(p - q, 0))`` by ``argmax(w / e)``; fall back to ``p`` if it has no mass."""
-    best_residual = 0.0
-    residual_index = 0
-    best_target = 0.0
-    target_index = 0
-    for start in range(0, vocab_size, BLOCK):
-        offsets = start + tl.arange(0, BLOCK)
-        inside = offsets < vocab_size
-        x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-        p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) / row_sum)
-        if HAS_Q:
-            q = tl.load(q_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
-        else:
-            q = tl.where(offsets == draft, 1.0, 0.0)
-        noise = exponentials(key, offsets)
-        residual_score = tl.where(inside, tl.maximum(p - q, 0.0) / noise, -1.0)
-        target_score = tl.where(inside, p / noise, -1.0)
-        block_best = tl.max(residual_score, axis=0)
-        better = block_best > best_residual
-        residual_index = tl.where(better, start + tl.argmax(residual_score, axis=0), residual_index)
-        best_residual = tl.where(better, block_best, best_residual)
-        block_best = tl.max(target_score, axis=0)
-        better = block_best > best_target
-        target_index = tl.where(better, start + tl.argmax(target_score, axis=0), target_index)
-        best_target = tl.where(better, block_best, best_target)
-    return tl.where(best_residual > 0.0, residual_index, target_index)
+    request = tl.program_id(0)
+    j = tl.program_id(1)
+    split = tl.program_id(2)
+    k = tl.load(num_draft_ptr + request).to(tl.int32)
+    temperature = tl.load(temperature_ptr + request).to(tl.float32)
+    greedy = temperature == 0.0
+    row = (tl.load(row_end_ptr + request) - k - 1 + j).to(tl.int64)
+    needed = (j <= k) & (greedy | (j < k))
+    if HAS_FORCED:
+        needed = needed & (tl.load(forced_ptr + row, mask=j <= k, other=-1) < 0)
+    if needed:
+        inv_temperature = 1.0 / tl.where(greedy, 1.0, temperature)
+        row_ptr = logits_ptr + row * logits_stride
+        lo = split * split_size
+        running_max = float("-inf")
+        total = 0.0
+        best_index = 0
+        for start in range(lo, tl.minimum(lo + split_size, vocab_size), BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            x = tl.load(row_ptr + offsets, mask=offsets < vocab_size, other=float("-inf")).to(tl.float32)
+            x = x * inv_temperature
+            block_max = tl.max(x, axis=0)
+            better = block_max > running_max
+            best_index = tl.where(better, start + tl.argmax(x, axis=0), best_index)
+            new_max = tl.maximum(running_max, block_max)
+            scale = tl.where(new_max == float("-inf"), 0.0, tl.exp(running_max - new_max))
+            terms = tl.where(x == float("-inf"), 0.0, tl.exp(x - new_max))
+            total = total * scale + tl.sum(terms, axis=0)
+            running_max = new_max
+        slot = (request * width + j) * num_splits + split
+        tl.store(stat_max_ptr + slot, running_max)
+        tl.store(stat_sum_ptr + slot, total)
+        tl.store(stat_arg_ptr + slot, best_index)
 
 
 @triton.jit
-def _bonus_race(row_ptr, vocab_size, inv_temperature, key, BLOCK: tl.constexpr):
-    """Sample ``softmax(l / T)`` by ``argmax(l / T - log e)``."""
-    best_score = float("-inf")
-    best_index = 0
-    for start in range(0, vocab_size, BLOCK):
-        offsets = start + tl.arange(0, BLOCK)
-        inside = offsets < vocab_size
-        x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-        score = x - tl.log(exponentials(key, offsets))
-        score = tl.where(inside & (x != float("-inf")), score, float("-inf"))
-        block_best = tl.max(score, axis=0)
-        better = block_best > best_score
-        best_index = tl.where(better, start + tl.argmax(score, axis=0), best_index)
-        best_score = tl.where(better, block_best, best_score)
-    return best_index
+def _combine_stats(stat_max_ptr, stat_sum_ptr, stat_arg_ptr, base, num_splits, SPLITS_POW2: tl.constexpr):
+    """Row max, row sum of exp(x - max), and the row argmax (lowest id) from the split statistics."""
+    splits = tl.arange(0, SPLITS_POW2)
+    inside = splits < num_splits
+    maxes = tl.load(stat_max_ptr + base + splits, mask=inside, other=float("-inf"))
+    sums = tl.load(stat_sum_ptr + base + splits, mask=inside, other=0.0)
+    args = tl.load(stat_arg_ptr + base + splits, mask=inside, other=0)
+    row_max = tl.max(maxes, axis=0)
+    scaled = tl.where(maxes == float("-inf"), 0.0, sums * tl.exp(maxes - row_max))
+    arg = tl.min(tl.where(maxes == row_max, args, 2147483647), axis=0)  # splits are in id order
+    return row_max, tl.sum(scaled, axis=0), arg
 
 
 @triton.jit
-def rejection_sample_kernel(
+def walk_drafts_kernel(
     logits_ptr,
     logits_stride,
     draft_ids_ptr,
@@ -122,15 +108,22 @@ def rejection_sample_kernel(
     seed_ptr,
     position_ptr,
     forced_ptr,
+    stat_max_ptr,
+    stat_sum_ptr,
+    stat_arg_ptr,
     out_ptr,
     out_stride,
     num_emitted_ptr,
-    vocab_size,
-    out_width,
+    job_row_ptr,
+    job_mode_ptr,
+    job_max_ptr,
+    job_sum_ptr,
+    width,
+    num_splits,
     HAS_Q: tl.constexpr,
     HAS_FORCED: tl.constexpr,
     WIDTH_POW2: tl.constexpr,
-    BLOCK: tl.constexpr,
+    SPLITS_POW2: tl.constexpr,
 ):
     request = tl.program_id(0)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
@@ -142,12 +135,15 @@ def rejection_sample_kernel(
     seed = tl.load(seed_ptr + request)
     position = tl.load(position_ptr + request)
     out_row = out_ptr + request.to(tl.int64) * out_stride
+    stats_row = request * width * num_splits
 
     j = 0
     rejected = 0
+    mode = SAMPLE_NONE
+    job_max = 0.0
+    job_sum = 1.0
     while (j < k) & (rejected == 0):
         row = row0 + j
-        row_ptr = logits_ptr + row * logits_stride
         draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
         q_draft = 1.0
         if HAS_Q:
@@ -155,33 +151,23 @@ def rejection_sample_kernel(
         forced = -1
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row).to(tl.int32)
+        row_max, row_sum, arg = _combine_stats(
+            stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + j * num_splits, num_splits, SPLITS_POW2
+        )
         token = draft
         if forced >= 0:
             accept = (draft == forced) & (greedy | (q_draft > 0.0))
             token = forced
         elif greedy:
-            token = _argmax_row(row_ptr, vocab_size, BLOCK)
-            accept = token == draft
+            token = arg
+            accept = arg == draft
         else:
-            row_max, row_sum = _max_and_sum(row_ptr, vocab_size, inv_temperature, BLOCK)
-            x_draft = tl.load(row_ptr + draft).to(tl.float32) * inv_temperature
+            x_draft = tl.load(logits_ptr + row * logits_stride + draft).to(tl.float32) * inv_temperature
             p_draft = tl.where(x_draft == float("-inf"), 0.0, tl.exp(x_draft - row_max) / row_sum)
-            u = uniform(seed, position + j)
-            accept = (q_draft > 0.0) & (u * q_draft < p_draft)
-            if not accept:
-                key = stream_key(seed, position + j, 2)
-                token = _residual_race(
-                    row_ptr,
-                    q_ptr + (draft0 + j) * q_stride,
-                    draft,
-                    vocab_size,
-                    inv_temperature,
-                    row_max,
-                    row_sum,
-                    key,
-                    HAS_Q,
-                    BLOCK,
-                )
+            accept = (q_draft > 0.0) & (uniform(seed, position + j) * q_draft < p_draft)
+            mode = tl.where(accept, mode, SAMPLE_RESIDUAL)
+            job_max = tl.where(accept, job_max, row_max)
+            job_sum = tl.where(accept, job_sum, row_sum)
         tl.store(out_row + j, tl.where(accept, draft, token))
         rejected = tl.where(accept, 0, 1)
         j += 1 - rejected
@@ -192,18 +178,129 @@ def rejection_sample_kernel(
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row).to(tl.int32)
         if forced >= 0:
-            token = forced
+            tl.store(out_row + k, forced)
         elif greedy:
-            token = _argmax_row(logits_ptr + row * logits_stride, vocab_size, BLOCK)
+            _, _, arg = _combine_stats(
+                stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + k * num_splits, num_splits, SPLITS_POW2
+            )
+            tl.store(out_row + k, arg)
         else:
-            key = stream_key(seed, position + k, 2)
-            token = _bonus_race(logits_ptr + row * logits_stride, vocab_size, inv_temperature, key, BLOCK)
-        tl.store(out_row + k, token)
+            mode = SAMPLE_BONUS
+    tl.store(job_row_ptr + request, j)
+    tl.store(job_mode_ptr + request, mode)
+    tl.store(job_max_ptr + request, job_max)
+    tl.store(job_sum_ptr + request, job_sum)
     emitted = j + 1
     columns = tl.arange(0, WIDTH_POW2)
-    tl.store(
-        out_row + columns,
-        tl.full([WIDTH_POW2], -1, tl.int32),
-        mask=(columns >= emitted) & (columns < out_width),
-    )
+    tl.store(out_row + columns, tl.full([WIDTH_POW2], -1, tl.int32), mask=(columns >= emitted) & (columns < width))
     tl.store(num_emitted_ptr + request, emitted)
+
+
+@triton.jit
+def race_kernel(
+    logits_ptr,
+    logits_stride,
+    draft_ids_ptr,
+    q_ptr,
+    q_stride,
+    num_draft_ptr,
+    row_end_ptr,
+    temperature_ptr,
+    seed_ptr,
+    position_ptr,
+    job_row_ptr,
+    job_mode_ptr,
+    job_max_ptr,
+    job_sum_ptr,
+    best_ptr,
+    best_arg_ptr,
+    fallback_ptr,
+    fallback_arg_ptr,
+    vocab_size,
+    split_size,
+    num_splits,
+    HAS_Q: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    request = tl.program_id(0)
+    split = tl.program_id(1)
+    mode = tl.load(job_mode_ptr + request)
+    if mode != SAMPLE_NONE:
+        k = tl.load(num_draft_ptr + request).to(tl.int32)
+        j = tl.load(job_row_ptr + request)
+        row0 = (tl.load(row_end_ptr + request) - k - 1).to(tl.int64)
+        draft0 = row0 - request
+        row_ptr = logits_ptr + (row0 + j) * logits_stride
+        inv_temperature = 1.0 / tl.load(temperature_ptr + request).to(tl.float32)
+        key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
+        row_max = tl.load(job_max_ptr + request)
+        row_sum = tl.load(job_sum_ptr + request)
+        residual = mode == SAMPLE_RESIDUAL
+        draft = tl.load(draft_ids_ptr + draft0 + j, mask=residual, other=-1).to(tl.int32)
+        best = float("-inf")
+        best_arg = 0
+        fallback = float("-inf")
+        fallback_arg = 0
+        lo = split * split_size
+        for start in range(lo, tl.minimum(lo + split_size, vocab_size), BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            inside = offsets < vocab_size
+            x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
+            noise = exponentials(key, offsets)
+            if residual:
+                p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) / row_sum)
+                if HAS_Q:
+                    q = tl.load(q_ptr + (draft0 + j) * q_stride + offsets, mask=inside, other=0.0).to(tl.float32)
+                else:
+                    q = tl.where(offsets == draft, 1.0, 0.0)
+                score = tl.where(inside, tl.maximum(p - q, 0.0) / noise, -1.0)
+                backup = tl.where(inside, p / noise, -1.0)
+            else:
+                score = tl.where(inside & (x != float("-inf")), x - tl.log(noise), float("-inf"))
+                backup = score
+            block_best = tl.max(score, axis=0)
+            better = block_best > best
+            best_arg = tl.where(better, start + tl.argmax(score, axis=0), best_arg)
+            best = tl.where(better, block_best, best)
+            block_best = tl.max(backup, axis=0)
+            better = block_best > fallback
+            fallback_arg = tl.where(better, start + tl.argmax(backup, axis=0), fallback_arg)
+            fallback = tl.where(better, block_best, fallback)
+        slot = request * num_splits + split
+        tl.store(best_ptr + slot, best)
+        tl.store(best_arg_ptr + slot, best_arg)
+        tl.store(fallback_ptr + slot, fallback)
+        tl.store(fallback_arg_ptr + slot, fallback_arg)
+
+
+@triton.jit
+def finish_kernel(
+    job_row_ptr,
+    job_mode_ptr,
+    best_ptr,
+    best_arg_ptr,
+    fallback_ptr,
+    fallback_arg_ptr,
+    out_ptr,
+    out_stride,
+    num_splits,
+    SPLITS_POW2: tl.constexpr,
+):
+    request = tl.program_id(0)
+    mode = tl.load(job_mode_ptr + request)
+    if mode != SAMPLE_NONE:
+        splits = tl.arange(0, SPLITS_POW2)
+        inside = splits < num_splits
+        base = request * num_splits
+        best = tl.load(best_ptr + base + splits, mask=inside, other=float("-inf"))
+        best_arg = tl.load(best_arg_ptr + base + splits, mask=inside, other=0)
+        fallback = tl.load(fallback_ptr + base + splits, mask=inside, other=float("-inf"))
+        fallback_arg = tl.load(fallback_arg_ptr + base + splits, mask=inside, other=0)
+        top = tl.max(best, axis=0)
+        token = tl.min(tl.where(best == top, best_arg, 2147483647), axis=0)
+        top_fallback = tl.max(fallback, axis=0)
+        fallback_token = tl.min(tl.where(fallback == top_fallback, fallback_arg, 2147483647), axis=0)
+        # A residual without mass (every score 0) samples p instead (RS-PROB-4).
+        no_mass = (mode == SAMPLE_RESIDUAL) & (top <= 0.0)
+        token = tl.where(no_mass, fallback_token, token)
+        tl.store(out_ptr + request.to(tl.int64) * out_stride + tl.load(job_row_ptr + request), token)

@@ -117,9 +117,12 @@ def test_impl_matches_the_oracle_exactly(target):
     run()
 
 
-def test_multi_block_vocabulary_loops_match_the_oracle(target, monkeypatch):
-    """Small blocks so that every loop over the vocabulary runs several blocks and a ragged tail."""
+@pytest.mark.parametrize("programs", [1, 64], ids=["one-split", "many-splits"])
+def test_multi_block_vocabulary_loops_match_the_oracle(target, monkeypatch, programs):
+    """Small blocks, so that every loop over the vocabulary runs several blocks and a ragged tail;
+    with many programs wanted, every row is also cut into several vocabulary splits."""
     monkeypatch.setattr(impl.rejection, "_block_size", lambda vocab_size: 16)
+    monkeypatch.setattr(impl.rejection, "_target_programs", lambda device: programs)
 
     @given(cases(max_vocab=90))
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
