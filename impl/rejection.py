@@ -215,10 +215,10 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
     if batch == 0:
         return RejectionOutput(out, num_emitted)
     logits = logits.contiguous()
-    row_end = torch.cumsum(num_draft.to(torch.int64) + 1, 0)
+    layout_block = min(1024, max(triton_next_pow2(batch), 16))
     drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=device)
     q = draft_probs.contiguous() if draft_probs is not None else logits
-    forced_arg = forced if forced is not None else row_end
+    forced_arg = forced if forced is not None else num_draft  # a placeholder when nothing is forced
     has_q, has_forced = draft_probs is not None, forced is not None
     block = _block_size(vocab)
     stat_splits, stat_split_size = _splits(vocab, batch * width, block, device)
@@ -229,7 +229,6 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         logits,
         logits.stride(0),
         num_draft,
-        row_end,
         temperature,
         forced_arg,
         stat_max,
@@ -241,6 +240,8 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         stat_splits,
         HAS_FORCED=has_forced,
         BLOCK=block,
+        LAYOUT_BLOCK=layout_block,
+        num_warps=8,
     )
     job_row = torch.empty(batch, dtype=torch.int32, device=device)
     job_mode = torch.empty(batch, dtype=torch.int32, device=device)
@@ -253,7 +254,6 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         q,
         q.stride(0),
         num_draft,
-        row_end,
         temperature,
         seeds,
         positions,
@@ -274,6 +274,7 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         HAS_FORCED=has_forced,
         WIDTH_POW2=max(triton_next_pow2(width), 2),
         SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
+        LAYOUT_BLOCK=layout_block,
     )
     race_splits, race_split_size = _splits(vocab, batch, block, device)
     best = torch.empty(batch * race_splits, dtype=torch.float32, device=device)
@@ -287,7 +288,6 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         q,
         q.stride(0),
         num_draft,
-        row_end,
         temperature,
         seeds,
         positions,
@@ -304,6 +304,8 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         race_splits,
         HAS_Q=has_q,
         BLOCK=block,
+        LAYOUT_BLOCK=layout_block,
+        num_warps=8,
     )
     kernels.finish_kernel[(batch,)](
         job_row,

@@ -420,16 +420,14 @@ class ThinkingBudgetState:
             return out
         has_drafts = num_draft is not None
         if has_drafts:
-            row_end = torch.cumsum(num_draft + 1, 0)
             drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=self.device)
         else:
-            row_end = num_draft = drafts = out  # unused by the kernel
+            num_draft = drafts = out  # unused by the kernel
         forced_rows_kernel[(self.batch_size,)](
             self.state,
             self.state.stride(0),
             num_draft,
             drafts,
-            row_end,
             out,
             self._start,
             self._start_fail,
@@ -441,5 +439,6 @@ class ThinkingBudgetState:
             MAX_DRAFTS=self.max_spec_len,
             SECTION_SCOPE=self.scope == "section",
             HAS_DRAFTS=has_drafts,
+            LAYOUT_BLOCK=min(1024, 1 << max(self.batch_size - 1, 15).bit_length()),
         )
         return out

@@ -11,6 +11,8 @@ No kernel reads anything back to the host.
 import triton
 import triton.language as tl
 
+from .layout import first_row
+
 
 @triton.jit
 def _load_markers(
@@ -86,7 +88,6 @@ def forced_rows_kernel(
     state_stride,
     num_draft_ptr,
     draft_ids_ptr,
-    row_end_ptr,
     out_ptr,
     start_ptr,
     start_fail_ptr,
@@ -98,6 +99,7 @@ def forced_rows_kernel(
     MAX_DRAFTS: tl.constexpr,
     SECTION_SCOPE: tl.constexpr,
     HAS_DRAFTS: tl.constexpr,
+    LAYOUT_BLOCK: tl.constexpr,
 ):
     """``out[row]`` = forced token of every logits row of slot ``program_id(0)`` (-1 = free)."""
     slot = tl.program_id(0)
@@ -113,7 +115,7 @@ def forced_rows_kernel(
     spent = tl.load(state_ptr + 6 * state_stride + slot)
     if HAS_DRAFTS:
         k = tl.load(num_draft_ptr + slot).to(tl.int32)
-        row0 = (tl.load(row_end_ptr + slot) - k - 1).to(tl.int32)  # row_end: inclusive cumsum of K + 1
+        row0 = first_row(num_draft_ptr, slot, LAYOUT_BLOCK)
         draft0 = row0 - slot
         for j in tl.static_range(MAX_DRAFTS):
             live = j < k

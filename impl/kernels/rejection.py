@@ -21,6 +21,7 @@ once more, and one ``q`` row per rejection; never more than the inputs once over
 import triton
 import triton.language as tl
 
+from .layout import first_row
 from .rng import exponentials, stream_key, uniform
 
 SAMPLE_NONE = tl.constexpr(0)  # the final token is known (greedy, forced) after the walk
@@ -33,7 +34,6 @@ def row_stats_kernel(
     logits_ptr,
     logits_stride,
     num_draft_ptr,
-    row_end_ptr,
     temperature_ptr,
     forced_ptr,
     stat_max_ptr,
@@ -45,6 +45,7 @@ def row_stats_kernel(
     num_splits,
     HAS_FORCED: tl.constexpr,
     BLOCK: tl.constexpr,
+    LAYOUT_BLOCK: tl.constexpr,
 ):
     request = tl.program_id(0)
     j = tl.program_id(1)
@@ -52,7 +53,7 @@ def row_stats_kernel(
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     temperature = tl.load(temperature_ptr + request).to(tl.float32)
     greedy = temperature == 0.0
-    row = (tl.load(row_end_ptr + request) - k - 1 + j).to(tl.int64)
+    row = first_row(num_draft_ptr, request, LAYOUT_BLOCK) + j
     needed = (j <= k) & (greedy | (j < k))
     if HAS_FORCED:
         needed = needed & (tl.load(forced_ptr + row, mask=j <= k, other=-1) < 0)
@@ -60,21 +61,28 @@ def row_stats_kernel(
         inv_temperature = 1.0 / tl.where(greedy, 1.0, temperature)
         row_ptr = logits_ptr + row * logits_stride
         lo = split * split_size
+        hi = tl.minimum(lo + split_size, vocab_size)
         running_max = float("-inf")
-        total = 0.0
         best_index = 0
-        for start in range(lo, tl.minimum(lo + split_size, vocab_size), BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            x = tl.load(row_ptr + offsets, mask=offsets < vocab_size, other=float("-inf")).to(tl.float32)
-            x = x * inv_temperature
-            block_max = tl.max(x, axis=0)
-            better = block_max > running_max
-            best_index = tl.where(better, start + tl.argmax(x, axis=0), best_index)
-            new_max = tl.maximum(running_max, block_max)
-            scale = tl.where(new_max == float("-inf"), 0.0, tl.exp(running_max - new_max))
-            terms = tl.where(x == float("-inf"), 0.0, tl.exp(x - new_max))
-            total = total * scale + tl.sum(terms, axis=0)
-            running_max = new_max
+        lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - running_max)
+        if greedy:  # max and argmax (ties to the lowest id)
+            for start in range(lo, hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+                block_max = tl.max(x, axis=0)
+                better = block_max > running_max
+                best_index = tl.where(better, start + tl.argmax(x, axis=0), best_index)
+                running_max = tl.maximum(running_max, block_max)
+        else:  # max and sum of exp(x - max), one reduction per block
+            for start in range(lo, hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+                x = x * inv_temperature
+                new_max = tl.maximum(running_max, tl.max(x, axis=0))
+                scale = tl.where(new_max == float("-inf"), 0.0, tl.exp(running_max - new_max))
+                lanes = lanes * scale + tl.where(x == float("-inf"), 0.0, tl.exp(x - new_max))
+                running_max = new_max
+        total = tl.sum(lanes, axis=0)
         slot = (request * width + j) * num_splits + split
         tl.store(stat_max_ptr + slot, running_max)
         tl.store(stat_sum_ptr + slot, total)
@@ -103,7 +111,6 @@ def walk_drafts_kernel(
     q_ptr,
     q_stride,
     num_draft_ptr,
-    row_end_ptr,
     temperature_ptr,
     seed_ptr,
     position_ptr,
@@ -124,10 +131,11 @@ def walk_drafts_kernel(
     HAS_FORCED: tl.constexpr,
     WIDTH_POW2: tl.constexpr,
     SPLITS_POW2: tl.constexpr,
+    LAYOUT_BLOCK: tl.constexpr,
 ):
     request = tl.program_id(0)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
-    row0 = (tl.load(row_end_ptr + request) - k - 1).to(tl.int64)
+    row0 = first_row(num_draft_ptr, request, LAYOUT_BLOCK)
     draft0 = row0 - request
     temperature = tl.load(temperature_ptr + request).to(tl.float32)
     greedy = temperature == 0.0
@@ -204,7 +212,6 @@ def race_kernel(
     q_ptr,
     q_stride,
     num_draft_ptr,
-    row_end_ptr,
     temperature_ptr,
     seed_ptr,
     position_ptr,
@@ -221,14 +228,14 @@ def race_kernel(
     num_splits,
     HAS_Q: tl.constexpr,
     BLOCK: tl.constexpr,
+    LAYOUT_BLOCK: tl.constexpr,
 ):
     request = tl.program_id(0)
     split = tl.program_id(1)
     mode = tl.load(job_mode_ptr + request)
     if mode != SAMPLE_NONE:
-        k = tl.load(num_draft_ptr + request).to(tl.int32)
         j = tl.load(job_row_ptr + request)
-        row0 = (tl.load(row_end_ptr + request) - k - 1).to(tl.int64)
+        row0 = first_row(num_draft_ptr, request, LAYOUT_BLOCK)
         draft0 = row0 - request
         row_ptr = logits_ptr + (row0 + j) * logits_stride
         inv_temperature = 1.0 / tl.load(temperature_ptr + request).to(tl.float32)
