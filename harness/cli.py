@@ -3,91 +3,138 @@
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import shlex
 import sys
 import time
 from pathlib import Path
-from xml.sax.saxutils import escape
 
-from . import replay, spec, vectors
+from . import checks as checks_module
+from . import reports, runner, spec, vectors
 from .engines import make_engine
+from .profiles import load_profile
 
 
-def _write_reports(out_dir: Path, engine, results) -> None:
-    counts = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    lines = [
-        f"# specconform: {engine.name} ({engine.version})",
-        "",
-        " · ".join(f"{k}: {v}" for k, v in sorted(counts.items())),
-        "",
-        "| status | check | requirements | message |",
-        "| --- | --- | --- | --- |",
-    ]
-    for r in sorted(results, key=lambda r: (r.status == replay.PASS, r.check)):
-        message = r.message.splitlines()[0] if r.message else ""
-        lines.append(f"| {r.status} | `{r.check}` | {', '.join(r.requirements)} | {message} |")
-    (out_dir / "summary.md").write_text("\n".join(lines) + "\n")
-    failures = sum(r.status == replay.FAIL for r in results)
-    errors = sum(r.status == replay.ERROR for r in results)
-    cases = []
-    for r in results:
-        body = ""
-        tag = {replay.FAIL: "failure", replay.ERROR: "error"}.get(r.status)
-        if tag:
-            summary = escape(r.message[:200], {'"': "&quot;"})
-            body = f'<{tag} message="{summary}">{escape(r.message)}</{tag}>'
-        cases.append(
-            f'  <testcase classname="{engine.name}" name="{escape(r.check)}" '
-            f'time="{r.duration_s:.4f}">{body}</testcase>'
-        )
-    (out_dir / "junit.xml").write_text(
-        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="specconform" tests="{len(results)}" '
-        f'failures="{failures}" errors="{errors}">\n' + "\n".join(cases) + "\n</testsuite>\n"
-    )
+def _run_dir(base: str) -> Path:
+    path = Path(base) / time.strftime("%Y%m%d-%H%M%S")
+    suffix = 0
+    while path.exists():
+        suffix += 1
+        path = Path(base) / f"{time.strftime('%Y%m%d-%H%M%S')}-{suffix}"
+    path.mkdir(parents=True)
+    return path
+
+
+def _progress(quiet: bool, total: int):
+    done = {"n": 0}
+
+    def report(record: runner.Record) -> None:
+        done["n"] += 1
+        if not quiet:
+            print(
+                f"[{done['n']}/{total}] {record.status:19} {record.engine}: {record.check} ({record.duration_s:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return report
+
+
+def judge(engine_specs, args, run_dir: Path) -> list[dict]:
+    """Run the selected checks against each engine, streaming records into ``run_dir``."""
+    selected = runner.select(checks_module.all_checks(), args.check or (), args.exclude or ())
+    if not selected:
+        raise SystemExit(f"no check matches {args.check}")
+    expectations = runner.load_expectations(args.expectations)
+    writer = runner.RecordWriter(run_dir / "results.jsonl")
+    progress = _progress(args.quiet, len(selected) * len(engine_specs))
+    try:
+        for engine_spec in engine_specs:
+            engine = make_engine(engine_spec)
+            profile = load_profile(args.profile) if args.profile else engine.profile
+            ctx = checks_module.Context(profile=profile, seed=args.seed, trials=args.trials, alpha=args.alpha)
+
+            def on_record(record):
+                writer(record)
+                progress(record)
+
+            runner.run_checks(
+                engine,
+                engine_spec,
+                selected,
+                ctx,
+                expectations=expectations,
+                timeout_s=args.timeout,
+                on_record=on_record,
+                profile_arg=args.profile or "",
+            )
+    finally:  # whatever happened, render what was measured
+        writer.close()
+        records = runner.read_records(run_dir)
+        if records:
+            reports.write_all(run_dir, records, checks_module.uncovered_requirements())
+    return records
 
 
 def cmd_run(args) -> int:
-    engine = make_engine(args.engine)
-    out_dir = Path(args.report_dir) / time.strftime("%Y%m%d-%H%M%S")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    wanted = set(args.requirement or ())
-    checks = [
-        c for c in replay.replay_checks() if (not wanted or set(c[1]) & wanted) and (not args.only or c[0] in args.only)
+    run_dir = _run_dir(args.report_dir)
+    records = judge(args.engine or ["reference", "oracle"], args, run_dir)
+    regressions = [r for r in records if reports._is_regression(r)]
+    unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
+    counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
+    print(
+        " ".join(f"{k}={v}" for k, v in counts.items() if v)
+        + f"; unexpected failures {len(regressions)}, unexpected passes {len(unexpected)}; reports in {run_dir}"
+    )
+    return 1 if regressions else 0
+
+
+def cmd_zoo(args) -> int:
+    """Run every mutant of the bug zoo; each must FAIL on the requirement it breaks."""
+    from . import zoo
+
+    run_dir = _run_dir(args.report_dir)
+    args.exclude, args.expectations, args.profile = [], None, None
+    mutants = [m for m in zoo.MUTANTS if not args.mutant or m.name in args.mutant]
+    checks = args.check
+    records = []
+    for mutant in mutants:  # each mutant is judged by the checks of its own area
+        args.check = checks or list(mutant.area)
+        records = judge([f"zoo:{mutant.name}"], args, run_dir)  # the run's records so far
+    table = []
+    for mutant in mutants:
+        failing = [r for r in records if r["engine"] == f"zoo:{mutant.name}" and r["status"] == "FAIL"]
+        caught_by = [r["check"] for r in failing if mutant.breaks in r["violated"]]
+        table.append(
+            {
+                "mutant": mutant.name,
+                "description": mutant.description,
+                "breaks": mutant.breaks,
+                "caught": bool(caught_by),
+                "caught_by": caught_by or [r["check"] for r in failing],
+            }
+        )
+    reports.write_all(run_dir, records, checks_module.uncovered_requirements(), zoo_table=table)
+    lines = ["| mutant | breaks | caught | by |", "| --- | --- | --- | --- |"]
+    lines += [
+        f"| {z['mutant']} | {z['breaks']} | {'yes' if z['caught'] else 'NO'} | {', '.join(z['caught_by'])} |"
+        for z in table
     ]
-    results = []
-    with (out_dir / "results.jsonl").open("w") as record:
-        for index, (name, requirements, runner) in enumerate(checks, 1):
-            result = replay.run_check(engine, name, requirements, runner)
-            results.append(result)
-            reproduce = f"specconform run --engine {shlex.quote(args.engine)} --only {shlex.quote(name)}"
-            record.write(
-                json.dumps(
-                    {
-                        "check": name,
-                        "requirements": requirements,
-                        "engine": engine.name,
-                        "engine_version": engine.version,
-                        "device": str(engine.device),
-                        "status": result.status,
-                        "message": result.message,
-                        "duration_s": round(result.duration_s, 6),
-                        "python": platform.python_version(),
-                        "reproduce": reproduce,
-                    }
-                )
-                + "\n"
-            )
-            record.flush()
-            if not args.quiet:
-                print(f"[{index}/{len(checks)}] {result.status:5} {name}", file=sys.stderr)
-    _write_reports(out_dir, engine, results)
-    bad = [r for r in results if r.status != replay.PASS]
-    print(f"{len(results) - len(bad)}/{len(results)} checks passed; reports in {out_dir}")
-    return 1 if bad else 0
+    (run_dir / "catch-table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"reports in {run_dir}")
+    return 0 if all(z["caught"] for z in table) else 1
+
+
+def cmd_report(args) -> int:
+    run_dir = Path(args.run_dir)
+    reports.write_all(run_dir, runner.read_records(run_dir), checks_module.uncovered_requirements())
+    print(f"rendered {run_dir / 'summary.md'}, {run_dir / 'junit.xml'}, {run_dir / 'report.html'}")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    text, new_failures = reports.diff(runner.read_records(args.old), runner.read_records(args.new))
+    print(text)
+    return 1 if new_failures else 0
 
 
 def cmd_vectors(args) -> int:
@@ -110,28 +157,69 @@ def cmd_bench(args) -> int:
 
 
 def cmd_list(args) -> int:
-    for req in spec.load_registry().values():
-        print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
+    if args.what == "requirements":
+        for req in spec.load_registry().values():
+            print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
+    else:
+        for check in checks_module.all_checks():
+            print(f"{check.name:58} {check.cls:18} {','.join(check.requirements)}")
+        print(f"\nnot yet covered: {', '.join(checks_module.uncovered_requirements())}")
     return 0
 
 
+def _add_run_options(parser) -> None:
+    parser.add_argument(
+        "--check",
+        action="append",
+        help="only checks whose name, class or requirement id "
+        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*'",
+    )
+    parser.add_argument("--seed", type=int, default=20261121, help="seed of every generated case")
+    parser.add_argument("--trials", type=int, default=20_000, help="trials per case in statistical checks")
+    parser.add_argument("--alpha", type=float, default=1e-6, help="family-wise α of each statistical check")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per check before TIMEOUT")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="specconform", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="specconform",
+        description="Conformance harness for thinking budgets, "
+        "speculative-decoding rejection sampling and accepted-token counting.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="judge an engine against the specification")
-    run.add_argument("--engine", default="oracle", help="oracle, reference[:cuda] or module:factory")
+    run = sub.add_parser("run", help="judge engines against the specification (default: reference and oracle)")
+    run.add_argument(
+        "--engine",
+        action="append",
+        help="oracle, reference[:cuda[:triton]], zoo:<mutant> or module:factory (repeatable)",
+    )
+    run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
+    run.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
     run.add_argument("--report-dir", default="reports/runs")
-    run.add_argument("--requirement", action="append", help="only checks covering this requirement id")
-    run.add_argument("--only", action="append", help="only run this check (by name)")
-    run.add_argument("--quiet", action="store_true")
+    _add_run_options(run)
     run.set_defaults(func=cmd_run)
+    zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
+    zoo.add_argument("--report-dir", default="reports/zoo")
+    zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
+    _add_run_options(zoo)
+    zoo.set_defaults(func=cmd_zoo)
+    rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
+    rep.add_argument("run_dir")
+    rep.set_defaults(func=cmd_report)
+    dif = sub.add_parser("diff", help="compare two runs: new failures first, then fixes, then statistics")
+    dif.add_argument("old")
+    dif.add_argument("new")
+    dif.set_defaults(func=cmd_diff)
     vec = sub.add_parser("vectors", help="verify (or --write) the golden vectors")
     vec.add_argument("--write", action="store_true")
     vec.set_defaults(func=cmd_vectors)
     ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
     ben.add_argument("--out", help="directory for the JSON results (default reports/perf/<gpu>)")
     ben.set_defaults(func=cmd_bench)
-    lst = sub.add_parser("list", help="list the requirements")
+    lst = sub.add_parser("list", help="list the checks or the requirements")
+    lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks")
     lst.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -1,40 +1,76 @@
-"""Kernel-level engine adapters: the oracle and the reference implementation.
+"""Kernel-level engine adapters.
 
-An adapter translates the canonical case format to an engine and back:
+An engine adapter is any object with ``name``, ``version``, ``device``, ``profile``
+(``harness.profiles.Profile``) and the methods its profile's capabilities promise:
 
-* ``budget_state(start, end, max_num_reqs, scope, max_spec_len)`` returns a handle with
-  ``sync_batch(update)``, ``forced_tokens(num_draft_tokens, draft_token_ids) -> list[int]`` and
-  ``update_state(rows)``; ``update`` is duck-typed like ``harness.vectors.Update``.
-* ``rejection_sample(case) -> (token_ids [B, W], num_emitted [B])`` for a ``RejectionCase``
-  whose requests carry seeds (or are greedy).
+- ``budget``: ``budget_state(start, end, max_num_reqs, scope, max_spec_len=0)`` returning a handle
+  with ``sync_batch(update)``, ``forced_tokens(num_draft_tokens, draft_token_ids) -> list[int]`` and
+  ``update_state(rows)``. ``update`` has ``batch_size``, ``removed``, ``added`` (objects with
+  ``index``, ``budget``, ``prompt_token_ids``) and ``moved`` (``(src, dst, "SWAP" | "UNIDIRECTIONAL")``).
+  ``num_draft_tokens`` may be None (one row per slot). Invalid input raises ``ValueError``.
+- ``budget-logits``: the handle also has ``apply_to_logits(logits [R, V] ndarray, num, drafts)``.
+- ``rejection``: ``rejection_sample(case: RejectionCase) -> (token_ids [B, W], num_emitted [B])``.
+- ``counting``: ``count_emitted(token_ids [B, W], vocab_size) -> (num_emitted, broken_prefix,
+  out_of_vocab)``, each ``[B]``.
+- ``metrics``: ``acceptance_metrics(steps: [(K, row)], eos_token_ids) -> dict`` with
+  ``acceptance_rate``, ``mean_acceptance_length`` and ``accepted_per_position``.
+
+Engine teams plug theirs in as ``module:factory`` (``specconform run --engine my_pkg.adapter:make``).
 """
 
 from __future__ import annotations
 
+import importlib
 import platform
-from dataclasses import dataclass
 
 import numpy as np
 
+from . import profiles
 from .oracle import budget as tb
+from .oracle import counting as ac
 from .oracle import rejection as rs
 
 
-@dataclass
 class OracleEngine:
-    name: str = "oracle"
-    version: str = "spec-0.1"
-    device: str = f"cpu ({platform.machine()})"
+    """The executable oracle itself: every check must pass against it."""
+
+    name = "oracle"
+    version = "spec-0.1"
+    device = f"cpu ({platform.machine()})"
+
+    def __init__(self):
+        self.profile = profiles.canonical()
 
     def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
-        return _OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope))
+        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope))
 
     def rejection_sample(self, case: rs.RejectionCase):
         tokens, num, _ = rs.sample_case(case)
         return tokens, num
 
+    def count_emitted(self, token_ids, vocab_size):
+        rows = np.asarray(token_ids).tolist()
+        problems = ac.validate_rows(rows, vocab_size)
+        holes = {p.row for p in problems if p.kind == "hole"}
+        bad = {p.row for p in problems if p.kind == "out_of_vocab"}
+        return (
+            [ac.num_emitted(r) for r in rows],
+            [i in holes for i in range(len(rows))],
+            [i in bad for i in range(len(rows))],
+        )
 
-class _OracleBudget:
+    def acceptance_metrics(self, steps, eos_token_ids):
+        metrics = ac.AcceptanceMetrics(max_positions=max((k for k, _ in steps), default=1))
+        for k, row in steps:
+            metrics.observe(k, row, eos_token_ids)
+        return {
+            "acceptance_rate": metrics.acceptance_rate,
+            "mean_acceptance_length": metrics.mean_acceptance_length,
+            "accepted_per_position": metrics.accepted_per_position,
+        }
+
+
+class OracleBudget:
     def __init__(self, batch: tb.BudgetBatch):
         self.batch = batch
 
@@ -46,6 +82,13 @@ class _OracleBudget:
 
     def update_state(self, rows):
         self.batch.commit([list(r) for r in rows])
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
+        for row, token in enumerate(self.forced_tokens(num_draft_tokens, draft_token_ids)):
+            if token != -1:
+                logits[row] = -np.inf
+                logits[row, token] = 0.0
+        return logits
 
 
 class ReferenceEngine:
@@ -63,33 +106,50 @@ class ReferenceEngine:
         self.device = torch.device(device)
         self.backend = backend
         self.version = f"impl-{impl.__version__} torch-{torch.__version__} backend-{backend}"
+        self.profile = profiles.canonical()
+
+    def _tensor(self, x, dtype):
+        return None if x is None else self.torch.tensor(np.asarray(x), dtype=dtype, device=self.device)
 
     def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
-        return _ReferenceBudget(self, start, end, max_num_reqs, scope, max_spec_len)
+        return ReferenceBudget(self, start, end, max_num_reqs, scope, max_spec_len)
 
     def rejection_sample(self, case: rs.RejectionCase):
         torch = self.torch
-        dev = self.device
         out = self.impl.rejection_sample(
-            torch.tensor(case.target_logits, dtype=torch.float32, device=dev),
-            torch.tensor(case.draft_token_ids, dtype=torch.int64, device=dev),
-            torch.tensor(case.num_draft_tokens, dtype=torch.int64, device=dev),
-            draft_probs=None
-            if case.draft_probs is None
-            else torch.tensor(case.draft_probs, dtype=torch.float32, device=dev),
-            temperature=torch.tensor(case.temperature, dtype=torch.float32, device=dev),
-            seeds=None if case.seeds is None else torch.tensor(case.seeds, dtype=torch.int64, device=dev),
-            positions=None if case.positions is None else torch.tensor(case.positions, dtype=torch.int64, device=dev),
-            forced_token_ids=None
-            if case.forced_token_ids is None
-            else torch.tensor(case.forced_token_ids, dtype=torch.int64, device=dev),
+            self._tensor(case.target_logits, torch.float32),
+            self._tensor(case.draft_token_ids, torch.int64),
+            self._tensor(case.num_draft_tokens, torch.int64),
+            draft_probs=self._tensor(case.draft_probs, torch.float32),
+            temperature=self._tensor(case.temperature, torch.float32),
+            seeds=self._tensor(case.seeds, torch.int64),
+            positions=self._tensor(case.positions, torch.int64),
+            forced_token_ids=self._tensor(case.forced_token_ids, torch.int64),
             backend=self.backend,
         )
         return out.token_ids.cpu().numpy(), out.num_emitted.cpu().numpy()
 
+    def count_emitted(self, token_ids, vocab_size):
+        result = self.impl.count_emitted_validated(self._tensor(token_ids, self.torch.int64), vocab_size)
+        return result.num_emitted.cpu().numpy(), result.broken_prefix.cpu().numpy(), result.out_of_vocab.cpu().numpy()
 
-class _ReferenceBudget:
-    def __init__(self, engine, start, end, max_num_reqs, scope, max_spec_len):
+    def acceptance_metrics(self, steps, eos_token_ids):
+        torch = self.torch
+        width = max((len(r) for _, r in steps), default=1)
+        stats = self.impl.AcceptanceStats(
+            max_positions=max((k for k, _ in steps), default=1), eos_token_ids=eos_token_ids
+        )
+        for k, row in steps:
+            stats.observe(torch.tensor([k]), torch.tensor([list(row) + [-1] * (width - len(row))]))
+        return {
+            "acceptance_rate": stats.acceptance_rate,
+            "mean_acceptance_length": stats.mean_acceptance_length,
+            "accepted_per_position": stats.accepted_per_position.tolist(),
+        }
+
+
+class ReferenceBudget:
+    def __init__(self, engine: ReferenceEngine, start, end, max_num_reqs, scope, max_spec_len):
         self.engine = engine
         self.state = engine.impl.ThinkingBudgetState(
             start,
@@ -104,7 +164,6 @@ class _ReferenceBudget:
     def sync_batch(self, update):
         impl = self.engine.impl
         if update is None:
-            self.state.sync_batch(None)
             return
         self.state.sync_batch(
             impl.BatchUpdate(
@@ -115,39 +174,45 @@ class _ReferenceBudget:
             )
         )
 
-    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
-        torch = self.engine.torch
-        dev = self.engine.device
+    def _drafts(self, num_draft_tokens, draft_token_ids):
         if num_draft_tokens is None:
-            return self.state.forced_tokens().cpu().tolist()
+            return None, None
+        torch = self.engine.torch
         return (
-            self.state.forced_tokens(
-                torch.tensor(num_draft_tokens, dtype=torch.int64, device=dev),
-                torch.tensor(draft_token_ids, dtype=torch.int64, device=dev),
-            )
-            .cpu()
-            .tolist()
+            self.engine._tensor(list(num_draft_tokens), torch.int64),
+            self.engine._tensor(list(draft_token_ids), torch.int64),
         )
 
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
+        return self.state.forced_tokens(*self._drafts(num_draft_tokens, draft_token_ids)).cpu().tolist()
+
     def update_state(self, rows):
-        torch = self.engine.torch
         width = max((len(r) for r in rows), default=1)
         padded = np.full((len(rows), width), -1, dtype=np.int64)
         for i, r in enumerate(rows):
             padded[i, : len(r)] = r
-        self.state.update_state(torch.tensor(padded, device=self.engine.device))
+        self.state.update_state(self.engine._tensor(padded, self.engine.torch.int64))
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
+        tensor = self.engine._tensor(logits, self.engine.torch.float32)
+        self.state.apply_to_logits(tensor, *self._drafts(num_draft_tokens, draft_token_ids))
+        return tensor.cpu().numpy()
 
 
 def make_engine(spec: str):
-    """``oracle``, ``reference[:device[:backend]]`` or ``module:factory`` (an engine team's own)."""
+    """``oracle``, ``reference[:device[:backend]]``, ``zoo:<mutant>`` or ``module:factory``."""
     if spec == "oracle":
         return OracleEngine()
     if spec == "reference" or spec.startswith("reference:"):
         parts = spec.split(":")[1:]
-        return ReferenceEngine(*parts) if parts else ReferenceEngine()
-    if ":" in spec:
-        import importlib
+        return ReferenceEngine(*parts)
+    if spec.startswith("zoo:"):
+        from . import zoo
 
+        return zoo.make_mutant(spec.split(":", 1)[1])
+    if ":" in spec:
         module, _, factory = spec.partition(":")
         return getattr(importlib.import_module(module), factory)()
-    raise ValueError(f"engine must be oracle, reference[:device[:backend]] or module:factory; got {spec!r}")
+    raise ValueError(
+        f"engine must be oracle, reference[:device[:backend]], zoo:<mutant> or module:factory; got {spec!r}"
+    )

@@ -1,25 +1,9 @@
-"""Golden-vector replay checks (RUN-RECORD-2): one result per vector and engine."""
+"""Golden-vector replay (RUN-RECORD-2): each vector against an engine, a failure message or ""."""
 
 from __future__ import annotations
 
-import time
-import traceback
-from dataclasses import dataclass, field
-
 from . import spec, vectors
 from .oracle import rejection as rs
-
-PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
-
-
-@dataclass
-class Result:
-    check: str
-    requirements: list[str]
-    status: str
-    message: str = ""
-    duration_s: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class _Update:
@@ -92,14 +76,3 @@ def replay_checks():
             name = f"vectors/{kind}/{entry['name']}"
             checks.append((name, entry["requirements"], lambda e, f=replay_one, v=entry: f(e, v)))
     return checks
-
-
-def run_check(engine, name, requirements, runner) -> Result:
-    started = time.perf_counter()
-    try:
-        message = runner(engine)
-        status = FAIL if message else PASS
-    except Exception as exc:  # an engine crash is an ERROR, not a spec violation
-        message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
-        status = ERROR
-    return Result(name, list(requirements), status, message, time.perf_counter() - started)

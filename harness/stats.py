@@ -145,6 +145,9 @@ class DistributionReport:
     accepted_length: GTestResult | None = None
     detectable_tv: float = float("nan")
     out_of_range: int = 0  # emitted ids outside [0, V) or rows breaking the prefix invariant
+    empirical: list = field(default_factory=list)  # [K + 1][V] observed frequencies per position
+    lengths: list = field(default_factory=list)  # observed accepted-length frequencies
+    expected_lengths: list = field(default_factory=list)  # their closed form (RS-PROB-6)
 
     def violations(self) -> set[str]:
         """Requirement ids this report shows broken (empty when the check passes)."""
@@ -222,7 +225,12 @@ def distribution_check(
         betas = [rs.overlap(p[j], case.q[j]) for j in range(K)]
     else:  # one-hot verification of drafts drawn from q accepts with probability sum_x q(x) p(x)
         betas = [float(np.dot(case.q[j] / case.q[j].sum(), p[j])) for j in range(K)]
-    report.accepted_length = g_test(lengths, rs.accepted_length_distribution(betas), alpha_test)
+    closed_form = rs.accepted_length_distribution(betas)
+    report.accepted_length = g_test(lengths, closed_form, alpha_test)
+    reached = counts.sum(axis=1, keepdims=True)
+    report.empirical = np.divide(counts, reached, out=np.zeros_like(counts), where=reached > 0).tolist()
+    report.lengths = (lengths / max(lengths.sum(), 1)).tolist()
+    report.expected_lengths = closed_form.tolist()
     report.detectable_tv = detectable_deviation(trials, min(V, 32), alpha_test)
     return report
 

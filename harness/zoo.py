@@ -32,9 +32,10 @@ MUTANT_REQUIREMENTS = {
 
 
 def _softmax(x):
-    z = x - x.max(axis=-1, keepdims=True)
-    e = np.where(np.isneginf(x), 0.0, np.exp(z))
-    return e / e.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = x - x.max(axis=-1, keepdims=True)
+        e = np.where(np.isneginf(x), 0.0, np.exp(z))
+        return e / e.sum(axis=-1, keepdims=True)
 
 
 def _sample_rows(weights, rng):
@@ -99,3 +100,205 @@ def mutant_sampler(mutation: str | None):
         return out
 
     return sample
+
+
+# ---------------------------------------------------------------------------------------------
+# Broken engines: the harness must catch each one on the requirement it breaks.
+
+from dataclasses import dataclass, replace  # noqa: E402
+
+from . import engines  # noqa: E402
+from .oracle import budget as tb  # noqa: E402
+from .oracle import rejection as rs  # noqa: E402
+
+
+class _LateByOne(tb.RequestBudget):
+    def forced_token(self):
+        if self.budget is not None and self.in_section and self.count == self.budget_left:
+            return -1
+        return super().forced_token()
+
+
+class _RestartsEnd(tb.RequestBudget):
+    def forced_token(self):
+        forced = super().forced_token()
+        return self.end.marker[0] if forced != -1 else -1
+
+
+class _ShortPromptStart(tb.RequestBudget):
+    @classmethod
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request"):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope)
+        if state.in_section:  # counts the open section from S's first token, as one engine did
+            state.count -= len(start) - 1
+        return state
+
+
+class _SwapKeepsVacated(tb.BudgetBatch):
+    def apply(self, update):
+        if update is None:
+            return
+        swaps = [(s, d) for s, d, k in update.moved if tb.move_kind_name(k) == "SWAP"]
+        before = list(self.slots)
+        super().apply(update)
+        for a, b in swaps:
+            for x, y in ((a, b), (b, a)):
+                if self.slots[x] is None and isinstance(before[x], tb.RequestBudget):
+                    self.slots[x] = self.slots[y] if self.slots[y] is not None else before[x]
+
+
+class _MutantBudget(engines.OracleBudget):
+    def __init__(self, batch, mutation):
+        super().__init__(batch)
+        self.mutation = mutation
+
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
+        rows = super().forced_tokens(num_draft_tokens, draft_token_ids)
+        if self.mutation == "budget-ignored":
+            return [-1] * len(rows)
+        num = list(num_draft_tokens) if num_draft_tokens is not None else [0] * self.batch.batch_size
+        if self.mutation == "budget-not-applied-to-draft-rows":
+            out, offset = [], 0
+            for k in num:
+                out += [-1] * k + [rows[offset + k]]
+                offset += k + 1
+            return out
+        if self.mutation == "forced-tokens-to-row-0-without-drafts" and sum(num) == 0:
+            out = [-1] * len(rows)
+            for token in rows:
+                if token != -1:
+                    out[0] = token
+            return out
+        return rows
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    breaks: str  # the requirement the harness must report
+    description: str
+
+    @property
+    def area(self) -> tuple[str, ...]:
+        """Check globs a zoo run judges this mutant by (its bug cannot show elsewhere)."""
+        prefix = self.breaks.split("-")[0]
+        return {"TB": ("tb.*",), "RS": ("rs.probabilistic", "rs.one-hot", "rs.input"), "AC": ("ac.*",)}[prefix]
+
+
+MUTANTS = (
+    Mutant(
+        "budget-ignored",
+        "TB-FORCE-1",
+        "the budget is never applied (a gate that skipped it without other sampling options)",
+    ),
+    Mutant("budget-off-by-one", "TB-FORCE-1", "forcing starts one token after the budget is spent"),
+    Mutant(
+        "multi-token-start-undercounted",
+        "TB-PROMPT-3",
+        "a prompt-opened section is counted from S's first token, letting len(S) - 1 extra tokens through",
+    ),
+    Mutant("end-marker-restarted", "TB-FORCE-2", "forcing always emits E[0] instead of continuing a partial E"),
+    Mutant("budget-not-applied-to-draft-rows", "TB-SPEC-1", "under speculation only the bonus row is forced"),
+    Mutant(
+        "forced-tokens-to-row-0-without-drafts",
+        "TB-SPEC-4",
+        "with speculation on but no drafts, every request's forced token lands in row 0",
+    ),
+    Mutant("swap-leaves-vacated-tracked", "TB-BATCH-3", "a SWAP with an untracked slot leaves both sides budgeted"),
+    Mutant(
+        "draft-probs-ignored",
+        MUTANT_REQUIREMENTS["ignore-draft-probs"],
+        "draft probabilities are dropped: sampled drafts are verified as one-hot",
+    ),
+    Mutant("always-accept", MUTANT_REQUIREMENTS["always-accept"], "every draft is accepted"),
+    Mutant(
+        "recover-from-p",
+        MUTANT_REQUIREMENTS["recover-from-p"],
+        "the recovered token is sampled from p instead of the residual",
+    ),
+    Mutant(
+        "acceptance-draw-reused",
+        MUTANT_REQUIREMENTS["reuse-acceptance-draw"],
+        "the uniform that rejected the draft also samples the recovered token",
+    ),
+    Mutant(
+        "recovered-id-equals-v",
+        MUTANT_REQUIREMENTS["recovered-id-equals-v"],
+        "a padded tail tile lets the recovered id equal V",
+    ),
+    Mutant("count-non-placeholders", "AC-COUNT-2", "counts (row != -1).sum() and reports no broken prefix"),
+    Mutant(
+        "mean-length-counts-after-eos",
+        "AC-METRIC-4",
+        "mean acceptance length counts tokens after an EOS inside the accepted run",
+    ),
+)
+_SAMPLER_MUTATIONS = {
+    "draft-probs-ignored": "ignore-draft-probs",
+    "always-accept": "always-accept",
+    "recover-from-p": "recover-from-p",
+    "acceptance-draw-reused": "reuse-acceptance-draw",
+    "recovered-id-equals-v": "recovered-id-equals-v",
+}
+_REQUEST_TYPES = {
+    "budget-off-by-one": _LateByOne,
+    "end-marker-restarted": _RestartsEnd,
+    "multi-token-start-undercounted": _ShortPromptStart,
+}
+
+
+class MutantEngine(engines.OracleEngine):
+    """The oracle with one deliberate bug (``Mutant.name``)."""
+
+    def __init__(self, mutant: Mutant):
+        super().__init__()
+        self.mutant = mutant
+        self.name = f"zoo:{mutant.name}"
+        if mutant.name in _SAMPLER_MUTATIONS:  # hides its randomness: judged statistically
+            self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
+            self.sampler = mutant_sampler(_SAMPLER_MUTATIONS[mutant.name])
+
+    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
+        batch_type = _SwapKeepsVacated if self.mutant.name == "swap-leaves-vacated-tracked" else tb.BudgetBatch
+        batch = batch_type(start, end, max_num_reqs, scope)
+        batch.request_type = _REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
+        return _MutantBudget(batch, self.mutant.name)
+
+    def rejection_sample(self, case: rs.RejectionCase):
+        case.validate()
+        uniform = (
+            case.forced_token_ids is None
+            and len(set(case.num_draft_tokens.tolist())) == 1
+            and len(set(case.temperature.tolist())) == 1
+            and case.temperature[0] > 0
+        )
+        if self.mutant.name not in _SAMPLER_MUTATIONS or not uniform:
+            return super().rejection_sample(case)
+        tokens = self.sampler(
+            case.target_logits,
+            case.draft_token_ids,
+            case.num_draft_tokens,
+            case.draft_probs,
+            case.temperature,
+            case.seeds,
+            case.positions,
+        )
+        return tokens, (np.asarray(tokens) != -1).sum(axis=1)
+
+    def count_emitted(self, token_ids, vocab_size):
+        if self.mutant.name != "count-non-placeholders":
+            return super().count_emitted(token_ids, vocab_size)
+        tokens = np.asarray(token_ids)
+        return (tokens != -1).sum(axis=1), np.zeros(len(tokens), bool), np.zeros(len(tokens), bool)
+
+    def acceptance_metrics(self, steps, eos_token_ids):
+        return super().acceptance_metrics(
+            steps, () if self.mutant.name == "mean-length-counts-after-eos" else eos_token_ids
+        )
+
+
+def make_mutant(name: str) -> MutantEngine:
+    for mutant in MUTANTS:
+        if mutant.name == name:
+            return MutantEngine(mutant)
+    raise ValueError(f"unknown mutant {name!r}; the zoo holds {[m.name for m in MUTANTS]}")

@@ -100,6 +100,7 @@ class RequestBudget:
     spent: int = 0
     sections: list[int] = field(default_factory=list)  # thinking tokens of each closed section
     forced_positions: int = 0
+    opened_in_prompt: bool = False  # the open section was opened by the prompt (TB-PROMPT-1)
 
     @classmethod
     def from_prompt(
@@ -118,6 +119,7 @@ class RequestBudget:
             state.feed(token)
         state.spent = 0
         state.sections = []
+        state.opened_in_prompt = state.in_section
         return state
 
     @property
@@ -145,6 +147,7 @@ class RequestBudget:
                 self.sections.append(thinking)
                 self.spent += thinking
                 self.in_section = False
+                self.opened_in_prompt = False
                 self.count = 0
                 self.end_matched = 0
                 self.start_matched = 0
@@ -183,6 +186,8 @@ class BudgetBatch:
     (slots), ``added`` (objects with ``index``, ``budget``, ``prompt_token_ids``) and ``moved``
     (``(src, dst, kind)`` tuples).
     """
+
+    request_type = RequestBudget  # the per-request automaton (the bug zoo substitutes broken ones)
 
     def __init__(
         self,
@@ -233,7 +238,9 @@ class BudgetBatch:
             self.slots[slot] = (
                 None
                 if budget is None
-                else RequestBudget.from_prompt(self.start, self.end, budget, list(added.prompt_token_ids), self.scope)
+                else self.request_type.from_prompt(
+                    self.start, self.end, budget, list(added.prompt_token_ids), self.scope
+                )
             )
         for src, dst, kind in update.moved:
             self._check_slot(src, "move source")

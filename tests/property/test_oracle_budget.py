@@ -5,8 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.oracle import budget as tb
-
-from .naive_budget import sections, thinking_tokens
+from harness.oracle.naive import sections, thinking_tokens
 
 ALPHABET = st.integers(0, 3)  # small, so that markers recur and overlap often
 markers = st.lists(ALPHABET, min_size=1, max_size=3)

@@ -26,14 +26,6 @@ NOT_YET_COVERED = {
     "API-ERROR-2",
     "API-SPEC-1",
     "API-SPEC-2",
-    # Runner rules: profiles, statuses, expectations and records belong to the conformance runner.
-    "RUN-PROFILE-1",
-    "RUN-PROFILE-2",
-    "RUN-STATUS-1",
-    "RUN-STATUS-2",
-    "RUN-EXPECT-1",
-    "RUN-EXPECT-2",
-    "RUN-RECORD-1",
     # Profile variants that only a non-canonical engine adapter can show.
     "TB-FORCE-6",
     "RS-LAYOUT-3",

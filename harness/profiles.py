@@ -1,0 +1,102 @@
+"""Engine profiles (specs/INTERPRETING.md RUN-PROFILE-1..2): claimed classes, variants, capabilities.
+
+A profile is what an engine claims. Checks of unclaimed classes are NOT_CLAIMED; checks that need a
+capability the engine lacks (for example exact comparison under the reference draws) are
+PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
+
+    name: my-engine
+    base: canonical            # start from a built-in profile
+    drop_classes: [rs.seeded]  # classes the engine does not claim
+    scope: section             # variant: request (canonical) | section
+    capabilities: [budget, rejection, counting]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from . import spec
+
+CAPABILITIES = (
+    "budget",  # a budget-state handle: sync_batch / forced_tokens / update_state
+    "budget-logits",  # the handle's apply_to_logits makes forced rows one-hot
+    "rejection",  # rejection_sample on canonical cases
+    "reference-draws",  # seeded requests use the reference counter-based draws (RS-RNG-3)
+    "seeded",  # seeded requests are deterministic
+    "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
+    "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)
+    "metrics",  # acceptance_metrics(steps, eos_token_ids) -> dict of AC-METRIC values
+)
+SCOPE_CLASSES = {"request": "tb.scope.request", "section": "tb.scope.section"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    classes: frozenset[str]
+    scope: str = "request"
+    tie_break: str = "lowest"
+    capabilities: frozenset[str] = field(default_factory=lambda: frozenset(CAPABILITIES))
+
+    def __post_init__(self):
+        if self.scope not in SCOPE_CLASSES:
+            raise ValueError(f"profile {self.name}: scope must be request or section; got {self.scope!r}")
+        if self.tie_break not in ("lowest", "any"):
+            raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
+        unknown = set(self.capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"profile {self.name}: unknown capabilities {sorted(unknown)}")
+        known = set(spec.classes())
+        if set(self.classes) - known:
+            raise ValueError(f"profile {self.name}: unknown classes {sorted(set(self.classes) - known)}")
+
+    def claims(self, cls: str) -> bool:
+        return cls in self.classes
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "classes": sorted(self.classes),
+            "scope": self.scope,
+            "tie_break": self.tie_break,
+            "capabilities": sorted(self.capabilities),
+        }
+
+
+def canonical(scope: str = "request") -> Profile:
+    """Every class, with the canonical variants (or the per-section scope variant)."""
+    other = SCOPE_CLASSES["section" if scope == "request" else "request"]
+    return Profile(
+        f"canonical{'' if scope == 'request' else '-section'}", frozenset(set(spec.classes()) - {other}), scope=scope
+    )
+
+
+BUILTIN = {
+    "canonical": canonical,
+    "canonical-section": lambda: canonical("section"),
+}
+
+
+def load_profile(name_or_path: str) -> Profile:
+    if name_or_path in BUILTIN:
+        return BUILTIN[name_or_path]()
+    path = Path(name_or_path)
+    if not path.exists():
+        raise ValueError(f"profile must be one of {sorted(BUILTIN)} or a YAML file; got {name_or_path!r}")
+    data = yaml.safe_load(path.read_text()) or {}
+    base = load_profile(data.get("base", "canonical"))
+    classes = (set(data["classes"]) if "classes" in data else set(base.classes)) - set(data.get("drop_classes", []))
+    scope = data.get("scope", base.scope)
+    if scope != base.scope:
+        classes = (classes - {SCOPE_CLASSES[base.scope]}) | {SCOPE_CLASSES[scope]}
+    return replace(
+        base,
+        name=data.get("name", path.stem),
+        classes=frozenset(classes),
+        scope=scope,
+        tie_break=data.get("tie_break", base.tie_break),
+        capabilities=frozenset(data.get("capabilities", base.capabilities)),
+    )

@@ -1,0 +1,309 @@
+"""Reports rendered from the JSON-lines record: Markdown, JUnit XML, self-contained HTML, run diffs."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import defaultdict
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from . import spec
+
+ORDER = {"FAIL": 0, "ERROR": 1, "TIMEOUT": 2, "PRECONDITION_FAILED": 3, "NOT_CLAIMED": 4, "PASS": 5}
+BAD = ("FAIL", "ERROR", "TIMEOUT")
+
+
+def _first_line(text: str) -> str:
+    return (text or "").splitlines()[0][:240] if text else ""
+
+
+def _is_regression(r: dict) -> bool:
+    return r["status"] in BAD and r.get("expected_status") != r["status"]
+
+
+def _sorted(records):
+    return sorted(records, key=lambda r: (ORDER.get(r["status"], 9), r["engine"], r["check"]))
+
+
+def requirement_status(records: list[dict]) -> dict[tuple[str, str], str]:
+    """``{(engine, requirement): status}``: the worst status among the checks covering it."""
+    out: dict[tuple[str, str], str] = {}
+    for r in records:
+        for req in r["requirements"]:
+            status = r["status"]
+            if status == "FAIL" and r["violated"] and req not in r["violated"]:
+                status = "PASS"  # the check failed on another of its requirements
+            key = (r["engine"], req)
+            if key not in out or ORDER[status] < ORDER[out[key]]:
+                out[key] = status
+    return out
+
+
+def markdown(records: list[dict], uncovered: list[str]) -> str:
+    engines = sorted({r["engine"] for r in records})
+    lines = ["# specconform conformance report", ""]
+    for engine in engines:
+        mine = [r for r in records if r["engine"] == engine]
+        counts = defaultdict(int)
+        for r in mine:
+            counts[r["status"]] += 1
+        first = mine[0]
+        regressions = sum(_is_regression(r) for r in mine)
+        unexpected = sum(r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS") for r in mine)
+        lines += [
+            f"## {engine} ({first['engine_version']}, {first['device']}, profile {first['profile']})",
+            "",
+            " · ".join(f"**{k}** {counts[k]}" for k in ORDER if counts[k])
+            + f" · unexpected failures {regressions} · unexpected passes {unexpected}",
+            "",
+        ]
+        lines += ["| status | check | class | requirements | evidence |", "| --- | --- | --- | --- | --- |"]
+        for r in _sorted(mine):
+            status = r["status"] + (" (expected)" if r.get("expected_status") == r["status"] != "PASS" else "")
+            if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS"):
+                status = "PASS (unexpected)"
+            reqs = ", ".join(f"**{x}**" if x in r["violated"] else x for x in r["requirements"])
+            lines.append(
+                f"| {status} | `{r['check']}` | {r['cls']} | {reqs} | {_first_line(r['message']).replace('|', '/')} |"
+            )
+        lines.append("")
+    lines += [
+        "## Per conformance class",
+        "",
+        "| class | " + " | ".join(engines) + " |",
+        "| --- |" + " --- |" * len(engines),
+    ]
+    for cls in sorted({r["cls"] for r in records}):
+        cells = []
+        for engine in engines:
+            statuses = [r["status"] for r in records if r["engine"] == engine and r["cls"] == cls]
+            cells.append(min(statuses, key=lambda s: ORDER[s]) if statuses else "-")
+        lines.append(f"| {cls} | " + " | ".join(cells) + " |")
+    per_req = requirement_status(records)
+    registry = spec.load_registry()
+    lines += [
+        "",
+        "## Per requirement",
+        "",
+        "| requirement | level | " + " | ".join(engines) + " |",
+        "| --- | --- |" + " --- |" * len(engines),
+    ]
+    for rid in sorted(registry, key=lambda x: min((ORDER[per_req.get((e, x), "PASS")] for e in engines), default=9)):
+        cells = [per_req.get((e, rid), "not covered") for e in engines]
+        lines.append(f"| {rid} | {registry[rid].level} | " + " | ".join(cells) + " |")
+    if uncovered:
+        lines += ["", f"**Not yet covered by any check** ({len(uncovered)}): " + ", ".join(uncovered)]
+    return "\n".join(lines) + "\n"
+
+
+def junit(records: list[dict]) -> str:
+    failures = sum(r["status"] == "FAIL" for r in records)
+    errors = sum(r["status"] in ("ERROR", "TIMEOUT") for r in records)
+    skipped = sum(r["status"] in ("NOT_CLAIMED", "PRECONDITION_FAILED") for r in records)
+    cases = []
+    for r in records:
+        body = ""
+        if r["status"] == "FAIL":
+            body = f"<failure message={quoteattr(_first_line(r['message']))}>{escape(r['message'])}</failure>"
+        elif r["status"] in ("ERROR", "TIMEOUT"):
+            body = (
+                f"<error message={quoteattr(r['status'] + ': ' + _first_line(r['message']))}>"
+                f"{escape(r['message'])}</error>"
+            )
+        elif r["status"] in ("NOT_CLAIMED", "PRECONDITION_FAILED"):
+            body = f"<skipped message={quoteattr(r['status'] + ': ' + _first_line(r['message']))}/>"
+        props = "".join(f'<property name="requirement" value={quoteattr(x)}/>' for x in r["requirements"])
+        cases.append(
+            f"  <testcase classname={quoteattr(r['engine'] + '.' + r['cls'])} name={quoteattr(r['check'])} "
+            f'time="{r["duration_s"]:.4f}"><properties>{props}</properties>{body}</testcase>'
+        )
+    return (
+        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="specconform" tests="{len(records)}" '
+        f'failures="{failures}" errors="{errors}" skipped="{skipped}">\n' + "\n".join(cases) + "\n</testsuite>\n"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML with inline SVG plots
+
+
+def _bars(title: str, series: dict[str, list[float]], labels: list[str], width=560, height=180) -> str:
+    colours = ["#4C78A8", "#F58518", "#54A24B"]
+    n = len(labels)
+    top = max((v for values in series.values() for v in values if v == v), default=1.0) or 1.0
+    group = (width - 40) / max(n, 1)
+    bar = group / (len(series) + 1)
+    parts = [
+        f'<svg width="{width}" height="{height + 40}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text x="4" y="14" font-size="12">{html.escape(title)}</text>',
+    ]
+    for s, (name, values) in enumerate(series.items()):
+        for i, v in enumerate(values):
+            h = 0 if v != v else (v / top) * height
+            x = 30 + i * group + s * bar
+            parts.append(
+                f'<rect x="{x:.1f}" y="{20 + height - h:.1f}" width="{bar:.1f}" height="{h:.1f}" '
+                f'fill="{colours[s % 3]}"><title>{html.escape(name)} {labels[i]}: {v:.4f}</title></rect>'
+            )
+        parts.append(
+            f'<text x="{width - 150}" y="{14 + 14 * s}" font-size="11" fill="{colours[s % 3]}">'
+            f"{html.escape(name)}</text>"
+        )
+    for i, label in enumerate(labels):
+        if n <= 40 or i % math.ceil(n / 40) == 0:
+            parts.append(f'<text x="{30 + i * group:.1f}" y="{height + 34}" font-size="9">{html.escape(label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _trace(title: str, values: list[int], budget: int, forced: list[int], width=560, height=160) -> str:
+    n = max(len(values), 1)
+    top = max(max(values, default=1), budget, 1)
+    pts = " ".join(
+        f"{30 + i * (width - 40) / n:.1f},{20 + height - v / top * height:.1f}" for i, v in enumerate(values)
+    )
+    y_budget = 20 + height - budget / top * height
+    marks = "".join(
+        f'<circle cx="{30 + i * (width - 40) / n:.1f}" cy="{20 + height - values[i] / top * height:.1f}" '
+        f'r="3" fill="#E45756"><title>forced at {i}</title></circle>'
+        for i in forced
+        if i < len(values)
+    )
+    return (
+        f'<svg width="{width}" height="{height + 30}" xmlns="http://www.w3.org/2000/svg">'
+        f'<text x="4" y="14" font-size="12">{html.escape(title)}</text>'
+        f'<line x1="30" x2="{width - 10}" y1="{y_budget:.1f}" y2="{y_budget:.1f}" stroke="#999" '
+        f'stroke-dasharray="4"/><polyline fill="none" stroke="#4C78A8" points="{pts}"/>{marks}</svg>'
+    )
+
+
+def _plots(record: dict) -> str:
+    out = []
+    for plot in record.get("plots") or []:
+        if plot["kind"] == "distribution":
+            for j, (target, seen) in enumerate(zip(plot["target"], plot["empirical"])):
+                cells = sorted(range(len(target)), key=lambda x: -max(target[x], seen[x]))[:32]
+                cells.sort()
+                out.append(
+                    _bars(
+                        f"{plot['case']} position {j}: target vs empirical (p = {plot['positions'][j]['p_value']:.3g})",
+                        {"target": [target[x] for x in cells], "empirical": [seen[x] for x in cells]},
+                        [str(x) for x in cells],
+                    )
+                )
+            out.append(
+                _bars(
+                    f"{plot['case']}: accepted length vs closed form",
+                    {"closed form": plot["expected_lengths"], "observed": plot["lengths"]},
+                    [str(a) for a in range(len(plot["lengths"]))],
+                )
+            )
+        elif plot["kind"] == "budget-trace":
+            out.append(_trace(plot["title"], plot["thinking"], plot["budget"], plot["forced"]))
+    return "".join(out)
+
+
+def html_report(records: list[dict], uncovered: list[str], zoo_table: list[dict] | None = None) -> str:
+    colours = {
+        "PASS": "#d4edda",
+        "FAIL": "#f8d7da",
+        "ERROR": "#f5c6cb",
+        "TIMEOUT": "#f5c6cb",
+        "NOT_CLAIMED": "#e2e3e5",
+        "PRECONDITION_FAILED": "#fff3cd",
+    }
+    rows = []
+    for r in _sorted(records):
+        details = html.escape(r["message"] or "")
+        plots = _plots(r)
+        extra = f"<details><summary>plots</summary>{plots}</details>" if plots else ""
+        stat = "" if r.get("p_value") is None else f"p = {r['p_value']:.3g}, α = {r['alpha']:.2g}, N = {r['trials']}"
+        requirements = ", ".join(f"<b>{x}</b>" if x in r["violated"] else x for x in r["requirements"])
+        background = colours.get(r["status"], "#fff")
+        rows.append(
+            f'<tr style="background:{background}"><td>{r["status"]}</td><td>{html.escape(r["engine"])}</td>'
+            f"<td><code>{html.escape(r['check'])}</code></td><td>{html.escape(r['cls'])}</td><td>{requirements}</td>"
+            f'<td><pre style="white-space:pre-wrap;margin:0">{details}</pre>{stat}{extra}'
+            f'<div style="color:#666;font-size:11px">{html.escape(r["reproduce"])}</div></td></tr>'
+        )
+    zoo = ""
+    if zoo_table:
+        zoo_rows = "".join(
+            f'<tr style="background:{"#d4edda" if z["caught"] else "#f8d7da"}"><td>{html.escape(z["mutant"])}</td>'
+            f"<td>{html.escape(z['description'])}</td><td>{z['breaks']}</td><td>{'yes' if z['caught'] else 'NO'}</td>"
+            f"<td>{html.escape(', '.join(z['caught_by']))}</td></tr>"
+            for z in zoo_table
+        )
+        zoo = (
+            "<h2>Bug zoo: catch table</h2><table><tr><th>mutant</th><th>bug</th><th>breaks</th><th>caught</th>"
+            f"<th>failing checks</th></tr>{zoo_rows}</table>"
+        )
+    uncovered_html = f"<p><b>Not yet covered by any check:</b> {', '.join(uncovered)}</p>" if uncovered else ""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>specconform report</title><style>"
+        "body{font-family:sans-serif;margin:20px}table{border-collapse:collapse;width:100%}"
+        "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}</style></head><body>"
+        f"<h1>specconform conformance report</h1>{zoo}<h2>Results</h2><table><tr><th>status</th><th>engine</th>"
+        f"<th>check</th><th>class</th><th>requirements</th><th>evidence</th></tr>{''.join(rows)}</table>"
+        f"{uncovered_html}</body></html>\n"
+    )
+
+
+def write_all(run_dir: Path, records: list[dict], uncovered: list[str], zoo_table=None) -> None:
+    (run_dir / "summary.md").write_text(markdown(records, uncovered))
+    (run_dir / "junit.xml").write_text(junit(records))
+    (run_dir / "report.html").write_text(html_report(records, uncovered, zoo_table))
+
+
+# ---------------------------------------------------------------------------------------------
+# Diff between two runs
+
+
+def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
+    """New failures first, then fixes, then changes in statistics; returns (Markdown, new failures)."""
+    key = lambda r: (r["engine"], r["check"])  # noqa: E731
+    before = {key(r): r for r in old}
+    after = {key(r): r for r in new}
+    new_failures = [r for k, r in after.items() if r["status"] in BAD and before.get(k, {}).get("status") not in BAD]
+    fixes = [r for k, r in after.items() if r["status"] == "PASS" and before.get(k, {}).get("status") in BAD]
+    other = [
+        (before[k], r)
+        for k, r in after.items()
+        if k in before and r["status"] != before[k]["status"] and r not in new_failures and r not in fixes
+    ]
+    stats = [
+        (before[k], r)
+        for k, r in after.items()
+        if k in before
+        and r.get("p_value") is not None
+        and before[k].get("p_value") is not None
+        and r["p_value"] != before[k]["p_value"]
+    ]
+    gone = [r for k, r in before.items() if k not in after]
+    lines = [f"# specconform diff: {len(new_failures)} new failures, {len(fixes)} fixes", ""]
+    lines += (
+        ["## New failures", ""]
+        + [
+            f"- `{r['check']}` ({r['engine']}): {r['status']} "
+            f"(was {before.get(key(r), {}).get('status', 'absent')}) "
+            f"{_first_line(r['message'])}"
+            for r in new_failures
+        ]
+        + [""]
+    )
+    lines += (
+        ["## Fixes", ""]
+        + [f"- `{r['check']}` ({r['engine']}): now PASS (was {before[key(r)]['status']})" for r in fixes]
+        + [""]
+    )
+    lines += (
+        ["## Changes in statistics", ""]
+        + [f"- `{r['check']}` ({r['engine']}): p {b['p_value']:.3g} → {r['p_value']:.3g}" for b, r in stats]
+        + [""]
+    )
+    lines += ["## Other status changes", ""] + [
+        f"- `{r['check']}` ({r['engine']}): {b['status']} → {r['status']}" for b, r in other
+    ]
+    lines += [f"- `{r['check']}` ({r['engine']}): no longer run" for r in gone] + [""]
+    return "\n".join(lines), len(new_failures)
