@@ -861,7 +861,14 @@ def all_checks() -> list[Check]:
     return checks
 
 
+def all_checks_with_api() -> list[Check]:
+    """Kernel-level checks, then the API-level checks (``harness.api``)."""
+    from .api import api_checks
+
+    return all_checks() + api_checks()
+
+
 def uncovered_requirements(checks: list[Check] | None = None) -> list[str]:
     """Registered requirements no check covers (listed in every report)."""
-    covered = {r for c in (checks or all_checks()) for r in c.requirements}
+    covered = {r for c in (checks or all_checks_with_api()) for r in c.requirements}
     return sorted(set(spec.load_registry()) - covered)

@@ -40,15 +40,26 @@ def _progress(quiet: bool, total: int):
 
 def judge(engine_specs, args, run_dir: Path) -> list[dict]:
     """Run the selected checks against each engine, streaming records into ``run_dir``."""
-    selected = runner.select(checks_module.all_checks(), args.check or (), args.exclude or ())
+    selected = runner.select(checks_module.all_checks_with_api(), args.check or (), args.exclude or ())
     if not selected:
         raise SystemExit(f"no check matches {args.check}")
     expectations = runner.load_expectations(args.expectations)
     writer = runner.RecordWriter(run_dir / "results.jsonl")
     progress = _progress(args.quiet, len(selected) * len(engine_specs))
     try:
+        api_options = {
+            k: v
+            for k, v in (
+                ("base_url", getattr(args, "base_url", None)),
+                ("model", getattr(args, "model", None)),
+                ("api_profile", getattr(args, "api_profile", None)),
+                ("spec_model", getattr(args, "spec_model", None)),
+                ("plain_model", getattr(args, "plain_model", None)),
+            )
+            if v
+        }
         for engine_spec in engine_specs:
-            engine = make_engine(engine_spec)
+            engine = make_engine(engine_spec, api_options)
             profile = load_profile(args.profile) if args.profile else engine.profile
             ctx = checks_module.Context(profile=profile, seed=args.seed, trials=args.trials, alpha=args.alpha)
 
@@ -76,7 +87,7 @@ def judge(engine_specs, args, run_dir: Path) -> list[dict]:
 
 def cmd_run(args) -> int:
     run_dir = _run_dir(args.report_dir)
-    records = judge(args.engine or ["reference", "oracle"], args, run_dir)
+    records = judge(args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"], args, run_dir)
     regressions = [r for r in records if reports._is_regression(r)]
     unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
     counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
@@ -156,12 +167,23 @@ def cmd_bench(args) -> int:
     return bench.main(args.out)
 
 
+def cmd_serve(args) -> int:
+    import uvicorn
+
+    from .server import build_app
+
+    app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device)
+    print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def cmd_list(args) -> int:
     if args.what == "requirements":
         for req in spec.load_registry().values():
             print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
     else:
-        for check in checks_module.all_checks():
+        for check in checks_module.all_checks_with_api():
             print(f"{check.name:58} {check.cls:18} {','.join(check.requirements)}")
         print(f"\nnot yet covered: {', '.join(checks_module.uncovered_requirements())}")
     return 0
@@ -218,6 +240,12 @@ def main(argv=None) -> int:
     ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
     ben.add_argument("--out", help="directory for the JSON results (default reports/perf/<gpu>)")
     ben.set_defaults(func=cmd_bench)
+    srv = sub.add_parser("serve", help="serve the embedded reference engine (OpenAI-compatible) on loopback")
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--speculative-tokens", type=int, default=3)
+    srv.add_argument("--device", default="cpu")
+    srv.set_defaults(func=cmd_serve)
     lst = sub.add_parser("list", help="list the checks or the requirements")
     lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks")
     lst.set_defaults(func=cmd_list)

@@ -199,8 +199,36 @@ class ReferenceBudget:
         return tensor.cpu().numpy()
 
 
-def make_engine(spec: str):
-    """``oracle``, ``reference[:device[:backend]]``, ``zoo:<mutant>`` or ``module:factory``."""
+_EMBEDDED: dict = {}
+
+
+def embedded_server():
+    """The embedded reference engine, started once per process on a free loopback port."""
+    if "server" not in _EMBEDDED:
+        from .server import start
+
+        _EMBEDDED["server"] = start()
+    return _EMBEDDED["server"]
+
+
+def make_engine(spec: str, api_options: dict | None = None):
+    """``oracle``, ``reference[:device[:backend]]``, ``zoo:<mutant>``, ``embedded[:single|multi]`` (the
+    embedded engine over HTTP), ``openai`` (any server: ``api_options`` gives base_url, model, ...)
+    or ``module:factory``."""
+    if spec == "embedded" or spec.startswith("embedded:"):
+        from .api import ApiEngine, embedded_profile
+
+        variant = spec.partition(":")[2] or "single"
+        return ApiEngine(embedded_server().base_url, embedded_profile(variant), name=f"embedded:{variant}")
+    if spec == "openai":
+        from .api import API_PROFILES, ApiEngine, ApiProfile
+
+        options = dict(api_options or {})
+        if not options.get("base_url") or not options.get("model"):
+            raise ValueError("--engine openai needs --base-url and --model")
+        base_url = options.pop("base_url")
+        fields = API_PROFILES[options.pop("api_profile", None) or "vllm"]
+        return ApiEngine(base_url, ApiProfile(name=options.get("model"), **fields, **options))
     if spec == "oracle":
         return OracleEngine()
     if spec == "reference" or spec.startswith("reference:"):

@@ -29,7 +29,14 @@ CAPABILITIES = (
     "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
     "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)
     "metrics",  # acceptance_metrics(steps, eos_token_ids) -> dict of AC-METRIC values
+    # API level (harness.api), probed from the running server:
+    "http",  # an OpenAI-compatible endpoint
+    "token-ids",  # responses carry token ids (return_token_ids)
+    "marker-ids",  # the reasoning markers' token ids can be looked up (/tokenize)
+    "spec-model",  # the profile names the same model with speculative decoding
+    "plain-model",  # the profile names a model without reasoning markers
 )
+KERNEL_CAPABILITIES = CAPABILITIES[:8]
 SCOPE_CLASSES = {"request": "tb.scope.request", "section": "tb.scope.section"}
 
 
@@ -39,7 +46,7 @@ class Profile:
     classes: frozenset[str]
     scope: str = "request"
     tie_break: str = "lowest"
-    capabilities: frozenset[str] = field(default_factory=lambda: frozenset(CAPABILITIES))
+    capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
         if self.scope not in SCOPE_CLASSES:

@@ -1,7 +1,7 @@
 """Every registered requirement is exercised by a golden vector or a test marked with its id.
 
-Requirements that only an HTTP engine or the conformance runner can exercise are listed in
-NOT_YET_COVERED; the test fails when one of them gains coverage, so the list stays honest.
+Requirements that only a non-canonical engine can exercise are listed in NOT_YET_COVERED; the test
+fails when one of them gains coverage, so the list stays honest.
 """
 
 import ast
@@ -10,23 +10,7 @@ from pathlib import Path
 from harness import spec
 
 NOT_YET_COVERED = {
-    # The OpenAI-API level needs the embedded server and the API adapter.
-    "API-BUDGET-1",
-    "API-BUDGET-2",
-    "API-BUDGET-3",
-    "API-BUDGET-4",
-    "API-BUDGET-5",
-    "API-BUDGET-6",
-    "API-BUDGET-7",
-    "API-REASON-1",
-    "API-USAGE-1",
-    "API-USAGE-2",
-    "API-STREAM-1",
-    "API-ERROR-1",
-    "API-ERROR-2",
-    "API-SPEC-1",
-    "API-SPEC-2",
-    # Profile variants that only a non-canonical engine adapter can show.
+    # Profile variants that only a non-canonical engine adapter can show (issue 7's engines).
     "TB-FORCE-6",
     "RS-LAYOUT-3",
     "RS-INPUT-6",

@@ -1,0 +1,484 @@
+"""Judging engines through their OpenAI-compatible HTTP API (specs/openai-api.md).
+
+An ``ApiEngine`` wraps a base URL and an ``ApiProfile`` that names the engine's request field for
+the budget, its reasoning field, and its models. Checks observe token ids (``return_token_ids``)
+and replay the oracle over prompt + output, so "the budget holds" is judged exactly: every position
+the oracle forces must carry the forced token. Capabilities the engine cannot show (no token ids,
+no spec-decode endpoint, no model without markers) make a check PRECONDITION_FAILED, not FAIL.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+import httpx
+
+from . import profiles, spec
+from .checks import FAIL, PASS, PRECONDITION_FAILED, Check, Context, Outcome
+from .oracle import budget as tb
+from .oracle.naive import thinking_tokens
+
+
+@dataclass(frozen=True)
+class ApiProfile:
+    name: str
+    model: str
+    spec_model: str | None = None  # the same model with speculative decoding (API-SPEC-*)
+    plain_model: str | None = None  # a model without reasoning markers (API-ERROR-2)
+    budget_field: str = "thinking_token_budget"  # dotted for nested fields: custom_params.thinking_budget
+    reasoning_field: str = "reasoning"
+    start_text: str = "<think>"
+    end_text: str = "</think>"
+    spec_tolerance: float = 0.15  # API-SPEC-2: largest first-token TV accepted as equivalent
+    extra_body: dict = field(default_factory=dict)
+
+
+API_PROFILES = {
+    "vllm": dict(budget_field="thinking_token_budget", reasoning_field="reasoning"),
+    "sglang": dict(budget_field="custom_params.thinking_budget", reasoning_field="reasoning_content"),
+    "llamacpp": dict(budget_field="thinking_budget_tokens", reasoning_field="reasoning_content"),
+}
+
+
+def embedded_profile(variant: str) -> ApiProfile:
+    return ApiProfile(
+        f"embedded-{variant}",
+        f"tiny-think-{variant}",
+        spec_model=f"tiny-think-{variant}-spec",
+        plain_model=f"tiny-plain-{variant}",
+    )
+
+
+class ApiEngine:
+    """An engine judged over HTTP."""
+
+    def __init__(self, base_url: str, api: ApiProfile, name: str | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.api = api
+        self.name = name or f"http:{api.name}"
+        self.device = self.base_url
+        self.http = httpx.Client(timeout=120)
+        models = self.http.get(f"{self.base_url}/models").json()
+        self.version = ",".join(m["id"] for m in models.get("data", []))
+        api_classes = {c for c in spec.classes() if c.startswith("api.")}
+        self.profile = replace(
+            profiles.canonical(),
+            name=api.name,
+            classes=frozenset(api_classes),
+            capabilities=frozenset({"http"}) | self._probe(),
+        )
+
+    def _probe(self) -> set[str]:
+        found = set()
+        try:
+            response = self.complete(self.api.model, budget=None, max_tokens=2, temperature=0)
+            if "token_ids" in response["choices"][0]:
+                found.add("token-ids")
+            root = self.base_url.rsplit("/v1", 1)[0]
+            start = self.http.post(f"{root}/tokenize", json={"model": self.api.model, "prompt": self.api.start_text})
+            end = self.http.post(f"{root}/tokenize", json={"model": self.api.model, "prompt": self.api.end_text})
+            if start.status_code == 200 and end.status_code == 200:
+                self.start_ids = start.json()["tokens"]
+                self.end_ids = end.json()["tokens"]
+                found.add("marker-ids")
+        except (httpx.HTTPError, KeyError, ValueError):
+            pass
+        if self.api.spec_model:
+            found.add("spec-model")
+        if self.api.plain_model:
+            found.add("plain-model")
+        return found
+
+    def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None):
+        body = {
+            "model": model,
+            "messages": messages or [{"role": "user", "content": "What is 12 times 7?"}],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "return_token_ids": True,
+            **self.api.extra_body,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        if budget is not None:
+            target = body
+            *path, last = self.api.budget_field.split(".")
+            for key in path:
+                target = target.setdefault(key, {})
+            target[last] = budget
+        return body
+
+    def complete(self, model, budget, max_tokens, temperature, seed=None, raw=False, **kwargs):
+        response = self.http.post(
+            f"{self.base_url}/chat/completions",
+            json=self.request_body(model, budget, max_tokens, temperature, seed, **kwargs),
+        )
+        if raw:
+            return response
+        response.raise_for_status()
+        return response.json()
+
+    def stream(self, model, budget, max_tokens, temperature, seed=None):
+        """Concatenated stream: token ids, reasoning, content, finish reason, usage."""
+        import json
+
+        out = {"token_ids": [], "reasoning": "", "content": "", "finish_reason": None, "usage": None}
+        body = self.request_body(model, budget, max_tokens, temperature, seed, stream=True)
+        with self.http.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("usage"):
+                    out["usage"] = chunk["usage"]
+                for choice in chunk.get("choices", []):
+                    out["token_ids"] += choice.get("token_ids") or []
+                    delta = choice.get("delta", {})
+                    out["reasoning"] += delta.get(self.api.reasoning_field) or ""
+                    out["content"] += delta.get("content") or ""
+                    out["finish_reason"] = choice.get("finish_reason") or out["finish_reason"]
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging one response
+
+
+def _violations(engine: ApiEngine, prompt_ids, output_ids, budget) -> str:
+    """Replay the oracle over prompt + output: every forced position must carry its token."""
+    if budget is None:
+        return ""
+    state = tb.RequestBudget.from_prompt(
+        tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), budget, prompt_ids
+    )
+    for i, token in enumerate(output_ids):
+        forced = state.forced_token()
+        if forced != -1 and token != forced:
+            return f"budget {budget}: output position {i} is {token}, the budget forces {forced}"
+        state.feed(token)
+    return ""
+
+
+def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
+    """(thinking tokens, of them generated, closed) of the section open at the end of the prompt."""
+    found = thinking_tokens(prompt_ids + output_ids, engine.start_ids, engine.end_ids, len(prompt_ids))
+    return found[0] if found else (0, 0, False)
+
+
+def _budget_requests(engine: ApiEngine, ctx: Context, model: str, budgets) -> Outcome:
+    for budget in budgets:
+        for seed in range(3):
+            response = engine.complete(model, budget, max_tokens=budget + 12, temperature=1.0, seed=ctx.seed + seed)
+            ids = response["choices"][0]["token_ids"]
+            problem = _violations(engine, response["prompt_token_ids"], ids, budget)
+            if problem:
+                return Outcome(FAIL, f"{model}: {problem}", ("API-BUDGET-2",))
+            thinking, generated, closed = _thinking(engine, response["prompt_token_ids"], ids)
+            if closed and engine.api.end_text in (
+                response["choices"][0]["message"].get(engine.api.reasoning_field) or ""
+            ):
+                return Outcome(FAIL, f"{model}: the end marker leaked into the reasoning", ("API-REASON-1",))
+    return Outcome(PASS, f"{model}: budgets {list(budgets)} × 3 seeds: every forced position carries its token")
+
+
+def _needs_ids(fn):
+    def run(engine, ctx):
+        if not {"token-ids", "marker-ids"} <= engine.profile.capabilities:
+            return Outcome(PRECONDITION_FAILED, "the engine returns no token ids or marker ids")
+        return fn(engine, ctx)
+
+    return run
+
+
+@_needs_ids
+def _holds(engine, ctx):
+    return _budget_requests(engine, ctx, engine.api.model, (2, 5, 9))
+
+
+@_needs_ids
+def _zero_and_one(engine, ctx):
+    outcome = _budget_requests(engine, ctx, engine.api.model, (0, 1))
+    if outcome.status == FAIL:
+        outcome.violated = ("API-BUDGET-4",)
+    return outcome
+
+
+@_needs_ids
+def _binds(engine, ctx):
+    budget = 3
+    response = engine.complete(engine.api.model, None, max_tokens=24, temperature=1.0, seed=ctx.seed)
+    thinking, generated, closed = _thinking(engine, response["prompt_token_ids"], response["choices"][0]["token_ids"])
+    if thinking <= budget:
+        return Outcome(
+            PRECONDITION_FAILED,
+            f"the positive control thought only {thinking} tokens without a budget; "
+            f"a budget of {budget} cannot be shown to bind",
+        )
+    bounded = engine.complete(engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed)
+    t2, _, closed2 = _thinking(engine, bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"])
+    if t2 > budget or not closed2:
+        return Outcome(FAIL, f"with budget {budget}: {t2} thinking tokens, closed {closed2}", ("API-BUDGET-3",))
+    return Outcome(PASS, f"without a budget {thinking} thinking tokens; with budget {budget}: {t2}, then closed")
+
+
+@_needs_ids
+def _spec_budget(engine, ctx):
+    if "spec-model" not in engine.profile.capabilities:
+        return Outcome(PRECONDITION_FAILED, "the profile names no speculative-decoding model")
+    outcome = _budget_requests(engine, ctx, engine.api.spec_model, (0, 1, 4, 9))
+    if outcome.status == FAIL:
+        outcome.violated = ("API-BUDGET-6",)
+    return outcome
+
+
+@_needs_ids
+def _multitoken_end(engine, ctx):
+    if len(engine.end_ids) < 2:
+        return Outcome(PRECONDITION_FAILED, f"{engine.api.end_text!r} is one token for {engine.api.model}")
+    for seed in range(4):
+        response = engine.complete(engine.api.model, 3, max_tokens=20, temperature=1.0, seed=ctx.seed + seed)
+        prompt, ids = response["prompt_token_ids"], response["choices"][0]["token_ids"]
+        thinking, generated, closed = _thinking(engine, prompt, ids)
+        if not closed:
+            return Outcome(FAIL, f"seed {seed}: the section never closed: {ids}", ("API-BUDGET-7",))
+        close_at = generated + len(engine.end_ids)  # in output coordinates
+        if ids[close_at - len(engine.end_ids) : close_at] != list(engine.end_ids):
+            return Outcome(FAIL, f"seed {seed}: the end marker is not contiguous: {ids}", ("API-BUDGET-7",))
+    return Outcome(PASS, f"{engine.api.end_text!r} = {engine.end_ids} arrives whole and contiguous")
+
+
+@_needs_ids
+def _concurrent(engine, ctx):
+    budgets = [None, 0, 1, 2, 3, 5, 8, None, 4, 0, 6, 2, None, 7, 1, 3]
+    models = [engine.api.model] + ([engine.api.spec_model] if engine.api.spec_model else [])
+
+    def one(i):
+        model = models[i % len(models)]
+        return model, budgets[i], engine.complete(model, budgets[i], max_tokens=16, temperature=1.0, seed=ctx.seed + i)
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one, range(len(budgets))))
+    for i, (model, budget, response) in enumerate(results):
+        problem = _violations(engine, response["prompt_token_ids"], response["choices"][0]["token_ids"], budget)
+        if problem:
+            return Outcome(FAIL, f"request {i} ({model}): {problem}", ("API-BUDGET-5",))
+        again = engine.complete(model, budget, max_tokens=16, temperature=1.0, seed=ctx.seed + i)
+        if again["choices"][0]["token_ids"] != response["choices"][0]["token_ids"]:
+            return Outcome(
+                FAIL,
+                f"request {i} ({model}): concurrent and sequential runs of the same seeded request differ",
+                ("API-BUDGET-5",),
+            )
+    return Outcome(PASS, f"{len(budgets)} concurrent requests with mixed budgets each obey their own budget")
+
+
+@_needs_ids
+def _usage(engine, ctx):
+    for budget in (None, 4):
+        response = engine.complete(engine.api.model, budget, max_tokens=20, temperature=1.0, seed=ctx.seed)
+        ids = response["choices"][0]["token_ids"]
+        usage = response["usage"]
+        if usage["completion_tokens"] != len(ids):
+            return Outcome(
+                FAIL, f"completion_tokens {usage['completion_tokens']} but {len(ids)} ids returned", ("API-USAGE-1",)
+            )
+        reported = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+        _, generated, _ = _thinking(engine, response["prompt_token_ids"], ids)
+        if reported is not None and reported != generated:
+            return Outcome(
+                FAIL, f"reasoning_tokens {reported}, but {generated} reasoning tokens were generated", ("API-USAGE-2",)
+            )
+    return Outcome(PASS, "usage matches the returned ids, reasoning tokens included")
+
+
+@_needs_ids
+def _streaming(engine, ctx):
+    for model in filter(None, (engine.api.model, engine.api.spec_model)):
+        for budget, temperature in ((None, 0.0), (3, 0.0), (4, 1.0)):
+            whole = engine.complete(model, budget, max_tokens=16, temperature=temperature, seed=ctx.seed)
+            streamed = engine.stream(model, budget, max_tokens=16, temperature=temperature, seed=ctx.seed)
+            choice = whole["choices"][0]
+            pairs = [
+                ("token ids", choice["token_ids"], streamed["token_ids"]),
+                ("reasoning", choice["message"].get(engine.api.reasoning_field) or "", streamed["reasoning"]),
+                ("content", choice["message"]["content"] or "", streamed["content"]),
+                ("finish reason", choice["finish_reason"], streamed["finish_reason"]),
+            ]
+            for what, a, b in pairs:
+                if a != b:
+                    return Outcome(
+                        FAIL, f"{model} budget {budget}: {what} differ: {a!r} vs streamed {b!r}", ("API-STREAM-1",)
+                    )
+    return Outcome(PASS, "streaming and non-streaming agree on ids, reasoning, content and finish reason")
+
+
+def _invalid_budget(engine, ctx):
+    for value in (-2, 1.5, "7", True):
+        response = engine.complete(engine.api.model, value, max_tokens=2, temperature=0, raw=True)
+        if response.status_code != 400:
+            return Outcome(FAIL, f"budget {value!r}: HTTP {response.status_code}", ("API-ERROR-1",))
+        field_name = engine.api.budget_field.split(".")[-1]
+        if field_name not in response.text:
+            return Outcome(
+                FAIL, f"budget {value!r}: the 400 does not name {field_name}: {response.text[:200]}", ("API-ERROR-1",)
+            )
+    return Outcome(PASS, "invalid budgets get HTTP 400 naming the field")
+
+
+def _budget_without_markers(engine, ctx):
+    if "plain-model" not in engine.profile.capabilities:
+        return Outcome(PRECONDITION_FAILED, "the profile names no model without reasoning markers")
+    response = engine.complete(engine.api.plain_model, 4, max_tokens=2, temperature=0, raw=True)
+    if response.status_code != 400:
+        return Outcome(FAIL, f"a budget on {engine.api.plain_model} got HTTP {response.status_code}", ("API-ERROR-2",))
+    return Outcome(PASS, "a budget on a model without reasoning markers gets HTTP 400")
+
+
+@_needs_ids
+def _greedy_spec_identity(engine, ctx):
+    if "spec-model" not in engine.profile.capabilities:
+        return Outcome(PRECONDITION_FAILED, "the profile names no speculative-decoding model")
+    for budget in (None, 2, 6):
+        a = engine.complete(engine.api.model, budget, max_tokens=24, temperature=0)["choices"][0]["token_ids"]
+        b = engine.complete(engine.api.spec_model, budget, max_tokens=24, temperature=0)["choices"][0]["token_ids"]
+        if a != b:
+            return Outcome(
+                FAIL, f"budget {budget}: greedy output differs with speculation: {a} vs {b}", ("API-SPEC-1",)
+            )
+    return Outcome(PASS, "greedy output is identical with speculation on and off")
+
+
+def _tv_upper(first: Counter, second: Counter, n: int, delta: float) -> tuple[float, float]:
+    """Two-sample TV estimate and an upper bound on the true TV at confidence ``1 - delta``.
+
+    The estimate's sampling bias is bounded cell by cell, ``½ Σ_x √((p1(1−p1) + p2(1−p2))/n)``, with the
+    observed frequencies plugged in (a rare cell costs only what it can contribute); the estimate moves
+    by at most 1/n per sample point, so McDiarmid over the 2n points adds ``√(ln(1/δ)/n)``."""
+    cells = set(first) | set(second)
+    p1 = {c: first[c] / n for c in cells}
+    p2 = {c: second[c] / n for c in cells}
+    tv = 0.5 * sum(abs(p1[c] - p2[c]) for c in cells)
+    bias = 0.5 * sum(math.sqrt((p1[c] * (1 - p1[c]) + p2[c] * (1 - p2[c])) / n) for c in cells)
+    return tv, tv + bias + math.sqrt(math.log(1 / delta) / n)
+
+
+@_needs_ids
+def _sampled_spec_equivalence(engine, ctx):
+    if "spec-model" not in engine.profile.capabilities:
+        return Outcome(PRECONDITION_FAILED, "the profile names no speculative-decoding model")
+    n, delta = 1000, 1e-3
+    requests = [(m, seed) for m in (engine.api.model, engine.api.spec_model) for seed in range(n)]
+
+    def first_token(item):
+        model, seed = item
+        response = engine.complete(model, None, max_tokens=1, temperature=0.1, seed=ctx.seed + seed)
+        ids = response["choices"][0]["token_ids"]
+        return model, ids[0] if ids else "eos"
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        tokens = list(pool.map(first_token, requests))
+    plain = Counter(t for m, t in tokens if m == engine.api.model)
+    spec_decode = Counter(t for m, t in tokens if m == engine.api.spec_model)
+    tv, upper = _tv_upper(plain, spec_decode, n, delta)
+    message = (
+        f"first-token TV {tv:.3f}, upper bound {upper:.3f} at confidence {1 - delta} (N = {n} per side, "
+        f"tolerance {engine.api.spec_tolerance})"
+    )
+    if upper < engine.api.spec_tolerance:
+        return Outcome(PASS, "equivalent: " + message, statistic=tv, trials=n)
+    return Outcome(FAIL, "not shown equivalent: " + message, ("API-SPEC-2",), statistic=tv, trials=n)
+
+
+def api_checks() -> list[Check]:
+    http = ("http",)
+    return [
+        Check(
+            "api/budget-holds",
+            "api.budget",
+            ("API-BUDGET-1", "API-BUDGET-2", "API-REASON-1"),
+            http,
+            "every position the budget forces carries the forced token (oracle replay over returned ids)",
+            _holds,
+        ),
+        Check(
+            "api/budget-binds",
+            "api.budget",
+            ("API-BUDGET-3",),
+            http,
+            "a positive control without a budget thinks longer than the budget",
+            _binds,
+        ),
+        Check("api/budget-zero-and-one", "api.budget", ("API-BUDGET-4",), http, "budgets 0 and 1", _zero_and_one),
+        Check(
+            "api/concurrent-mixed-budgets",
+            "api.budget",
+            ("API-BUDGET-5",),
+            http,
+            "16 concurrent requests, mixed budgets and seeds, each equal to its sequential run",
+            _concurrent,
+        ),
+        Check(
+            "api/budget-with-speculation",
+            "api.budget",
+            ("API-BUDGET-6",),
+            http,
+            "the budget holds with speculative decoding on",
+            _spec_budget,
+        ),
+        Check(
+            "api/multi-token-end-marker",
+            "api.budget",
+            ("API-BUDGET-7",),
+            http,
+            "a multi-token end marker arrives whole and contiguous",
+            _multitoken_end,
+        ),
+        Check(
+            "api/usage",
+            "api.usage",
+            ("API-USAGE-1", "API-USAGE-2"),
+            http,
+            "usage equals the returned ids; reasoning_tokens equals the reasoning tokens",
+            _usage,
+        ),
+        Check(
+            "api/streaming-parity",
+            "api.streaming",
+            ("API-STREAM-1",),
+            http,
+            "streaming and non-streaming agree",
+            _streaming,
+        ),
+        Check("api/invalid-budget", "api.errors", ("API-ERROR-1",), http, "invalid budgets get 400", _invalid_budget),
+        Check(
+            "api/budget-without-markers",
+            "api.errors",
+            ("API-ERROR-2",),
+            http,
+            "a budget on a model without markers gets 400",
+            _budget_without_markers,
+        ),
+        Check(
+            "api/greedy-spec-identity",
+            "api.spec-decode",
+            ("API-SPEC-1",),
+            http,
+            "greedy output identical with speculation on and off",
+            _greedy_spec_identity,
+        ),
+        Check(
+            "api/sampled-spec-equivalence",
+            "api.spec-decode",
+            ("API-SPEC-2",),
+            http,
+            "sampled first tokens equivalent with speculation on and off (TV upper bound)",
+            _sampled_spec_equivalence,
+        ),
+    ]
