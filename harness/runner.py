@@ -91,6 +91,16 @@ class _Timeout(Exception):
     pass
 
 
+def _caused_by_timeout(exc: BaseException | None) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, _Timeout):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _call_with_limit(fn: Callable[[], Outcome], seconds: float | None) -> Outcome:
     if not seconds or threading.current_thread() is not threading.main_thread():
         return fn()
@@ -139,10 +149,11 @@ def run_checks(
         else:
             try:
                 outcome = _call_with_limit(lambda check=check: check.run(engine, ctx), timeout_s)
-            except _Timeout:
-                outcome = Outcome(TIMEOUT, f"ran past {timeout_s} s")
             except Exception as exc:  # a crash is not a spec violation (RUN-STATUS-1)
-                outcome = Outcome(ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
+                if _caused_by_timeout(exc):  # also when an engine wrapped the timeout in its own error
+                    outcome = Outcome(TIMEOUT, f"ran past {timeout_s} s")
+                else:
+                    outcome = Outcome(ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
         expectation = next((e for e in expectations if fnmatch.fnmatchcase(check.name, e.check)), None)
         reproduce = (
             f"specconform run --engine {shlex.quote(engine_spec)} --check {shlex.quote(check.name)} "

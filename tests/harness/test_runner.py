@@ -24,6 +24,14 @@ def _crash(engine, ctx):
     raise RuntimeError("engine exploded")
 
 
+def _wrapped_sleep(engine, ctx):
+    try:
+        time.sleep(5)
+    except BaseException as exc:  # an engine that wraps every error in its own type (as Triton's interpreter does)
+        raise RuntimeError("interpreter error") from exc
+    return Outcome("PASS")
+
+
 @pytest.mark.req("RUN-STATUS-1", "RUN-PROFILE-2")
 def test_every_status_is_reachable():
     engine = OracleEngine()
@@ -36,9 +44,18 @@ def test_every_status_is_reachable():
         _check("precondition", needs=("budget", "counting")),
         _check("crash", run=_crash),
         _check("slow", run=_sleep),
+        _check("slow-wrapped", run=_wrapped_sleep),
     ]
     records = runner.run_checks(engine, "oracle", checks, ctx, timeout_s=0.2)
-    assert [r.status for r in records] == ["PASS", "FAIL", "NOT_CLAIMED", "PRECONDITION_FAILED", "ERROR", "TIMEOUT"]
+    assert [r.status for r in records] == [
+        "PASS",
+        "FAIL",
+        "NOT_CLAIMED",
+        "PRECONDITION_FAILED",
+        "ERROR",
+        "TIMEOUT",
+        "TIMEOUT",
+    ]
     assert "engine exploded" in records[4].message
     assert records[1].violated == ["TB-FORCE-1"] and records[1].regression
 
