@@ -47,39 +47,50 @@ def copy_bandwidth() -> float:
     return 2 * src.numel() * 4 / ms
 
 
-def _rejection_inputs(B, K, dtype, draft_probs, greedy, seed=0):
+def _rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0.3, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    logits = torch.randn(B * (K + 1), VOCAB, device="cuda", generator=gen) * 2
-    # a draft model close to the target: high acceptance
-    draft_logits = logits.view(B, K + 1, VOCAB)[:, :K].reshape(B * K, VOCAB) + 0.3 * torch.randn(
-        B * K, VOCAB, device="cuda", generator=gen
+    logits = torch.randn(B * (K + 1), vocab, device="cuda", generator=gen) * 2
+    # a draft model close to the target (high acceptance) or far from it (low acceptance)
+    draft_logits = logits.view(B, K + 1, vocab)[:, :K].reshape(B * K, vocab) + draft_noise * torch.randn(
+        B * K, vocab, device="cuda", generator=gen
     )
     q = torch.softmax(draft_logits, dim=1)
     drafts = torch.multinomial(q, 1, generator=gen)[:, 0]
+    temperature = torch.ones(B, device="cuda")
+    if mode == "greedy":
+        temperature.zero_()
+    elif mode == "mixed":
+        temperature[::2] = 0
     return dict(
         target_logits=logits.to(dtype),
         draft_token_ids=drafts,
         num_draft_tokens=torch.full((B,), K, device="cuda"),
         draft_probs=q if draft_probs else None,
-        temperature=torch.zeros(B, device="cuda") if greedy else torch.ones(B, device="cuda"),
+        temperature=temperature,
         seeds=torch.arange(B, device="cuda"),
         positions=torch.zeros(B, dtype=torch.int64, device="cuda"),
     )
 
 
+# (family, B, K, dtype, draft probs, mode, V, draft noise): the B sweep draws the family's plot.
+REJECTION_SHAPES = (
+    [("batch", B, 4, torch.float32, True, "random", VOCAB, 0.3) for B in (1, 8, 64, 256, 1024)]
+    + [("spec-len", 256, K, torch.float32, True, "random", VOCAB, 0.3) for K in (1, 2, 8)]
+    + [("k2", B, 2, torch.float32, True, "random", VOCAB, 0.3) for B in (64, 1024)]
+    + [("vocab", 256, 4, torch.float32, True, "random", V, 0.3) for V in (32_000, 128_256)]
+    + [("mode", 256, 4, torch.float32, True, mode, VOCAB, 0.3) for mode in ("greedy", "mixed")]
+    + [
+        ("mode", 256, 4, torch.float32, False, "random", VOCAB, 0.3),
+        ("mode", 256, 4, torch.float32, True, "random", VOCAB, 3.0),
+        ("mode", 256, 4, torch.bfloat16, True, "random", VOCAB, 0.3),
+    ]
+)
+
+
 def bench_rejection(bandwidth: float) -> list[dict]:
     rows = []
-    shapes = [
-        (256, 4, torch.float32, True, False),
-        (1, 4, torch.float32, True, False),
-        (64, 2, torch.float32, True, False),
-        (1024, 2, torch.float32, True, False),
-        (256, 4, torch.float32, False, False),
-        (256, 4, torch.float32, True, True),
-        (256, 4, torch.bfloat16, True, False),
-    ]
-    for B, K, dtype, with_q, greedy in shapes:
-        inputs = _rejection_inputs(B, K, dtype, with_q, greedy)
+    for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
+        inputs = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
         read_bytes = inputs["target_logits"].numel() * inputs["target_logits"].element_size()
         if with_q:
             read_bytes += inputs["draft_probs"].numel() * 4
@@ -97,12 +108,13 @@ def bench_rejection(bandwidth: float) -> list[dict]:
         plain_ms = _do_bench(plain, graph=False)
         rows.append(
             dict(
-                family="rejection",
+                family=family,
                 B=B,
                 K=K,
+                V=vocab,
                 dtype=str(dtype).replace("torch.", ""),
                 draft_probs=with_q,
-                mode="greedy" if greedy else "random",
+                mode=mode,
                 acceptance=round(accepted, 3),
                 ours_ms=ours_ms,
                 plain_torch_ms=plain_ms,
@@ -111,50 +123,172 @@ def bench_rejection(bandwidth: float) -> list[dict]:
                 plain_over_ours=plain_ms / ours_ms,
             )
         )
+        del inputs
+        torch.cuda.empty_cache()
     return rows
+
+
+def bench_statistics() -> dict:
+    """Trials per second of one distribution check on the CUDA kernels (a GPU statistical pass)."""
+    from harness import stats
+
+    case = stats.standard_cases(large_vocab=1000)[0]
+
+    def sampler(logits, drafts, num, q, temperature, seeds, positions):
+        out = impl.rejection_sample(
+            torch.tensor(logits, dtype=torch.float32, device="cuda"),
+            torch.tensor(drafts, device="cuda"),
+            torch.tensor(num, device="cuda"),
+            draft_probs=torch.tensor(q, dtype=torch.float32, device="cuda"),
+            temperature=torch.tensor(temperature, dtype=torch.float32, device="cuda"),
+            seeds=torch.tensor(seeds, device="cuda"),
+            positions=torch.tensor(positions, device="cuda"),
+            validate=False,
+            max_spec_len=int(num[0]),
+        )
+        return out.token_ids.cpu().numpy()
+
+    trials = 250_000
+    started = time.perf_counter()
+    report = stats.distribution_check(sampler, case, trials, 1e-8, seed=1, batch=65_536)
+    seconds = time.perf_counter() - started
+    return dict(
+        case=case.name,
+        trials=trials,
+        positions=case.K + 1,
+        seconds=seconds,
+        trials_per_second=trials / seconds,
+        passed=report.passed,
+    )
 
 
 def bench_budget() -> list[dict]:
     rows = []
-    B = 1024
-    for K in (0, 4):
-        state = impl.ThinkingBudgetState([151667], [151668], B, max_spec_len=max(K, 1), device="cuda")
-        added = tuple(
-            impl.AddedRequest(i, 1000 if i % 2 == 0 else None, [1, 151667] + [7] * (i % 50)) for i in range(B)
+    for B in (1, 64, 256, 1024):
+        for K in (0, 4):
+            state = impl.ThinkingBudgetState([151667], [151668], B, max_spec_len=max(K, 1), device="cuda")
+            added = tuple(
+                impl.AddedRequest(i, 1000 if i % 2 == 0 else None, [1, 151667] + [7] * (i % 50)) for i in range(B)
+            )
+            state.sync_batch(impl.BatchUpdate(B, added=added))
+            oracle = tb.BudgetBatch([151667], [151668], B)
+            oracle.apply(impl.BatchUpdate(B, added=added))
+            committed = torch.randint(0, 1000, (B, K + 1), device="cuda")
+            num = torch.full((B,), K, device="cuda")
+            drafts = torch.randint(0, 1000, (B * K,), device="cuda")
+
+            def step(committed=committed, num=num, drafts=drafts, state=state, K=K):
+                state.update_state(committed)
+                return state.forced_tokens(num, drafts) if K else state.forced_tokens()
+
+            gpu_ms = _do_bench(step, graph=True)
+            rows_list, num_list, drafts_list = committed.cpu().tolist(), num.cpu().tolist(), drafts.cpu().tolist()
+            times = []
+            for _ in range(5):
+                started = time.perf_counter()
+                oracle.commit(rows_list)
+                oracle.forced_rows(num_list, drafts_list)
+                times.append((time.perf_counter() - started) * 1e3)
+            python_ms = statistics.median(times)
+            rows.append(
+                dict(
+                    family="budget",
+                    B=B,
+                    K=K,
+                    ours_us=gpu_ms * 1e3,
+                    per_request_python_us=python_ms * 1e3,
+                    python_over_ours=python_ms / gpu_ms,
+                )
+            )
+    return rows
+
+
+def _line_plot(title: str, xs: list[int], series: dict[str, list[float]], unit: str, width=520, height=260) -> str:
+    """A log-log line plot as inline SVG."""
+    import html
+    import math
+
+    values = [v for vs in series.values() for v in vs if v > 0]
+    lo, hi = math.log10(min(values)), math.log10(max(values))
+    hi = hi if hi > lo else lo + 1
+    x_lo, x_hi = math.log10(min(xs)), math.log10(max(xs)) if max(xs) > min(xs) else math.log10(min(xs)) + 1
+
+    def point(x, y):
+        px = 50 + (math.log10(x) - x_lo) / (x_hi - x_lo) * (width - 70)
+        py = 20 + (1 - (math.log10(y) - lo) / (hi - lo)) * (height - 50)
+        return f"{px:.1f},{py:.1f}"
+
+    colours = ["#4C78A8", "#F58518", "#999999", "#54A24B"]
+    parts = [
+        f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text x="4" y="14" font-size="12">{html.escape(title)} ({unit}, log-log)</text>',
+    ]
+    for i, (name, ys) in enumerate(series.items()):
+        dash = ' stroke-dasharray="5"' if name == "floor" else ""
+        points = " ".join(point(x, y) for x, y in zip(xs, ys) if y > 0)
+        parts.append(f'<polyline fill="none" stroke="{colours[i % 4]}"{dash} points="{points}"/>')
+        parts.append(
+            f'<text x="{width - 150}" y="{30 + 14 * i}" font-size="11" fill="{colours[i % 4]}">'
+            f"{html.escape(name)}</text>"
         )
-        state.sync_batch(impl.BatchUpdate(B, added=added))
-        oracle = tb.BudgetBatch([151667], [151668], B)
-        oracle.apply(impl.BatchUpdate(B, added=added))
-        committed = torch.randint(0, 1000, (B, K + 1), device="cuda")
-        num = torch.full((B,), K, device="cuda")
-        drafts = torch.randint(0, 1000, (B * K,), device="cuda")
+    for x in xs:
+        parts.append(f'<text x="{point(x, 10**lo).split(",")[0]}" y="{height - 8}" font-size="10">B={x}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
 
-        def step(committed=committed, num=num, drafts=drafts, state=state, K=K):
-            state.update_state(committed)
-            return state.forced_tokens(num, drafts) if K else state.forced_tokens()
 
-        gpu_ms = _do_bench(step, graph=True)
-        rows_list = committed.cpu().tolist()
-        num_list = num.cpu().tolist()
-        drafts_list = drafts.cpu().tolist()
-        times = []
-        for _ in range(5):
-            started = time.perf_counter()
-            oracle.commit(rows_list)
-            oracle.forced_rows(num_list, drafts_list)
-            times.append((time.perf_counter() - started) * 1e3)
-        python_ms = statistics.median(times)
-        rows.append(
-            dict(
-                family="budget",
-                B=B,
-                K=K,
-                ours_us=gpu_ms * 1e3,
-                per_request_python_us=python_ms * 1e3,
-                python_over_ours=python_ms / gpu_ms,
+def perf_page(results: dict) -> str:
+    """A self-contained HTML page: environment, one plot per family, the full tables."""
+    import html
+
+    batch = [r for r in results["rejection"] if r["family"] == "batch"]
+    xs = [r["B"] for r in batch]
+    plots = [
+        _line_plot(
+            "rejection sampler, K = 4, fp32, draft probs",
+            xs,
+            {
+                "ours": [r["ours_ms"] for r in batch],
+                "plain PyTorch": [r["plain_torch_ms"] for r in batch],
+                "floor": [r["floor_ms"] for r in batch],
+            },
+            "ms",
+        )
+    ]
+    for K in (0, 4):
+        budget = [r for r in results["budget"] if r["K"] == K]
+        plots.append(
+            _line_plot(
+                f"budget step, K = {K}",
+                [r["B"] for r in budget],
+                {
+                    "ours (GPU time)": [r["ours_us"] for r in budget],
+                    "per-request Python": [r["per_request_python_us"] for r in budget],
+                },
+                "µs",
             )
         )
-    return rows
+
+    def table(rows):
+        keys = list(rows[0])
+        head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+        body = "".join(
+            "<tr>"
+            + "".join(f"<td>{v:.4g}</td>" if isinstance(v, float) else f"<td>{v}</td>" for v in r.values())
+            + "</tr>"
+            for r in rows
+        )
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    env = html.escape(json.dumps(results["environment"]))
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>specconform perf</title><style>"
+        "body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:3px;font-size:12px}"
+        "table{border-collapse:collapse}</style></head><body><h1>specconform benchmarks</h1>"
+        f"<p>{env}</p>{''.join(plots)}<h2>Rejection sampler</h2>{table(results['rejection'])}"
+        f"<h2>Budget state</h2>{table(results['budget'])}<h2>Statistical suite</h2>"
+        f"{table([results['statistics']])}</body></html>\n"
+    )
 
 
 def main(out_dir: str | None = None) -> int:
@@ -174,11 +308,14 @@ def main(out_dir: str | None = None) -> int:
         python=platform.python_version(),
         copy_tb_per_s=bandwidth / 1e9,
     )
-    results = dict(environment=env, rejection=bench_rejection(bandwidth), budget=bench_budget())
+    results = dict(
+        environment=env, rejection=bench_rejection(bandwidth), budget=bench_budget(), statistics=bench_statistics()
+    )
     directory = Path(out_dir or Path("reports/perf") / props.name.replace(" ", "-"))
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=1))
+    path.with_suffix(".html").write_text(perf_page(results))
     print(f"\n{env['gpu']} | torch {env['torch']} | triton {env['triton']} | copy {env['copy_tb_per_s']:.2f} TB/s")
     print(
         f"{'rejection':10} {'B':>5} {'K':>2} {'dtype':>8} {'q':>3} {'mode':>6} {'acc':>5} {'ours ms':>8} "
@@ -196,6 +333,11 @@ def main(out_dir: str | None = None) -> int:
             f"{'':10} {r['B']:>5} {r['K']:>2} {r['ours_us']:>22.1f} {r['per_request_python_us']:>22.0f} "
             f"{r['python_over_ours']:>8.0f}"
         )
+    st = results["statistics"]
+    print(
+        f"statistics: {st['trials']} trials × {st['positions']} positions in {st['seconds']:.1f} s "
+        f"({st['trials_per_second']:.0f} trials/s), passed {st['passed']}"
+    )
     print(f"written {path}")
     return 0
 

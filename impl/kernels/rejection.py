@@ -4,18 +4,21 @@ Four small kernels, each parallel over the vocabulary, so that one request (B = 
 (B = 1024) both keep the memory system busy:
 
 1. ``row_stats_kernel`` (grid: request × row × vocabulary split): for each draft row of a sampled
-   request the split's max and sum of ``exp(l / T - max)``; for each row of a greedy request the
-   split's max and argmax. Forced rows and sampled bonus rows are not read.
+   request the split's max and sum of ``exp(l / T - max)``; for each draft row of a greedy request
+   the split's max and argmax. Forced rows and bonus rows are not read.
 2. ``walk_drafts_kernel`` (grid: request): verifies drafts in order from the statistics (one load
    of ``l[d]`` and ``q[d]`` per draft), stops at the first rejection, writes the accepted drafts,
-   the greedy or forced final token, ``num_emitted``, and, when the final token must be sampled,
-   which row and distribution to sample.
-3. ``race_kernel`` (grid: request × vocabulary split): the exponential race ``argmax(w / e)`` over
-   that one row: the residual ``max(p - q, 0)`` (with ``p`` as fallback) or the bonus ``p``.
+   the greedy or forced final token, ``num_emitted``, and, when the final token is still to be
+   drawn, which row and distribution to draw it from.
+3. ``race_kernel`` (grid: request × vocabulary split): over that one row, the exponential race
+   ``argmax(w / e)`` for the residual ``max(p - q, 0)`` (with ``p`` as fallback) or the bonus ``p``,
+   or the plain argmax of a greedy request's bonus row.
 4. ``finish_kernel`` (grid: request): reduces the race across splits and writes the token.
 
-Bytes read: every draft row once (bonus rows of sampled requests only in step 3), the sampled row
-once more, and one ``q`` row per rejection; never more than the inputs once over.
+Bytes read: every draft row once, a bonus row only where all drafts were accepted, a rejected sampled
+row once more, and one ``q`` row per rejection: at most the inputs once over plus one row per
+request. (Draft rows after a rejection are read in step 1 too: that is the price of verifying every
+row in parallel, which one program walking its rows in order cannot do at B = 1.)
 """
 
 import triton
@@ -27,6 +30,7 @@ from .rng import exponentials, stream_key, uniform
 SAMPLE_NONE = tl.constexpr(0)  # the final token is known (greedy, forced) after the walk
 SAMPLE_RESIDUAL = tl.constexpr(1)  # sample norm(max(p - q, 0)) at the rejected row
 SAMPLE_BONUS = tl.constexpr(2)  # sample p at the bonus row
+SAMPLE_GREEDY = tl.constexpr(3)  # argmax of the bonus row of a greedy request
 
 
 @triton.jit
@@ -54,9 +58,9 @@ def row_stats_kernel(
     temperature = tl.load(temperature_ptr + request).to(tl.float32)
     greedy = temperature == 0.0
     row = first_row(num_draft_ptr, request, LAYOUT_BLOCK) + j
-    needed = (j <= k) & (greedy | (j < k))
+    needed = j < k  # bonus rows are read in the race, and only where reached
     if HAS_FORCED:
-        needed = needed & (tl.load(forced_ptr + row, mask=j <= k, other=-1) < 0)
+        needed = needed & (tl.load(forced_ptr + row, mask=j < k, other=-1) < 0)
     if needed:
         inv_temperature = 1.0 / tl.where(greedy, 1.0, temperature)
         row_ptr = logits_ptr + row * logits_stride
@@ -188,10 +192,7 @@ def walk_drafts_kernel(
         if forced >= 0:
             tl.store(out_row + k, forced)
         elif greedy:
-            _, _, arg = _combine_stats(
-                stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + k * num_splits, num_splits, SPLITS_POW2
-            )
-            tl.store(out_row + k, arg)
+            mode = SAMPLE_GREEDY
         else:
             mode = SAMPLE_BONUS
     tl.store(job_row_ptr + request, j)
@@ -238,11 +239,13 @@ def race_kernel(
         row0 = first_row(num_draft_ptr, request, LAYOUT_BLOCK)
         draft0 = row0 - request
         row_ptr = logits_ptr + (row0 + j) * logits_stride
-        inv_temperature = 1.0 / tl.load(temperature_ptr + request).to(tl.float32)
+        temperature = tl.load(temperature_ptr + request).to(tl.float32)
+        inv_temperature = 1.0 / tl.where(temperature == 0.0, 1.0, temperature)
         key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
         row_max = tl.load(job_max_ptr + request)
         row_sum = tl.load(job_sum_ptr + request)
         residual = mode == SAMPLE_RESIDUAL
+        greedy = mode == SAMPLE_GREEDY
         draft = tl.load(draft_ids_ptr + draft0 + j, mask=residual, other=-1).to(tl.int32)
         best = float("-inf")
         best_arg = 0
@@ -253,8 +256,8 @@ def race_kernel(
             offsets = start + tl.arange(0, BLOCK)
             inside = offsets < vocab_size
             x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-            noise = exponentials(key, offsets)
             if residual:
+                noise = exponentials(key, offsets)
                 p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) / row_sum)
                 if HAS_Q:
                     q = tl.load(q_ptr + (draft0 + j) * q_stride + offsets, mask=inside, other=0.0).to(tl.float32)
@@ -262,8 +265,11 @@ def race_kernel(
                     q = tl.where(offsets == draft, 1.0, 0.0)
                 score = tl.where(inside, tl.maximum(p - q, 0.0) / noise, -1.0)
                 backup = tl.where(inside, p / noise, -1.0)
+            elif greedy:  # argmax, ties to the lowest id
+                score = x
+                backup = score
             else:
-                score = tl.where(inside & (x != float("-inf")), x - tl.log(noise), float("-inf"))
+                score = tl.where(inside & (x != float("-inf")), x - tl.log(exponentials(key, offsets)), float("-inf"))
                 backup = score
             block_best = tl.max(score, axis=0)
             better = block_best > best
