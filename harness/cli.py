@@ -142,6 +142,12 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_summary(args) -> int:
+    records = [r for run_dir in args.run_dirs for r in runner.read_records(run_dir)]
+    print(reports.engines_summary(records), end="")
+    return 0
+
+
 def cmd_diff(args) -> int:
     text, new_failures = reports.diff(runner.read_records(args.old), runner.read_records(args.new))
     print(text)
@@ -210,11 +216,22 @@ def main(argv=None) -> int:
         "speculative-decoding rejection sampling and accepted-token counting.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="judge engines against the specification (default: reference and oracle)")
+    run = sub.add_parser("run", help="judge engines against the specification")
     run.add_argument(
         "--engine",
         action="append",
-        help="oracle, reference[:cuda[:triton]], zoo:<mutant> or module:factory (repeatable)",
+        help="oracle, reference[:cuda[:triton]], embedded[:single|multi], "
+        "openai, zoo:<mutant> or module:factory (repeatable; default: reference, oracle and the "
+        "embedded engine with both tokenizer variants)",
+    )
+    run.add_argument("--base-url", help="with --engine openai: the server's base URL, e.g. http://host:8000/v1")
+    run.add_argument("--model", help="with --engine openai: the model to judge")
+    run.add_argument("--spec-model", help="with --engine openai: the same model served with speculative decoding")
+    run.add_argument("--plain-model", help="with --engine openai: a model without reasoning markers")
+    run.add_argument(
+        "--api-profile",
+        choices=("vllm", "sglang", "llamacpp", "transformers-serve"),
+        help="with --engine openai: the engine's request and reasoning fields",
     )
     run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
     run.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
@@ -230,6 +247,9 @@ def main(argv=None) -> int:
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
     rep.add_argument("run_dir")
     rep.set_defaults(func=cmd_report)
+    summ = sub.add_parser("summary", help="the cross-engine table of several runs (Markdown on stdout)")
+    summ.add_argument("run_dirs", nargs="+")
+    summ.set_defaults(func=cmd_summary)
     dif = sub.add_parser("diff", help="compare two runs: new failures first, then fixes, then statistics")
     dif.add_argument("old")
     dif.add_argument("new")

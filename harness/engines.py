@@ -227,8 +227,8 @@ def make_engine(spec: str, api_options: dict | None = None):
         if not options.get("base_url") or not options.get("model"):
             raise ValueError("--engine openai needs --base-url and --model")
         base_url = options.pop("base_url")
-        fields = API_PROFILES[options.pop("api_profile", None) or "vllm"]
-        return ApiEngine(base_url, ApiProfile(name=options.get("model"), **fields, **options))
+        profile_name = options.pop("api_profile", None) or "vllm"
+        return ApiEngine(base_url, ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options))
     if spec == "oracle":
         return OracleEngine()
     if spec == "reference" or spec.startswith("reference:"):

@@ -74,11 +74,12 @@ class Profile:
 
 
 def canonical(scope: str = "request") -> Profile:
-    """Every class, with the canonical variants (or the per-section scope variant)."""
+    """Every kernel-level class, with the canonical variants (or the per-section scope variant).
+
+    The ``api.*`` classes belong to engines judged over HTTP (``harness.api``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
-    return Profile(
-        f"canonical{'' if scope == 'request' else '-section'}", frozenset(set(spec.classes()) - {other}), scope=scope
-    )
+    kernel = {c for c in spec.classes() if not c.startswith("api.")}
+    return Profile(f"canonical{'' if scope == 'request' else '-section'}", frozenset(kernel - {other}), scope=scope)
 
 
 BUILTIN = {

@@ -307,3 +307,49 @@ def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
     ]
     lines += [f"- `{r['check']}` ({r['engine']}): no longer run" for r in gone] + [""]
     return "\n".join(lines), len(new_failures)
+
+
+def engines_summary(records: list[dict]) -> str:
+    """The cross-engine table (rows: classes, then requirements; columns: engines), then every
+    failure with its one-line reproduction and, where an expectation file traced it, the cause."""
+    engines = sorted({r["engine"] for r in records})
+    versions = {r["engine"]: r["engine_version"] for r in records}
+    lines = ["# Engines judged by specconform", "", "| engine | version | profile |", "| --- | --- | --- |"]
+    lines += [f"| {e} | {versions[e]} | {next(r['profile'] for r in records if r['engine'] == e)} |" for e in engines]
+    lines += [
+        "",
+        "## Conformance classes (worst status of the class's checks)",
+        "",
+        "| class | " + " | ".join(engines) + " |",
+        "| --- |" + " --- |" * len(engines),
+    ]
+    for cls in sorted({r["cls"] for r in records}):
+        cells = []
+        for engine in engines:
+            statuses = [r["status"] for r in records if r["engine"] == engine and r["cls"] == cls]
+            cells.append(min(statuses, key=lambda x: ORDER[x]) if statuses else "-")
+        lines.append(f"| {cls} | " + " | ".join(cells) + " |")
+    per_req = requirement_status(records)
+    registry = spec.load_registry()
+    lines += [
+        "",
+        "## Requirements",
+        "",
+        "| requirement | level | " + " | ".join(engines) + " |",
+        "| --- | --- |" + " --- |" * len(engines),
+    ]
+    for rid in sorted(registry):
+        cells = [per_req.get((e, rid), "-") for e in engines]
+        lines.append(f"| {rid} | {registry[rid].level} | " + " | ".join(cells) + " |")
+    lines += ["", "## Failures", ""]
+    for r in _sorted(records):
+        if r["status"] not in BAD:
+            continue
+        cause = f" Cause: {r['expectation_reason']}" if r.get("expectation_reason") else ""
+        link = f" ({r['expectation_link']})" if r.get("expectation_link") else ""
+        lines.append(
+            f"- **{r['engine']}** `{r['check']}` {r['status']} on "
+            f"{', '.join(r['violated'] or r['requirements'])}: {_first_line(r['message'])}.{cause}{link}  "
+        )
+        lines.append(f"  `{r['reproduce']}`")
+    return "\n".join(lines) + "\n"

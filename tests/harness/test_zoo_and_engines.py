@@ -37,4 +37,4 @@ def test_the_reference_and_the_oracle_pass_every_claimed_check(make, trials):
 
 def test_every_requirement_is_covered_by_a_check_or_listed():
     uncovered = checks.uncovered_requirements()
-    assert all(r.startswith(("API-", "RUN-")) or r in ("TB-FORCE-6", "RS-LAYOUT-3", "RS-INPUT-6") for r in uncovered)
+    assert uncovered == ["RS-INPUT-6", "RS-LAYOUT-3", "TB-FORCE-6"]  # variants only other engines show
