@@ -83,8 +83,9 @@ def row_stats_kernel(
                 x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
                 x = x * inv_temperature
                 new_max = tl.maximum(running_max, tl.max(x, axis=0))
-                scale = tl.where(new_max == float("-inf"), 0.0, tl.exp(running_max - new_max))
-                lanes = lanes * scale + tl.where(x == float("-inf"), 0.0, tl.exp(x - new_max))
+                # shift by 0 while everything so far is -inf: exp(-inf - 0) = 0, and no -inf - -inf
+                shift = tl.where(new_max == float("-inf"), 0.0, new_max)
+                lanes = lanes * tl.exp(running_max - shift) + tl.exp(x - shift)
                 running_max = new_max
         total = tl.sum(lanes, axis=0)
         slot = (request * width + j) * num_splits + split
