@@ -317,16 +317,40 @@ def main(out_dir: str | None = None) -> int:
     path.write_text(json.dumps(results, indent=1))
     path.with_suffix(".html").write_text(perf_page(results))
     print(f"\n{env['gpu']} | torch {env['torch']} | triton {env['triton']} | copy {env['copy_tb_per_s']:.2f} TB/s")
-    print(
-        f"{'rejection':10} {'B':>5} {'K':>2} {'dtype':>8} {'q':>3} {'mode':>6} {'acc':>5} {'ours ms':>8} "
-        f"{'torch ms':>9} {'floor ms':>9} {'ours/floor':>10} {'torch/ours':>10}"
+    widths = (10, 5, 2, 7, 8, 2, 6, 5, 8, 9, 9, 10, 10)
+    header = (
+        "rejection",
+        "B",
+        "K",
+        "V",
+        "dtype",
+        "q",
+        "mode",
+        "acc",
+        "ours ms",
+        "torch ms",
+        "floor ms",
+        "ours/floor",
+        "torch/ours",
     )
+    print(" ".join(f"{c:>{w}}" for c, w in zip(header, widths)))
     for r in results["rejection"]:
-        print(
-            f"{'':10} {r['B']:>5} {r['K']:>2} {r['dtype']:>8} {'y' if r['draft_probs'] else 'n':>3} "
-            f"{r['mode']:>6} {r['acceptance']:>5.2f} {r['ours_ms']:>8.4f} {r['plain_torch_ms']:>9.3f} "
-            f"{r['floor_ms']:>9.4f} {r['ours_over_floor']:>10.2f} {r['plain_over_ours']:>10.1f}"
+        cells = (
+            r["family"],
+            r["B"],
+            r["K"],
+            r["V"],
+            r["dtype"],
+            "y" if r["draft_probs"] else "n",
+            r["mode"],
+            f"{r['acceptance']:.2f}",
+            f"{r['ours_ms']:.4f}",
+            f"{r['plain_torch_ms']:.3f}",
+            f"{r['floor_ms']:.4f}",
+            f"{r['ours_over_floor']:.2f}",
+            f"{r['plain_over_ours']:.1f}",
         )
+        print(" ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
     print(f"{'budget':10} {'B':>5} {'K':>2} {'ours us (GPU, graph)':>22} {'per-request Python us':>22} {'ratio':>8}")
     for r in results["budget"]:
         print(
