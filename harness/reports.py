@@ -40,6 +40,30 @@ def requirement_status(records: list[dict]) -> dict[tuple[str, str], str]:
     return out
 
 
+def _class_table(records: list[dict], engines: list[str]) -> list[str]:
+    """Rows: conformance classes; cells: the worst status of the class's checks per engine."""
+    lines = ["| class | " + " | ".join(engines) + " |", "| --- |" + " --- |" * len(engines)]
+    for cls in sorted({r["cls"] for r in records}):
+        cells = []
+        for engine in engines:
+            statuses = [r["status"] for r in records if r["engine"] == engine and r["cls"] == cls]
+            cells.append(min(statuses, key=lambda x: ORDER[x]) if statuses else "-")
+        lines.append(f"| {cls} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _requirement_table(records: list[dict], engines: list[str], missing: str) -> list[str]:
+    """Rows: requirements, failures first; cells: each engine's status on it (``missing`` if unchecked)."""
+    per_req = requirement_status(records)
+    registry = spec.load_registry()
+    worst = {rid: min((ORDER[per_req.get((e, rid), "PASS")] for e in engines), default=9) for rid in registry}
+    lines = ["| requirement | level | " + " | ".join(engines) + " |", "| --- | --- |" + " --- |" * len(engines)]
+    for rid in sorted(registry, key=lambda x: (worst[x], x)):
+        cells = [per_req.get((e, rid), missing) for e in engines]
+        lines.append(f"| {rid} | {registry[rid].level} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(records: list[dict], uncovered: list[str]) -> str:
     engines = sorted({r["engine"] for r in records})
     lines = ["# specconform conformance report", ""]
@@ -68,30 +92,8 @@ def markdown(records: list[dict], uncovered: list[str]) -> str:
                 f"| {status} | `{r['check']}` | {r['cls']} | {reqs} | {_first_line(r['message']).replace('|', '/')} |"
             )
         lines.append("")
-    lines += [
-        "## Per conformance class",
-        "",
-        "| class | " + " | ".join(engines) + " |",
-        "| --- |" + " --- |" * len(engines),
-    ]
-    for cls in sorted({r["cls"] for r in records}):
-        cells = []
-        for engine in engines:
-            statuses = [r["status"] for r in records if r["engine"] == engine and r["cls"] == cls]
-            cells.append(min(statuses, key=lambda s: ORDER[s]) if statuses else "-")
-        lines.append(f"| {cls} | " + " | ".join(cells) + " |")
-    per_req = requirement_status(records)
-    registry = spec.load_registry()
-    lines += [
-        "",
-        "## Per requirement",
-        "",
-        "| requirement | level | " + " | ".join(engines) + " |",
-        "| --- | --- |" + " --- |" * len(engines),
-    ]
-    for rid in sorted(registry, key=lambda x: min((ORDER[per_req.get((e, x), "PASS")] for e in engines), default=9)):
-        cells = [per_req.get((e, rid), "not covered") for e in engines]
-        lines.append(f"| {rid} | {registry[rid].level} | " + " | ".join(cells) + " |")
+    lines += ["## Per conformance class", ""] + _class_table(records, engines)
+    lines += ["", "## Per requirement", ""] + _requirement_table(records, engines, "not covered")
     if uncovered:
         lines += ["", f"**Not yet covered by any check** ({len(uncovered)}): " + ", ".join(uncovered)]
     return "\n".join(lines) + "\n"
@@ -316,31 +318,8 @@ def engines_summary(records: list[dict]) -> str:
     versions = {r["engine"]: r["engine_version"] for r in records}
     lines = ["# Engines judged by specconform", "", "| engine | version | profile |", "| --- | --- | --- |"]
     lines += [f"| {e} | {versions[e]} | {next(r['profile'] for r in records if r['engine'] == e)} |" for e in engines]
-    lines += [
-        "",
-        "## Conformance classes (worst status of the class's checks)",
-        "",
-        "| class | " + " | ".join(engines) + " |",
-        "| --- |" + " --- |" * len(engines),
-    ]
-    for cls in sorted({r["cls"] for r in records}):
-        cells = []
-        for engine in engines:
-            statuses = [r["status"] for r in records if r["engine"] == engine and r["cls"] == cls]
-            cells.append(min(statuses, key=lambda x: ORDER[x]) if statuses else "-")
-        lines.append(f"| {cls} | " + " | ".join(cells) + " |")
-    per_req = requirement_status(records)
-    registry = spec.load_registry()
-    lines += [
-        "",
-        "## Requirements",
-        "",
-        "| requirement | level | " + " | ".join(engines) + " |",
-        "| --- | --- |" + " --- |" * len(engines),
-    ]
-    for rid in sorted(registry):
-        cells = [per_req.get((e, rid), "-") for e in engines]
-        lines.append(f"| {rid} | {registry[rid].level} | " + " | ".join(cells) + " |")
+    lines += ["", "## Conformance classes (worst status of the class's checks)", ""] + _class_table(records, engines)
+    lines += ["", "## Requirements", ""] + _requirement_table(records, engines, "-")
     lines += ["", "## Failures", ""]
     for r in _sorted(records):
         if r["status"] not in BAD:

@@ -15,6 +15,20 @@ from .layout import first_row
 
 
 @triton.jit
+def _load_state(state_ptr, state_stride, slot):
+    """One slot's fields: TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT."""
+    fields = state_ptr + slot
+    tracked = tl.load(fields)
+    budget = tl.load(fields + state_stride)
+    in_section = tl.load(fields + 2 * state_stride)
+    start_m = tl.load(fields + 3 * state_stride)
+    end_m = tl.load(fields + 4 * state_stride)
+    count = tl.load(fields + 5 * state_stride)
+    spent = tl.load(fields + 6 * state_stride)
+    return tracked, budget, in_section, start_m, end_m, count, spent
+
+
+@triton.jit
 def _load_markers(
     start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN: tl.constexpr, END_LEN: tl.constexpr, PAD: tl.constexpr
 ):
@@ -106,13 +120,7 @@ def forced_rows_kernel(
     start, start_fail, end, end_fail = _load_markers(
         start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN, END_LEN, PAD
     )
-    tracked = tl.load(state_ptr + 0 * state_stride + slot)
-    budget = tl.load(state_ptr + 1 * state_stride + slot)
-    in_section = tl.load(state_ptr + 2 * state_stride + slot)
-    start_m = tl.load(state_ptr + 3 * state_stride + slot)
-    end_m = tl.load(state_ptr + 4 * state_stride + slot)
-    count = tl.load(state_ptr + 5 * state_stride + slot)
-    spent = tl.load(state_ptr + 6 * state_stride + slot)
+    tracked, budget, in_section, start_m, end_m, count, spent = _load_state(state_ptr, state_stride, slot)
     if HAS_DRAFTS:
         k = tl.load(num_draft_ptr + slot).to(tl.int32)
         row0 = first_row(num_draft_ptr, slot, LAYOUT_BLOCK)
@@ -165,12 +173,7 @@ def advance_committed_kernel(
     start, start_fail, end, end_fail = _load_markers(
         start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN, END_LEN, PAD
     )
-    tracked = tl.load(state_ptr + 0 * state_stride + slot)
-    in_section = tl.load(state_ptr + 2 * state_stride + slot)
-    start_m = tl.load(state_ptr + 3 * state_stride + slot)
-    end_m = tl.load(state_ptr + 4 * state_stride + slot)
-    count = tl.load(state_ptr + 5 * state_stride + slot)
-    spent = tl.load(state_ptr + 6 * state_stride + slot)
+    tracked, _, in_section, start_m, end_m, count, spent = _load_state(state_ptr, state_stride, slot)
     live = tracked != 0
     for c in range(width):
         token = tl.load(tokens_ptr + slot * tokens_stride + c).to(tl.int32)
