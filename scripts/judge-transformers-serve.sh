@@ -7,7 +7,20 @@ version=$(python -c "import transformers; print(transformers.__version__)")
 port=${PORT:-8771}
 HF_HUB_OFFLINE=1 transformers serve --host 127.0.0.1 --port "$port" "$model" > /tmp/transformers-serve.log 2>&1 &
 server=$!
-trap 'kill $server' EXIT
-for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.5; done
+trap 'kill $server 2> /dev/null' EXIT
+healthy=0
+for _ in $(seq 120); do
+  if ! kill -0 "$server" 2> /dev/null; then
+    echo "transformers serve exited before it was healthy; its log:" >&2
+    tail -n 20 /tmp/transformers-serve.log >&2
+    exit 1
+  fi
+  if curl -sf "http://127.0.0.1:$port/health" > /dev/null; then healthy=1; break; fi
+  sleep 0.5
+done
+if [ "$healthy" != 1 ]; then
+  echo "transformers serve did not answer /health on port $port within 60 s; see /tmp/transformers-serve.log" >&2
+  exit 1
+fi
 specconform run --engine openai --base-url "http://127.0.0.1:$port/v1" --model "$model" \
   --api-profile transformers-serve --check 'api.*' --report-dir "reports/engines/transformers-$version" "$@"
