@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,14 @@ def _progress(quiet: bool, total: int):
             )
 
     return report
+
+
+def _engine_args(engine_spec: str, api_options: dict) -> str:
+    """The command-line fragment that names an engine again, API options included."""
+    words = ["--engine", shlex.quote(engine_spec)]
+    if engine_spec == "openai":
+        words += [f"--{key.replace('_', '-')} {shlex.quote(value)}" for key, value in api_options.items()]
+    return " ".join(words)
 
 
 def judge(engine_specs, args, run_dir: Path) -> list[dict]:
@@ -76,6 +85,7 @@ def judge(engine_specs, args, run_dir: Path) -> list[dict]:
                 timeout_s=args.timeout,
                 on_record=on_record,
                 profile_arg=args.profile or "",
+                engine_args=_engine_args(engine_spec, api_options),
             )
     finally:  # whatever happened, render what was measured
         writer.close()

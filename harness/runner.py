@@ -138,7 +138,11 @@ def run_checks(
     timeout_s: float | None = 600,
     on_record: Callable[[Record], None] = lambda record: None,
     profile_arg: str = "",
+    engine_args: str | None = None,
 ) -> list[Record]:
+    """Run ``checks`` in order; ``engine_args`` is the command-line fragment that names the engine in
+    each record's reproduction (default ``--engine ENGINE_SPEC``)."""
+    engine_args = engine_args or f"--engine {shlex.quote(engine_spec)}"
     records = []
     for check in checks:
         started = time.perf_counter()
@@ -156,7 +160,7 @@ def run_checks(
                     outcome = Outcome(ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
         expectation = next((e for e in expectations if fnmatch.fnmatchcase(check.name, e.check)), None)
         reproduce = (
-            f"specconform run --engine {shlex.quote(engine_spec)} --check {shlex.quote(check.name)} "
+            f"specconform run {engine_args} --check {shlex.quote(check.name)} "
             f"--seed {ctx.seed} --trials {ctx.trials}" + (f" --profile {profile_arg}" if profile_arg else "")
         )
         record = Record(
