@@ -313,10 +313,10 @@ class ThinkingBudgetState:
         if self.backend == "triton":
             from .kernels.budget import write_forced_logits_kernel
 
-            block = 4096
-            grid = (forced.shape[0], (logits.shape[1] + block - 1) // block)
             if forced.shape[0]:
-                write_forced_logits_kernel[grid](logits, logits.stride(0), forced, logits.shape[1], BLOCK=block)
+                write_forced_logits_kernel[(forced.shape[0],)](
+                    logits, logits.stride(0), forced, logits.shape[1], BLOCK=4096
+                )
             return logits
         rows = forced >= 0
         one_hot = torch.full_like(logits, float("-inf"))

@@ -203,14 +203,15 @@ def advance_committed_kernel(
 
 @triton.jit
 def write_forced_logits_kernel(logits_ptr, logits_stride, forced_ptr, vocab_size, BLOCK: tl.constexpr):
-    """Make each forced row one-hot: 0 at the forced token, -inf elsewhere; free rows untouched."""
+    """Make each forced row one-hot: 0 at the forced token, -inf elsewhere; free rows untouched.
+
+    One program per row: a free row costs one load, so the step does not grow with the vocabulary
+    when nothing is forced."""
     row = tl.program_id(0)
     forced = tl.load(forced_ptr + row)
     if forced >= 0:
-        offsets = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-        values = tl.where(offsets == forced, 0.0, float("-inf"))
-        tl.store(
-            logits_ptr + row.to(tl.int64) * logits_stride + offsets,
-            values.to(logits_ptr.dtype.element_ty),
-            mask=offsets < vocab_size,
-        )
+        row_ptr = logits_ptr + row.to(tl.int64) * logits_stride
+        for start in range(0, vocab_size, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            values = tl.where(offsets == forced, 0.0, float("-inf"))
+            tl.store(row_ptr + offsets, values.to(logits_ptr.dtype.element_ty), mask=offsets < vocab_size)

@@ -69,22 +69,23 @@ def test_swap_with_untracked_leaves_the_vacated_side_untracked(target):
     assert not state.has_tracked_requests()
 
 
-def test_forced_rows_become_one_hot_and_free_rows_stay_untouched(target):
+@pytest.mark.parametrize("vocab_size, end", [(10, 7), (9000, 8500)], ids=["one-block", "forced-in-third-block"])
+def test_forced_rows_become_one_hot_and_free_rows_stay_untouched(target, vocab_size, end):
     device, backend = target
-    state = impl.ThinkingBudgetState([1], [7], 2, max_spec_len=2, device=device, backend=backend)
+    state = impl.ThinkingBudgetState([1], [end], 2, max_spec_len=2, device=device, backend=backend)
     state.sync_batch(impl.BatchUpdate(2, added=(impl.AddedRequest(0, 1, [1]), impl.AddedRequest(1, None, [1]))))
-    logits = torch.randn(5, 10, device=device)
-    logits[1, 7] = float("-inf")  # the forced token was masked before: still well defined
+    logits = torch.randn(5, vocab_size, device=device)
+    logits[1, end] = float("-inf")  # the forced token was masked before: still well defined
     original = logits.clone()
     num, drafts = torch.tensor([2, 1], device=device), torch.tensor([3, 4, 5], device=device)
     state.apply_to_logits(logits, num, drafts)
     forced = state.forced_tokens(num, drafts).cpu().tolist()
-    assert forced == [-1, 7, 7, -1, -1]
+    assert forced == [-1, end, end, -1, -1]
     for row, token in enumerate(forced):
         if token == -1:
             assert torch.equal(logits[row], original[row])
         else:
-            assert logits[row, token] == 0 and torch.isneginf(logits[row]).sum() == 9
+            assert logits[row, token] == 0 and torch.isneginf(logits[row]).sum() == vocab_size - 1
 
 
 @pytest.mark.req("RS-INPUT-3", "RS-INPUT-4", "RS-INPUT-5")
