@@ -4,6 +4,14 @@ Times are medians of CUDA-event timings (``triton.testing.do_bench``, which flus
 runs); small batches are timed as CUDA-graph replays. The read-once floor is the bytes of
 ``target_logits`` + ``draft_probs`` over the device-to-device copy bandwidth measured in the same
 run (bytes read plus bytes written). Results go to ``reports/perf/<gpu>/bench-<time>.json``.
+
+Peers are timed in the same process on the same inputs when importable: vLLM's ``rejection_sample``
+(given the draft rows already gathered and the bonus tokens already sampled, so it does less work
+than ours) and FlashInfer's ``chain_speculative_sampling`` (softmax of the target logits included, as
+it takes probabilities; it has no greedy mode and needs draft probabilities). A peer that cannot be
+imported is reported with the reason, never skipped silently. Each shape is timed ``REPEATS`` times,
+interleaved across implementations; the median of the repeats is reported with the spread
+(largest / smallest repeat).
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ import impl
 from harness.oracle import budget as tb
 
 VOCAB = 151_936
+REPEATS = 3
+BUDGET_BATCHES = (1, 64, 256, 1024)
+DEVICE = "cuda"  # a CPU smoke run of the bench code sets "cpu" and replaces _do_bench
 
 
 def _do_bench(fn, graph: bool) -> float:
@@ -41,22 +52,22 @@ def _do_bench(fn, graph: bool) -> float:
 
 def copy_bandwidth() -> float:
     """Device-to-device copy bandwidth in bytes/ms (read + written), median of 20 copies of 1 GiB."""
-    src = torch.empty(2**28, dtype=torch.float32, device="cuda").uniform_()
+    src = torch.empty(2**28, dtype=torch.float32, device=DEVICE).uniform_()
     dst = torch.empty_like(src)
     ms = _do_bench(lambda: dst.copy_(src), graph=False)
     return 2 * src.numel() * 4 / ms
 
 
 def _rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0.3, seed=0):
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    logits = torch.randn(B * (K + 1), vocab, device="cuda", generator=gen) * 2
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
+    logits = torch.randn(B * (K + 1), vocab, device=DEVICE, generator=gen) * 2
     # a draft model close to the target (high acceptance) or far from it (low acceptance)
     draft_logits = logits.view(B, K + 1, vocab)[:, :K].reshape(B * K, vocab) + draft_noise * torch.randn(
-        B * K, vocab, device="cuda", generator=gen
+        B * K, vocab, device=DEVICE, generator=gen
     )
     q = torch.softmax(draft_logits, dim=1)
     drafts = torch.multinomial(q, 1, generator=gen)[:, 0]
-    temperature = torch.ones(B, device="cuda")
+    temperature = torch.ones(B, device=DEVICE)
     if mode == "greedy":
         temperature.zero_()
     elif mode == "mixed":
@@ -64,11 +75,11 @@ def _rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0
     return dict(
         target_logits=logits.to(dtype),
         draft_token_ids=drafts,
-        num_draft_tokens=torch.full((B,), K, device="cuda"),
+        num_draft_tokens=torch.full((B,), K, device=DEVICE),
         draft_probs=q if draft_probs else None,
         temperature=temperature,
-        seeds=torch.arange(B, device="cuda"),
-        positions=torch.zeros(B, dtype=torch.int64, device="cuda"),
+        seeds=torch.arange(B, device=DEVICE),
+        positions=torch.zeros(B, dtype=torch.int64, device=DEVICE),
     )
 
 
@@ -87,7 +98,81 @@ REJECTION_SHAPES = (
 )
 
 
-def bench_rejection(bandwidth: float) -> list[dict]:
+def load_peers() -> tuple[dict, dict[str, str]]:
+    """(each peer importable here by name, why each other peer is not). A peer is what its
+    ``PREPARE_REJECTION`` entry takes: vLLM's engine adapter, FlashInfer's sampling function."""
+    peers, missing = {}, {}
+    try:
+        from harness.adapters.vllm import VllmEngine
+
+        peers["vllm"] = VllmEngine()
+    except Exception as exc:  # noqa: BLE001 - whatever stops the import is the reason reported
+        missing["vllm"] = f"{type(exc).__name__}: {exc}"
+    try:
+        from flashinfer.sampling import chain_speculative_sampling
+
+        peers["flashinfer"] = chain_speculative_sampling
+    except Exception as exc:  # noqa: BLE001
+        missing["flashinfer"] = f"{type(exc).__name__}: {exc}"
+    return peers, missing
+
+
+def _vllm_rejection(engine, inputs: dict, K: int):
+    """vLLM's ``rejection_sample`` on the draft rows (gathered beforehand) with argmax bonus tokens."""
+    logits = inputs["target_logits"]
+    B, V = inputs["num_draft_tokens"].shape[0], logits.shape[1]
+    rows = logits.view(B, K + 1, V)
+    draft_logits = rows[:, :K].reshape(B * K, V).contiguous()
+    bonus = rows[:, K].argmax(dim=-1, keepdim=True).to(torch.int32)
+    metadata = engine.sampling_metadata(inputs["temperature"].cpu().numpy(), None)
+    cu_num_draft_tokens = (torch.arange(1, B + 1, device=logits.device) * K).to(torch.int32)
+    drafts = inputs["draft_token_ids"].to(torch.int32)
+    num_draft_tokens = [K] * B
+    sample = engine.vllm.rejection.rejection_sample
+
+    def run():
+        return sample(
+            drafts, num_draft_tokens, K, cu_num_draft_tokens, inputs["draft_probs"], draft_logits, bonus, metadata
+        )
+
+    return run
+
+
+def _flashinfer_rejection(chain_speculative_sampling, inputs: dict, K: int):
+    """FlashInfer's chain speculative sampling after a softmax of the target logits, or why it cannot
+    run this shape."""
+    if inputs["draft_probs"] is None:
+        return "needs draft probabilities"
+    if bool((inputs["temperature"] == 0).any()):
+        return "has no greedy mode"
+    logits = inputs["target_logits"]
+    B, V = inputs["num_draft_tokens"].shape[0], logits.shape[1]
+    rows = logits.view(B, K + 1, V)
+    draft_probs = inputs["draft_probs"].view(B, K, V)
+    drafts = inputs["draft_token_ids"].view(B, K).to(torch.int32)
+    accepted = torch.zeros(B, dtype=torch.int32, device=logits.device)
+    emitted = torch.zeros(B, dtype=torch.int32, device=logits.device)
+
+    def run():
+        target_probs = torch.softmax(rows, dim=-1, dtype=torch.float32)
+        return chain_speculative_sampling(draft_probs, drafts, target_probs, accepted, emitted)
+
+    return run
+
+
+PREPARE_REJECTION = {"vllm": _vllm_rejection, "flashinfer": _flashinfer_rejection}
+
+
+def _repeated(fns: dict, graph: dict) -> dict[str, list[float]]:
+    """``REPEATS`` median timings of each function, interleaved so that drift hits all alike."""
+    times = {name: [] for name in fns}
+    for _ in range(REPEATS):
+        for name, fn in fns.items():
+            times[name].append(_do_bench(fn, graph=graph.get(name, False)))
+    return times
+
+
+def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
     rows = []
     for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
         inputs = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
@@ -104,26 +189,45 @@ def bench_rejection(bandwidth: float) -> list[dict]:
 
         out = ours()
         accepted = float((out.num_emitted.float() - 1).mean() / K)
-        ours_ms = _do_bench(ours, graph=B <= 64)
-        plain_ms = _do_bench(plain, graph=False)
-        rows.append(
-            dict(
-                family=family,
-                B=B,
-                K=K,
-                V=vocab,
-                dtype=str(dtype).replace("torch.", ""),
-                draft_probs=with_q,
-                mode=mode,
-                acceptance=round(accepted, 3),
-                ours_ms=ours_ms,
-                plain_torch_ms=plain_ms,
-                floor_ms=floor_ms,
-                ours_over_floor=ours_ms / floor_ms,
-                plain_over_ours=plain_ms / ours_ms,
-            )
+        fns = {"ours": ours, "plain_torch": plain}
+        if B <= 64:  # ours is timed as a graph replay there; eager too, as the peers run
+            fns["ours_eager"] = ours
+        not_run = {}
+        for name, peer in peers.items():
+            prepared = PREPARE_REJECTION[name](peer, inputs, K)
+            if isinstance(prepared, str):
+                not_run[name] = prepared
+                continue
+            try:  # a peer that fails on this shape (a JIT build, an assertion) is reported, not timed
+                prepared()
+            except Exception as exc:  # noqa: BLE001
+                not_run[name] = f"failed: {type(exc).__name__}: {str(exc)[:300]}"
+                continue
+            fns[name] = prepared
+        times = _repeated(fns, graph={"ours": B <= 64})
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        row = dict(
+            family=family,
+            B=B,
+            K=K,
+            V=vocab,
+            dtype=str(dtype).replace("torch.", ""),
+            draft_probs=with_q,
+            mode=mode,
+            acceptance=round(accepted, 3),
+            floor_ms=floor_ms,
+            times_ms=times,
+            spread={name: max(t) / min(t) for name, t in times.items()},
+            not_run=not_run,
+            ours_ms=medians["ours"],
+            ours_over_floor=medians["ours"] / floor_ms,
         )
-        del inputs
+        for name, ms in medians.items():
+            if name != "ours":
+                row[f"{name}_ms"] = ms
+                row[f"{name}_over_ours"] = ms / medians["ours"]
+        rows.append(row)
+        del inputs, fns
         torch.cuda.empty_cache()
     return rows
 
@@ -136,13 +240,13 @@ def bench_statistics() -> dict:
 
     def sampler(logits, drafts, num, q, temperature, seeds, positions):
         out = impl.rejection_sample(
-            torch.tensor(logits, dtype=torch.float32, device="cuda"),
-            torch.tensor(drafts, device="cuda"),
-            torch.tensor(num, device="cuda"),
-            draft_probs=torch.tensor(q, dtype=torch.float32, device="cuda"),
-            temperature=torch.tensor(temperature, dtype=torch.float32, device="cuda"),
-            seeds=torch.tensor(seeds, device="cuda"),
-            positions=torch.tensor(positions, device="cuda"),
+            torch.tensor(logits, dtype=torch.float32, device=DEVICE),
+            torch.tensor(drafts, device=DEVICE),
+            torch.tensor(num, device=DEVICE),
+            draft_probs=torch.tensor(q, dtype=torch.float32, device=DEVICE),
+            temperature=torch.tensor(temperature, dtype=torch.float32, device=DEVICE),
+            seeds=torch.tensor(seeds, device=DEVICE),
+            positions=torch.tensor(positions, device=DEVICE),
             validate=False,
             max_spec_len=int(num[0]),
         )
@@ -162,44 +266,87 @@ def bench_statistics() -> dict:
     )
 
 
-def bench_budget() -> list[dict]:
+def _vllm_budget_step(engine, B: int, K: int, added, history: int = 10):
+    """Host milliseconds per step of vLLM's ``ThinkingBudgetStateHolder``, driven as vLLM's runner
+    drives it: the live output lists (``history`` tokens each, one more appended per step, untimed),
+    ``update_state``, then ``apply_to_logits`` on the bonus rows and (with drafts) the draft rows."""
+    budget = engine.budget_state([151667], [151668], B, max_spec_len=K)
+    budget.sync_batch(impl.BatchUpdate(B, added=added))
+    outputs = [budget.outputs[i] for i in range(B)]
+    for output in outputs:
+        output.extend([7] * history)
+    spec = [[5] * K for _ in range(B)] if K else None
+    bonus_logits = torch.zeros(B, VOCAB, device=DEVICE)
+    draft_logits = torch.zeros(B * K, VOCAB, device=DEVICE)
+    times = []
+    for step in range(23):
+        for output in outputs:
+            output.append(7)
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        budget.holder.update_state(outputs, spec)
+        budget.holder.apply_to_logits(bonus_logits, K > 0, spec)
+        if K:
+            budget.holder.apply_to_logits(draft_logits, False, spec)
+        torch.cuda.synchronize()
+        if step >= 3:  # warm-up
+            times.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times)
+
+
+def bench_budget(vllm_engine=None) -> list[dict]:
+    """Ours (GPU time of a graph replay) against the per-request Python oracle and, when importable,
+    vLLM's holder (host time: its work is host Python that the step waits for)."""
     rows = []
-    for B in (1, 64, 256, 1024):
+    for B in BUDGET_BATCHES:
         for K in (0, 4):
-            state = impl.ThinkingBudgetState([151667], [151668], B, max_spec_len=max(K, 1), device="cuda")
+            state = impl.ThinkingBudgetState([151667], [151668], B, max_spec_len=max(K, 1), device=DEVICE)
             added = tuple(
                 impl.AddedRequest(i, 1000 if i % 2 == 0 else None, [1, 151667] + [7] * (i % 50)) for i in range(B)
             )
             state.sync_batch(impl.BatchUpdate(B, added=added))
             oracle = tb.BudgetBatch([151667], [151668], B)
             oracle.apply(impl.BatchUpdate(B, added=added))
-            committed = torch.randint(0, 1000, (B, K + 1), device="cuda")
-            num = torch.full((B,), K, device="cuda")
-            drafts = torch.randint(0, 1000, (B * K,), device="cuda")
+            committed = torch.randint(0, 1000, (B, K + 1), device=DEVICE)
+            num = torch.full((B,), K, device=DEVICE)
+            drafts = torch.randint(0, 1000, (B * K,), device=DEVICE)
+            logits = torch.zeros(B * (K + 1), VOCAB, device=DEVICE)
 
             def step(committed=committed, num=num, drafts=drafts, state=state, K=K):
                 state.update_state(committed)
                 return state.forced_tokens(num, drafts) if K else state.forced_tokens()
 
-            gpu_ms = _do_bench(step, graph=True)
+            def step_with_logits(committed=committed, num=num, drafts=drafts, state=state, K=K, logits=logits):
+                state.update_state(committed)
+                return state.apply_to_logits(logits, num, drafts) if K else state.apply_to_logits(logits)
+
+            times = _repeated(
+                {"ours": step, "ours_with_logits": step_with_logits}, {"ours": True, "ours_with_logits": True}
+            )
             rows_list, num_list, drafts_list = committed.cpu().tolist(), num.cpu().tolist(), drafts.cpu().tolist()
-            times = []
+            python_times = []
             for _ in range(5):
                 started = time.perf_counter()
                 oracle.commit(rows_list)
                 oracle.forced_rows(num_list, drafts_list)
-                times.append((time.perf_counter() - started) * 1e3)
-            python_ms = statistics.median(times)
-            rows.append(
-                dict(
-                    family="budget",
-                    B=B,
-                    K=K,
-                    ours_us=gpu_ms * 1e3,
-                    per_request_python_us=python_ms * 1e3,
-                    python_over_ours=python_ms / gpu_ms,
-                )
+                python_times.append((time.perf_counter() - started) * 1e3)
+            ours_ms = statistics.median(times["ours"])
+            row = dict(
+                family="budget",
+                B=B,
+                K=K,
+                ours_us=ours_ms * 1e3,
+                ours_spread=max(times["ours"]) / min(times["ours"]),
+                ours_with_logits_us=statistics.median(times["ours_with_logits"]) * 1e3,
+                per_request_python_us=statistics.median(python_times) * 1e3,
             )
+            row["python_over_ours"] = row["per_request_python_us"] / row["ours_us"]
+            if vllm_engine is not None:
+                row["vllm_host_us"] = _vllm_budget_step(vllm_engine, B, K, added) * 1e3
+                row["vllm_over_ours_with_logits"] = row["vllm_host_us"] / row["ours_with_logits_us"]
+            rows.append(row)
+            del logits
+            torch.cuda.empty_cache()
     return rows
 
 
@@ -250,6 +397,7 @@ def perf_page(results: dict) -> str:
             {
                 "ours": [r["ours_ms"] for r in batch],
                 "plain PyTorch": [r["plain_torch_ms"] for r in batch],
+                **{peer: [r[f"{peer}_ms"] for r in batch] for peer in results["peers"] if f"{peer}_ms" in batch[0]},
                 "floor": [r["floor_ms"] for r in batch],
             },
             "ms",
@@ -264,20 +412,29 @@ def perf_page(results: dict) -> str:
                 {
                     "ours (GPU time)": [r["ours_us"] for r in budget],
                     "per-request Python": [r["per_request_python_us"] for r in budget],
+                    **(
+                        {"vLLM holder (host time)": [r["vllm_host_us"] for r in budget]}
+                        if "vllm_host_us" in budget[0]
+                        else {}
+                    ),
                 },
                 "µs",
             )
         )
 
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        if isinstance(value, dict):
+            return "; ".join(f"{k}: {cell(v)}" for k, v in value.items())
+        if isinstance(value, list):
+            return ", ".join(cell(v) for v in value)
+        return html.escape(str(value))
+
     def table(rows):
-        keys = list(rows[0])
+        keys = list(dict.fromkeys(k for r in rows for k in r))
         head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
-        body = "".join(
-            "<tr>"
-            + "".join(f"<td>{v:.4g}</td>" if isinstance(v, float) else f"<td>{v}</td>" for v in r.values())
-            + "</tr>"
-            for r in rows
-        )
+        body = "".join("<tr>" + "".join(f"<td>{cell(r.get(k, ''))}</td>" for k in keys) + "</tr>" for r in rows)
         return f"<table><tr>{head}</tr>{body}</table>"
 
     env = html.escape(json.dumps(results["environment"]))
@@ -285,10 +442,56 @@ def perf_page(results: dict) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>specconform perf</title><style>"
         "body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:3px;font-size:12px}"
         "table{border-collapse:collapse}</style></head><body><h1>specconform benchmarks</h1>"
-        f"<p>{env}</p>{''.join(plots)}<h2>Rejection sampler</h2>{table(results['rejection'])}"
+        f"<p>{env}</p><p>peers: {html.escape(json.dumps(results['peers']))}</p>{''.join(plots)}"
+        f"<h2>Rejection sampler</h2>{table(results['rejection'])}"
         f"<h2>Budget state</h2>{table(results['budget'])}<h2>Statistical suite</h2>"
         f"{table([results['statistics']])}</body></html>\n"
     )
+
+
+def _print_tables(results: dict, path: Path) -> None:
+    env = results["environment"]
+    print(f"\n{env['gpu']} | torch {env['torch']} | triton {env['triton']} | copy {env['copy_tb_per_s']:.2f} TB/s")
+    for name, reason in results["peers"].items():
+        print(f"peer {name}: {reason}")
+    peers = [name for name, reason in results["peers"].items() if reason == "measured"]
+    columns = ["ours ms", "spread", "floor ms", "ours/floor", "torch/ours"] + [f"{p}/ours" for p in peers]
+    print(
+        f"{'rejection':10} {'B':>5} {'K':>2} {'V':>7} {'dtype':>8} q {'mode':>6} {'acc':>5} "
+        + " ".join(f"{c:>11}" for c in columns)
+    )
+    for r in results["rejection"]:
+        cells = [
+            f"{r['ours_ms']:.4f}",
+            f"{r['spread']['ours']:.2f}",
+            f"{r['floor_ms']:.4f}",
+            f"{r['ours_over_floor']:.2f}",
+            f"{r['plain_torch_over_ours']:.1f}",
+        ]
+        cells += [f"{r[f'{p}_over_ours']:.2f}" if f"{p}_over_ours" in r else "n/a" for p in peers]
+        print(
+            f"{r['family']:10} {r['B']:>5} {r['K']:>2} {r['V']:>7} {r['dtype']:>8} {'y' if r['draft_probs'] else 'n'} "
+            f"{r['mode']:>6} {r['acceptance']:>5.2f} " + " ".join(f"{c:>11}" for c in cells)
+        )
+    reasons = {}
+    for r in results["rejection"]:
+        for name, why in r["not_run"].items():
+            reasons.setdefault((name, why), []).append(f"B={r['B']},K={r['K']},{r['mode']}")
+    for (name, why), shapes in reasons.items():
+        print(f"{name} not run on {len(shapes)} shape(s) ({', '.join(shapes[:3])}...): {why}")
+    print(f"{'budget':10} {'B':>5} {'K':>2} {'ours us':>9} {'+logits us':>10} {'Python us':>10} {'vLLM host us':>12}")
+    for r in results["budget"]:
+        vllm = f"{r['vllm_host_us']:.0f}" if "vllm_host_us" in r else "n/a"
+        print(
+            f"{'':10} {r['B']:>5} {r['K']:>2} {r['ours_us']:>9.1f} {r['ours_with_logits_us']:>10.1f} "
+            f"{r['per_request_python_us']:>10.0f} {vllm:>12}"
+        )
+    st = results["statistics"]
+    print(
+        f"statistics: {st['trials']} trials × {st['positions']} positions in {st['seconds']:.1f} s "
+        f"({st['trials_per_second']:.0f} trials/s), passed {st['passed']}"
+    )
+    print(f"written {path}")
 
 
 def main(out_dir: str | None = None) -> int:
@@ -299,6 +502,7 @@ def main(out_dir: str | None = None) -> int:
 
     props = torch.cuda.get_device_properties(0)
     bandwidth = copy_bandwidth()
+    peers, missing = load_peers()
     env = dict(
         gpu=props.name,
         sms=props.multi_processor_count,
@@ -308,61 +512,24 @@ def main(out_dir: str | None = None) -> int:
         python=platform.python_version(),
         copy_tb_per_s=bandwidth / 1e9,
     )
+    if "vllm" in peers:
+        env["vllm"] = peers["vllm"].version
     results = dict(
-        environment=env, rejection=bench_rejection(bandwidth), budget=bench_budget(), statistics=bench_statistics()
+        environment=env,
+        peers={
+            **{name: "measured" for name in peers},
+            **{name: f"not measured: {why}" for name, why in missing.items()},
+        },
+        rejection=bench_rejection(bandwidth, peers),
+        budget=bench_budget(peers.get("vllm")),
+        statistics=bench_statistics(),
     )
     directory = Path(out_dir or Path("reports/perf") / props.name.replace(" ", "-"))
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=1))
     path.with_suffix(".html").write_text(perf_page(results))
-    print(f"\n{env['gpu']} | torch {env['torch']} | triton {env['triton']} | copy {env['copy_tb_per_s']:.2f} TB/s")
-    widths = (10, 5, 2, 7, 8, 2, 6, 5, 8, 9, 9, 10, 10)
-    header = (
-        "rejection",
-        "B",
-        "K",
-        "V",
-        "dtype",
-        "q",
-        "mode",
-        "acc",
-        "ours ms",
-        "torch ms",
-        "floor ms",
-        "ours/floor",
-        "torch/ours",
-    )
-    print(" ".join(f"{c:>{w}}" for c, w in zip(header, widths)))
-    for r in results["rejection"]:
-        cells = (
-            r["family"],
-            r["B"],
-            r["K"],
-            r["V"],
-            r["dtype"],
-            "y" if r["draft_probs"] else "n",
-            r["mode"],
-            f"{r['acceptance']:.2f}",
-            f"{r['ours_ms']:.4f}",
-            f"{r['plain_torch_ms']:.3f}",
-            f"{r['floor_ms']:.4f}",
-            f"{r['ours_over_floor']:.2f}",
-            f"{r['plain_over_ours']:.1f}",
-        )
-        print(" ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
-    print(f"{'budget':10} {'B':>5} {'K':>2} {'ours us (GPU, graph)':>22} {'per-request Python us':>22} {'ratio':>8}")
-    for r in results["budget"]:
-        print(
-            f"{'':10} {r['B']:>5} {r['K']:>2} {r['ours_us']:>22.1f} {r['per_request_python_us']:>22.0f} "
-            f"{r['python_over_ours']:>8.0f}"
-        )
-    st = results["statistics"]
-    print(
-        f"statistics: {st['trials']} trials × {st['positions']} positions in {st['seconds']:.1f} s "
-        f"({st['trials_per_second']:.0f} trials/s), passed {st['passed']}"
-    )
-    print(f"written {path}")
+    _print_tables(results, path)
     return 0
 
 

@@ -88,7 +88,9 @@ class VllmEngine:
 
     # -- rejection sampling --------------------------------------------------------------------
 
-    def _metadata(self, temperature, seeds):
+    def sampling_metadata(self, temperature, seeds):
+        """vLLM's ``SamplingMetadata`` for ``temperature [B]`` (0 = greedy); one seeded generator per
+        random request when ``seeds`` is given, else vLLM's shared generator."""
         torch = self.torch
         B = len(temperature)
         greedy = temperature == 0
@@ -128,7 +130,7 @@ class VllmEngine:
         draft_rows = [int(rows[i] + j) for i in range(B) for j in range(K[i])]
         bonus_rows = [int(rows[i] + K[i]) for i in range(B)]
         temperature = np.asarray(case.temperature, dtype=np.float32)
-        metadata = self._metadata(temperature, case.seeds)
+        metadata = self.sampling_metadata(temperature, case.seeds)
         bonus = torch.empty((B, 1), dtype=torch.int32, device=self.device)
         for i, row in enumerate(bonus_rows):  # what vLLM's Sampler does for the bonus position
             if temperature[i] == 0:
