@@ -301,8 +301,10 @@ def bench_budget(vllm_engine=None) -> list[dict]:
     for B in BUDGET_BATCHES:
         for K in (0, 4):
             state = impl.ThinkingBudgetState([151667], [151668], B, max_spec_len=max(K, 1), device=DEVICE)
+            # half the requests budgeted, with budgets that do not bind within the timed replays (each
+            # replay commits K + 1 tokens): the common step, where no row is forced
             added = tuple(
-                impl.AddedRequest(i, 1000 if i % 2 == 0 else None, [1, 151667] + [7] * (i % 50)) for i in range(B)
+                impl.AddedRequest(i, 2**30 if i % 2 == 0 else None, [1, 151667] + [7] * (i % 50)) for i in range(B)
             )
             state.sync_batch(impl.BatchUpdate(B, added=added))
             oracle = tb.BudgetBatch([151667], [151668], B)
