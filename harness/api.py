@@ -1,8 +1,9 @@
 """Judging engines through their OpenAI-compatible HTTP API (specs/openai-api.md).
 
 An ``ApiEngine`` wraps a base URL and an ``ApiProfile`` that names the engine's request field for
-the budget, its reasoning field, and its models. Checks observe token ids (``return_token_ids``)
-and replay the oracle over prompt + output, so "the budget holds" is judged exactly: every position
+the budget, its reasoning field, and its models. Checks observe token ids (vLLM's
+``return_token_ids``, or llama-server's ``__verbose`` field when it runs with ``--verbose``) and
+replay the oracle over prompt + output, so "the budget holds" is judged exactly: every position
 the oracle forces must carry the forced token. Capabilities the engine cannot show (no token ids,
 no spec-decode endpoint, no model without markers) make a check PRECONDITION_FAILED, not FAIL.
 """
@@ -29,7 +30,13 @@ class ApiProfile:
     spec_model: str | None = None  # the same model with speculative decoding (API-SPEC-*)
     plain_model: str | None = None  # a model without reasoning markers (API-ERROR-2)
     budget_field: str | None = "thinking_token_budget"  # dotted (custom_params.thinking_budget); None: no budget
-    token_ids: bool = True  # the engine accepts return_token_ids
+    # where the generated ids come from: "return_token_ids" (vLLM: the request field, then
+    # choice.token_ids and prompt_token_ids), "verbose" (llama-server --verbose, asked with
+    # return_tokens: __verbose.tokens, and the prompt ids by tokenizing __verbose.prompt; its streams
+    # carry no ids, and its logprobs merge the ids of incomplete UTF-8 pieces), or None
+    token_ids: str | None = "return_token_ids"
+    tokenize_field: str = "prompt"  # the text field of the engine's /tokenize request
+    scope: str = "request"  # the budget's scope: request (canonical) or section (TB-SCOPE-2)
     reasoning_field: str = "reasoning"
     start_text: str = "<think>"
     end_text: str = "</think>"
@@ -40,9 +47,15 @@ class ApiProfile:
 API_PROFILES = {
     "vllm": dict(budget_field="thinking_token_budget", reasoning_field="reasoning"),
     "sglang": dict(budget_field="custom_params.thinking_budget", reasoning_field="reasoning_content"),
-    "llamacpp": dict(budget_field="thinking_budget_tokens", reasoning_field="reasoning_content"),
+    "llamacpp": dict(
+        budget_field="reasoning_budget_tokens",  # thinking_budget_tokens is its alias
+        reasoning_field="reasoning_content",
+        token_ids="verbose",
+        tokenize_field="content",
+        scope="section",  # llama.cpp re-arms a fresh budget on each new start marker
+    ),
     # no thinking budget and no token ids: budget classes are not claimed, id-based checks cannot run
-    "transformers-serve": dict(budget_field=None, reasoning_field="reasoning_content", token_ids=False),
+    "transformers-serve": dict(budget_field=None, reasoning_field="reasoning_content", token_ids=None),
 }
 
 
@@ -64,6 +77,7 @@ class ApiEngine:
         self.name = name or f"http:{api.name}"
         self.device = self.base_url
         self.http = httpx.Client(timeout=120)
+        self._tokenized: dict[str, list[int]] = {}
         listing = self.http.get(f"{self.base_url}/models")
         try:
             self.version = ",".join(m["id"] for m in listing.json().get("data", []))
@@ -73,7 +87,7 @@ class ApiEngine:
         if api.budget_field is None:  # an engine without a budget claims neither it nor its errors
             api_classes -= {"api.budget", "api.errors"}
         self.profile = replace(
-            profiles.canonical(),
+            profiles.canonical(api.scope),
             name=api.name,
             classes=frozenset(api_classes),
             capabilities=frozenset({"http"}) | self._probe(),
@@ -85,13 +99,9 @@ class ApiEngine:
             response = self.complete(self.api.model, budget=None, max_tokens=2, temperature=0)
             if "token_ids" in response["choices"][0]:
                 found.add("token-ids")
-            root = self.base_url.rsplit("/v1", 1)[0]
-            start = self.http.post(f"{root}/tokenize", json={"model": self.api.model, "prompt": self.api.start_text})
-            end = self.http.post(f"{root}/tokenize", json={"model": self.api.model, "prompt": self.api.end_text})
-            if start.status_code == 200 and end.status_code == 200:
-                self.start_ids = start.json()["tokens"]
-                self.end_ids = end.json()["tokens"]
-                found.add("marker-ids")
+            self.start_ids = self.tokenize(self.api.start_text)
+            self.end_ids = self.tokenize(self.api.end_text)
+            found.add("marker-ids")
         except (httpx.HTTPError, KeyError, ValueError):
             pass
         if self.api.spec_model:
@@ -99,6 +109,15 @@ class ApiEngine:
         if self.api.plain_model:
             found.add("plain-model")
         return found
+
+    def tokenize(self, text: str) -> list[int]:
+        """The engine's own ids for ``text`` (its ``/tokenize`` endpoint, beside ``/v1``)."""
+        if text not in self._tokenized:
+            root = self.base_url.rsplit("/v1", 1)[0]
+            response = self.http.post(f"{root}/tokenize", json={"model": self.api.model, self.api.tokenize_field: text})
+            response.raise_for_status()
+            self._tokenized[text] = response.json()["tokens"]
+        return self._tokenized[text]
 
     def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None):
         body = {
@@ -108,8 +127,10 @@ class ApiEngine:
             "temperature": temperature,
             **self.api.extra_body,
         }
-        if self.api.token_ids:
+        if self.api.token_ids == "return_token_ids":
             body["return_token_ids"] = True
+        elif self.api.token_ids == "verbose":
+            body["return_tokens"] = True
         if seed is not None:
             body["seed"] = seed
         if stream:
@@ -131,13 +152,21 @@ class ApiEngine:
         if raw:
             return response
         response.raise_for_status()
-        return response.json()
+        data = response.json()
+        verbose = data.get("__verbose")
+        if self.api.token_ids == "verbose" and verbose and "tokens" in verbose and data.get("choices"):
+            data["choices"][0]["token_ids"] = verbose["tokens"]
+            data["prompt_token_ids"] = self.tokenize(verbose["prompt"])
+        return data
 
     def stream(self, model, budget, max_tokens, temperature, seed=None):
-        """Concatenated stream: token ids, reasoning, content, finish reason, usage."""
+        """Concatenated stream: token ids (None where the engine streams none), reasoning, content,
+        finish reason, usage."""
         import json
 
-        out = {"token_ids": [], "reasoning": "", "content": "", "finish_reason": None, "usage": None}
+        streams_ids = self.api.token_ids == "return_token_ids"
+        out = {"token_ids": [] if streams_ids else None, "reasoning": "", "content": "", "finish_reason": None}
+        out["usage"] = None
         body = self.request_body(model, budget, max_tokens, temperature, seed, stream=True)
         with self.http.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:
             response.raise_for_status()
@@ -148,7 +177,8 @@ class ApiEngine:
                 if chunk.get("usage"):
                     out["usage"] = chunk["usage"]
                 for choice in chunk.get("choices", []):
-                    out["token_ids"] += choice.get("token_ids") or []
+                    if streams_ids:
+                        out["token_ids"] += choice.get("token_ids") or []
                     delta = choice.get("delta", {})
                     out["reasoning"] += delta.get(self.api.reasoning_field) or ""
                     out["content"] += delta.get("content") or ""
@@ -165,7 +195,11 @@ def _violations(engine: ApiEngine, prompt_ids, output_ids, budget) -> str:
     if budget is None:
         return ""
     state = tb.RequestBudget.from_prompt(
-        tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), budget, prompt_ids
+        tb.MarkerAutomaton(engine.start_ids),
+        tb.MarkerAutomaton(engine.end_ids),
+        budget,
+        prompt_ids,
+        scope=engine.api.scope,
     )
     for i, token in enumerate(output_ids):
         forced = state.forced_token()
@@ -315,17 +349,19 @@ def _streaming(engine, ctx):
             streamed = engine.stream(model, budget, max_tokens=16, temperature=temperature, seed=ctx.seed)
             choice = whole["choices"][0]
             pairs = [
-                ("token ids", choice.get("token_ids", []), streamed["token_ids"]),
                 ("reasoning", choice["message"].get(engine.api.reasoning_field) or "", streamed["reasoning"]),
                 ("content", choice["message"]["content"] or "", streamed["content"]),
                 ("finish reason", choice["finish_reason"], streamed["finish_reason"]),
             ]
+            if streamed["token_ids"] is not None:
+                pairs.insert(0, ("token ids", choice.get("token_ids", []), streamed["token_ids"]))
             for what, a, b in pairs:
                 if a != b:
                     return Outcome(
                         FAIL, f"{model} budget {budget}: {what} differ: {a!r} vs streamed {b!r}", ("API-STREAM-1",)
                     )
-    return Outcome(PASS, "streaming and non-streaming agree on ids, reasoning, content and finish reason")
+    ids = "ids, " if engine.api.token_ids == "return_token_ids" else "(the engine streams no ids) "
+    return Outcome(PASS, f"streaming and non-streaming agree on {ids}reasoning, content and finish reason")
 
 
 def _invalid_budget(engine, ctx):

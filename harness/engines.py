@@ -228,7 +228,8 @@ def make_engine(spec: str, api_options: dict | None = None):
             raise ValueError("--engine openai needs --base-url and --model")
         base_url = options.pop("base_url")
         profile_name = options.pop("api_profile", None) or "vllm"
-        return ApiEngine(base_url, ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options))
+        name = options.pop("engine_name", None)
+        return ApiEngine(base_url, ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options), name=name)
     if spec == "oracle":
         return OracleEngine()
     if spec == "reference" or spec.startswith("reference:"):

@@ -8,7 +8,9 @@ LM gets random weights from the same seed. Two tokenizer variants:
   ``think``, ``>``): the multi-token end marker.
 
 The chat template ends an assistant prompt with ``<think>\\n`` (prompt-opened thinking) unless
-``enable_thinking`` is false, which closes the section in the prompt.
+``enable_thinking`` is false, which closes the section in the prompt; earlier assistant turns show
+their ``reasoning_content`` inside the markers, as Qwen3's template does (llama.cpp recognises a
+thinking template by that).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ VARIANTS = ("single", "multi")
 SEED = 20261121
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['role'] == 'assistant' and m['reasoning_content'] is defined and m['reasoning_content'] %}"
+    "<think>\n{{ m['reasoning_content'] }}\n</think>\n\n{% endif %}{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n"
     "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
     "{% else %}<think>\n{% endif %}{% endif %}"
