@@ -457,7 +457,8 @@ def _print_tables(results: dict, path: Path) -> None:
     for name, reason in results["peers"].items():
         print(f"peer {name}: {reason}")
     peers = [name for name, reason in results["peers"].items() if reason == "measured"]
-    columns = ["ours ms", "spread", "floor ms", "ours/floor", "torch/ours"] + [f"{p}/ours" for p in peers]
+    # ours is a graph replay for B <= 64; "eager ms" is the same call launched as the peers are
+    columns = ["ours ms", "spread", "eager ms", "floor ms", "ours/floor", "torch/ours"] + [f"{p}/ours" for p in peers]
     print(
         f"{'rejection':10} {'B':>5} {'K':>2} {'V':>7} {'dtype':>8} q {'mode':>6} {'acc':>5} "
         + " ".join(f"{c:>11}" for c in columns)
@@ -466,6 +467,7 @@ def _print_tables(results: dict, path: Path) -> None:
         cells = [
             f"{r['ours_ms']:.4f}",
             f"{r['spread']['ours']:.2f}",
+            f"{r['ours_eager_ms']:.4f}" if "ours_eager_ms" in r else "-",
             f"{r['floor_ms']:.4f}",
             f"{r['ours_over_floor']:.2f}",
             f"{r['plain_torch_over_ours']:.1f}",
