@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from .kernels import HAS_TRITON
+from .markers import MarkerMatcher
 
 TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
 NUM_FIELDS = 7
@@ -64,18 +65,6 @@ class BatchUpdate:
     removed: Sequence[int] = ()
     added: Sequence[AddedRequest] = ()
     moved: Sequence[tuple[int, int, Move]] = ()
-
-
-def _failure(marker: Sequence[int]) -> list[int]:
-    failure = [0] * len(marker)
-    k = 0
-    for i in range(1, len(marker)):
-        while k and marker[i] != marker[k]:
-            k = failure[k - 1]
-        if marker[i] == marker[k]:
-            k += 1
-        failure[i] = k
-    return failure
 
 
 def _marker(tokens, field_name: str) -> list[int]:
@@ -130,10 +119,11 @@ class ThinkingBudgetState:
             raise ValueError("backend='triton' needs the triton package (pip install triton)")
         self.backend = backend
         dev = self.device
+        self._start_matcher, self._end_matcher = MarkerMatcher(self.start), MarkerMatcher(self.end)
         self._start = torch.tensor(self.start, dtype=torch.int32, device=dev)
-        self._start_fail = torch.tensor(_failure(self.start), dtype=torch.int32, device=dev)
+        self._start_fail = torch.tensor(self._start_matcher.failure, dtype=torch.int32, device=dev)
         self._end = torch.tensor(self.end, dtype=torch.int32, device=dev)
-        self._end_fail = torch.tensor(_failure(self.end), dtype=torch.int32, device=dev)
+        self._end_fail = torch.tensor(self._end_matcher.failure, dtype=torch.int32, device=dev)
         self._marker_pad = 1 << (max(len(self.start), len(self.end)) - 1).bit_length()
         self.state = torch.zeros((NUM_FIELDS, max_num_reqs), dtype=torch.int32, device=dev)
         # Host bookkeeping, touched only by sync_batch: which slots hold a request, which are tracked.
@@ -150,22 +140,16 @@ class ThinkingBudgetState:
 
     def _scan_prompt(self, budget: int, prompt: Sequence[int]) -> list[int]:
         """Initial state fields of a tracked request after its prompt (TB-PROMPT-1..3)."""
-        start_fail, end_fail = _failure(self.start), _failure(self.end)
-
-        def step(marker, failure, m, t):
-            while m and marker[m] != t:
-                m = failure[m - 1]
-            return m + 1 if marker[m] == t else m
-
+        start, end = self._start_matcher, self._end_matcher
         in_section, start_m, end_m, count = 0, 0, 0, 0
         for token in prompt:
             if in_section:
                 count += 1
-                end_m = step(self.end, end_fail, end_m, token)
+                end_m = end.step(end_m, token)
                 if end_m == len(self.end):
                     in_section, count, end_m = 0, 0, 0
             else:
-                start_m = step(self.start, start_fail, start_m, token)
+                start_m = start.step(start_m, token)
                 if start_m == len(self.start):
                     in_section, count, start_m = 1, 0, 0
         fields = [0] * NUM_FIELDS

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")  # absent on bare GPU images
 
+from embedded.app import split_reasoning  # noqa: E402
 from harness import checks, runner  # noqa: E402
 from harness.api import ApiEngine, _violations, embedded_profile  # noqa: E402
 from harness.engines import embedded_server  # noqa: E402
 from harness.oracle.naive import sections  # noqa: E402
-from harness.server.app import split_reasoning  # noqa: E402
 
 
 @pytest.fixture(scope="module")

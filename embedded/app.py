@@ -20,7 +20,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 import impl
 
-from ..oracle.budget import MarkerAutomaton
 from .engine import Engine
 from .engine import Request as EngineRequest
 
@@ -43,7 +42,7 @@ class ServedModel:
 def split_reasoning(prompt_ids, output_ids, start, end, final: bool) -> tuple[list[int], list[int], int]:
     """``(reasoning ids, content ids, settled)``: markers removed, a trailing partial marker held back
     (unless ``final``); ``settled`` counts the output tokens classified so far."""
-    s, e = MarkerAutomaton(start), MarkerAutomaton(end)
+    s, e = impl.MarkerMatcher(start), impl.MarkerMatcher(end)
     inside, sm, em = False, 0, 0
     for token in prompt_ids:
         if inside:
