@@ -40,40 +40,27 @@ class ServedModel:
 
 
 def split_reasoning(prompt_ids, output_ids, start, end, final: bool) -> tuple[list[int], list[int], int]:
-    """``(reasoning ids, content ids, settled)``: markers removed, a trailing partial marker held back
-    (unless ``final``); ``settled`` counts the output tokens classified so far."""
-    s, e = impl.MarkerMatcher(start), impl.MarkerMatcher(end)
-    inside, sm, em = False, 0, 0
+    """``(reasoning ids, content ids, settled)`` of ``output_ids``: markers removed, a trailing partial
+    marker held back (unless ``final``); ``settled`` counts the output tokens classified so far.
+
+    A marker may begin in the prompt and end in the output: only its output tokens are dropped.
+    """
+    matchers = {False: impl.MarkerMatcher(start), True: impl.MarkerMatcher(end)}  # keyed by "inside a section"
+    inside, matched = False, 0
     for token in prompt_ids:
-        if inside:
-            em = e.step(em, token)
-            if em == len(e):
-                inside, em = False, 0
-        else:
-            sm = s.step(sm, token)
-            if sm == len(s):
-                inside, sm = True, 0
-    reasoning, content, pending = [], [], []
+        matched = matchers[inside].step(matched, token)
+        if matched == len(matchers[inside]):
+            inside, matched = not inside, 0
+    reasoning, content, pending = [], [], []  # pending: output tokens that may belong to a marker
     for token in output_ids:
         pending.append(token)
-        if inside:
-            em = e.step(em, token)
-            if em == len(e):
-                reasoning += pending[: len(pending) - len(e)]
-                pending, inside, em = [], False, 0
-            else:
-                keep = em
-                reasoning += pending[: len(pending) - keep]
-                pending = pending[len(pending) - keep :]
-        else:
-            sm = s.step(sm, token)
-            if sm == len(s):
-                content += pending[: len(pending) - len(s)]
-                pending, inside, sm = [], True, 0
-            else:
-                keep = sm
-                content += pending[: len(pending) - keep]
-                pending = pending[len(pending) - keep :]
+        matched = matchers[inside].step(matched, token)
+        if matched == len(matchers[inside]):  # every pending token lies inside the completed marker
+            pending, inside, matched = [], not inside, 0
+            continue
+        keep = min(matched, len(pending))
+        (reasoning if inside else content).extend(pending[: len(pending) - keep])
+        pending = pending[len(pending) - keep :]
     if final:
         (reasoning if inside else content).extend(pending)
         pending = []
