@@ -12,7 +12,10 @@ def describe(value) -> str:
     """A short description of ``value`` for an error message (a tensor by dtype, shape and device)."""
     if isinstance(value, torch.Tensor):
         return f"a tensor of dtype {value.dtype}, shape {tuple(value.shape)} on {value.device}"
-    text = repr(value)
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # a NumPy (or other) array
+        kind = f"{type(value).__module__}.{type(value).__name__}"
+        return f"a {kind} of dtype {value.dtype}, shape {tuple(value.shape)}"
+    text = " ".join(repr(value).split())
     return f"{text if len(text) <= 80 else text[:77] + '...'} of type {type(value).__name__}"
 
 

@@ -158,8 +158,9 @@ def walk_drafts_kernel(
     job_sum = 1.0
     while (j < k) & (rejected == 0):
         row = row0 + j
-        draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
+        draft = tl.load(draft_ids_ptr + draft0 + j)
         in_vocab = (draft >= 0) & (draft < vocab_size)  # false only without validation: never accepted
+        draft = tl.where(in_vocab, draft, -1).to(tl.int32)  # checked before narrowing: 2**32 would become 0
         safe_draft = tl.where(in_vocab, draft, 0)
         q_draft = 1.0
         if HAS_Q:
@@ -250,7 +251,8 @@ def race_kernel(
         row_sum = tl.load(job_sum_ptr + request)
         residual = mode == SAMPLE_RESIDUAL
         greedy = mode == SAMPLE_GREEDY
-        draft = tl.load(draft_ids_ptr + draft0 + j, mask=residual, other=-1).to(tl.int32)
+        draft = tl.load(draft_ids_ptr + draft0 + j, mask=residual, other=-1)
+        draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
         best = float("-inf")
         best_arg = 0
         fallback = float("-inf")
