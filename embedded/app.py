@@ -196,10 +196,11 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
     max_tokens = _int(body, "max_completion_tokens", None, 1, 4096) or _int(body, "max_tokens", 64, 1, 4096)
     positions = model.engine.context_length - model.engine.k
     if len(prompt_ids) + max_tokens > positions:
+        prompt_field = "messages" if chat else "prompt"
         raise BadRequest(
-            ("messages" if chat else "prompt") if len(prompt_ids) >= positions else length_field,
-            f"this model's context holds {positions} tokens; the request asks for {len(prompt_ids) + max_tokens} "
-            f"({len(prompt_ids)} in the prompt, {max_tokens} to generate)",
+            prompt_field if len(prompt_ids) >= positions else length_field,
+            f"{prompt_field} ({len(prompt_ids)} tokens) plus {length_field} = {max_tokens} need "
+            f"{len(prompt_ids) + max_tokens} positions; this model's context holds {positions}",
         )
     temperature = body.get("temperature", 1.0)
     if temperature is None:

@@ -1,0 +1,105 @@
+"""Load benchmark of the embedded engine: how continuous batching scales with concurrent clients.
+
+Starts the embedded server in-process, then for each client count N (default 8 and 64) sends N distinct
+greedy requests at once (mixed thinking budgets, half streamed, half not, alternating the plain and the
+speculative model) and reports the wall time of the whole wave and the latency percentiles. Every response
+is then compared with the same request run alone: a difference means a crossed or batch-dependent response,
+and the script exits non-zero. Waves of different sizes run in one process, one after the other, so their
+times compare like with like on the same machine.
+
+    PYTHONPATH=$PWD python scripts/bench-embedded-load.py [--clients 8 64] [--max-tokens 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import statistics
+import sys
+import time
+
+import httpx
+
+from embedded import start
+
+BUDGETS = (None, 0, 2, 5, 13)
+MODELS = ("tiny-think-multi", "tiny-think-multi-spec")
+
+
+def body(i: int, max_tokens: int) -> dict:
+    request = {
+        "model": MODELS[i % 2],
+        "messages": [{"role": "user", "content": f"check the sum {i} then the final value"}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "return_token_ids": True,
+        "stream": i % 4 >= 2,
+    }
+    if BUDGETS[i % len(BUDGETS)] is not None:
+        request["thinking_token_budget"] = BUDGETS[i % len(BUDGETS)]
+    return request
+
+
+def ask(base_url: str, request: dict) -> tuple[list[int], str, float]:
+    """``(token ids, finish reason, latency in seconds)`` of one request, streamed or not."""
+    began = time.perf_counter()
+    with httpx.Client(timeout=600) as client:
+        if not request["stream"]:
+            response = client.post(f"{base_url}/chat/completions", json=request)
+            response.raise_for_status()
+            choice = response.json()["choices"][0]
+            return choice["token_ids"], choice["finish_reason"], time.perf_counter() - began
+        ids, finish = [], None
+        with client.stream("POST", f"{base_url}/chat/completions", json=request) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                choice = json.loads(line[len("data: ") :])["choices"][0]
+                ids += choice.get("token_ids", [])
+                finish = choice["finish_reason"] or finish
+        return ids, finish, time.perf_counter() - began
+
+
+def wave(base_url: str, clients: int, max_tokens: int) -> tuple[float, list[tuple[list[int], str, float]]]:
+    requests = [body(i, max_tokens) for i in range(clients)]
+    began = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        results = list(pool.map(lambda r: ask(base_url, r), requests))
+    return time.perf_counter() - began, results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--max-tokens", type=int, default=24)
+    args = parser.parse_args()
+    server = start(variants=("multi",))
+    try:
+        ask(server.base_url, body(0, 2))  # warm up both paths
+        ask(server.base_url, body(3, 2))
+        waves = {n: wave(server.base_url, n, args.max_tokens) for n in args.clients}
+        alone = [ask(server.base_url, body(i, args.max_tokens)) for i in range(max(args.clients))]
+    finally:
+        server.stop()
+    crossed = 0
+    for n, (seconds, results) in waves.items():
+        latencies = sorted(r[2] for r in results)
+        mismatched = [i for i, r in enumerate(results) if r[:2] != alone[i][:2]]
+        crossed += len(mismatched)
+        tokens = sum(len(r[0]) for r in results)
+        print(
+            f"{n:3d} clients: {seconds:6.2f} s wall, {tokens / seconds:6.1f} tokens/s, latency p50 "
+            f"{statistics.median(latencies):.2f} s, max {latencies[-1]:.2f} s; {len(mismatched)} differ from "
+            f"their solo run {mismatched[:8]}"
+        )
+    solo = sum(r[2] for r in alone)
+    print(f"{len(alone)} requests one at a time: {solo:.2f} s")
+    first, last = min(args.clients), max(args.clients)
+    print(f"{last} clients take {waves[last][0] / waves[first][0]:.2f}x the time of {first}")
+    return 1 if crossed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
