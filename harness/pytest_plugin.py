@@ -50,7 +50,9 @@ class SpecconformItem(pytest.Item):
 
         def ctx_for(info):
             return Context(
-                profile=profile or info.profile, seed=option("--specconform-seed"), trials=option("--specconform-trials")
+                profile=profile or info.profile,
+                seed=option("--specconform-seed"),
+                trials=option("--specconform-trials"),
             )
 
         (record,) = runner.run_checks(state["engine"], [self.check], ctx_for, expectations=state["expectations"])

@@ -81,9 +81,12 @@ def test_expectations_pin_a_failure_by_requirement_and_fingerprint(tmp_path):
     (failed,) = _run(["fail"], expectations=conditional)
     assert failed.regression  # the condition does not hold on this CPU
     for bad, field in (
-        "  - {check: x, status: BROKEN, reason: r}\n",
-        "status",
-    ), ("  - {check: x, status: FAIL, reason: r, if: {gpu: a}}\n", "conditions"):
+        (
+            "  - {check: x, status: BROKEN, reason: r}\n",
+            "status",
+        ),
+        ("  - {check: x, status: FAIL, reason: r, if: {gpu: a}}\n", "conditions"),
+    ):
         with pytest.raises(ValueError, match=field):
             _expectations(tmp_path, bad)
 
