@@ -221,7 +221,7 @@ def cmd_bench(args) -> int:
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from .server import build_app
+    from embedded import build_app
 
     app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device)
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)

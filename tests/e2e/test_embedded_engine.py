@@ -4,8 +4,6 @@ import concurrent.futures
 
 import httpx
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")  # absent on bare GPU images
 
@@ -15,8 +13,6 @@ from harness.adapters.http import ApiEngine, embedded_profile  # noqa: E402
 from harness.checks.api import _violation as _violations  # noqa: E402
 from harness.core import Context  # noqa: E402
 from harness.isolation import EngineProcess  # noqa: E402
-from harness.oracle.naive import sections  # noqa: E402
-from harness.server.app import split_reasoning  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -132,27 +128,3 @@ def test_models_health_and_completions(base_url):
     ).json()
     assert response["usage"]["completion_tokens"] == 5 and len(response["choices"][0]["logprobs"]["content"]) == 5
     assert all(entry["logprob"] <= 0 for entry in response["choices"][0]["logprobs"]["content"])
-
-
-@given(st.lists(st.integers(0, 3), max_size=30), st.lists(st.integers(0, 3), max_size=6))
-@settings(max_examples=300, deadline=None)
-def test_reasoning_split_holds_back_partial_markers_and_matches_naive_sections(output, prompt):
-    start, end = [0, 1], [2, 2, 3]
-    reasoning, content, settled = split_reasoning(prompt, output, start, end, final=True)
-    assert settled == len(output)
-    stream = prompt + output
-    inside = set()
-    for open_at, close_at in sections(stream, start, end):
-        stop = len(stream) if close_at is None else close_at - len(end)
-        inside.update(range(open_at, stop))
-    markers = set()
-    for open_at, close_at in sections(stream, start, end):
-        markers.update(range(open_at - len(start), open_at))
-        if close_at is not None:
-            markers.update(range(close_at - len(end), close_at))
-    expect_reasoning = [stream[i] for i in range(len(prompt), len(stream)) if i in inside]
-    expect_content = [stream[i] for i in range(len(prompt), len(stream)) if i not in inside and i not in markers]
-    assert reasoning == expect_reasoning and content == expect_content
-    # while streaming, what is settled is a prefix of the final split
-    partial_r, partial_c, partial_settled = split_reasoning(prompt, output, start, end, final=False)
-    assert reasoning[: len(partial_r)] == partial_r and content[: len(partial_c)] == partial_c
