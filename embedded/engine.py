@@ -85,7 +85,7 @@ class Engine:
             isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.vocab_size for t in prompt
         ):
             raise ValueError(f"prompt_token_ids must be a non-empty list of token ids in [0, {self.vocab_size})")
-        impl.AddedRequest(0, request.budget, prompt)  # the budget as the kernel API validates it
+        impl.validate_budget(request.budget, "budget")  # as the kernel API validates it in sync_batch
         positions = self.context_length - self.k  # the drafts of the last step need K positions past the output
         if len(prompt) + request.max_tokens > positions:
             raise ValueError(
