@@ -31,6 +31,22 @@ def _engine(server, model=MODEL):
     return server.server.config.app.state.served[model].engine
 
 
+@pytest.fixture
+def steps(server):
+    """Hold the engine of MODEL between steps: it runs one step per ``steps.release()``."""
+    engine = _engine(server)
+    permits, step = threading.Semaphore(0), engine._step
+
+    def gated():
+        assert permits.acquire(timeout=300), "the test never let the engine step"
+        step()
+
+    engine._step = gated
+    yield permits
+    del engine._step
+    permits.release(10_000)  # a step already waiting runs free
+
+
 def _stream(base_url, body, started=None):
     """Token ids and finish reason of a streamed chat request; ``started`` is set at its first token."""
     ids, finish = [], None
@@ -110,16 +126,20 @@ HOSTILE = [
 
 
 @pytest.mark.req("API-ERROR-1", "API-ERROR-2")
-def test_hostile_requests_fail_alone_with_a_400_naming_the_field(base_url):
+def test_hostile_requests_fail_alone_with_a_400_naming_the_field(base_url, steps):
     root = base_url.rsplit("/v1", 1)[0]
-    with Neighbour(base_url) as neighbour:
-        for path, body, field in HOSTILE:
-            url = f"{root}/tokenize" if path == "tokenize" else f"{base_url}/{path}"
-            response = httpx.post(url, json=body, timeout=60)
-            assert response.status_code == 400, (path, body, response.text[:300])
-            error = response.json()["error"]
-            assert error["param"] == field and field.split("_")[0] in error["message"], error
-        assert neighbour.thread.is_alive(), "the neighbour finished before the hostile requests: nothing was tested"
+    neighbour = Neighbour(base_url)
+    neighbour.thread.start()
+    steps.release()  # the neighbour's first step: it is in flight and stays there until released
+    assert neighbour.started.wait(120), "the neighbour never produced a token"
+    for path, body, field in HOSTILE:
+        url = f"{root}/tokenize" if path == "tokenize" else f"{base_url}/{path}"
+        response = httpx.post(url, json=body, timeout=60)
+        assert response.status_code == 400, (path, body, response.text[:300])
+        error = response.json()["error"]
+        assert error["param"] == field and field.split("_")[0] in error["message"], error
+    assert neighbour.thread.is_alive()
+    steps.release(10_000)
     neighbour.finish()
 
 
@@ -164,25 +184,30 @@ def submitted(server):
     del engine.submit
 
 
-LONG = {"model": MODEL, "messages": USER, "max_tokens": 900, "temperature": 0, "thinking_token_budget": 2000}
+LONG = {"model": MODEL, "messages": USER, "max_tokens": 900, "temperature": 0, "return_token_ids": True}
 
 
-def test_an_abandoned_stream_stops_generating(base_url, submitted):
+def test_an_abandoned_stream_stops_generating(base_url, submitted, steps):
+    steps.release()  # one step: the first token
     with httpx.stream("POST", f"{base_url}/chat/completions", json={**LONG, "stream": True}, timeout=120) as response:
         for line in response.iter_lines():
-            if '"reasoning"' in line:  # a generated token arrived; now walk away
+            if '"token_ids"' in line:  # a generated token arrived; now walk away
                 break
     (request,) = submitted
-    assert request.done.wait(120), "the abandoned request was never dropped"
-    assert request.finish_reason == "cancelled" and len(request.output) < LONG["max_tokens"]
+    assert request.cancelled.wait(60), "closing the stream did not cancel the request"
+    steps.release(10_000)
+    assert request.done.wait(120), "the cancelled request was never dropped"
+    assert request.finish_reason == "cancelled" and len(request.output) == 1
 
 
-def test_an_abandoned_non_streaming_request_stops_generating(base_url, submitted):
-    with pytest.raises(httpx.ReadTimeout):
-        httpx.post(f"{base_url}/chat/completions", json=LONG, timeout=httpx.Timeout(120, read=2))
+def test_an_abandoned_non_streaming_request_stops_generating(base_url, submitted, steps):
+    with pytest.raises(httpx.ReadTimeout):  # the engine is held: no answer can come; the client gives up
+        httpx.post(f"{base_url}/chat/completions", json=LONG, timeout=httpx.Timeout(120, read=1))
     (request,) = submitted
-    assert request.done.wait(120), "the abandoned request was never dropped"
-    assert request.finish_reason == "cancelled" and len(request.output) < LONG["max_tokens"]
+    assert request.cancelled.wait(60), "the server never noticed that its client left"
+    steps.release(10_000)
+    assert request.done.wait(120), "the cancelled request was never dropped"
+    assert request.finish_reason == "cancelled" and request.output == []
 
 
 # -- fuzz: Hypothesis over the HTTP request body ----------------------------------------------------
