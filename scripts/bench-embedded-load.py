@@ -1,13 +1,14 @@
 """Load benchmark of the embedded engine: how continuous batching scales with concurrent clients.
 
-Starts the embedded server in-process, then for each client count N (default 8 and 64) sends N distinct
-greedy requests at once (mixed thinking budgets, half streamed, half not, alternating the plain and the
-speculative model) and reports the wall time of the whole wave and the latency percentiles. Every response
-is then compared with the same request run alone: a difference means a crossed or batch-dependent response,
-and the script exits non-zero. Waves of different sizes run in one process, one after the other, so their
-times compare like with like on the same machine.
+Starts the embedded server in its own process (``specconform serve``), then for each client count N
+(default 8 and 64) sends N distinct greedy requests at once (mixed thinking budgets, half streamed, half
+not, alternating the plain and the speculative model) and reports the wall time of the whole wave and the
+latency percentiles. Every response is then compared with the same request run alone: a difference means a
+crossed or batch-dependent response, and the script exits non-zero. Waves of different sizes alternate
+against the same server, ``--repeats`` times; each size reports the median wave and the spread (slowest /
+fastest), so their times compare like with like on the same machine.
 
-    PYTHONPATH=$PWD python scripts/bench-embedded-load.py [--clients 8 64] [--max-tokens 24]
+    PYTHONPATH=$PWD python scripts/bench-embedded-load.py [--clients 8 64] [--max-tokens 24] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import socket
 import statistics
+import subprocess
 import sys
 import time
 
 import httpx
-
-from embedded import start
 
 BUDGETS = (None, 0, 2, 5, 13)
 MODELS = ("tiny-think-multi", "tiny-think-multi-spec")
@@ -74,30 +75,50 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--max-tokens", type=int, default=24)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    server = start(variants=("multi",))
+    with socket.socket() as probe:  # a free loopback port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve", "--port", str(port)])
+    base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        ask(server.base_url, body(0, 2))  # warm up both paths
-        ask(server.base_url, body(3, 2))
-        waves = {n: wave(server.base_url, n, args.max_tokens) for n in args.clients}
-        alone = [ask(server.base_url, body(i, args.max_tokens)) for i in range(max(args.clients))]
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health").raise_for_status()
+                break
+            except httpx.TransportError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the embedded server did not start") from None
+                time.sleep(0.5)
+        ask(base_url, body(0, 2))  # warm up both paths
+        ask(base_url, body(3, 2))
+        waves = {n: [] for n in args.clients}
+        for _ in range(args.repeats):
+            for n in args.clients:
+                waves[n].append(wave(base_url, n, args.max_tokens))
+        alone = [ask(base_url, body(i, args.max_tokens)) for i in range(max(args.clients))]
     finally:
-        server.stop()
-    crossed = 0
-    for n, (seconds, results) in waves.items():
-        latencies = sorted(r[2] for r in results)
-        mismatched = [i for i, r in enumerate(results) if r[:2] != alone[i][:2]]
+        server.terminate()
+        server.wait(60)
+    crossed, medians = 0, {}
+    for n, runs in waves.items():
+        walls = sorted(seconds for seconds, _ in runs)
+        medians[n] = statistics.median(walls)
+        latencies = sorted(latency for _, results in runs for *_, latency in results)
+        mismatched = sorted({i for _, results in runs for i, r in enumerate(results) if r[:2] != alone[i][:2]})
         crossed += len(mismatched)
-        tokens = sum(len(r[0]) for r in results)
+        tokens = sum(len(r[0]) for r in runs[0][1])
         print(
-            f"{n:3d} clients: {seconds:6.2f} s wall, {tokens / seconds:6.1f} tokens/s, latency p50 "
-            f"{statistics.median(latencies):.2f} s, max {latencies[-1]:.2f} s; {len(mismatched)} differ from "
-            f"their solo run {mismatched[:8]}"
+            f"{n:3d} clients: median {medians[n]:6.2f} s wall (spread {walls[-1] / walls[0]:.2f}x over "
+            f"{len(walls)}), {tokens / medians[n]:6.1f} tokens/s, latency p50 {statistics.median(latencies):.2f} s, "
+            f"max {latencies[-1]:.2f} s; {len(mismatched)} differ from their solo run {mismatched[:8]}"
         )
     solo = sum(r[2] for r in alone)
     print(f"{len(alone)} requests one at a time: {solo:.2f} s")
     first, last = min(args.clients), max(args.clients)
-    print(f"{last} clients take {waves[last][0] / waves[first][0]:.2f}x the time of {first}")
+    print(f"{last} clients take {medians[last] / medians[first]:.2f}x the time of {first} (medians)")
     return 1 if crossed else 0
 
 
