@@ -293,9 +293,7 @@ def test_fuzz_request_bodies_never_500_never_harm_a_neighbour(base_url):
     neighbours.thread.start()
 
     @given(BODIES)
-    @settings(
-        max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
-    )
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     def one(body):
         response = httpx.post(f"{base_url}/chat/completions", json=body, timeout=120)
         assert response.status_code in (200, 400), (body, response.status_code, response.text[:300])

@@ -262,7 +262,7 @@ def batch_updates(draw, size):
 
 
 @given(st.data())
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=150, deadline=None)
 def test_fuzz_sync_batch_applies_an_update_whole_or_not_at_all(data):
     state = impl.ThinkingBudgetState(START, END, 5, max_spec_len=2)
     model = tb.BudgetBatch(START, END, 5)
@@ -289,7 +289,7 @@ def test_fuzz_sync_batch_applies_an_update_whole_or_not_at_all(data):
     st.sampled_from([torch.int64, torch.int32, torch.float32, torch.bool]),
     st.booleans(),
 )
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=120, deadline=None)
 def test_fuzz_rejection_sample_raises_a_named_error_or_emits_only_vocabulary_ids(data, logit_dtype, id_dtype, validate):
     """Unvalidated, the layout (``num_draft_tokens`` against the rows) is the caller's contract; ids, values
     and dtypes are hostile either way."""
