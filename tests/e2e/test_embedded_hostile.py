@@ -2,6 +2,7 @@
 field, neighbours in flight are untouched, abandoned requests stop generating."""
 
 import json
+import queue
 import threading
 
 import httpx
@@ -29,6 +30,21 @@ def base_url(server):
 
 def _engine(server, model=MODEL):
     return server.server.config.app.state.served[model].engine
+
+
+@pytest.fixture
+def submitted(server):
+    """A queue of the engine requests of MODEL submitted while the test runs (the engine is unchanged)."""
+    engine, requests = _engine(server), queue.Queue()
+    submit = engine.submit
+
+    def recording(request):
+        requests.put(request)
+        return submit(request)
+
+    engine.submit = recording
+    yield requests
+    del engine.submit
 
 
 @pytest.fixture
@@ -126,11 +142,12 @@ HOSTILE = [
 
 
 @pytest.mark.req("API-ERROR-1", "API-ERROR-2")
-def test_hostile_requests_fail_alone_with_a_400_naming_the_field(base_url, steps):
+def test_hostile_requests_fail_alone_with_a_400_naming_the_field(base_url, submitted, steps):
     root = base_url.rsplit("/v1", 1)[0]
     neighbour = Neighbour(base_url)
     neighbour.thread.start()
-    steps.release()  # the neighbour's first step: it is in flight and stays there until released
+    submitted.get(timeout=120)  # the neighbour waits in the engine
+    steps.release()  # one step admits it and makes its first token; it stays in flight until released
     assert neighbour.started.wait(120), "the neighbour never produced a token"
     for path, body, field in HOSTILE:
         url = f"{root}/tokenize" if path == "tokenize" else f"{base_url}/{path}"
@@ -169,31 +186,16 @@ def test_text_content_parts_read_as_their_joined_text(base_url):
     assert as_parts["choices"][0]["token_ids"] == as_string["choices"][0]["token_ids"]
 
 
-@pytest.fixture
-def submitted(server):
-    """The engine requests submitted while the test runs (the engine itself is unchanged)."""
-    engine = _engine(server)
-    seen, submit = [], engine.submit
-
-    def recording(request):
-        seen.append(request)
-        return submit(request)
-
-    engine.submit = recording
-    yield seen
-    del engine.submit
-
-
 LONG = {"model": MODEL, "messages": USER, "max_tokens": 900, "temperature": 0, "return_token_ids": True}
 
 
 def test_an_abandoned_stream_stops_generating(base_url, submitted, steps):
-    steps.release()  # one step: the first token
     with httpx.stream("POST", f"{base_url}/chat/completions", json={**LONG, "stream": True}, timeout=120) as response:
+        request = submitted.get(timeout=120)
+        steps.release()  # one step: the first token
         for line in response.iter_lines():
             if '"token_ids"' in line:  # a generated token arrived; now walk away
                 break
-    (request,) = submitted
     assert request.cancelled.wait(60), "closing the stream did not cancel the request"
     steps.release(10_000)
     assert request.done.wait(120), "the cancelled request was never dropped"
@@ -203,7 +205,7 @@ def test_an_abandoned_stream_stops_generating(base_url, submitted, steps):
 def test_an_abandoned_non_streaming_request_stops_generating(base_url, submitted, steps):
     with pytest.raises(httpx.ReadTimeout):  # the engine is held: no answer can come; the client gives up
         httpx.post(f"{base_url}/chat/completions", json=LONG, timeout=httpx.Timeout(120, read=1))
-    (request,) = submitted
+    request = submitted.get(timeout=60)
     assert request.cancelled.wait(60), "the server never noticed that its client left"
     steps.release(10_000)
     assert request.done.wait(120), "the cancelled request was never dropped"
