@@ -34,7 +34,13 @@ def test_the_reference_and_the_oracle_pass_every_claimed_check(make, trials):
     records = _judge(make, checks.kernel_checks(), trials)
     bad = [(r.check, r.status, r.message[:200]) for r in records if r.status not in ("PASS", "NOT_CLAIMED")]
     assert bad == []
-    not_run = [(r.check, rid) for r in records for rid, x in r.results.items() if x["status"] == "NOT_RUN"]
+    not_run = [
+        (r.check, rid)
+        for r in records
+        if not r.check.startswith("rejection/distribution")  # their power depends on the trials given
+        for rid, x in r.results.items()
+        if x["status"] == "NOT_RUN"
+    ]
     assert not_run == []  # every requirement a passing check declares was exercised by its cases
     assert {r.check for r in records if r.status == "NOT_CLAIMED"} == {
         "budget/scope-section",
