@@ -51,7 +51,9 @@ def fake_gh(tmp_path):
         FAKE_GH_LOG=str(log),
         FAKE_GH_ARTIFACT=str(artifact),
         FAKE_GH_RUNS='[{"databaseId": 4242}]',
-        FAKE_GH_ARTIFACTS='{"total_count": 1, "artifacts": [{"id": 9, "name": "specconform-baseline", "expired": false}]}',
+        FAKE_GH_ARTIFACTS=json.dumps(
+            {"total_count": 1, "artifacts": [{"id": 9, "name": "specconform-baseline", "expired": False}]}
+        ),
     )
     return env, log
 

@@ -34,7 +34,9 @@ def _venv(path: Path, outer_site_packages: bool) -> Path:
 def _run(python: Path, code: str) -> str:
     """``code``'s output under ``python``, away from this checkout and this interpreter's PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True, env=env, cwd=python.parent)
+    done = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, check=True, env=env, cwd=python.parent
+    )
     return done.stdout.strip()
 
 
