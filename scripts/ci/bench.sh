@@ -11,6 +11,7 @@
 # This run's medians are saved to $REPORT_DIR/baseline-next/pytest-benchmark/ (with the baseline's
 # history) for later runs. Exits non-zero when a benchmark fails or a median regressed beyond PERF_FAIL.
 set -euo pipefail
+# shellcheck source=scripts/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 begin_step bench
 SPECCONFORM_SRC=${SPECCONFORM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}

@@ -17,6 +17,7 @@
 # run compares with) and its status, summary line and run directory to $REPORT_DIR/ci/. Exits with
 # `specconform run`'s status: 0 when nothing failed that the expectations do not cover.
 set -euo pipefail
+# shellcheck source=scripts/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 begin_step conformance
 DEVICE=${DEVICE:-cuda}

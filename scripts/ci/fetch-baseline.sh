@@ -12,6 +12,7 @@
 # Says plainly when there is no baseline (no successful run yet, or none kept the artifact) and
 # exits 0 then; exits non-zero when it cannot ask (no gh, no repository) or a download fails.
 set -euo pipefail
+# shellcheck source=scripts/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 begin_step fetch-baseline
 BASELINE_DIR=${BASELINE_DIR:-$REPORT_DIR/baseline}

@@ -9,6 +9,7 @@
 # Exits 1 when the run has failures the baseline did not have, 0 when it has none, and 0 with a
 # plain "no baseline" line when there is nothing to compare with. The diff goes to $REPORT_DIR/ci/gate.md.
 set -euo pipefail
+# shellcheck source=scripts/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 begin_step gate
 BASELINE_DIR=${BASELINE_DIR:-$REPORT_DIR/baseline}

@@ -12,6 +12,7 @@
 # constraints file ($REPORT_DIR/ci/install.constraints), so pip fails loudly rather than replacing
 # them; the script then checks that torch's version and location are unchanged.
 set -euo pipefail
+# shellcheck source=scripts/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 begin_step install
 SPECCONFORM_SRC=${SPECCONFORM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -45,7 +46,7 @@ for name in ("torch", "triton"):
     except m.PackageNotFoundError:
         pass' >"$constraints"
 target=$SPECCONFORM_SRC
-[ -n "$EXTRAS" ] && target="$SPECCONFORM_SRC[$EXTRAS]"
+[ -n "$EXTRAS" ] && target="${SPECCONFORM_SRC}[$EXTRAS]"
 "$PYTHON" -m pip install "${pip_args[@]}" --constraint "$constraints" --editable "$target"
 
 after=$(torch_location)

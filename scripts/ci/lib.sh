@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the scripts in scripts/ci/ (sourced, not run). Each step keeps, in $REPORT_DIR/ci/:
 #   <step>.status  its exit status (written whatever way it ends)
 #   <step>.line    one line for the verdict

@@ -5,6 +5,7 @@
 #
 #   REPORT_DIR  as for conformance.sh (default: specconform-reports)
 set -euo pipefail
+# shellcheck source=scripts/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mkdir -p "$STATE_DIR"
 steps=(install fetch-baseline conformance gate bench)
