@@ -144,7 +144,8 @@ def rejection_sample(
       With ``validate=False`` only types, dtypes and shapes are checked, and every emitted id still lies in
       ``[0, V)`` (RS-INPUT-6): a draft id outside ``[0, V)`` is a token the target cannot emit, so it is
       never accepted and its row is resampled as after any rejection; a forced id outside ``[0, V)`` forces
-      nothing (the row is free).
+      nothing (the row is free). The layout (``num_draft_tokens`` >= 0, summing to the draft rows) stays the
+      caller's contract there.
     """
     if not isinstance(validate, bool):
         raise ValueError(f"validate must be True or False; got {validate!r}")
