@@ -323,6 +323,9 @@ def _api_check(engine, ctx: Context) -> Outcome:
     return Outcome(PASS, "invalid budgets and markers are rejected naming the field; -1 and None are untracked")
 
 
+LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)
+
+
 def _forced_logits_check(engine, ctx: Context) -> Outcome:
     state = engine.budget_state([1], [7, 8], 2, ctx.profile.scope, max_spec_len=2)
     state.sync_batch(_Update(2, added=[_Added(0, 1, [1]), _Added(1, None, [1])]))
@@ -335,8 +338,17 @@ def _forced_logits_check(engine, ctx: Context) -> Outcome:
         if token == -1:
             if not np.array_equal(out[row], logits[row]):
                 return _fail("TB-UNTRACKED-1", f"free row {row} was changed")
+        elif ctx.profile.forced_logit == "large-constant":  # the declared variant (TB-FORCE-6)
+            if not (np.isfinite(out[row, token]) and out[row, token] >= LARGE_FORCED_LOGIT):
+                return _fail("TB-FORCE-6", f"forced row {row}: logit {out[row, token]} at {token} is not large")
+            if not np.array_equal(np.delete(out[row], token), np.delete(logits[row], token)):
+                return _fail("TB-FORCE-6", f"forced row {row}: cells other than {token} were changed")
         elif not (out[row, token] == 0 and np.isneginf(np.delete(out[row], token)).all()):
             return _fail("TB-FORCE-5", f"forced row {row} is not one-hot at {token}: {out[row].tolist()}")
+    if ctx.profile.forced_logit == "large-constant":
+        return Outcome(
+            PASS, f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), the rest untouched"
+        )
     return Outcome(PASS, "forced rows are one-hot (0 / -inf), free rows untouched")
 
 
@@ -685,9 +697,9 @@ def all_checks() -> list[Check]:
         Check(
             "budget/forced-logits",
             "tb.core",
-            ("TB-FORCE-5", "TB-UNTRACKED-1"),
+            ("TB-FORCE-5", "TB-FORCE-6", "TB-UNTRACKED-1"),
             ("budget", "budget-logits"),
-            "forced rows become one-hot, free rows stay untouched",
+            "forced rows become one-hot (or hold the declared large constant), free rows stay untouched",
             _forced_logits_check,
         ),
         Check(
