@@ -11,22 +11,19 @@ Backends: ``"triton"`` (default on CUDA; also on CPU tensors under ``TRITON_INTE
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
+from specs.interface import AddedRequest, BatchUpdate, Move
+
 from .kernels import HAS_TRITON
+
+__all__ = ["AddedRequest", "BatchUpdate", "Move", "ThinkingBudgetState", "validate_budget"]
 
 TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
 NUM_FIELDS = 7
 SCOPES = ("request", "section")
-
-
-class Move(enum.Enum):
-    SWAP = "SWAP"
-    UNIDIRECTIONAL = "UNIDIRECTIONAL"
 
 
 def validate_budget(value, field_name: str = "budget") -> int | None:
@@ -42,28 +39,6 @@ def validate_budget(value, field_name: str = "budget") -> int | None:
     if value < 0:
         raise ValueError(f"{field_name} must be an integer >= 0, -1 or None; got {value!r}")
     return value
-
-
-@dataclass(frozen=True)
-class AddedRequest:
-    """A request placed in slot ``index`` with ``budget`` (None/-1 = untracked) and its prompt."""
-
-    index: int
-    budget: int | None
-    prompt_token_ids: Sequence[int]
-
-    def __post_init__(self):
-        object.__setattr__(self, "budget", validate_budget(self.budget))
-
-
-@dataclass(frozen=True)
-class BatchUpdate:
-    """Changes to the persistent batch, applied removed -> added -> moved (TB-BATCH-1)."""
-
-    batch_size: int
-    removed: Sequence[int] = ()
-    added: Sequence[AddedRequest] = ()
-    moved: Sequence[tuple[int, int, Move]] = ()
 
 
 def _failure(marker: Sequence[int]) -> list[int]:

@@ -4,8 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from harness.checks import Context, all_checks
-from harness.engines import OracleEngine
+from harness.adapters.oracle import OracleEngine
+from harness.checks import all_checks
+from harness.core import Context
 from harness.profiles import canonical, load_profile
 
 FORCED_LOGITS_CHECK = next(c for c in all_checks() if c.name == "budget/forced-logits")

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from harness.checks import _Added, _Update
 from harness.oracle import budget as tb
 from harness.oracle import rejection as rs
+from specs.interface import AddedRequest, BatchUpdate
 
 vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm / vllm-mrv2 only")
 torch = pytest.importorskip("torch")
@@ -38,7 +38,7 @@ def test_mrv2_judges_every_draft_row_on_its_own_prefix(mrv2):
     start, end = [5], [6, 7]
     oracle = tb.BudgetBatch(start, end, 2, "section")
     state = mrv2.budget_state(start, end, 2, "section", max_spec_len=3)
-    update = _Update(2, added=[_Added(0, 1, [1, 5]), _Added(1, None, [1, 5])])
+    update = BatchUpdate(2, added=(AddedRequest(0, 1, (1, 5)), AddedRequest(1, None, (1, 5))))
     oracle.apply(update)
     state.sync_batch(update)
     for committed, num, drafts in (

@@ -1,0 +1,163 @@
+"""The engine under test in its own process, watched by the runner.
+
+The engine is built by its factory and judged inside a child process; the runner (the parent) only
+sends check names and receives outcomes. So nothing the engine does (``sys.exit``, ``os._exit``, a
+segfault, a hang in C code or with SIGALRM blocked, a factory that never returns) can end the run or
+stop the parent from writing records: the parent waits with a deadline, kills the child when it is
+passed (TIMEOUT) and reports a death with its exit code or signal (ERROR), then starts a fresh child
+for the next check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+import time
+import traceback
+from dataclasses import dataclass
+
+from .core import ERROR, TIMEOUT, Context, Outcome
+from .profiles import Profile
+
+
+class EngineFailure(Exception):
+    """The engine's process could not deliver an outcome: ``status`` is TIMEOUT or ERROR."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class EngineUsageError(Exception):
+    """The engine could not be built because of how it was named (unknown engine, module, mutant)."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    name: str
+    version: str
+    device: str
+    profile: Profile
+
+
+def _worker(conn, engine_spec: str, api_options: dict) -> None:
+    """The child: build the engine, then run checks by name until told to stop."""
+    from . import checks
+    from .adapters import UsageError, make_engine
+
+    try:
+        engine = make_engine(engine_spec, api_options)
+    except UsageError as exc:
+        conn.send(("usage", str(exc)))
+        return
+    except BaseException as exc:  # the factory's own failure, SystemExit included
+        conn.send(
+            ("error", f"the engine's factory raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}")
+        )
+        return
+    conn.send(("ready", EngineInfo(str(engine.name), str(engine.version), str(engine.device), engine.profile)))
+    catalogue = checks.by_name()
+    while True:
+        request = conn.recv()
+        if request is None:
+            return
+        name, ctx = request
+        try:
+            outcome = catalogue[name].run(engine, ctx)
+        except SystemExit as exc:  # the engine tried to end the process: report it and let the child go
+            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check"))
+            return
+        except BaseException as exc:  # a crash is not a spec violation (RUN-STATUS-1)
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"))
+            continue
+        conn.send(("outcome", outcome))
+
+
+def _death(process) -> str:
+    process.join(timeout=5)
+    code = process.exitcode
+    if code is None:
+        return "the engine's process stopped answering"
+    if code < 0:
+        return f"the engine's process was killed by {signal.Signals(-code).name}"
+    return f"the engine's process exited with code {code}"
+
+
+class EngineProcess:
+    """One engine in a child process. ``run(name, ctx, timeout_s)`` returns the check's outcome or
+    raises ``EngineFailure``; after a failure the next ``run`` starts a fresh child. The factory's
+    time counts against the first check's deadline."""
+
+    def __init__(self, engine_spec: str, api_options: dict | None = None):
+        self.engine_spec = engine_spec
+        self.api_options = dict(api_options or {})
+        self.info: EngineInfo | None = None
+        self._process = None
+        self._conn = None
+        self._context = multiprocessing.get_context("spawn")
+
+    def start(self, timeout_s: float | None) -> EngineInfo:
+        """Start the child and wait for its engine; raises ``EngineUsageError`` or ``EngineFailure``."""
+        parent, child = self._context.Pipe()
+        self._process = self._context.Process(
+            target=_worker,
+            args=(child, self.engine_spec, self.api_options),
+            name=f"engine {self.engine_spec}",
+            daemon=True,
+        )
+        self._process.start()
+        child.close()
+        self._conn = parent
+        kind, payload = self._receive(timeout_s, "building the engine")
+        if kind == "usage":
+            self.stop()
+            raise EngineUsageError(payload)
+        if kind == "error":
+            self.stop()
+            raise EngineFailure(ERROR, payload)
+        self.info = payload
+        return payload
+
+    def run(self, name: str, ctx: Context, timeout_s: float | None) -> Outcome:
+        deadline = None if not timeout_s else time.monotonic() + timeout_s
+        if self._process is None or not self._process.is_alive():
+            self.start(timeout_s)
+        remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+        try:
+            self._conn.send((name, ctx))
+        except (BrokenPipeError, OSError):
+            raise EngineFailure(ERROR, _death(self._process)) from None
+        kind, payload = self._receive(remaining, f"check {name}")
+        if kind == "outcome":
+            return payload
+        self.stop()  # the child reported an exit or crash it cannot recover from
+        raise EngineFailure(ERROR, payload)
+
+    def _receive(self, timeout_s: float | None, doing: str):
+        ready = self._conn.poll(timeout_s) if timeout_s else self._conn.poll(None)
+        if not ready:
+            self.stop()
+            raise EngineFailure(TIMEOUT, f"ran past {timeout_s:.3g} s while {doing}; the engine's process was killed")
+        try:
+            return self._conn.recv()
+        except (EOFError, OSError):
+            message = _death(self._process)
+            self.stop()
+            raise EngineFailure(ERROR, f"{message} while {doing}") from None
+
+    def stop(self) -> None:
+        """End the child: politely if it is idle, by SIGKILL if it does not go within a second."""
+        if self._process is None:
+            return
+        if self._process.is_alive():
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self._conn.send(None)
+            self._process.join(timeout=1)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(timeout=5)
+        self._conn.close()
+        self._process = None
+        self._conn = None
