@@ -46,6 +46,10 @@ def make():
     return VllmMrv2Engine()
 
 
+class UntranslatableUpdate(RuntimeError):
+    """A persistent-batch update that names no request: it has no Model Runner V2 equivalent."""
+
+
 class VllmMrv2Engine:
     name = "vllm-0.33-mrv2"
 
@@ -203,7 +207,8 @@ class VllmMrv2Budget:
             return
         vllm = self.engine.vllm
         budgets = [validate_budget(a.budget) for a in update.added]  # all or nothing
-        slots = list(self.slots) + [None] * max(0, update.batch_size - len(self.slots))
+        self._check_translatable(update)
+        slots = list(self.slots)
         for index in update.removed:
             self.req_states.remove_request(slots[index])
             slots[index] = None
@@ -224,6 +229,24 @@ class VllmMrv2Budget:
         self.batch_size = update.batch_size
         self.req_states.apply_staged_writes()
         self.budget.apply_staged_writes()
+
+    def _check_translatable(self, update):
+        """Model Runner V2 has no persistent-batch ``BatchUpdate`` (the scheduler names requests by id),
+        so an update that names no request cannot be translated; it is refused with an error that is
+        not a ``ValueError``, so that no check credits vLLM with validating it (TB-BATCH-4)."""
+        occupied = {i for i, req in enumerate(self.slots) if req is not None} - set(update.removed)
+        problems = [
+            f"removed slot {i} holds no request"
+            for i in update.removed
+            if i >= len(self.slots) or self.slots[i] is None
+        ]
+        problems += [f"added slot {a.index} is outside the batch" for a in update.added if a.index >= len(self.slots)]
+        occupied |= {a.index for a in update.added}
+        problems += [f"moved slot {s} holds no request" for s, _, _ in update.moved if s not in occupied]
+        if update.batch_size > len(self.slots):
+            problems.append(f"batch_size {update.batch_size} exceeds max_num_reqs {len(self.slots)}")
+        if problems:
+            raise UntranslatableUpdate("; ".join(problems))
 
     def _batch(self, num_draft_tokens, draft_token_ids):
         """What ``prepare_inputs`` builds for this step: ``idx_mapping [B]``, ``cu_num_logits [B + 1]``,
