@@ -16,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 status=0
 for runner in mrv2 v1; do
   module=harness.adapters.vllm_mrv2; [ "$runner" = v1 ] && module=harness.adapters.vllm
-  python3 -m harness.cli run --engine "$module:make" --expectations "expectations/vllm-0.33-$runner.yaml" \
+  timeout "${RUN_LIMIT_S:-280}" python3 -m harness.cli run --engine "$module:make" --expectations "expectations/vllm-0.33-$runner.yaml" \
     --report-dir "reports/engines/vllm-0.33-$runner" --exclude "api.*" --trials 2000 "$@" \
     > "$out/vllm-0.33-$runner.log" 2>&1
   echo "vllm-0.33-$runner exit $?" | tee -a "$out/gpu.txt"

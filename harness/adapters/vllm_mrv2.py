@@ -213,6 +213,8 @@ class VllmMrv2Budget:
             self.req_states.remove_request(slots[index])
             slots[index] = None
         for a, budget in zip(update.added, budgets):
+            if slots[a.index] is not None:  # an added request replaces the one in its slot
+                self.req_states.remove_request(slots[a.index])
             req_id = f"req-{self.next_id}"
             self.next_id += 1
             prompt = [int(t) for t in a.prompt_token_ids]
@@ -224,6 +226,8 @@ class VllmMrv2Budget:
             if getattr(kind, "name", kind) == "SWAP":
                 slots[s], slots[d] = slots[d], slots[s]
             else:
+                if slots[d] is not None and slots[d] != slots[s]:  # the moved request replaces the one there
+                    self.req_states.remove_request(slots[d])
                 slots[d], slots[s] = slots[s], None
         self.slots = slots
         self.batch_size = update.batch_size
@@ -234,15 +238,27 @@ class VllmMrv2Budget:
         """Model Runner V2 has no persistent-batch ``BatchUpdate`` (the scheduler names requests by id),
         so an update that names no request cannot be translated; it is refused with an error that is
         not a ``ValueError``, so that no check credits vLLM with validating it (TB-BATCH-4)."""
-        occupied = {i for i, req in enumerate(self.slots) if req is not None} - set(update.removed)
-        problems = [
-            f"removed slot {i} holds no request"
-            for i in update.removed
-            if i >= len(self.slots) or self.slots[i] is None
-        ]
-        problems += [f"added slot {a.index} is outside the batch" for a in update.added if a.index >= len(self.slots)]
-        occupied |= {a.index for a in update.added}
-        problems += [f"moved slot {s} holds no request" for s, _, _ in update.moved if s not in occupied]
+        size = len(self.slots)
+        occupied = [req is not None for req in self.slots]
+        problems = []
+        for i in update.removed:
+            if i >= size or not occupied[i]:
+                problems.append(f"removed slot {i} holds no request")
+            else:
+                occupied[i] = False
+        for added in update.added:
+            if added.index >= size:
+                problems.append(f"added slot {added.index} is outside the batch")
+            else:
+                occupied[added.index] = True
+        for src, dst, kind in update.moved:
+            if max(src, dst) >= size or not (occupied[src] or getattr(kind, "name", kind) == "SWAP" and occupied[dst]):
+                problems.append(f"moved slot {src} holds no request")
+                continue
+            if getattr(kind, "name", kind) == "SWAP":
+                occupied[src], occupied[dst] = occupied[dst], occupied[src]
+            else:
+                occupied[dst], occupied[src] = True, False
         if update.batch_size > len(self.slots):
             problems.append(f"batch_size {update.batch_size} exceeds max_num_reqs {len(self.slots)}")
         if problems:
