@@ -9,7 +9,8 @@ site=$(mktemp -d)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${PEERS_DIR:?}"/wheels/*.whl \
   && tar -xzf "$PEERS_DIR"/vllm-*-python.tar.gz -C "$site" \
   || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
-export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1
+# FlashInfer (vLLM's fused top-k/top-p sampler) is not staged; the cases use neither top-k nor top-p.
+export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0
 out="${OUT:-reports/gpu}"
 mkdir -p "$out" reports/engines
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"

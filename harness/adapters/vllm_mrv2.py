@@ -46,6 +46,17 @@ def make():
     return VllmMrv2Engine()
 
 
+def _uva_views_available(torch, buffer_utils) -> bool:
+    """Whether vLLM can map pinned host memory into the GPU here (its ``UvaBuffer``)."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        buffer_utils.UvaBuffer(1, torch.int32)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
 class UntranslatableUpdate(RuntimeError):
     """A persistent-batch update that names no request: it has no Model Runner V2 equivalent."""
 
@@ -63,13 +74,16 @@ class VllmMrv2Engine:
         from vllm.v1.worker.gpu.spec_decode import rejection_sampler_utils
         from vllm.v1.worker.gpu.states import RequestState
 
-        if not torch.cuda.is_available():
-            # No pinned memory on a CPU: vLLM's own fallback for platforms without it (NonUvaBuffer),
-            # on the CPU device; the kernels run under Triton's interpreter.
+        if not _uva_views_available(torch, buffer_utils):
+            # Request and sampling state live in pinned host memory seen by the GPU through vLLM's
+            # compiled extension (vllm._C), which is not staged here (a CPU, or a GPU machine given
+            # vLLM's Python only): vLLM's own fallback for platforms without it (NonUvaBuffer) keeps
+            # them in device memory with explicit copies, the same values.
             from vllm.platforms import current_platform
 
             buffer_utils.is_uva_available = lambda: False
-            current_platform.device_type = "cpu"
+            if not torch.cuda.is_available():
+                current_platform.device_type = "cpu"  # the kernels run under Triton's interpreter
         self.torch = torch
         self.vllm = SimpleNamespace(
             SamplingParams=SamplingParams,
