@@ -15,7 +15,7 @@ out="${OUT:-reports/gpu}"
 mkdir -p "$out" reports/engines
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 status=0
-for runner in mrv2 v1; do
+for runner in ${RUNNERS:-mrv2 v1}; do
   module=harness.adapters.vllm_mrv2; [ "$runner" = v1 ] && module=harness.adapters.vllm
   timeout "${RUN_LIMIT_S:-280}" python3 -m harness.cli run --engine "$module:make" --expectations "expectations/vllm-0.33-$runner.yaml" \
     --report-dir "reports/engines/vllm-0.33-$runner" --exclude "api.*" --trials 2000 "$@" \
@@ -23,5 +23,5 @@ for runner in mrv2 v1; do
   echo "vllm-0.33-$runner exit $?" | tee -a "$out/gpu.txt"
   tail -5 "$out/vllm-0.33-$runner.log"
 done
-tar -czf "$out/vllm-gpu-reports.tar.gz" reports/engines/vllm-0.33-mrv2 reports/engines/vllm-0.33-v1
+tar -czf "$out/vllm-gpu-reports.tar.gz" reports/engines/vllm-0.33-*
 exit $status

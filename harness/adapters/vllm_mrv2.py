@@ -178,7 +178,7 @@ class VllmMrv2Engine:
         sampled, num_sampled = self.vllm.rejection_sample(
             logits,
             draft_logits,
-            torch.tensor(draft_sampled, device=device),
+            torch.tensor(draft_sampled, dtype=torch.int32, device=device),  # gathered from int32 input_ids
             cu_num_logits,
             pos,
             idx_mapping,
@@ -204,7 +204,6 @@ class VllmMrv2Budget:
 
     def __init__(self, engine: VllmMrv2Engine, start, end, max_num_reqs, max_spec_len):
         self.engine = engine
-        torch = engine.torch
         config = reasoning_config(start, end)  # vLLM's own check of the markers (TB-API-3)
         self.vocab = max(start + end) + 1
         self.req_states = engine.vllm.RequestState(
@@ -214,7 +213,6 @@ class VllmMrv2Budget:
         self.slots: list[str | None] = [None] * max_num_reqs  # batch position -> request id
         self.batch_size = 0
         self.next_id = 0
-        self.num_computed = torch.zeros(max_num_reqs, dtype=torch.int32, device=engine.device)
 
     def sync_batch(self, update):
         if update is None:
@@ -307,7 +305,7 @@ class VllmMrv2Budget:
             idx_mapping=idx_mapping,
             idx_mapping_np=idx_mapping_np,
             expanded_local_pos=expanded_local_pos,
-            input_ids=torch.tensor(input_ids, device=device),
+            input_ids=torch.tensor(input_ids, dtype=torch.int32, device=device),  # vLLM's input_ids are int32
             pos=torch.zeros(int(cu[-1]), dtype=torch.int64, device=device),  # not read by the budget
             seq_lens_upper_bound_np=np.zeros(B, dtype=np.int32),  # not read by the budget
         )
