@@ -17,8 +17,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 status=0
 for runner in ${RUNNERS:-mrv2 v1}; do
   module=harness.adapters.vllm_mrv2; [ "$runner" = v1 ] && module=harness.adapters.vllm
+  # Model Runner V2 has no persistent-batch BatchUpdate: the TB-BATCH-4 vectors have no MRV2 form
+  skip=(); [ "$runner" = mrv2 ] && for v in added-slot-out-of-range batch-size-too-large move-from-empty-slot remove-empty-slot; do
+    skip+=(--exclude "vectors/thinking-budget/$v"); done
   timeout "${RUN_LIMIT_S:-280}" python3 -m harness.cli run --engine "$module:make" --expectations "expectations/vllm-0.33-$runner.yaml" \
-    --report-dir "reports/engines/vllm-0.33-$runner" --exclude "api.*" --trials 2000 "$@" \
+    --report-dir "reports/engines/vllm-0.33-$runner" --exclude "api.*" "${skip[@]}" --trials 2000 "$@" \
     > "$out/vllm-0.33-$runner.log" 2>&1
   echo "vllm-0.33-$runner exit $?" | tee -a "$out/gpu.txt"
   tail -5 "$out/vllm-0.33-$runner.log"
