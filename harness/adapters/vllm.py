@@ -63,6 +63,15 @@ def import_vllm():
     return torch, vllm
 
 
+def vllm_commit() -> str:
+    """The commit vLLM's wheel was built from (``vllm/_version.py``)."""
+    try:
+        from vllm._version import __commit_id__
+    except ImportError:
+        return "commit unknown"
+    return f"commit {__commit_id__}"
+
+
 def validate_budget(value):
     """vLLM's ``validate_thinking_token_budget`` (``None`` for unlimited); its error, which is not a
     ``ValueError``, becomes one with vLLM's message."""
@@ -134,7 +143,7 @@ class VllmEngine:
         self.rejection_sampler = rejection_sampler.RejectionSampler(self.sampler)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
-        self.version = f"vllm-{vllm.__version__} legacy-model-runner torch-{torch.__version__} {gpu}"
+        self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) legacy-model-runner torch-{torch.__version__} {gpu}"
         # The legacy runner's profile, from thinking_budget_state.py: a re-opened section gets a fresh
         # budget (per section); a forced cell is set to 1e9 and the rest of the row is left as it was.
         # No sampler input is validated, and draws come from per-request torch generators.

@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import profiles
 from ..oracle import rejection as rs
-from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget
+from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget, vllm_commit
 
 MAX_MODEL_LEN = 4096
 
@@ -98,7 +98,7 @@ class VllmMrv2Engine:
         )
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
-        self.version = f"vllm-{vllm.__version__} model-runner-v2 torch-{torch.__version__} {gpu}"
+        self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) model-runner-v2 torch-{torch.__version__} {gpu}"
         # Model Runner V2's profile, from thinking_budget.py: a section is open while the last start
         # marker comes after the last natural end marker, and its tokens are counted from that start
         # (per section: a re-opened section gets a fresh budget); the forced cell is set to 1e9 and
