@@ -221,7 +221,7 @@ def cmd_bench(args) -> int:
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from .server import build_app
+    from embedded import build_app
 
     app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device)
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
@@ -234,7 +234,7 @@ def cmd_list(args) -> int:
         for req in spec.load_registry().values():
             print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
     else:
-        for check in checks_module.all_checks_with_api():
+        for check in checks_module.all_checks():
             print(f"{check.name:58} {check.cls:18} {','.join(check.requirements)}")
         print(f"\nnot yet covered: {', '.join(checks_module.uncovered_requirements())}")
     return 0

@@ -11,6 +11,7 @@ for the next check.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import signal
 import time
@@ -42,11 +43,20 @@ class EngineInfo:
     profile: Profile
 
 
-def _worker(conn, engine_spec: str, api_options: dict) -> None:
+BOOT_LIMIT_S = 300  # the child's own imports (torch), before the engine's factory runs
+
+
+def _load_catalogue(catalogue: str) -> dict:
+    module_name, _, function = catalogue.partition(":")
+    return {check.name: check for check in getattr(importlib.import_module(module_name), function)()}
+
+
+def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
     """The child: build the engine, then run checks by name until told to stop."""
-    from . import checks
     from .adapters import UsageError, make_engine
 
+    checks = _load_catalogue(catalogue)
+    conn.send(("booted", None))
     try:
         engine = make_engine(engine_spec, api_options)
     except UsageError as exc:
@@ -58,14 +68,13 @@ def _worker(conn, engine_spec: str, api_options: dict) -> None:
         )
         return
     conn.send(("ready", EngineInfo(str(engine.name), str(engine.version), str(engine.device), engine.profile)))
-    catalogue = checks.by_name()
     while True:
         request = conn.recv()
         if request is None:
             return
         name, ctx = request
         try:
-            outcome = catalogue[name].run(engine, ctx)
+            outcome = checks[name].run(engine, ctx)
         except SystemExit as exc:  # the engine tried to end the process: report it and let the child go
             conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check"))
             return
@@ -90,10 +99,13 @@ class EngineProcess:
     raises ``EngineFailure``; after a failure the next ``run`` starts a fresh child. The factory's
     time counts against the first check's deadline."""
 
-    def __init__(self, engine_spec: str, api_options: dict | None = None):
+    def __init__(self, engine_spec: str, api_options: dict | None = None, catalogue: str = "harness.checks:all_checks"):
+        """``catalogue`` names the function (``module:function``) that lists the checks the child can run."""
         self.engine_spec = engine_spec
+        self.catalogue = catalogue
         self.api_options = dict(api_options or {})
         self.info: EngineInfo | None = None
+        self.factory_s = 0.0
         self._process = None
         self._conn = None
         self._context = multiprocessing.get_context("spawn")
@@ -103,14 +115,19 @@ class EngineProcess:
         parent, child = self._context.Pipe()
         self._process = self._context.Process(
             target=_worker,
-            args=(child, self.engine_spec, self.api_options),
+            args=(child, self.engine_spec, self.api_options, self.catalogue),
             name=f"engine {self.engine_spec}",
             daemon=True,
         )
         self._process.start()
         child.close()
         self._conn = parent
-        kind, payload = self._receive(timeout_s, "building the engine")
+        kind, _ = self._receive(BOOT_LIMIT_S, "starting the engine's process")
+        if kind != "booted":
+            raise EngineFailure(ERROR, f"the engine's process did not start: {kind}")
+        booted = time.monotonic()
+        kind, payload = self._receive(timeout_s, "building the engine (its factory)")
+        self.factory_s = time.monotonic() - booted
         if kind == "usage":
             self.stop()
             raise EngineUsageError(payload)
@@ -121,10 +138,11 @@ class EngineProcess:
         return payload
 
     def run(self, name: str, ctx: Context, timeout_s: float | None) -> Outcome:
-        deadline = None if not timeout_s else time.monotonic() + timeout_s
+        factory_s = 0.0
         if self._process is None or not self._process.is_alive():
             self.start(timeout_s)
-        remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+            factory_s = self.factory_s  # the factory's time counts against the check's deadline
+        remaining = None if not timeout_s else max(timeout_s - factory_s, 0.001)
         try:
             self._conn.send((name, ctx))
         except (BrokenPipeError, OSError):

@@ -150,7 +150,8 @@ def junit(records: list[dict], missing: list[str] = ()) -> str:
             detail = result.get("evidence") or r["message"]
             body = ""
             if status == "FAIL":
-                body = f"<failure message={quoteattr(_first_line(detail))}>{escape(detail)}\n{escape(r['reproduce'])}</failure>"
+                text = escape(detail + "\n" + r["reproduce"])
+                body = f"<failure message={quoteattr(_first_line(detail))}>{text}</failure>"
                 counts["failures"] += 1
             elif status in ("ERROR", "TIMEOUT"):
                 body = f"<error message={quoteattr(status + ': ' + _first_line(detail))}>{escape(detail)}</error>"
@@ -301,8 +302,8 @@ def html_report(
         "<!doctype html><html><head><meta charset='utf-8'><title>specconform report</title><style>"
         "body{font-family:sans-serif;margin:20px}table{border-collapse:collapse;width:100%}"
         "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}</style></head><body>"
-        f"<h1>specconform conformance report</h1>{incomplete}{zoo}<h2>Results</h2><table><tr><th>status</th><th>engine</th>"
-        f"<th>check</th><th>class</th><th>requirements</th><th>evidence</th></tr>{''.join(rows)}</table>"
+        f"<h1>specconform conformance report</h1>{incomplete}{zoo}<h2>Results</h2><table><tr><th>status</th>"
+        f"<th>engine</th><th>check</th><th>class</th><th>requirements</th><th>evidence</th></tr>{''.join(rows)}</table>"
         f"{uncovered_html}</body></html>\n"
     )
 
@@ -360,7 +361,8 @@ def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
     lines += (
         ["## New failures", ""]
         + [
-            f"- `{check}` {rid} ({engine}): {r['status']} {_first_line(r['results'].get(rid, {}).get('evidence') or r['message'])}"
+            f"- `{check}` {rid} ({engine}): {r['status']} "
+            f"{_first_line(r['results'].get(rid, {}).get('evidence') or r['message'])}"
             for (engine, check, rid), r in new_failures
         ]
         + [""]
@@ -368,7 +370,8 @@ def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
     lines += (
         ["## Fixes", ""]
         + [
-            f"- `{check}` {rid} ({engine}): now {after[(engine, check)]['results'].get(rid, {}).get('status', after[(engine, check)]['status'])}"
+            f"- `{check}` {rid} ({engine}): now "
+            f"{after[(engine, check)]['results'].get(rid, {}).get('status', after[(engine, check)]['status'])}"
             for (engine, check, rid), _ in fixes
         ]
         + [""]

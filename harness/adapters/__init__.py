@@ -23,7 +23,7 @@ _EMBEDDED: dict = {}
 def embedded_server():
     """The embedded reference engine, started once per process on a free loopback port."""
     if "server" not in _EMBEDDED:
-        from ..server import start
+        from embedded import start
 
         _EMBEDDED["server"] = start()
     return _EMBEDDED["server"]

@@ -172,7 +172,8 @@ def concurrent_budgets(engine, ctx: Context) -> Outcome:
             tally.violated(
                 "API-BUDGET-5",
                 "concurrent-differs-from-sequential",
-                f"request {i} ({model}, budget {budget}): concurrent {ids} vs sequential {again['choices'][0]['token_ids']}",
+                f"request {i} ({model}, budget {budget}): concurrent {ids} vs sequential "
+                f"{again['choices'][0]['token_ids']}",
             )
         else:
             tally.exercised("API-BUDGET-5")

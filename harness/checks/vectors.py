@@ -59,7 +59,8 @@ def _rejection_exact(engine, entry) -> tuple[str, str] | None:
     if tokens != entry["expected_token_ids"] or num != entry["expected_num_emitted"]:
         return (
             "tokens-differ",
-            f"token_ids {tokens} num_emitted {num}; expected {entry['expected_token_ids']} {entry['expected_num_emitted']}",
+            f"token_ids {tokens} num_emitted {num}; "
+            f"expected {entry['expected_token_ids']} {entry['expected_num_emitted']}",
         )
     return None
 
