@@ -8,6 +8,7 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     base: canonical            # start from a built-in profile
     drop_classes: [rs.seeded]  # classes the engine does not claim
     scope: section             # variant: request (canonical) | section
+    forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     capabilities: [budget, rejection, counting]
 """
 
@@ -38,6 +39,7 @@ CAPABILITIES = (
 )
 KERNEL_CAPABILITIES = CAPABILITIES[:8]
 SCOPE_CLASSES = {"request": "tb.scope.request", "section": "tb.scope.section"}
+FORCED_LOGITS = ("one-hot", "large-constant")
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,17 @@ class Profile:
     classes: frozenset[str]
     scope: str = "request"
     tie_break: str = "lowest"
+    forced_logit: str = "one-hot"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
         if self.scope not in SCOPE_CLASSES:
             raise ValueError(f"profile {self.name}: scope must be request or section; got {self.scope!r}")
+        if self.forced_logit not in FORCED_LOGITS:
+            raise ValueError(
+                f"profile {self.name}: forced_logit must be one of {', '.join(FORCED_LOGITS)}; "
+                f"got {self.forced_logit!r}"
+            )
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -69,6 +77,7 @@ class Profile:
             "classes": sorted(self.classes),
             "scope": self.scope,
             "tie_break": self.tie_break,
+            "forced_logit": self.forced_logit,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -106,5 +115,6 @@ def load_profile(name_or_path: str) -> Profile:
         classes=frozenset(classes),
         scope=scope,
         tie_break=data.get("tie_break", base.tie_break),
+        forced_logit=data.get("forced_logit", base.forced_logit),
         capabilities=frozenset(data.get("capabilities", base.capabilities)),
     )

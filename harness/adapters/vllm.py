@@ -1,18 +1,28 @@
-"""Kernel-level adapter for vLLM (``--engine harness.adapters.vllm:make``).
+"""Kernel-level adapter for vLLM's legacy model runner (``--engine harness.adapters.vllm:make``).
 
-Drives vLLM's own code, translated from the canonical case format:
+Judged as ``vllm-0.33-v1``: the path ``VLLM_USE_V2_MODEL_RUNNER=0`` selects in vLLM 0.33 (Model
+Runner V2, the default wherever Triton is available, is ``harness.adapters.vllm_mrv2``). It drives
+vLLM's own code, translated from the canonical case format; every judged value is vLLM's:
 
-- rejection sampling: ``vllm.v1.sample.rejection_sampler.rejection_sample`` on the draft rows only
-  (flattened drafts with ``cu_num_draft_tokens``), after vLLM's ``apply_sampling_constraints``
-  (temperature); the bonus token is sampled beforehand, as vLLM's ordinary ``Sampler`` would (argmax
-  for greedy requests, a seeded categorical draw otherwise); forced rows get vLLM's ``1e9`` logit;
-- the budget: ``vllm.v1.sample.thinking_budget_state.ThinkingBudgetStateHolder`` with a hand-built
-  ``ReasoningConfig``, fed live output lists as vLLM's input batch does; each step calls
-  ``update_state`` and then ``apply_to_logits`` twice, for the bonus rows and for the draft rows, and
-  reads the forced rows back as the cells it set to 1e9; budgets are validated by vLLM's
-  ``validate_thinking_token_budget``;
-- counting: ``RejectionSampler.parse_output`` (tokens per row) and ``SpecDecodingStats`` (metrics),
-  with ``num_accepted = len(generated) - 1`` as vLLM's scheduler computes it.
+- rejection sampling: ``vllm.v1.sample.rejection_sampler.RejectionSampler.forward`` (vLLM's
+  ``Sampler`` draws the bonus token, ``apply_sampling_constraints`` applies temperature,
+  ``rejection_sample`` verifies) with a ``SpecDecodeMetadata`` laid out as the legacy model runner
+  lays it out (each request's draft rows, then its bonus row); a step without drafts goes to
+  ``Sampler`` alone, as the model runner does. Emitted counts are the lengths of
+  ``RejectionSampler.parse_output``'s rows. Forced rows of a case get vLLM's ``1e9`` logit, which
+  the budget holder writes before sampling;
+- the budget: ``vllm.v1.sample.thinking_budget_state.ThinkingBudgetStateHolder`` with a
+  ``ReasoningConfig`` whose token ids come from its own ``initialize_token_ids`` (a stand-in
+  tokenizer maps ``<think>``/``</think>`` to the case's markers, so an empty marker meets vLLM's own
+  error), fed live output lists as vLLM's input batch does; each step calls ``update_state`` and then
+  ``apply_to_logits`` for the bonus rows and for the draft rows, as ``Sampler`` and
+  ``RejectionSampler`` do, and reads the forced rows back as the cells set to 1e9; budgets are
+  validated by vLLM's ``validate_thinking_token_budget``;
+- counting: ``RejectionSampler.parse_output`` (tokens per row); metrics: the scheduler's
+  ``Scheduler.make_spec_decoding_stats`` and ``SpecDecodingStats``, called only for the steps
+  ``Scheduler.update_from_output`` passes to it (drafts scheduled and tokens generated,
+  ``vllm/v1/core/sched/scheduler.py`` lines 2346-2354 in 0.33.0), with its ``num_accepted``
+  (generated tokens less the one sampled token).
 
 On a CPU it needs ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` (set but empty) in the
 environment before Python starts, and it sets ``vllm.utils.torch_utils.PIN_MEMORY = False``.
@@ -30,7 +40,72 @@ import numpy as np
 from .. import profiles
 from ..oracle import rejection as rs
 
-FORCED_LOGIT = 1e9
+FORCED_LOGIT = 1e9  # what vLLM writes into a forced cell (both model runners)
+SAMPLED_TOKENS_PER_STEP = 1  # Scheduler.num_sampled_tokens_per_step without multi-token prediction
+
+
+def import_vllm():
+    """``(torch, vllm)``, after checking that vLLM's Triton kernels can run here."""
+    import torch
+
+    if not torch.cuda.is_available() and (
+        os.environ.get("TRITON_INTERPRET") != "1" or os.environ.get("CUDA_VISIBLE_DEVICES") != ""
+    ):
+        raise RuntimeError(
+            "vLLM's Triton kernels run on a CPU only with TRITON_INTERPRET=1 and "
+            "CUDA_VISIBLE_DEVICES= (empty) set before Python starts"
+        )
+    import vllm
+    import vllm.utils.torch_utils as torch_utils
+
+    if not torch.cuda.is_available():
+        torch_utils.PIN_MEMORY = False
+    return torch, vllm
+
+
+def vllm_commit() -> str:
+    """The commit vLLM's wheel was built from (``vllm/_version.py``)."""
+    try:
+        from vllm._version import __commit_id__
+    except ImportError:
+        return "commit unknown"
+    return f"commit {__commit_id__}"
+
+
+def validate_budget(value):
+    """vLLM's ``validate_thinking_token_budget`` (``None`` for unlimited); its error, which is not a
+    ``ValueError``, becomes one with vLLM's message."""
+    from vllm.sampling_params import validate_thinking_token_budget
+
+    try:
+        return validate_thinking_token_budget(value)
+    except Exception as exc:
+        raise ValueError(f"thinking_token_budget={value!r}: {exc}") from exc
+
+
+class _MarkerTokenizer:
+    """Stands in for the model's tokenizer: encodes the two marker strings to the case's ids."""
+
+    def __init__(self, start, end):
+        self.ids = {"<think>": list(start), "</think>": list(end)}
+
+    def encode(self, text, add_special_tokens=False):
+        return list(self.ids[text])
+
+
+def reasoning_config(start, end):
+    """vLLM's ``ReasoningConfig`` for markers ``start``/``end`` (token id lists), initialised by its own
+    ``initialize_token_ids``, which raises ``ValueError`` for a marker that encodes to nothing."""
+    from unittest import mock
+
+    import vllm.config.reasoning as reasoning
+
+    config = reasoning.ReasoningConfig(reasoning_start_str="<think>", reasoning_end_str="</think>")
+    with mock.patch.object(
+        reasoning, "cached_tokenizer_from_config", lambda model_config: _MarkerTokenizer(start, end)
+    ):
+        config.initialize_token_ids(None)
+    return config
 
 
 def make():
@@ -38,59 +113,53 @@ def make():
 
 
 class VllmEngine:
-    name = "vllm"
+    name = "vllm-0.33-v1"
 
     def __init__(self):
-        import torch
-
-        if not torch.cuda.is_available() and (
-            os.environ.get("TRITON_INTERPRET") != "1" or os.environ.get("CUDA_VISIBLE_DEVICES") != ""
-        ):
-            raise RuntimeError(
-                "vLLM's Triton kernels run on a CPU only with TRITON_INTERPRET=1 and "
-                "CUDA_VISIBLE_DEVICES= (empty) set before Python starts"
-            )
-        import vllm
-        import vllm.utils.torch_utils as torch_utils
-
-        torch_utils.PIN_MEMORY = False
-        from vllm.config.reasoning import ReasoningConfig
-        from vllm.sampling_params import validate_thinking_token_budget
+        torch, vllm = import_vllm()
+        from vllm.v1.core.sched.scheduler import Scheduler
         from vllm.v1.sample import rejection_sampler
         from vllm.v1.sample.logits_processor import LogitsProcessors
         from vllm.v1.sample.logits_processor.interface import BatchUpdate, MoveDirectionality
         from vllm.v1.sample.metadata import SamplingMetadata
+        from vllm.v1.sample.sampler import Sampler
         from vllm.v1.sample.thinking_budget_state import ThinkingBudgetStateHolder
+        from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
         from vllm.v1.spec_decode.metrics import SpecDecodingStats
 
         self.torch = torch
         self.vllm = SimpleNamespace(
-            ReasoningConfig=ReasoningConfig,
-            validate_budget=validate_thinking_token_budget,
             rejection=rejection_sampler,
             LogitsProcessors=LogitsProcessors,
             BatchUpdate=BatchUpdate,
             Move=MoveDirectionality,
             SamplingMetadata=SamplingMetadata,
+            SpecDecodeMetadata=SpecDecodeMetadata,
             Holder=ThinkingBudgetStateHolder,
+            Scheduler=Scheduler,
             SpecDecodingStats=SpecDecodingStats,
         )
+        self.sampler = Sampler()
+        self.rejection_sampler = rejection_sampler.RejectionSampler(self.sampler)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.version = f"vllm-{vllm.__version__} torch-{torch.__version__}"
-        # vLLM's profile: its holder re-arms a section closed naturally (per-section after a natural
-        # end) but closes a re-opened one after a forced end; the canonical class is still claimed so
-        # that the deviation shows as a failure. It validates no sampler input (RS-INPUT-6 variant)
-        # and draws from per-request torch generators, not the reference draws.
-        canonical = profiles.canonical()
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
+        self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) legacy-model-runner torch-{torch.__version__} {gpu}"
+        # The legacy runner's profile, from thinking_budget_state.py: a re-opened section gets a fresh
+        # budget (per section); a forced cell is set to 1e9 and the rest of the row is left as it was.
+        # No sampler input is validated, and draws come from per-request torch generators.
+        canonical = profiles.canonical("section")
         self.profile = replace(
-            canonical, name="vllm-0.33", capabilities=canonical.capabilities - {"reference-draws", "input-validation"}
+            canonical,
+            name="vllm-0.33-v1",
+            forced_logit="large-constant",
+            capabilities=canonical.capabilities - {"reference-draws", "input-validation"},
         )
 
     # -- rejection sampling --------------------------------------------------------------------
 
     def sampling_metadata(self, temperature, seeds):
         """vLLM's ``SamplingMetadata`` for ``temperature [B]`` (0 = greedy); one seeded generator per
-        random request when ``seeds`` is given, else vLLM's shared generator."""
+        random request when ``seeds`` is given (vLLM's per-request generators), else its shared one."""
         torch = self.torch
         B = len(temperature)
         greedy = temperature == 0
@@ -99,7 +168,7 @@ class VllmEngine:
             if seeds is not None and not greedy[i]:
                 generators[i] = torch.Generator(device=self.device).manual_seed(int(seeds[i]))
         return self.vllm.SamplingMetadata(
-            temperature=torch.tensor(temperature, dtype=torch.float32, device=self.device),
+            temperature=None if greedy.all() else torch.tensor(temperature, dtype=torch.float32, device=self.device),
             all_greedy=bool(greedy.all()),
             all_random=bool((~greedy).all()),
             top_p=None,
@@ -117,50 +186,46 @@ class VllmEngine:
             logitsprocs=self.vllm.LogitsProcessors(),
         )
 
+    def spec_decode_metadata(self, num_draft_tokens, draft_token_ids):
+        """``SpecDecodeMetadata`` with the legacy runner's layout: request ``i`` owns ``K_i`` draft rows
+        and then its bonus row."""
+        torch = self.torch
+        device = self.device
+        K = [int(k) for k in num_draft_tokens]
+        rows = np.concatenate([[0], np.cumsum(np.array(K) + 1)])
+        target = [int(rows[i] + j) for i in range(len(K)) for j in range(K[i])]
+        bonus = [int(rows[i] + K[i]) for i in range(len(K))]
+        return self.vllm.SpecDecodeMetadata(
+            draft_token_ids=torch.tensor(list(draft_token_ids), dtype=torch.int32, device=device),
+            num_draft_tokens=K,
+            cu_num_draft_tokens=torch.tensor(np.cumsum(K), dtype=torch.int32, device=device),
+            cu_num_sampled_tokens=torch.tensor(np.cumsum(np.array(K) + 1), dtype=torch.int32, device=device),
+            target_logits_indices=torch.tensor(target, dtype=torch.int32, device=device),
+            bonus_logits_indices=torch.tensor(bonus, dtype=torch.int32, device=device),
+            logits_indices=torch.arange(int(rows[-1]), dtype=torch.int32, device=device),
+        )
+
     def rejection_sample(self, case: rs.RejectionCase):
         torch = self.torch
-        B = case.batch_size
-        K = case.num_draft_tokens.tolist()
-        rows = case.row_offsets()
         logits = torch.tensor(case.target_logits, dtype=torch.float32, device=self.device)
-        if case.forced_token_ids is not None:  # vLLM's holder bumps the forced cell to 1e9
+        if case.forced_token_ids is not None:  # what vLLM's budget holder writes before sampling
             for row, token in enumerate(case.forced_token_ids.tolist()):
                 if token != -1:
                     logits[row, token] = FORCED_LOGIT
-        draft_rows = [int(rows[i] + j) for i in range(B) for j in range(K[i])]
-        bonus_rows = [int(rows[i] + K[i]) for i in range(B)]
-        temperature = np.asarray(case.temperature, dtype=np.float32)
-        metadata = self.sampling_metadata(temperature, case.seeds)
-        bonus = torch.empty((B, 1), dtype=torch.int32, device=self.device)
-        for i, row in enumerate(bonus_rows):  # what vLLM's Sampler does for the bonus position
-            if temperature[i] == 0:
-                bonus[i, 0] = int(torch.argmax(logits[row]))
-            else:
-                probs = torch.softmax(logits[row] / float(temperature[i]), dim=0)
-                generator = torch.Generator(device=self.device).manual_seed(int(case.seeds[i]) ^ 0x5EED)
-                bonus[i, 0] = int(torch.multinomial(probs, 1, generator=generator))
-        if sum(K) == 0:
-            out = bonus.clone()
+        metadata = self.sampling_metadata(np.asarray(case.temperature, dtype=np.float32), case.seeds)
+        if int(case.num_draft_tokens.sum()) == 0:  # no drafts scheduled: the model runner's Sampler
+            out = self.sampler(logits, metadata).sampled_token_ids
         else:
-            cu = torch.tensor(np.cumsum(K), dtype=torch.int32, device=self.device)
-            target = self.vllm.rejection.apply_sampling_constraints(logits[draft_rows].contiguous(), cu, metadata)
             q = (
                 None
                 if case.draft_probs is None
                 else torch.tensor(case.draft_probs, dtype=torch.float32, device=self.device)
             )
-            out = self.vllm.rejection.rejection_sample(
-                torch.tensor(case.draft_token_ids, dtype=torch.int32, device=self.device),
-                K,
-                max(K),
-                cu,
-                q,
-                target.contiguous(),
-                bonus,
-                metadata,
-            )
+            spec = self.spec_decode_metadata(case.num_draft_tokens, case.draft_token_ids)
+            out = self.rejection_sampler(spec, q, logits, metadata).sampled_token_ids
         tokens = out.cpu().numpy().astype(np.int64)
-        return tokens, (tokens != -1).sum(axis=1)
+        parsed, _ = self.vllm.rejection.RejectionSampler.parse_output(out, case.vocab_size)
+        return tokens, np.array([len(row) for row in parsed], dtype=np.int64)
 
     # -- counting ------------------------------------------------------------------------------
 
@@ -173,12 +238,20 @@ class VllmEngine:
         return counts, [False] * len(counts), [False] * len(counts)  # vLLM reports no malformed rows
 
     def acceptance_metrics(self, steps, eos_token_ids):
-        stats = self.vllm.SpecDecodingStats.new(max((k for k, _ in steps), default=1))
+        max_positions = max((k for k, _ in steps), default=1)
+        scheduler = SimpleNamespace(log_stats=True, num_spec_tokens=max_positions)
+        stats = None
         for k, row in steps:
-            if k == 0:
+            generated, _ = self.vllm.rejection.RejectionSampler.parse_output(
+                self.torch.tensor([list(row)], dtype=self.torch.int64), 1 << 30
+            )
+            generated = generated[0]
+            if not (k and generated):  # the scheduler's gate: drafts scheduled and tokens generated
                 continue
-            generated = [t for t in row if t != -1]
-            stats.observe_draft(num_draft_tokens=k, num_accepted_tokens=max(len(generated) - 1, 0))
+            num_accepted = max(len(generated) - SAMPLED_TOKENS_PER_STEP, 0)
+            stats = self.vllm.Scheduler.make_spec_decoding_stats(scheduler, stats, k, num_accepted, None, "req")
+        if stats is None:
+            stats = self.vllm.SpecDecodingStats.new(max_positions)
         drafts = stats.num_drafts
         return {
             "acceptance_rate": stats.num_accepted_tokens / stats.num_draft_tokens
@@ -190,24 +263,19 @@ class VllmEngine:
 
     # -- the budget ----------------------------------------------------------------------------
 
-    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
-        # vLLM's ReasoningConfig rejects markers that encode to nothing; the adapter names the field.
-        for field_name, marker in (("start_token_ids", start), ("end_token_ids", end)):
-            if not marker:
-                raise ValueError(f"{field_name} must hold at least one token id; got {marker!r}")
+    def budget_state(self, start, end, max_num_reqs, scope="section", max_spec_len=0):
         return VllmBudget(self, list(start), list(end), max_num_reqs, max_spec_len)
 
 
 class VllmBudget:
     def __init__(self, engine: VllmEngine, start, end, max_num_reqs, max_spec_len):
         self.engine = engine
-        config = engine.vllm.ReasoningConfig(reasoning_start_str="<think>", reasoning_end_str="</think>")
-        config._reasoning_start_token_ids = start
-        config._reasoning_end_token_ids = end
-        config._natural_reasoning_end_token_ids = end
-        config._enabled = True
         self.holder = engine.vllm.Holder(
-            config, max_num_seqs=max_num_reqs, num_spec_tokens=max_spec_len, device=engine.device, is_pin_memory=False
+            reasoning_config(start, end),
+            max_num_seqs=max_num_reqs,
+            num_spec_tokens=max_spec_len,
+            device=engine.device,
+            is_pin_memory=False,
         )
         self.spec_mode = max_spec_len > 0
         self.outputs: dict[int, list[int]] = {}  # slot -> the request's live output list
@@ -220,12 +288,7 @@ class VllmBudget:
         vllm = self.engine.vllm
         added = []
         for a in update.added:
-            try:  # vLLM's own validation; its error type is not a ValueError, so it is translated
-                budget = vllm.validate_budget(a.budget)
-            except Exception as exc:
-                raise ValueError(str(exc)) from exc
-            if budget == -1:
-                budget = None
+            budget = validate_budget(a.budget)
             output: list[int] = []
             added.append((a.index, SimpleNamespace(thinking_token_budget=budget), list(a.prompt_token_ids), output))
         moved = [(s, d, vllm.Move[getattr(k, "name", k)]) for s, d, k in update.moved]
@@ -243,33 +306,36 @@ class VllmBudget:
             vllm.BatchUpdate(batch_size=update.batch_size, removed=list(update.removed), added=added, moved=moved)
         )
 
-    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
-        torch = self.engine.torch
+    def _apply(self, logits, num_draft_tokens, draft_token_ids):
+        """One step as vLLM runs it: ``update_state`` with the live outputs and this step's drafts,
+        then ``apply_to_logits`` on the bonus rows (``Sampler``) and on the draft rows
+        (``RejectionSampler``); ``logits [R, V]`` in the canonical layout, returned the same way."""
         B = self.batch_size
         num = list(num_draft_tokens) if num_draft_tokens is not None else [0] * B
-        drafts = list(draft_token_ids or [])
+        drafts = [int(t) for t in draft_token_ids or []]
         spec, offset = [], 0
         for k in num:
             spec.append(drafts[offset : offset + k])
             offset += k
-        vocab = max([self.vocab] + [t + 1 for t in drafts])
-        outputs = [self.outputs.get(i, []) for i in range(B)]
-        self.holder.update_state(outputs, spec if self.spec_mode else None)
+        rows = np.concatenate([[0], np.cumsum(np.array(num, dtype=np.int64) + 1)])
+        bonus_rows = [int(rows[i] + num[i]) for i in range(B)]
+        draft_rows = [int(rows[i] + j) for i in range(B) for j in range(num[i])]
+        self.holder.update_state([self.outputs.get(i, []) for i in range(B)], spec if self.spec_mode else None)
+        out = logits.clone()
         if self.spec_mode:  # vLLM's two passes: bonus rows first, then the draft rows
-            bonus = self.holder.apply_to_logits(torch.zeros(B, vocab), True, spec)
-            target = self.holder.apply_to_logits(torch.zeros(sum(num), vocab), False, spec)
+            out[bonus_rows] = self.holder.apply_to_logits(logits[bonus_rows].clone(), True, spec)
+            out[draft_rows] = self.holder.apply_to_logits(logits[draft_rows].clone(), False, spec)
         else:
-            bonus = self.holder.apply_to_logits(torch.zeros(B, vocab), False, None)
-            target = torch.zeros(0, vocab)
+            out[bonus_rows] = self.holder.apply_to_logits(logits[bonus_rows].clone(), False, None)
+        return out
 
-        def read(row):
-            return int(torch.argmax(row)) if float(row.max()) >= FORCED_LOGIT / 2 else -1
-
-        rows, offset = [], 0
-        for i, k in enumerate(num):
-            rows += [read(target[offset + j]) for j in range(k)] + [read(bonus[i])]
-            offset += k
-        return rows
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
+        torch = self.engine.torch
+        num = list(num_draft_tokens) if num_draft_tokens is not None else [0] * self.batch_size
+        vocab = max([self.vocab] + [int(t) + 1 for t in draft_token_ids or []])
+        out = self._apply(torch.zeros(sum(num) + len(num), vocab), num_draft_tokens, draft_token_ids)
+        best, token = out.max(dim=1)
+        return torch.where(best >= FORCED_LOGIT / 2, token, -1).tolist()
 
     def update_state(self, rows):
         for slot, row in enumerate(rows):
@@ -280,7 +346,5 @@ class VllmBudget:
                     self.outputs[slot].append(int(token))
 
     def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
-        for row, token in enumerate(self.forced_tokens(num_draft_tokens, draft_token_ids)):
-            if token != -1:
-                logits[row, token] = FORCED_LOGIT  # vLLM's variant: the rest of the row is untouched
-        return logits
+        tensor = self.engine.torch.tensor(np.asarray(logits), dtype=self.engine.torch.float32)
+        return self._apply(tensor, num_draft_tokens, draft_token_ids).numpy()

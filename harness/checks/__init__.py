@@ -76,9 +76,9 @@ def kernel_checks() -> list[Check]:
         _check(
             "budget/forced-logits",
             "tb.core",
-            ("TB-FORCE-5", "TB-UNTRACKED-1"),
+            ("TB-FORCE-5", "TB-FORCE-6", "TB-UNTRACKED-1"),
             ("budget", "budget-logits"),
-            "forced rows become one-hot, free rows stay untouched",
+            "forced rows become one-hot (or hold the declared large constant), free rows stay untouched",
             budget.forced_logits_check,
         ),
         _budget(

@@ -416,9 +416,15 @@ def api_check(engine, ctx: Context) -> Outcome:
     return tally.outcome("invalid budgets and markers rejected naming the field; -1 and None untracked")
 
 
+LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)
+
+
 def forced_logits_check(engine, ctx: Context) -> Outcome:
-    """TB-FORCE-5 and TB-UNTRACKED-1 on logits, after one ordinary step (drafts only once output exists)."""
-    tally = Tally(("TB-FORCE-5", "TB-UNTRACKED-1"))
+    """TB-FORCE-5 (TB-FORCE-6 under the declared large-constant variant) and TB-UNTRACKED-1 on logits,
+    after one ordinary step (drafts only once output exists)."""
+    variant = ctx.profile.forced_logit == "large-constant"
+    forced_rid = "TB-FORCE-6" if variant else "TB-FORCE-5"
+    tally = Tally((forced_rid, "TB-UNTRACKED-1"))
     state = engine.budget_state([1], [7, 8], 2, ctx.profile.scope, max_spec_len=2)
     state.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 2, (1,)), AddedRequest(1, None, (1,)))))
     state.forced_tokens(None, None)
@@ -430,11 +436,22 @@ def forced_logits_check(engine, ctx: Context) -> Outcome:
     expected = [-1, 7, 8, -1, -1]  # request 0: after 4 and 3 the budget forces E[0], after 7 E[1]
     for row, token in enumerate(expected):
         if token == -1:
-            rid = "TB-UNTRACKED-1" if row >= 3 else "TB-FORCE-5"
+            rid = "TB-UNTRACKED-1" if row >= 3 else forced_rid
             if np.array_equal(out[row], logits[row], equal_nan=True):
                 tally.exercised(rid)
             else:
                 tally.violated(rid, "free-row-changed", f"free row {row} was changed: {out[row].tolist()}")
+        elif variant:  # the declared variant (TB-FORCE-6)
+            if not (np.isfinite(out[row, token]) and out[row, token] >= LARGE_FORCED_LOGIT):
+                tally.violated(
+                    "TB-FORCE-6", "forced-logit-not-large", f"forced row {row}: {out[row, token]} at {token}"
+                )
+            elif not np.array_equal(np.delete(out[row], token), np.delete(logits[row], token), equal_nan=True):
+                tally.violated(
+                    "TB-FORCE-6", "other-cells-changed", f"forced row {row}: cells other than {token} were changed"
+                )
+            else:
+                tally.exercised("TB-FORCE-6")
         elif out[row, token] == 0 and np.isneginf(np.delete(out[row], token)).all():
             tally.exercised("TB-FORCE-5")
         else:
@@ -443,4 +460,6 @@ def forced_logits_check(engine, ctx: Context) -> Outcome:
                 "forced-row-not-one-hot",
                 f"forced row {row} is not one-hot at {token}: {out[row].tolist()}",
             )
+    if variant:
+        return tally.outcome(f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), rest untouched")
     return tally.outcome("forced rows one-hot (0 / -inf), free rows untouched")

@@ -11,7 +11,6 @@ from harness import spec
 
 NOT_YET_COVERED = {
     # Profile variants that only a non-canonical engine adapter can show (issue 7's engines).
-    "TB-FORCE-6",
     "RS-LAYOUT-3",
 }
 

@@ -1,0 +1,355 @@
+"""Kernel-level adapter for vLLM's Model Runner V2 (``--engine harness.adapters.vllm_mrv2:make``).
+
+Model Runner V2 is vLLM 0.33's default model runner wherever Triton is available
+(``VLLM_USE_V2_MODEL_RUNNER=0`` selects the legacy one, judged by ``harness.adapters.vllm``). This
+adapter drives its code as ``vllm/v1/worker/gpu/model_runner.py`` (``GPUModelRunner``) does, translated
+from the canonical case format:
+
+- the budget: ``vllm.v1.worker.gpu.sample.thinking_budget.ThinkingBudgetState`` over a real
+  ``RequestState`` (``vllm.v1.worker.gpu.states``). A request added to a harness slot gets a
+  request-state index from ``RequestState.add_request`` (prompt as its prefill tokens) and its budget
+  from ``ThinkingBudgetState.add_request``; every step builds the batch as ``prepare_inputs`` does
+  (``idx_mapping`` in slot order, ``cu_num_logits``, vLLM's ``expand_idx_mapping``, ``input_ids`` per
+  logits row: the last committed token, then the drafts) and calls ``ThinkingBudgetState.apply`` on
+  the logits, whose forced cells hold ``1e9``; committed tokens are appended by vLLM's
+  ``post_update`` kernel. Harness moves only reorder the batch (``idx_mapping``): Model Runner V2 has
+  no persistent-batch ``BatchUpdate``.
+- rejection sampling: ``vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils.rejection_sample``
+  after ``SamplingStates.apply_temperature``, as ``RejectionSampler._verify`` calls it: draft logits
+  ``[B, max K, V]`` (pre-temperature, so the canonical draft probabilities ``q`` enter as
+  ``T · log q``), ``draft_sampled`` per logits row (row j + 1 holds draft j), positions
+  ``positions[i] + j``, the per-request seeds of ``SamplingStates``. Its output and ``num_sampled``
+  are vLLM's; the bonus and recovered tokens are its seeded Gumbel draws. A step where no request has
+  drafts goes through the plain sampler's ``gumbel_sample``, as ``GPUModelRunner.sample`` does.
+  Forced rows of a case get ``1e9`` in the forced cell before temperature, where
+  ``ThinkingBudgetState.apply`` writes it.
+
+On a CPU it needs ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` (set but empty) before Python
+starts. Nothing of vLLM's code is copied here; vLLM is a dependency of ``tox -e vllm-mrv2`` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+
+from .. import profiles
+from ..oracle import rejection as rs
+from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget, vllm_commit
+
+MAX_MODEL_LEN = 4096
+
+
+def make():
+    return VllmMrv2Engine()
+
+
+def _uva_views_available(torch, buffer_utils) -> bool:
+    """Whether vLLM can map pinned host memory into the GPU here (its ``UvaBuffer``)."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        buffer_utils.UvaBuffer(1, torch.int32)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+class UntranslatableUpdate(RuntimeError):
+    """A persistent-batch update that names no request: it has no Model Runner V2 equivalent."""
+
+
+class VllmMrv2Engine:
+    name = "vllm-0.33-mrv2"
+
+    def __init__(self):
+        torch, vllm = import_vllm()
+        from vllm.sampling_params import SamplingParams
+        from vllm.v1.worker.gpu import buffer_utils, input_batch
+        from vllm.v1.worker.gpu.sample import gumbel, states
+        from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsContext
+        from vllm.v1.worker.gpu.sample.thinking_budget import ThinkingBudgetState
+        from vllm.v1.worker.gpu.spec_decode import rejection_sampler_utils
+        from vllm.v1.worker.gpu.states import RequestState
+
+        if not _uva_views_available(torch, buffer_utils):
+            # Request and sampling state live in pinned host memory seen by the GPU through vLLM's
+            # compiled extension (vllm._C), which is not staged here (a CPU, or a GPU machine given
+            # vLLM's Python only): vLLM's own fallback for platforms without it (NonUvaBuffer) keeps
+            # them in device memory with explicit copies, the same values.
+            from vllm.platforms import current_platform
+
+            buffer_utils.is_uva_available = lambda: False
+            if not torch.cuda.is_available():
+                current_platform.device_type = "cpu"  # the kernels run under Triton's interpreter
+        self.torch = torch
+        self.vllm = SimpleNamespace(
+            SamplingParams=SamplingParams,
+            SamplingStates=states.SamplingStates,
+            RequestState=RequestState,
+            ThinkingBudgetState=ThinkingBudgetState,
+            LogitsContext=LogitsContext,
+            expand_idx_mapping=input_batch.expand_idx_mapping,
+            post_update=input_batch.post_update,
+            rejection_sample=rejection_sampler_utils.rejection_sample,
+            gumbel_sample=gumbel.gumbel_sample,
+        )
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
+        self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) model-runner-v2 torch-{torch.__version__} {gpu}"
+        # Model Runner V2's profile, from thinking_budget.py: a section is open while the last start
+        # marker comes after the last natural end marker, and its tokens are counted from that start
+        # (per section: a re-opened section gets a fresh budget); the forced cell is set to 1e9 and
+        # the rest of the row is left as it was. Draws are vLLM's Gumbel draws (seeded by request seed
+        # and position), not the reference draws; no sampler input is validated. Counting and metrics
+        # live in the scheduler, shared with the legacy runner and judged there (vllm-0.33-v1).
+        canonical = profiles.canonical("section")
+        self.profile = replace(
+            canonical,
+            name="vllm-0.33-mrv2",
+            classes=canonical.classes - {"ac.count", "ac.metrics"},
+            forced_logit="large-constant",
+            capabilities=canonical.capabilities - {"reference-draws", "input-validation", "counting", "metrics"},
+        )
+
+    # -- rejection sampling --------------------------------------------------------------------
+
+    def _sampling_states(self, case: rs.RejectionCase):
+        """vLLM's ``SamplingStates`` with request ``i`` at state index ``i``."""
+        B, V = case.batch_size, case.vocab_size
+        sampling = self.vllm.SamplingStates(B, V)
+        for i in range(B):
+            seed = None if case.seeds is None else int(case.seeds[i])
+            sampling.add_request(i, self.vllm.SamplingParams(temperature=float(case.temperature[i]), seed=seed))
+        sampling.apply_staged_writes()
+        return sampling
+
+    def rejection_sample(self, case: rs.RejectionCase):
+        torch = self.torch
+        B, V = case.batch_size, case.vocab_size
+        K = case.num_draft_tokens.astype(np.int64)
+        rows = case.row_offsets()
+        device = self.device
+        sampling = self._sampling_states(case)
+        logits = torch.tensor(case.target_logits, dtype=torch.float32, device=device)
+        if case.forced_token_ids is not None:
+            for row, token in enumerate(case.forced_token_ids.tolist()):
+                if token != -1:
+                    logits[row, token] = FORCED_LOGIT
+        idx_mapping_np = np.arange(B, dtype=np.int64)
+        idx_mapping = torch.tensor(idx_mapping_np, device=device)
+        cu_num_logits = torch.tensor(rows, dtype=torch.int32, device=device)
+        max_k = int(K.max(initial=0))
+        expanded_idx_mapping, expanded_local_pos = self.vllm.expand_idx_mapping(
+            idx_mapping, int(rows[-1]), cu_num_logits, max_k + 1
+        )
+        base = np.zeros(B, dtype=np.int64) if case.positions is None else case.positions
+        pos = torch.tensor(
+            np.concatenate([base[i] + np.arange(K[i] + 1) for i in range(B)]), dtype=torch.int64, device=device
+        )
+        sampling.apply_temperature(logits, expanded_idx_mapping, idx_mapping_np)
+        if max_k == 0:  # GPUModelRunner.sample: no drafts scheduled, the plain sampler
+            sampled = self.vllm.gumbel_sample(
+                logits,
+                expanded_idx_mapping,
+                sampling.temperature.gpu,
+                sampling.seeds.gpu,
+                pos,
+                apply_temperature=False,
+                is_drafting=False,
+            )
+            tokens = sampled.view(-1, 1).cpu().numpy().astype(np.int64)
+            return tokens, np.ones(B, dtype=np.int64)
+        draft_sampled = np.zeros(int(rows[-1]), dtype=np.int64)  # row 0 of a request: its last token
+        offsets = case.draft_offsets()
+        for i in range(B):
+            draft_sampled[rows[i] + 1 : rows[i] + 1 + K[i]] = case.draft_token_ids[offsets[i] : offsets[i + 1]]
+        draft_logits = None
+        if case.draft_probs is not None:
+            draft = np.zeros((B, max_k, V), dtype=np.float64)
+            with np.errstate(divide="ignore"):
+                for i in range(B):
+                    # vLLM divides draft logits by the request's temperature; q is post-temperature
+                    scale = float(case.temperature[i]) or 1.0
+                    draft[i, : K[i]] = np.log(case.draft_probs[offsets[i] : offsets[i + 1]]) * scale
+            draft_logits = torch.tensor(draft, dtype=torch.float32, device=device)
+        sampled, num_sampled = self.vllm.rejection_sample(
+            logits,
+            draft_logits,
+            torch.tensor(draft_sampled, dtype=torch.int32, device=device),  # gathered from int32 input_ids
+            cu_num_logits,
+            pos,
+            idx_mapping,
+            expanded_idx_mapping,
+            expanded_local_pos,
+            sampling.temperature.gpu,
+            sampling.seeds.gpu,
+            max_k,
+        )
+        num = num_sampled.cpu().numpy().astype(np.int64)
+        tokens = sampled.cpu().numpy().astype(np.int64)
+        tokens[np.arange(max_k + 1)[None, :] >= num[:, None]] = -1  # vLLM leaves these cells unwritten
+        return tokens, num
+
+    # -- the budget ----------------------------------------------------------------------------
+
+    def budget_state(self, start, end, max_num_reqs, scope="section", max_spec_len=0):
+        return VllmMrv2Budget(self, list(start), list(end), max_num_reqs, max_spec_len)
+
+
+class VllmMrv2Budget:
+    """``ThinkingBudgetState`` over a ``RequestState``; harness slots are batch positions."""
+
+    def __init__(self, engine: VllmMrv2Engine, start, end, max_num_reqs, max_spec_len):
+        self.engine = engine
+        config = reasoning_config(start, end)  # vLLM's own check of the markers (TB-API-3)
+        self.vocab = max(start + end) + 1
+        self.req_states = engine.vllm.RequestState(
+            max_num_reqs, MAX_MODEL_LEN, MAX_MODEL_LEN, max_spec_len, self.vocab, engine.device
+        )
+        self.budget = engine.vllm.ThinkingBudgetState(self.req_states, config)
+        self.slots: list[str | None] = [None] * max_num_reqs  # batch position -> request id
+        self.batch_size = 0
+        self.next_id = 0
+
+    def sync_batch(self, update):
+        if update is None:
+            return
+        vllm = self.engine.vllm
+        budgets = [validate_budget(a.budget) for a in update.added]  # all or nothing
+        self._check_translatable(update)
+        slots = list(self.slots)
+        for index in update.removed:
+            self.req_states.remove_request(slots[index])
+            slots[index] = None
+        for a, budget in zip(update.added, budgets):
+            if slots[a.index] is not None:  # an added request replaces the one in its slot
+                self.req_states.remove_request(slots[a.index])
+            req_id = f"req-{self.next_id}"
+            self.next_id += 1
+            prompt = [int(t) for t in a.prompt_token_ids]
+            self.req_states.add_request(req_id, len(prompt), prompt, 0, MAX_MODEL_LEN - len(prompt))
+            req_idx = self.req_states.req_id_to_index[req_id]
+            self.budget.add_request(req_idx, vllm.SamplingParams(thinking_token_budget=budget))
+            slots[a.index] = req_id
+        for s, d, kind in update.moved:
+            if getattr(kind, "name", kind) == "SWAP":
+                slots[s], slots[d] = slots[d], slots[s]
+            else:
+                if slots[d] is not None and slots[d] != slots[s]:  # the moved request replaces the one there
+                    self.req_states.remove_request(slots[d])
+                slots[d], slots[s] = slots[s], None
+        self.slots = slots
+        self.batch_size = update.batch_size
+        self.req_states.apply_staged_writes()
+        self.budget.apply_staged_writes()
+
+    def _check_translatable(self, update):
+        """Model Runner V2 has no persistent-batch ``BatchUpdate`` (the scheduler names requests by id),
+        so an update that names no request cannot be translated; it is refused with an error that is
+        not a ``ValueError``, so that no check credits vLLM with validating it (TB-BATCH-4)."""
+        size = len(self.slots)
+        occupied = [req is not None for req in self.slots]
+        problems = []
+        for i in update.removed:
+            if i >= size or not occupied[i]:
+                problems.append(f"removed slot {i} holds no request")
+            else:
+                occupied[i] = False
+        for added in update.added:
+            if added.index >= size:
+                problems.append(f"added slot {added.index} is outside the batch")
+            else:
+                occupied[added.index] = True
+        for src, dst, kind in update.moved:
+            if max(src, dst) >= size or not (occupied[src] or getattr(kind, "name", kind) == "SWAP" and occupied[dst]):
+                problems.append(f"moved slot {src} holds no request")
+                continue
+            if getattr(kind, "name", kind) == "SWAP":
+                occupied[src], occupied[dst] = occupied[dst], occupied[src]
+            else:
+                occupied[dst], occupied[src] = True, False
+        if update.batch_size > len(self.slots):
+            problems.append(f"batch_size {update.batch_size} exceeds max_num_reqs {len(self.slots)}")
+        if problems:
+            raise UntranslatableUpdate("; ".join(problems))
+
+    def _batch(self, num_draft_tokens, draft_token_ids):
+        """What ``prepare_inputs`` builds for this step: ``idx_mapping [B]``, ``cu_num_logits [B + 1]``,
+        the expanded mapping and local positions ``[R]`` and ``input_ids [R]`` per logits row."""
+        torch = self.engine.torch
+        device = self.engine.device
+        B = self.batch_size
+        num = np.zeros(B, dtype=np.int64) if num_draft_tokens is None else np.asarray(num_draft_tokens, np.int64)
+        drafts = [] if draft_token_ids is None else [int(t) for t in draft_token_ids]
+        idx_mapping_np = np.array([self.req_states.req_id_to_index[self.slots[i]] for i in range(B)], dtype=np.int64)
+        total_len = self.req_states.total_len.gpu.cpu().numpy()
+        all_tokens = self.req_states.all_token_ids.gpu
+        cu = np.concatenate([[0], np.cumsum(num + 1)])
+        input_ids = np.zeros(int(cu[-1]), dtype=np.int64)
+        offset = 0
+        for i, req_idx in enumerate(idx_mapping_np):
+            length = int(total_len[req_idx])
+            input_ids[cu[i]] = int(all_tokens[req_idx, length - 1]) if length else 0
+            input_ids[cu[i] + 1 : cu[i + 1]] = drafts[offset : offset + num[i]]
+            offset += num[i]
+        idx_mapping = torch.tensor(idx_mapping_np, device=device)
+        cu_num_logits = torch.tensor(cu, dtype=torch.int32, device=device)
+        expanded_idx_mapping, expanded_local_pos = self.engine.vllm.expand_idx_mapping(
+            idx_mapping, int(cu[-1]), cu_num_logits, int(num.max(initial=0)) + 1
+        )
+        context = self.engine.vllm.LogitsContext(
+            expanded_idx_mapping=expanded_idx_mapping,
+            idx_mapping=idx_mapping,
+            idx_mapping_np=idx_mapping_np,
+            expanded_local_pos=expanded_local_pos,
+            input_ids=torch.tensor(input_ids, dtype=torch.int32, device=device),  # vLLM's input_ids are int32
+            pos=torch.zeros(int(cu[-1]), dtype=torch.int64, device=device),  # not read by the budget
+            seq_lens_upper_bound_np=np.zeros(B, dtype=np.int32),  # not read by the budget
+        )
+        vocab = max([self.vocab] + [t + 1 for t in drafts])
+        return context, int(cu[-1]), vocab
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
+        torch = self.engine.torch
+        context, rows, vocab = self._batch(num_draft_tokens, draft_token_ids)
+        tensor = torch.tensor(np.asarray(logits), dtype=torch.float32, device=self.engine.device)
+        self.budget.apply(tensor, context)
+        return tensor.cpu().numpy()
+
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
+        torch = self.engine.torch
+        context, rows, vocab = self._batch(num_draft_tokens, draft_token_ids)
+        logits = torch.zeros(rows, vocab, dtype=torch.float32, device=self.engine.device)
+        self.budget.apply(logits, context)
+        best, token = logits.max(dim=1)
+        return torch.where(best >= FORCED_LOGIT / 2, token, -1).cpu().tolist()
+
+    def update_state(self, rows):
+        """Commit each slot's accepted tokens (``-1``-padded rows) with vLLM's ``post_update``."""
+        torch = self.engine.torch
+        device = self.engine.device
+        B = self.batch_size
+        width = max((len(r) for r in rows), default=1)
+        sampled = np.full((B, width), -1, dtype=np.int64)
+        num_sampled = np.zeros(B, dtype=np.int32)
+        for i, row in enumerate(rows[:B]):
+            row = [int(t) for t in row]
+            n = row.index(-1) if -1 in row else len(row)
+            sampled[i, :n] = row[:n]
+            num_sampled[i] = n
+        idx_mapping = [self.req_states.req_id_to_index[self.slots[i]] for i in range(B)]
+        self.engine.vllm.post_update(
+            torch.tensor(idx_mapping, dtype=torch.int64, device=device),
+            self.req_states.num_computed_tokens.gpu,
+            self.req_states.last_sampled_tokens,
+            None,
+            torch.tensor(sampled, device=device),
+            torch.tensor(num_sampled, device=device),
+            torch.zeros(B, dtype=torch.int32, device=device),
+            None,
+            self.req_states.all_token_ids.gpu,
+            self.req_states.total_len.gpu,
+        )

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Judge vLLM 0.33 at kernel level on a GPU without a package registry: Model Runner V2 (the default
+# runner: harness.adapters.vllm_mrv2) and the legacy runner (harness.adapters.vllm), both on CUDA.
+#   bash scripts/stage-peers.sh DIR                          (where pip reaches a registry)
+#   PEERS_DIR=DIR OUT=results bash scripts/judge-vllm-gpu.sh  (on the GPU machine, from the repository root)
+# Writes $OUT/gpu.txt, the two runs' logs and $OUT/vllm-gpu-reports.tar.gz (reports/engines/vllm-0.33-*/).
+set -uo pipefail
+site=$(mktemp -d)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${PEERS_DIR:?}"/wheels/*.whl \
+  && tar -xzf "$PEERS_DIR"/vllm-*-python.tar.gz -C "$site" \
+  || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
+# FlashInfer (vLLM's fused top-k/top-p sampler) is not staged; the cases use neither top-k nor top-p.
+export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0
+out="${OUT:-reports/gpu}"
+mkdir -p "$out" reports/engines
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+status=0
+for runner in ${RUNNERS:-mrv2 v1}; do
+  module=harness.adapters.vllm_mrv2; [ "$runner" = v1 ] && module=harness.adapters.vllm
+  # Model Runner V2 has no persistent-batch BatchUpdate: the TB-BATCH-4 vectors have no MRV2 form
+  skip=(); [ "$runner" = mrv2 ] && for v in added-slot-out-of-range batch-size-too-large move-from-empty-slot remove-empty-slot; do
+    skip+=(--exclude "vectors/thinking-budget/$v"); done
+  timeout "${RUN_LIMIT_S:-280}" python3 -m harness.cli run --engine "$module:make" --expectations "expectations/vllm-0.33-$runner.yaml" \
+    --report-dir "reports/engines/vllm-0.33-$runner" --exclude "api.*" "${skip[@]}" --trials 2000 "$@" \
+    > "$out/vllm-0.33-$runner.log" 2>&1
+  echo "vllm-0.33-$runner exit $?" | tee -a "$out/gpu.txt"
+  tail -5 "$out/vllm-0.33-$runner.log"
+done
+tar -czf "$out/vllm-gpu-reports.tar.gz" reports/engines/vllm-0.33-*
+exit $status

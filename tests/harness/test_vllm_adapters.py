@@ -1,0 +1,89 @@
+"""vLLM's two model runners through their adapters, against the oracle (skipped without vLLM 0.33:
+``tox -e vllm`` / ``tox -e vllm-mrv2`` install it; on a CPU they need ``TRITON_INTERPRET=1`` and
+``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from harness.oracle import budget as tb
+from harness.oracle import rejection as rs
+from specs.interface import AddedRequest, BatchUpdate
+
+vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm / vllm-mrv2 only")
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() and (
+    os.environ.get("TRITON_INTERPRET") != "1" or os.environ.get("CUDA_VISIBLE_DEVICES") != ""
+):
+    pytest.skip("no GPU and no Triton interpreter (TRITON_INTERPRET=1, CUDA_VISIBLE_DEVICES=)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def mrv2():
+    from harness.adapters import vllm_mrv2
+
+    return vllm_mrv2.make()
+
+
+@pytest.fixture(scope="module")
+def v1():
+    from harness.adapters import vllm as vllm_v1
+
+    return vllm_v1.make()
+
+
+@pytest.mark.req("TB-SPEC-1", "TB-FORCE-2")
+def test_mrv2_judges_every_draft_row_on_its_own_prefix(mrv2):
+    start, end = [5], [6, 7]
+    oracle = tb.BudgetBatch(start, end, 2, "section")
+    state = mrv2.budget_state(start, end, 2, "section", max_spec_len=3)
+    update = BatchUpdate(2, added=(AddedRequest(0, 1, (1, 5)), AddedRequest(1, None, (1, 5))))
+    oracle.apply(update)
+    state.sync_batch(update)
+    for committed, num, drafts in (
+        ([[1, -1, -1, -1], [1, -1, -1, -1]], [0, 0], []),  # one ordinary step first: no drafts before output
+        (None, [3, 1], [2, 6, 3, 4]),
+    ):
+        assert state.forced_tokens(num, drafts) == oracle.forced_rows(num, drafts)
+        if committed:
+            oracle.commit(committed)
+            state.update_state(committed)
+    assert oracle.forced_rows([3, 1], [2, 6, 3, 4])[:4] == [6, 6, 7, 6]  # the case reaches a continued marker
+
+
+@pytest.mark.req("TB-API-3")
+@pytest.mark.parametrize("runner", ["mrv2", "v1"])
+def test_empty_marker_is_refused_by_vllms_reasoning_config(runner, request):
+    engine = request.getfixturevalue(runner)
+    for start, end in (([], [2]), ([1], [])):
+        with pytest.raises(ValueError, match="failed to tokenize"):
+            engine.budget_state(start, end, 2)
+
+
+@pytest.mark.req("RS-GREEDY-1")
+@pytest.mark.parametrize("runner", ["mrv2", "v1"])
+def test_greedy_verification_equals_the_oracle(runner, request):
+    engine = request.getfixturevalue(runner)
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(3 + 1 + 2 + 1, 11))
+    argmax = logits.argmax(axis=1)
+    drafts = [int(argmax[0]), int(argmax[1]), (int(argmax[2]) + 1) % 11, int(argmax[4]), int(argmax[5])]
+    case = rs.RejectionCase(logits, drafts, [3, 2], [0.0, 0.0])
+    tokens, num = engine.rejection_sample(case)
+    expected, expected_num, _ = rs.sample_case(case)
+    assert np.array_equal(num, expected_num)
+    assert np.array_equal(tokens, expected)
+
+
+@pytest.mark.req("AC-METRIC-2")
+def test_v1_metrics_skip_steps_the_scheduler_skips(v1):
+    from harness.oracle import counting as ac
+
+    steps = [(3, [1, 2, -1, -1]), (2, [-1, -1, -1]), (1, [4, 5])]  # the middle row was discarded
+    oracle = ac.AcceptanceMetrics(max_positions=3)
+    for k, row in steps:
+        oracle.observe(k, row, [])
+    got = v1.acceptance_metrics(steps, [])
+    assert got["mean_acceptance_length"] == pytest.approx(oracle.mean_acceptance_length)
+    assert list(got["accepted_per_position"]) == oracle.accepted_per_position
