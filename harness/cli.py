@@ -64,6 +64,8 @@ def judge(engine_specs, args, run_dir: Path) -> list[dict]:
                 ("api_profile", getattr(args, "api_profile", None)),
                 ("spec_model", getattr(args, "spec_model", None)),
                 ("plain_model", getattr(args, "plain_model", None)),
+                ("spec_base_url", getattr(args, "spec_base_url", None)),
+                ("plain_base_url", getattr(args, "plain_base_url", None)),
                 ("engine_name", getattr(args, "engine_name", None)),
             )
             if v
@@ -239,6 +241,13 @@ def main(argv=None) -> int:
     run.add_argument("--model", help="with --engine openai: the model to judge")
     run.add_argument("--spec-model", help="with --engine openai: the same model served with speculative decoding")
     run.add_argument("--plain-model", help="with --engine openai: a model without reasoning markers")
+    run.add_argument(
+        "--spec-base-url", help="with --engine openai: the base URL of the --spec-model's server (default: --base-url)"
+    )
+    run.add_argument(
+        "--plain-base-url",
+        help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
+    )
     run.add_argument(
         "--engine-name", help="with --engine openai: the engine's name in reports (default: http:<api profile>)"
     )
