@@ -545,35 +545,11 @@ SPEC_COUNTER_WORKLOAD = tuple(
 )
 
 
-@_needs_ids
-def _spec_counters_agree(engine, ctx):
-    """API-SPEC-3 over a sequential workload on the speculative model: the counters' differences
-    across it against the ids the client received (the server must have no other traffic)."""
-    if "spec-model" not in engine.profile.capabilities:
-        return Outcome(PRECONDITION_FAILED, "the profile names no speculative-decoding model")
-    before = engine.spec_counters()
-    if before is None:
-        where = f"{engine.url_of(engine.api.spec_model).rsplit('/v1', 1)[0]}/metrics"
-        return Outcome(
-            PRECONDITION_FAILED,
-            f"no speculative-decoding counters {engine.api.spec_counters}_* at {where}"
-            if engine.api.spec_counters
-            else "the API profile names no speculative-decoding counters",
-        )
-    after_first = 0  # generated tokens after each request's first: those a verified draft can commit
-    for i, (budget, temperature, max_tokens) in enumerate(SPEC_COUNTER_WORKLOAD):
-        response = engine.complete(engine.api.spec_model, budget, max_tokens, temperature, seed=ctx.seed + i)
-        after_first += max(len(response["choices"][0]["token_ids"]) - 1, 0)
-    seen = engine.spec_counters() - before
-    per_position = list(seen.accepted_per_position)
-    summary = (
-        f"{len(SPEC_COUNTER_WORKLOAD)} requests, {after_first} tokens received after each request's first; "
-        f"counters: {seen.drafts} drafts, {seen.draft_tokens} draft tokens, {seen.accepted} accepted, "
-        f"per position {per_position}"
-    )
-    if seen.drafts == 0:
-        return Outcome(PRECONDITION_FAILED, f"no draft was verified, nothing to compare: {summary}")
+def _counter_problems(seen: SpecCounters, after_first: int) -> list[str]:
+    """What API-SPEC-3 finds wrong in counter differences ``seen`` over requests that returned
+    ``after_first`` tokens after each one's first (those a verified draft can commit)."""
     problems = []
+    per_position = seen.accepted_per_position
     if seen.accepted > seen.draft_tokens:
         problems.append("more tokens accepted than drafted")
     if per_position:
@@ -586,13 +562,65 @@ def _spec_counters_agree(engine, ctx):
     if seen.drafts + seen.accepted > after_first:
         problems.append(
             f"verified drafts commit {seen.drafts + seen.accepted} tokens (one per draft plus the accepted), "
-            f"more than the {after_first} the client received"
+            f"more than the {after_first} the client received after the first"
         )
-    if problems:
-        return Outcome(FAIL, "; ".join(problems) + f" ({summary})", ("API-SPEC-3",))
+    return problems
+
+
+def _describe(seen: SpecCounters) -> str:
+    return (
+        f"{seen.drafts} drafts, {seen.draft_tokens} draft tokens, {seen.accepted} accepted, "
+        f"per position {list(seen.accepted_per_position)}"
+    )
+
+
+@_needs_ids
+def _spec_counters_agree(engine, ctx):
+    """API-SPEC-3 over a sequential workload on the speculative model: the counters' differences
+    across each request, and across all, against the ids the client received (the server must have
+    no other traffic)."""
+    if "spec-model" not in engine.profile.capabilities:
+        return Outcome(PRECONDITION_FAILED, "the profile names no speculative-decoding model")
+    first = engine.spec_counters()
+    if first is None:
+        where = f"{engine.url_of(engine.api.spec_model).rsplit('/v1', 1)[0]}/metrics"
+        return Outcome(
+            PRECONDITION_FAILED,
+            f"no speculative-decoding counters {engine.api.spec_counters}_* at {where}"
+            if engine.api.spec_counters
+            else "the API profile names no speculative-decoding counters",
+        )
+    before, total_after_first, failures = first, 0, []
+    for i, (budget, temperature, max_tokens) in enumerate(SPEC_COUNTER_WORKLOAD):
+        seed = ctx.seed + i
+        response = engine.complete(engine.api.spec_model, budget, max_tokens, temperature, seed=seed)
+        after_first = max(len(response["choices"][0]["token_ids"]) - 1, 0)
+        after = engine.spec_counters()
+        problems = _counter_problems(after - before, after_first)
+        if problems:
+            failures.append(
+                f"request {i} (budget {budget}, temperature {temperature}, max_tokens {max_tokens}, seed {seed}, "
+                f"finish {response['choices'][0]['finish_reason']}): {'; '.join(problems)} "
+                f"(counters moved by {_describe(after - before)})"
+            )
+        before, total_after_first = after, total_after_first + after_first
+    seen = before - first
+    summary = (
+        f"{len(SPEC_COUNTER_WORKLOAD)} requests, {total_after_first} tokens received after each request's first; "
+        f"counters: {_describe(seen)}"
+    )
+    if seen.drafts == 0:
+        return Outcome(PRECONDITION_FAILED, f"no draft was verified, nothing to compare: {summary}")
+    failures += [f"all requests: {problem}" for problem in _counter_problems(seen, total_after_first)]
+    if failures:
+        return Outcome(
+            FAIL,
+            f"{len(failures)} disagreements, first: {failures[0]} ({summary})",
+            ("API-SPEC-3",),
+        )
     return Outcome(
         PASS,
-        f"the counters agree with the client's tokens ({summary}; mean acceptance length "
+        f"the counters agree with the client's tokens, request by request ({summary}; mean acceptance length "
         f"{1 + seen.accepted / seen.drafts:.3f})",
     )
 
