@@ -30,7 +30,7 @@ start_server() {  # start_server ROLE PORT VARIANT ARGS...: a vLLM server on 127
   model_dir=$(python -c "from harness.server import model; print(model.build('$variant', head_dim=64).path)")
   local command=(python -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port "$port" --model "$model_dir"
     --dtype float32 --max-model-len 512 --seed 0 "$@")
-  echo "$role: VLLM_CPU_KVCACHE_SPACE=$VLLM_CPU_KVCACHE_SPACE ${command[*]}" >> "$log/commands"
+  echo "$role: VLLM_CPU_KVCACHE_SPACE=$VLLM_CPU_KVCACHE_SPACE $(printf '%q ' "${command[@]}")" >> "$log/commands"
   "${command[@]}" > "$log/$role.log" 2>&1 &
   pids+=($!)
   echo "$!" > "$log/$role.pid"
@@ -69,7 +69,7 @@ status=0
 judge() {  # judge ARGS...: one specconform run against the servers up now, recorded in ENGINE.md
   local command=(specconform run --engine openai --api-profile vllm --expectations "expectations/vllm-cpu-${version%.*}-api.yaml"
     --report-dir "$out" "$@")
-  echo "judge: ${command[*]}" >> "$log/commands"
+  echo "judge: $(printf '%q ' "${command[@]}")" >> "$log/commands"
   "${command[@]}" || status=$?
 }
 judge --base-url "http://127.0.0.1:$think/v1" --model tiny-think-single \
