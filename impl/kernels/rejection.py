@@ -132,6 +132,7 @@ def walk_drafts_kernel(
     job_sum_ptr,
     width,
     num_splits,
+    vocab_size,
     HAS_Q: tl.constexpr,
     HAS_FORCED: tl.constexpr,
     WIDTH_POW2: tl.constexpr,
@@ -157,10 +158,13 @@ def walk_drafts_kernel(
     job_sum = 1.0
     while (j < k) & (rejected == 0):
         row = row0 + j
-        draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
+        draft = tl.load(draft_ids_ptr + draft0 + j)
+        in_vocab = (draft >= 0) & (draft < vocab_size)  # false only without validation: never accepted
+        draft = tl.where(in_vocab, draft, -1).to(tl.int32)  # checked before narrowing: 2**32 would become 0
+        safe_draft = tl.where(in_vocab, draft, 0)
         q_draft = 1.0
         if HAS_Q:
-            q_draft = tl.load(q_ptr + (draft0 + j) * q_stride + draft).to(tl.float32)
+            q_draft = tl.load(q_ptr + (draft0 + j) * q_stride + safe_draft).to(tl.float32)
         forced = -1
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row).to(tl.int32)
@@ -175,8 +179,8 @@ def walk_drafts_kernel(
             token = arg
             accept = arg == draft
         else:
-            x_draft = tl.load(logits_ptr + row * logits_stride + draft).to(tl.float32) * inv_temperature
-            p_draft = tl.where(x_draft == float("-inf"), 0.0, tl.exp(x_draft - row_max) / row_sum)
+            x_draft = tl.load(logits_ptr + row * logits_stride + safe_draft).to(tl.float32) * inv_temperature
+            p_draft = tl.where((x_draft == float("-inf")) | ~in_vocab, 0.0, tl.exp(x_draft - row_max) / row_sum)
             accept = (q_draft > 0.0) & (uniform(seed, position + j) * q_draft < p_draft)
             mode = tl.where(accept, mode, SAMPLE_RESIDUAL)
             job_max = tl.where(accept, job_max, row_max)
@@ -247,7 +251,8 @@ def race_kernel(
         row_sum = tl.load(job_sum_ptr + request)
         residual = mode == SAMPLE_RESIDUAL
         greedy = mode == SAMPLE_GREEDY
-        draft = tl.load(draft_ids_ptr + draft0 + j, mask=residual, other=-1).to(tl.int32)
+        draft = tl.load(draft_ids_ptr + draft0 + j, mask=residual, other=-1)
+        draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
         best = float("-inf")
         best_arg = 0
         fallback = float("-inf")

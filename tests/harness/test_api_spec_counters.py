@@ -14,8 +14,10 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from harness import api
-from harness.checks import FAIL, PASS, PRECONDITION_FAILED, Context
+from harness import checks
+from harness.adapters import UsageError
+from harness.adapters import http as api
+from harness.core import FAIL, PASS, PRECONDITION_FAILED, Context
 from harness.profiles import canonical
 
 START, END, WORD = 50, 51, 7
@@ -111,7 +113,7 @@ def vllm_engine(monkeypatch):
 
 
 def run_check(engine):
-    check = next(c for c in api.api_checks() if c.name == "api/spec-counters-agree")
+    check = next(c for c in checks.api_checks() if c.name == "api/spec-counters-agree")
     return check.run(engine, Context(canonical()))
 
 
@@ -127,7 +129,7 @@ def test_each_role_is_sent_to_its_own_server(vllm_engine):
 
 def test_a_role_url_without_its_model_is_refused_naming_the_field():
     profile = api.ApiProfile(name="vllm", model="m", plain_base_url="http://plain.test/v1")
-    with pytest.raises(ValueError, match="plain_base_url 'http://plain.test/v1'.*no plain_model"):
+    with pytest.raises(UsageError, match="plain_base_url 'http://plain.test/v1'.*no plain_model"):
         api.ApiEngine("http://think.test/v1", profile)
 
 
