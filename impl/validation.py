@@ -31,9 +31,17 @@ def require_tensor(name: str, value, kind: str, device: torch.device | None = No
     )
     if not dtype_ok:
         raise ValueError(f"{name} must be a torch.Tensor of {kind} dtype; got {describe(value)}")
-    if device is not None and value.device != device:
+    if device is not None and not _same_device(value.device, torch.device(device)):
         raise ValueError(f"{name} must be on {device} (where the other inputs are); got {describe(value)}")
     return value
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    """``cuda`` and ``cuda:0`` name the same device when 0 is the current one."""
+    if a.type != b.type:
+        return False
+    current = torch.cuda.current_device() if a.type == "cuda" else 0
+    return (a.index if a.index is not None else current) == (b.index if b.index is not None else current)
 
 
 def require_int(name: str, value, low: int, high: int | None = None) -> int:

@@ -32,7 +32,14 @@ def test_every_mutant_is_caught_on_the_requirement_it_breaks(mutant):
 )
 def test_the_reference_and_the_oracle_pass_every_claimed_check(make, trials):
     records = _judge(make, checks.kernel_checks(), trials)
-    bad = [(r.check, r.status, r.message[:200]) for r in records if r.status not in ("PASS", "NOT_CLAIMED")]
+    # a distribution check may be NOT_RUN as a whole when its trials cannot detect the declared deviation
+    underpowered = {"NOT_RUN"} if trials < 20_000 else set()
+    bad = [
+        (r.check, r.status, r.message[:200])
+        for r in records
+        if r.status not in ("PASS", "NOT_CLAIMED")
+        and not (r.check.startswith("rejection/distribution") and r.status in underpowered)
+    ]
     assert bad == []
     not_run = [
         (r.check, rid)

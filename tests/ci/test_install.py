@@ -1,0 +1,80 @@
+"""install.sh on a machine that already has a torch: that torch stays where it is.
+
+The machine is a fresh virtual environment that sees this interpreter's site-packages from outside, as a
+GPU runner's environment sees the runner's own torch (``--system-site-packages``, ``tox --sitepackages``).
+pip resolves specconform's whole dependency tree, ``torch>=2.4`` included, offline (``--no-index``):
+everything but specconform itself must be satisfied by what is already there."""
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from .conftest import ROOT, ci_env, run_script, state
+
+REPORT = "import importlib.util as u, importlib.metadata as m; print(m.version('torch'), u.find_spec('torch').origin)"
+
+
+def _venv(path: Path, outer_site_packages: bool) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    if outer_site_packages:
+        site = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        outer = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+        (Path(site) / "outer-site-packages.pth").write_text("\n".join(sorted(outer)) + "\n")
+    return python
+
+
+def _run(python: Path, code: str) -> str:
+    """``code``'s output under ``python``, away from this checkout and this interpreter's PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, check=True, env=env, cwd=python.parent
+    )
+    return done.stdout.strip()
+
+
+def test_a_provided_torch_is_left_in_place(tmp_path):
+    python = _venv(tmp_path / "venv", outer_site_packages=True)
+    before = _run(python, REPORT)
+    report_dir = tmp_path / "reports"
+    env = ci_env(
+        report_dir,
+        PYTHON=str(python),
+        TORCH_SPEC="",
+        PIP_ARGS="--no-index --no-build-isolation",
+        SPECCONFORM_SRC=str(ROOT),
+    )
+    env.pop("PYTHONPATH")
+
+    done = run_script("install.sh", env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _run(python, REPORT) == before
+    version = before.split()[0]
+    assert f"torch=={version}" in state(report_dir, "install.constraints").splitlines()
+    assert state(report_dir, "install.line").endswith(f"torch {version} left in place ({before.split()[1]})")
+    # specconform itself went into the new environment, from this checkout
+    assert _run(python, "import harness; print(harness.__file__)") == str(ROOT / "harness" / "__init__.py")
+    assert "specconform" in _run(python, "import importlib.metadata as m; print(m.distribution('specconform').files)")
+    assert str(tmp_path / "venv") in _run(
+        python, "import importlib.metadata as m; print(m.distribution('specconform').locate_file(''))"
+    )
+
+
+def test_no_torch_and_no_torch_spec_fails_before_installing_anything(tmp_path):
+    python = _venv(tmp_path / "venv", outer_site_packages=False)
+    report_dir = tmp_path / "reports"
+    env = ci_env(report_dir, PYTHON=str(python), TORCH_SPEC="", SPECCONFORM_SRC=str(ROOT))
+    env.pop("PYTHONPATH")
+
+    done = run_script("install.sh", env)
+    assert done.returncode == 2
+    assert "has no torch and TORCH_SPEC is empty" in done.stderr
+    assert state(report_dir, "install.status") == "2"
+    assert _run(python, "import importlib.util as u; print(u.find_spec('harness'))") == "None"
