@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VARIANTS = ("single", "multi")
+HEAD_DIMS = (16, 64)
 SEED = 20261121
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -80,16 +81,22 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SPECCONFORM_CACHE", Path.home() / ".cache" / "specconform"))
 
 
-def build(variant: str = "single", directory: Path | None = None) -> TinyModel:
-    """Build (or reuse) the tiny model of ``variant`` under the cache directory; ~3 s the first time."""
+def build(variant: str = "single", directory: Path | None = None, head_dim: int = 16) -> TinyModel:
+    """Build (or reuse) the tiny model of ``variant`` under the cache directory; ~3 s the first time.
+
+    ``head_dim`` is the attention head size: 16 by default, 64 for engines whose attention kernels
+    reject smaller heads (vLLM's CPU attention); the tokenizer and everything else stay the same."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}; got {head_dim!r}")
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
-    key = hashlib.sha256(f"{variant}-{SEED}-{CHAT_TEMPLATE}-v1".encode()).hexdigest()[:12]
-    path = directory or cache_dir() / "models" / f"tiny-qwen3-{variant}-{key}"
+    variant_name = variant if head_dim == 16 else f"{variant}-hd{head_dim}"  # head_dim 16 keeps its old cache key
+    key = hashlib.sha256(f"{variant_name}-{SEED}-{CHAT_TEMPLATE}-v1".encode()).hexdigest()[:12]
+    path = directory or cache_dir() / "models" / f"tiny-qwen3-{variant_name}-{key}"
     if not (path / "model.safetensors").exists():
         raw = Tokenizer(models.BPE())
         raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -114,7 +121,7 @@ def build(variant: str = "single", directory: Path | None = None) -> TinyModel:
             num_hidden_layers=2,
             num_attention_heads=4,
             num_key_value_heads=2,
-            head_dim=16,
+            head_dim=head_dim,
             max_position_embeddings=1024,
             tie_word_embeddings=True,
             eos_token_id=tokenizer.eos_token_id,

@@ -50,7 +50,16 @@ def _engine_args(engine_spec: str, api_options: dict) -> str:
 
 
 def _api_options(args) -> dict:
-    names = ("base_url", "model", "api_profile", "spec_model", "plain_model", "engine_name")
+    names = (
+        "base_url",
+        "model",
+        "api_profile",
+        "spec_model",
+        "plain_model",
+        "spec_base_url",
+        "plain_base_url",
+        "engine_name",
+    )
     return {name: getattr(args, name) for name in names if getattr(args, name, None)}
 
 
@@ -305,6 +314,13 @@ def main(argv=None) -> int:
     run.add_argument("--model", help="with --engine openai: the model to judge")
     run.add_argument("--spec-model", help="with --engine openai: the same model served with speculative decoding")
     run.add_argument("--plain-model", help="with --engine openai: a model without reasoning markers")
+    run.add_argument(
+        "--spec-base-url", help="with --engine openai: the base URL of the --spec-model's server (default: --base-url)"
+    )
+    run.add_argument(
+        "--plain-base-url",
+        help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
+    )
     run.add_argument(
         "--engine-name", help="with --engine openai: the engine's name in reports (default: http:<api profile>)"
     )

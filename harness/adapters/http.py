@@ -10,11 +10,13 @@ missing from its capabilities, and the checks (``harness.checks.api``) then say 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import httpx
 
 from .. import profiles, spec
+from . import UsageError
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,12 @@ class ApiProfile:
     model: str
     spec_model: str | None = None  # the same model with speculative decoding (API-SPEC-*)
     plain_model: str | None = None  # a model without reasoning markers (API-ERROR-2)
+    # servers that serve one model each (vLLM): the base URL of each role's model; None: the main one
+    spec_base_url: str | None = None
+    plain_base_url: str | None = None
+    # the name prefix of the engine's Prometheus speculative-decoding counters on /metrics beside /v1
+    # (API-SPEC-3); None: the engine reports none
+    spec_counters: str | None = None
     budget_field: str | None = "thinking_token_budget"  # dotted (custom_params.thinking_budget); None: no budget
     # where the generated ids come from: "return_token_ids" (vLLM: the request field, then
     # choice.token_ids and prompt_token_ids), "verbose" (llama-server --verbose, asked with
@@ -39,7 +47,7 @@ class ApiProfile:
 
 
 API_PROFILES = {
-    "vllm": dict(budget_field="thinking_token_budget", reasoning_field="reasoning"),
+    "vllm": dict(budget_field="thinking_token_budget", reasoning_field="reasoning", spec_counters="vllm:spec_decode"),
     "sglang": dict(budget_field="custom_params.thinking_budget", reasoning_field="reasoning_content"),
     "llamacpp": dict(
         budget_field="reasoning_budget_tokens",  # thinking_budget_tokens is its alias
@@ -62,21 +70,94 @@ def embedded_profile(variant: str) -> ApiProfile:
     )
 
 
+@dataclass(frozen=True)
+class SpecCounters:
+    """An engine's cumulative speculative-decoding counters, summed over their label sets.
+
+    ``accepted_per_position[j]``: drafts whose first ``j + 1`` draft tokens were accepted."""
+
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    accepted_per_position: tuple[int, ...]
+
+    def __sub__(self, before: SpecCounters) -> SpecCounters:
+        width = max(len(self.accepted_per_position), len(before.accepted_per_position))
+        after_pos = self.accepted_per_position + (0,) * (width - len(self.accepted_per_position))
+        before_pos = before.accepted_per_position + (0,) * (width - len(before.accepted_per_position))
+        return SpecCounters(
+            self.drafts - before.drafts,
+            self.draft_tokens - before.draft_tokens,
+            self.accepted - before.accepted,
+            tuple(a - b for a, b in zip(after_pos, before_pos)),
+        )
+
+
+def parse_spec_counters(exposition: str, prefix: str) -> SpecCounters | None:
+    """The counters ``{prefix}_num_drafts``, ``_num_draft_tokens``, ``_num_accepted_tokens`` and
+    ``_num_accepted_tokens_per_pos{position}`` of a Prometheus text exposition (vLLM's names); None
+    when it has no ``{prefix}_num_drafts`` counter."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    totals: Counter = Counter()
+    per_position: Counter = Counter()
+    found = False
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if not sample.name.startswith(prefix) or not sample.name.endswith("_total"):
+                continue
+            name = sample.name[len(prefix) : -len("_total")]
+            if name == "_num_accepted_tokens_per_pos":
+                per_position[int(sample.labels["position"])] += round(sample.value)
+            else:
+                totals[name] += round(sample.value)
+                found |= name == "_num_drafts"
+    if not found:
+        return None
+    width = max(per_position, default=-1) + 1
+    return SpecCounters(
+        totals["_num_drafts"],
+        totals["_num_draft_tokens"],
+        totals["_num_accepted_tokens"],
+        tuple(per_position[j] for j in range(width)),
+    )
+
+
 class ApiEngine:
-    """An engine judged over HTTP."""
+    """An engine judged over HTTP: one server, or one server per role (``spec_base_url``,
+    ``plain_base_url``) for engines that serve one model each."""
 
     def __init__(self, base_url: str, api: ApiProfile, name: str | None = None):
         self.base_url = base_url.rstrip("/")
         self.api = api
         self.name = name or f"http:{api.name}"
-        self.device = self.base_url
+        self.base_urls = {api.model: self.base_url}
+        for role, model, url in (
+            ("spec", api.spec_model, api.spec_base_url),
+            ("plain", api.plain_model, api.plain_base_url),
+        ):
+            if url and not model:
+                raise UsageError(f"{role}_base_url {url!r} is given, but no {role}_model is named")
+            if model:
+                self.base_urls[model] = (url or base_url).rstrip("/")
+        servers = list(dict.fromkeys(self.base_urls.values()))
+        self.device = " ".join(servers)
         self.http = httpx.Client(timeout=120)
         self._tokenized: dict[str, list[int]] = {}
-        listing = self.http.get(f"{self.base_url}/models")
-        try:
-            self.version = ",".join(m["id"] for m in listing.json().get("data", []))
-        except ValueError:  # /models is no requirement of this spec; some servers fail it
-            self.version = f"unknown (GET /models: HTTP {listing.status_code})"
+        listings = []
+        for server in servers:
+            listing = self.http.get(f"{server}/models")
+            try:
+                listings.append(",".join(m["id"] for m in listing.json().get("data", [])))
+            except ValueError:  # /models is no requirement of this spec; some servers fail it
+                listings.append(f"unknown (GET /models: HTTP {listing.status_code})")
+        self.version = ",".join(listings)
+        try:  # vLLM and SGLang say their version at /version beside /v1
+            said = self.http.get(f"{self.base_url.rsplit('/v1', 1)[0]}/version").json().get("version")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            said = None
+        if said:
+            self.version = f"{said} ({self.version})"
         api_classes = {c for c in spec.classes() if c.startswith("api.")}
         if api.budget_field is None:  # an engine without a budget claims neither it nor its errors
             api_classes -= {"api.budget", "api.errors"}
@@ -103,6 +184,21 @@ class ApiEngine:
         if self.api.plain_model:
             found.add("plain-model")
         return found
+
+    def url_of(self, model: str) -> str:
+        """The base URL of the server that serves ``model``."""
+        return self.base_urls.get(model, self.base_url)
+
+    def spec_counters(self) -> SpecCounters | None:
+        """The speculative-decoding counters of the ``spec_model``'s server (``/metrics`` beside
+        ``/v1``); None when the profile names none or the server exposes none."""
+        if not self.api.spec_counters or not self.api.spec_model:
+            return None
+        root = self.url_of(self.api.spec_model).rsplit("/v1", 1)[0]
+        response = self.http.get(f"{root}/metrics")
+        if response.status_code != 200:
+            return None
+        return parse_spec_counters(response.text, self.api.spec_counters)
 
     def tokenize(self, text: str) -> list[int]:
         """The engine's own ids for ``text`` (its ``/tokenize`` endpoint, beside ``/v1``)."""
@@ -140,7 +236,7 @@ class ApiEngine:
 
     def complete(self, model, budget, max_tokens, temperature, seed=None, raw=False, **kwargs):
         response = self.http.post(
-            f"{self.base_url}/chat/completions",
+            f"{self.url_of(model)}/chat/completions",
             json=self.request_body(model, budget, max_tokens, temperature, seed, **kwargs),
         )
         if raw:
@@ -160,7 +256,7 @@ class ApiEngine:
         out = {"token_ids": [] if streams_ids else None, "reasoning": "", "content": "", "finish_reason": None}
         out["usage"] = None
         body = self.request_body(model, budget, max_tokens, temperature, seed, stream=True)
-        with self.http.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:
+        with self.http.stream("POST", f"{self.url_of(model)}/chat/completions", json=body) as response:
             response.raise_for_status()
             for line in response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":

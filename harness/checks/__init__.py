@@ -304,6 +304,14 @@ def api_checks() -> list[Check]:
             "sampled first tokens equivalent with speculation on and off (TV upper bound)",
             api.sampled_spec_equivalence,
         ),
+        _check(
+            "api/spec-counters-agree",
+            "api.spec-decode",
+            ("API-SPEC-3",),
+            http,
+            "the engine's speculative-decoding counters agree with the tokens the client received",
+            api.spec_counters_agree,
+        ),
     ]
 
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from .. import stats
 from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
+
+if TYPE_CHECKING:
+    from ..adapters.http import SpecCounters
 
 
 def _violation(engine, prompt_ids, output_ids, budget) -> str:
@@ -316,3 +320,99 @@ def sampled_spec_equivalence(engine, ctx: Context) -> Outcome:
     else:
         tally.violated("API-SPEC-2", "not-shown-equivalent", "not shown equivalent: " + message)
     return tally.outcome(message, statistic=tv, trials=n)
+
+
+# greedy requests repeat themselves (n-gram drafts get accepted), sampled ones rarely do; max_tokens
+# of 8, 17 and 30 end requests inside a run of accepted drafts
+SPEC_COUNTER_WORKLOAD = tuple(
+    (budget, temperature, max_tokens)
+    for temperature in (0.0, 1.0)
+    for budget in (None, 2, 5)
+    for max_tokens in (8, 17, 30)
+)
+
+
+def _counter_problems(seen: SpecCounters, after_first: int) -> list[tuple[str, str]]:
+    """(mode, evidence) of what API-SPEC-3 finds wrong in counter differences ``seen`` over requests
+    that returned ``after_first`` tokens after each one's first (those a verified draft can commit)."""
+    problems = []
+    per_position = seen.accepted_per_position
+    if seen.accepted > seen.draft_tokens:
+        problems.append(("accepted-exceeds-drafted", "more tokens accepted than drafted"))
+    if per_position:
+        if any(later > earlier for earlier, later in zip(per_position, per_position[1:])):
+            problems.append(("per-position-increases", "per-position acceptances increase with the position"))
+        if sum(per_position) != seen.accepted:
+            problems.append(
+                ("per-position-sum", f"per-position acceptances sum to {sum(per_position)}, not to the accepted count")
+            )
+        if seen.draft_tokens > len(per_position) * seen.drafts:
+            problems.append(("draft-tokens-exceed-positions", f"more draft tokens than {len(per_position)} × drafts"))
+    if seen.drafts + seen.accepted > after_first:
+        problems.append(
+            (
+                "counted-beyond-received",
+                f"verified drafts commit {seen.drafts + seen.accepted} tokens (one per draft plus the accepted), "
+                f"more than the {after_first} the client received after the first",
+            )
+        )
+    return problems
+
+
+def _describe(seen: SpecCounters) -> str:
+    return (
+        f"{seen.drafts} drafts, {seen.draft_tokens} draft tokens, {seen.accepted} accepted, "
+        f"per position {list(seen.accepted_per_position)}"
+    )
+
+
+def spec_counters_agree(engine, ctx: Context) -> Outcome:
+    """API-SPEC-3 over a sequential workload on the speculative model: the counters' differences
+    across each request, and across all, against the ids the client received (the server must have
+    no other traffic)."""
+    requirements = ("API-SPEC-3",)
+    if blocked := _precondition(engine, requirements, spec_model=True):
+        return blocked
+    first = engine.spec_counters()
+    if first is None:
+        where = f"{engine.url_of(engine.api.spec_model).rsplit('/v1', 1)[0]}/metrics"
+        return uniform_outcome(
+            PRECONDITION_FAILED,
+            f"no speculative-decoding counters {engine.api.spec_counters}_* at {where}"
+            if engine.api.spec_counters
+            else "the API profile names no speculative-decoding counters",
+            requirements,
+        )
+    tally = Tally(requirements)
+    before, total_after_first = first, 0
+    for i, (budget, temperature, max_tokens) in enumerate(SPEC_COUNTER_WORKLOAD):
+        seed = ctx.seed + i
+        response = engine.complete(engine.api.spec_model, budget, max_tokens, temperature, seed=seed)
+        after_first = max(len(response["choices"][0]["token_ids"]) - 1, 0)
+        after = engine.spec_counters()
+        problems = _counter_problems(after - before, after_first)
+        for mode, evidence in problems:
+            tally.violated(
+                "API-SPEC-3",
+                mode,
+                f"request {i} (budget {budget}, temperature {temperature}, max_tokens {max_tokens}, seed {seed}, "
+                f"finish {response['choices'][0]['finish_reason']}): {evidence} "
+                f"(counters moved by {_describe(after - before)})",
+            )
+        if not problems:
+            tally.exercised("API-SPEC-3")
+        before, total_after_first = after, total_after_first + after_first
+    seen = before - first
+    summary = (
+        f"{len(SPEC_COUNTER_WORKLOAD)} requests, {total_after_first} tokens received after each request's first; "
+        f"counters: {_describe(seen)}"
+    )
+    if seen.drafts == 0:
+        return uniform_outcome(
+            PRECONDITION_FAILED, f"no draft was verified, nothing to compare: {summary}", requirements
+        )
+    for mode, evidence in _counter_problems(seen, total_after_first):
+        tally.violated("API-SPEC-3", mode, f"all requests: {evidence}")
+    if not tally.failed:
+        summary += f"; mean acceptance length {1 + seen.accepted / seen.drafts:.3f}, request by request in agreement"
+    return tally.outcome(summary)

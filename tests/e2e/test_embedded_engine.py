@@ -45,7 +45,10 @@ def test_embedded_engine_passes_every_api_check(variant):
         records = runner.run_checks(engine, selected, lambda info: Context(profile=info.profile))
     finally:
         engine.stop()
-    expected_precondition = {"api/multi-token-end-marker"} if variant == "single" else set()
+    # the embedded engine reports no speculative-decoding counters (API-SPEC-3)
+    expected_precondition = {"api/spec-counters-agree"} | (
+        {"api/multi-token-end-marker"} if variant == "single" else set()
+    )
     assert {r.check for r in records if r.status == "PRECONDITION_FAILED"} == expected_precondition
     assert [
         (r.check, r.status, r.message[:300]) for r in records if r.status not in ("PASS", "PRECONDITION_FAILED")
