@@ -187,10 +187,12 @@ def rejection_sample(
     )
 
 
-# Launch shape of the Triton path (tuned on an H100 and an H200; see reports/perf/).
-PROGRAMS_PER_SM = 4
-NUM_WARPS = 8
-MAX_BLOCK = 2048
+# Launch shapes of the Triton path, measured on an H100 (reports/perf/): rows that fill the device on
+# their own get one program each (wide blocks, 8 warps); fewer rows are cut into vocabulary splits of
+# narrow blocks (4 warps), many programs per SM, so that enough loads are in flight.
+PROGRAMS_PER_SM = 32
+WIDE_WARPS = 8
+NARROW_WARPS = 4
 
 
 def _target_programs(device: torch.device) -> int:
@@ -206,12 +208,18 @@ def _multi_processors(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def _splits(vocab_size: int, rows: int, block: int, device: torch.device) -> tuple[int, int]:
-    """``(num_splits, split_size)``: vocabulary splits per row so that ``rows * num_splits`` programs
-    fill the device; ``split_size`` is a multiple of ``block``."""
-    wanted = max(1, min(_cdiv(_target_programs(device), max(rows, 1)), _cdiv(vocab_size, block)))
+def _launch_shape(vocab_size: int, rows: int, device: torch.device) -> tuple[int, int, int, int]:
+    """``(block, num_warps, num_splits, split_size)`` for ``rows`` rows: one program per row where
+    the rows fill half the target programs, else vocabulary splits so that ``rows * num_splits``
+    programs reach the target; ``split_size`` is a multiple of ``block``."""
+    block = _block_size(vocab_size)
+    programs = _target_programs(device)
+    if 2 * rows >= programs:
+        return block, WIDE_WARPS, 1, _cdiv(vocab_size, block) * block
+    block = max(16, block // 4)
+    wanted = max(1, min(_cdiv(programs, max(rows, 1)), _cdiv(vocab_size, block)))
     split_size = _cdiv(_cdiv(vocab_size, wanted), block) * block
-    return _cdiv(vocab_size, split_size), split_size
+    return block, NARROW_WARPS, _cdiv(vocab_size, split_size), split_size
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -234,16 +242,14 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
     q = draft_probs.contiguous() if draft_probs is not None else logits
     forced_arg = forced if forced is not None else num_draft  # a placeholder when nothing is forced
     has_q, has_forced = draft_probs is not None, forced is not None
-    block = _block_size(vocab)
-    stat_splits, stat_split_size = _splits(vocab, batch * width, block, device)
-    race_splits, race_split_size = _splits(vocab, batch, block, device)
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch * width, device)
+    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
     stat_size = batch * width * stat_splits
-    # float32: split max, split sum, race best and fallback; int32: split argument, race arguments
+    # float32: split max, split sum, race best and fallback; int32: split argument, race arguments, counters
     floats = torch.empty(2 * stat_size + 2 * batch * race_splits, dtype=torch.float32, device=device)
-    ints = torch.empty(stat_size + 2 * batch * race_splits, dtype=torch.int32, device=device)
-    counters = torch.zeros(batch, dtype=torch.int32, device=device)
+    ints = torch.empty(stat_size + 2 * batch * race_splits + batch, dtype=torch.int32, device=device)
     stat_max, stat_sum, race = floats[:stat_size], floats[stat_size : 2 * stat_size], floats[2 * stat_size :]
-    stat_arg, race_arg = ints[:stat_size], ints[stat_size:]
+    stat_arg, race_arg, counters = ints[:stat_size], ints[stat_size:-batch], ints[-batch:]
     kernels.row_pass_kernel[(batch, width, stat_splits)](
         logits,
         logits.stride(0),
@@ -255,14 +261,15 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         stat_max,
         stat_sum,
         stat_arg,
+        counters,
         vocab,
         stat_split_size,
         width,
         stat_splits,
         HAS_FORCED=has_forced,
-        BLOCK=block,
+        BLOCK=stat_block,
         LAYOUT_BLOCK=layout_block,
-        num_warps=NUM_WARPS,
+        num_warps=stat_warps,
     )
     kernels.verify_kernel[(batch, race_splits)](
         logits,
@@ -294,9 +301,9 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         WIDTH_POW2=max(triton_next_pow2(width), 2),
         STAT_SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
         SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
-        BLOCK=block,
+        BLOCK=race_block,
         LAYOUT_BLOCK=layout_block,
-        num_warps=NUM_WARPS,
+        num_warps=race_warps,
     )
     return RejectionOutput(out, num_emitted)
 
@@ -306,7 +313,8 @@ def triton_next_pow2(n: int) -> int:
 
 
 def _block_size(vocab_size: int) -> int:
-    return min(MAX_BLOCK, max(triton_next_pow2(vocab_size), 16))
+    """The wide block (one program per row); narrow blocks are a quarter of it."""
+    return min(2048, max(triton_next_pow2(vocab_size), 16))
 
 
 def _rejection_torch(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):

@@ -56,6 +56,7 @@ def row_pass_kernel(
     stat_max_ptr,
     stat_sum_ptr,
     stat_arg_ptr,
+    counter_ptr,
     vocab_size,
     split_size,
     width,
@@ -64,10 +65,13 @@ def row_pass_kernel(
     BLOCK: tl.constexpr,
     LAYOUT_BLOCK: tl.constexpr,
 ):
-    """Statistics ``[B, width, num_splits]`` (float32 max and sum, int32 argument) of every row."""
+    """Statistics ``[B, width, num_splits]`` (float32 max and sum, int32 argument) of every row;
+    zeroes ``counter [B]`` int32 for ``verify_kernel``, which runs after it on the stream."""
     request = tl.program_id(0)
     j = tl.program_id(1)
     split = tl.program_id(2)
+    if (j == 0) & (split == 0):
+        tl.store(counter_ptr + request, 0)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     row = first_row(num_draft_ptr, request, LAYOUT_BLOCK) + j
     needed = j <= k
@@ -165,7 +169,7 @@ def verify_kernel(
     """Walk the drafts, write the output row; race over the rejected row of a sampled request.
 
     ``race``/``race_arg``: ``[2, B, num_splits]`` float32/int32 (best and fallback of each split);
-    ``counter``: ``[B]`` int32 zeros."""
+    ``counter``: ``[B]`` int32, zeroed by ``row_pass_kernel``."""
     request = tl.program_id(0)
     split = tl.program_id(1)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
@@ -232,6 +236,7 @@ def verify_kernel(
         draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
         row_ptr = logits_ptr + (row0 + j) * logits_stride
         key = stream_key(seed, position + j, 2)
+        inv_sum = 1.0 / row_sum
         best = tl.full([BLOCK], float("-inf"), tl.float32)
         best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
         fallback = tl.full([BLOCK], float("-inf"), tl.float32)
@@ -241,15 +246,15 @@ def verify_kernel(
             offsets = start + tl.arange(0, BLOCK)
             inside = offsets < vocab_size
             x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-            noise = exponentials(key, offsets)
-            p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) / row_sum)
+            inv_noise = 1.0 / exponentials(key, offsets)
+            p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
             if HAS_Q:
                 q = tl.load(q_ptr + (draft0 + j) * q_stride + offsets, mask=inside, other=0.0).to(tl.float32)
             else:
                 q = tl.where(offsets == draft, 1.0, 0.0)
-            score = tl.where(inside, tl.maximum(p - q, 0.0) / noise, -1.0)
+            score = tl.where(inside, tl.maximum(p - q, 0.0) * inv_noise, -1.0)
             best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-            score = tl.where(inside, p / noise, -1.0)
+            score = tl.where(inside, p * inv_noise, -1.0)
             fallback, fallback_arg = _lane_argmax_update(score, offsets, fallback, fallback_arg)
         slot = request * num_splits + split
         fallback_slot = slot + num_splits * tl.num_programs(0)
