@@ -190,7 +190,7 @@ def rejection_sample(
 # Launch shapes of the Triton path, measured on an H100 (reports/perf/): rows that fill the device on
 # their own get one program each (wide blocks, 8 warps); fewer rows are cut into vocabulary splits of
 # narrow blocks (4 warps), many programs per SM, so that enough loads are in flight.
-PROGRAMS_PER_SM = 32
+PROGRAMS_PER_SM = 64
 WIDE_WARPS = 8
 NARROW_WARPS = 4
 

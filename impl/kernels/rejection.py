@@ -5,18 +5,20 @@ both keep the memory system busy, and an eager call costs two kernel launches:
 
 1. ``row_pass_kernel`` (grid: request × row × vocabulary split) reads every row a request owns once:
    for a draft row of a sampled request the split's max and sum of ``exp(l / T - max)``; for a draft
-   row of a greedy request the split's max and argmax; for the bonus row the split's winner of the
-   exponential race ``argmax(l / T - log e)`` (it needs no normaliser) or, greedy, its argmax. Forced
-   rows and rows past ``K_i`` are not read.
+   row of a greedy request the split's max and argmax; for the bonus row of a sampled request the
+   split's winner of the exponential race ``argmax(l / T - log e)`` (it needs no normaliser). Forced
+   rows, greedy bonus rows and rows past ``K_i`` are not read.
 2. ``verify_kernel`` (grid: request × vocabulary split): every program of a request verifies its
    drafts in order from the statistics (one load of ``l[d]`` and ``q[d]`` per draft) and stops at the
    first rejection; split 0 writes the accepted drafts, the final token when it is already known
-   (greedy, forced, an accepted run's bonus token), the padding and ``num_emitted``. Only a sampled
-   request with a rejected draft reads more: each split runs the race ``argmax(max(p - q, 0) / e)``
-   (``p / e`` as fallback) over its part of the rejected row, and the last split to finish (an atomic
-   counter per request) reduces the splits and writes the token.
+   (greedy, forced, a sampled request's bonus token), the padding and ``num_emitted``. Two cases read
+   one row more: for a sampled request with a rejected draft each split runs the race
+   ``argmax(max(p - q, 0) / e)`` (``p / e`` as fallback) over its part of the rejected row and of its
+   ``q`` row; for a greedy request that accepted every draft, the argmax of its bonus row. The last
+   split to finish (an atomic counter per request) reduces the splits and writes the token.
 
-Bytes read: every row once, and for a sampled rejection that row and its ``q`` row once more. Inner
+Bytes read: every draft row and every sampled bonus row once; a greedy bonus row only where reached;
+for a sampled rejection that row and its ``q`` row once more. Inner
 loops keep per-lane running maxima, sums and arguments and reduce across lanes once per program, so
 that no barrier sits inside a loop over the vocabulary.
 """
@@ -28,6 +30,9 @@ from .layout import first_row
 from .rng import exponentials, stream_key, uniform
 
 NO_ARG = tl.constexpr(2147483647)  # the argument of a lane that has seen only -inf
+RACE_NONE = tl.constexpr(0)  # the final token is known after the walk
+RACE_RESIDUAL = tl.constexpr(1)  # a sampled request's rejected row: norm(max(p - q, 0))
+RACE_GREEDY_BONUS = tl.constexpr(2)  # a greedy request's bonus row: its argmax
 
 
 @triton.jit
@@ -74,12 +79,12 @@ def row_pass_kernel(
         tl.store(counter_ptr + request, 0)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     row = first_row(num_draft_ptr, request, LAYOUT_BLOCK) + j
-    needed = j <= k
+    temperature = tl.load(temperature_ptr + request).to(tl.float32)
+    greedy = temperature == 0.0
+    needed = (j < k) | ((j == k) & ~greedy)  # a greedy bonus row is read only where reached
     if HAS_FORCED:
         needed = needed & (tl.load(forced_ptr + row, mask=j <= k, other=-1) < 0)
     if needed:
-        temperature = tl.load(temperature_ptr + request).to(tl.float32)
-        greedy = temperature == 0.0
         inv_temperature = 1.0 / tl.where(greedy, 1.0, temperature)
         row_ptr = logits_ptr + row * logits_stride
         lo = split * split_size
@@ -185,7 +190,7 @@ def verify_kernel(
 
     j = 0
     rejected = 0
-    residual = 0  # a sampled rejection: the token is drawn from the residual below
+    pending = RACE_NONE  # which race below draws the final token, if any
     final = 0
     row_max = 0.0
     row_sum = 1.0
@@ -210,60 +215,72 @@ def verify_kernel(
             x_draft = tl.load(logits_ptr + (row0 + j) * logits_stride + draft).to(tl.float32) * inv_temperature
             p_draft = tl.where(x_draft == float("-inf"), 0.0, tl.exp(x_draft - stat_max) / stat_sum)
             accept = (q_draft > 0.0) & (uniform(seed, position + j) * q_draft < p_draft)
-            residual = tl.where(accept, 0, 1)
+            pending = tl.where(accept, RACE_NONE, RACE_RESIDUAL)
             row_max = stat_max
             row_sum = stat_sum
         tl.store(out_row + j, draft, mask=accept & (split == 0))
         rejected = tl.where(accept, 0, 1)
         j += 1 - rejected
 
-    if rejected == 0:  # every draft accepted: the bonus row's token, from its statistics
-        _, _, final = _combine_stats(
-            stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + k * stat_splits, stat_splits, STAT_SPLITS_POW2
-        )
+    if rejected == 0:  # every draft accepted: the bonus row's token
+        forced = -1
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row0 + k).to(tl.int32)
+        if greedy:  # its argmax, in the race below unless forced
+            pending = tl.where(forced >= 0, RACE_NONE, RACE_GREEDY_BONUS)
+            final = forced
+        else:  # the first pass raced it
+            _, _, final = _combine_stats(
+                stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + k * stat_splits, stat_splits, STAT_SPLITS_POW2
+            )
             final = tl.where(forced >= 0, forced, final)
     if split == 0:
-        if residual == 0:
+        if pending == RACE_NONE:
             tl.store(out_row + j, final)
         emitted = j + 1
         columns = tl.arange(0, WIDTH_POW2)
         tl.store(out_row + columns, tl.full([WIDTH_POW2], -1, tl.int32), mask=(columns >= emitted) & (columns < width))
         tl.store(num_emitted_ptr + request, emitted)
 
-    if residual != 0:
-        draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
+    if pending != RACE_NONE:
         row_ptr = logits_ptr + (row0 + j) * logits_stride
-        key = stream_key(seed, position + j, 2)
-        inv_sum = 1.0 / row_sum
         best = tl.full([BLOCK], float("-inf"), tl.float32)
         best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
         fallback = tl.full([BLOCK], float("-inf"), tl.float32)
         fallback_arg = tl.full([BLOCK], NO_ARG, tl.int32)
         lo = split * split_size
-        for start in range(lo, tl.minimum(lo + split_size, vocab_size), BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            inside = offsets < vocab_size
-            x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-            inv_noise = 1.0 / exponentials(key, offsets)
-            p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
-            if HAS_Q:
-                q = tl.load(q_ptr + (draft0 + j) * q_stride + offsets, mask=inside, other=0.0).to(tl.float32)
-            else:
-                q = tl.where(offsets == draft, 1.0, 0.0)
-            score = tl.where(inside, tl.maximum(p - q, 0.0) * inv_noise, -1.0)
-            best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-            score = tl.where(inside, p * inv_noise, -1.0)
-            fallback, fallback_arg = _lane_argmax_update(score, offsets, fallback, fallback_arg)
+        hi = tl.minimum(lo + split_size, vocab_size)
+        if pending == RACE_RESIDUAL:
+            draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
+            key = stream_key(seed, position + j, 2)
+            inv_sum = 1.0 / row_sum
+            for start in range(lo, hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                inside = offsets < vocab_size
+                x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
+                inv_noise = 1.0 / exponentials(key, offsets)
+                p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
+                if HAS_Q:
+                    q = tl.load(q_ptr + (draft0 + j) * q_stride + offsets, mask=inside, other=0.0).to(tl.float32)
+                else:
+                    q = tl.where(offsets == draft, 1.0, 0.0)
+                score = tl.where(inside, tl.maximum(p - q, 0.0) * inv_noise, -1.0)
+                best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
+                score = tl.where(inside, p * inv_noise, -1.0)
+                fallback, fallback_arg = _lane_argmax_update(score, offsets, fallback, fallback_arg)
+        else:  # a greedy request's bonus row: argmax, ties to the lowest id
+            for start in range(lo, hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+                best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
         slot = request * num_splits + split
         fallback_slot = slot + num_splits * tl.num_programs(0)
         top, top_arg = _reduce_argmax(best, best_arg)
         tl.store(race_ptr + slot, top)
-        tl.store(race_arg_ptr + slot, top_arg)
+        tl.store(race_arg_ptr + slot, tl.where(top_arg == NO_ARG, lo, top_arg))
         top, top_arg = _reduce_argmax(fallback, fallback_arg)
         tl.store(race_ptr + fallback_slot, top)
-        tl.store(race_arg_ptr + fallback_slot, top_arg)
+        tl.store(race_arg_ptr + fallback_slot, tl.where(top_arg == NO_ARG, lo, top_arg))
         tl.debug_barrier()  # every lane's stores before the release below
         if tl.atomic_add(counter_ptr + request, 1, sem="acq_rel") == num_splits - 1:  # the last split
             splits = tl.arange(0, SPLITS_POW2)
@@ -277,4 +294,4 @@ def verify_kernel(
             race_arg = tl.load(race_arg_ptr + fallback_base + splits, mask=inside, other=0, cache_modifier=".cg")
             _, fallback_token = _reduce_argmax(race, race_arg)
             # A residual without mass (every score 0) samples p instead (RS-PROB-4).
-            tl.store(out_row + j, tl.where(top <= 0.0, fallback_token, token))
+            tl.store(out_row + j, tl.where((pending == RACE_RESIDUAL) & (top <= 0.0), fallback_token, token))
