@@ -10,7 +10,9 @@ from pathlib import Path
 
 from . import checks as checks_module
 from . import reports, runner, spec, vectors
-from .engines import make_engine
+from .adapters import UsageError, check_engine_spec
+from .core import Context
+from .isolation import EngineProcess, EngineUsageError
 from .profiles import load_profile
 
 
@@ -47,72 +49,93 @@ def _engine_args(engine_spec: str, api_options: dict) -> str:
     return " ".join(words)
 
 
-def judge(engine_specs, args, run_dir: Path) -> list[dict]:
-    """Run the selected checks against each engine, streaming records into ``run_dir``."""
-    selected = runner.select(checks_module.all_checks_with_api(), args.check or (), args.exclude or ())
+def _api_options(args) -> dict:
+    names = ("base_url", "model", "api_profile", "spec_model", "plain_model", "engine_name")
+    return {name: getattr(args, name) for name in names if getattr(args, name, None)}
+
+
+def _selected(args) -> list:
+    selected = runner.select(checks_module.all_checks(), args.check or (), args.exclude or ())
     if not selected:
-        raise SystemExit(f"no check matches {args.check}")
+        raise UsageError(
+            f"no check matches --check {args.check} --exclude {args.exclude or []} (see `specconform list`)"
+        )
+    return selected
+
+
+def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
+    """Run the selected checks against each engine (each in its own process), streaming records into
+    ``run_dir``; whatever happens, the reports are rendered from what was recorded."""
+    selected = selected or _selected(args)
     expectations = runner.load_expectations(args.expectations)
+    profile = load_profile(args.profile) if args.profile else None
+    api_options = _api_options(args)
+    runner.write_manifest(run_dir, list(engine_specs), selected)
     writer = runner.RecordWriter(run_dir / "results.jsonl")
     progress = _progress(args.quiet, len(selected) * len(engine_specs))
     try:
-        api_options = {
-            k: v
-            for k, v in (
-                ("base_url", getattr(args, "base_url", None)),
-                ("model", getattr(args, "model", None)),
-                ("api_profile", getattr(args, "api_profile", None)),
-                ("spec_model", getattr(args, "spec_model", None)),
-                ("plain_model", getattr(args, "plain_model", None)),
-                ("engine_name", getattr(args, "engine_name", None)),
-            )
-            if v
-        }
         for engine_spec in engine_specs:
-            engine = make_engine(engine_spec, api_options)
-            profile = load_profile(args.profile) if args.profile else engine.profile
-            ctx = checks_module.Context(profile=profile, seed=args.seed, trials=args.trials, alpha=args.alpha)
+            engine = EngineProcess(engine_spec, api_options)
+
+            def ctx_for(info, profile=profile):
+                return Context(profile=profile or info.profile, seed=args.seed, trials=args.trials, alpha=args.alpha)
 
             def on_record(record):
                 writer(record)
                 progress(record)
 
-            runner.run_checks(
-                engine,
-                engine_spec,
-                selected,
-                ctx,
-                expectations=expectations,
-                timeout_s=args.timeout,
-                on_record=on_record,
-                profile_arg=args.profile or "",
-                engine_args=_engine_args(engine_spec, api_options),
-            )
+            try:
+                runner.run_checks(
+                    engine,
+                    selected,
+                    ctx_for,
+                    expectations=expectations,
+                    timeout_s=args.timeout,
+                    on_record=on_record,
+                    reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
+                )
+            finally:
+                engine.stop()
     finally:  # whatever happened, render what was measured
         writer.close()
         records = runner.read_records(run_dir)
-        if records:
-            reports.write_all(run_dir, records, checks_module.uncovered_requirements())
+        reports.write_all(
+            run_dir, records, checks_module.uncovered_requirements(), runner.missing_records(run_dir, records)
+        )
     return records
 
 
 def cmd_run(args) -> int:
+    engines = args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"]
+    for engine_spec in engines:
+        check_engine_spec(engine_spec, _api_options(args))
+    if args.profile:
+        load_profile(args.profile)
+    selected = _selected(args)
+    runner.load_expectations(args.expectations)
     run_dir = _run_dir(args.report_dir)
-    records = judge(args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"], args, run_dir)
-    regressions = [r for r in records if reports._is_regression(r)]
+    records = judge(engines, args, run_dir, selected)
+    regressions = [r for r in records if r.get("unexpected")]
     unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
+    missing = runner.missing_records(run_dir, records)
     counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
     print(
         " ".join(f"{k}={v}" for k, v in counts.items() if v)
-        + f"; unexpected failures {len(regressions)}, unexpected passes {len(unexpected)}; reports in {run_dir}"
+        + f"; unexpected failures {len(regressions)}, unexpected passes {len(unexpected)}"
+        + (f"; {len(missing)} selected checks have NO record" if missing else "")
+        + f"; reports in {run_dir}"
     )
-    return 1 if regressions else 0
+    return 1 if regressions or missing else 0
 
 
 def cmd_zoo(args) -> int:
     """Run every mutant of the bug zoo; each must FAIL on the requirement it breaks."""
-    from . import zoo
+    from .adapters import zoo
 
+    known = {m.name for m in zoo.MUTANTS}
+    unknown = [name for name in args.mutant or () if name not in known]
+    if unknown:
+        raise UsageError(f"unknown mutant {unknown[0]!r}; the zoo holds: {', '.join(sorted(known))}")
     run_dir = _run_dir(args.report_dir)
     args.exclude, args.expectations, args.profile = [], None, None
     mutants = [m for m in zoo.MUTANTS if not args.mutant or m.name in args.mutant]
@@ -134,7 +157,13 @@ def cmd_zoo(args) -> int:
                 "caught_by": caught_by or [r["check"] for r in failing],
             }
         )
-    reports.write_all(run_dir, records, checks_module.uncovered_requirements(), zoo_table=table)
+    reports.write_all(
+        run_dir,
+        records,
+        checks_module.uncovered_requirements(),
+        runner.missing_records(run_dir, records),
+        zoo_table=table,
+    )
     lines = ["| mutant | breaks | caught | by |", "| --- | --- | --- | --- |"]
     lines += [
         f"| {z['mutant']} | {z['breaks']} | {'yes' if z['caught'] else 'NO'} | {', '.join(z['caught_by'])} |"
@@ -148,7 +177,12 @@ def cmd_zoo(args) -> int:
 
 def cmd_report(args) -> int:
     run_dir = Path(args.run_dir)
-    reports.write_all(run_dir, runner.read_records(run_dir), checks_module.uncovered_requirements())
+    if not run_dir.is_dir():
+        raise UsageError(f"{args.run_dir!r} is not a run folder (one holds results.jsonl)")
+    records = runner.read_records(run_dir)
+    reports.write_all(
+        run_dir, records, checks_module.uncovered_requirements(), runner.missing_records(run_dir, records)
+    )
     print(f"rendered {run_dir / 'summary.md'}, {run_dir / 'junit.xml'}, {run_dir / 'report.html'}")
     return 0
 
@@ -187,7 +221,7 @@ def cmd_bench(args) -> int:
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from .server import build_app
+    from embedded import build_app
 
     app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device)
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
@@ -206,6 +240,24 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _bounded(kind, low, high, open_interval=False):
+    """An argparse type: a ``kind`` in ``[low, high]`` (``(low, high)`` when ``open_interval``)."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        inside = low < value < high if open_interval else low <= value <= high
+        if not inside or value != value:
+            bounds = f"({low}, {high})" if open_interval else f"[{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"must be in {bounds}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def _add_run_options(parser) -> None:
     parser.add_argument(
         "--check",
@@ -213,10 +265,24 @@ def _add_run_options(parser) -> None:
         help="only checks whose name, class or requirement id "
         "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*'",
     )
-    parser.add_argument("--seed", type=int, default=20261121, help="seed of every generated case")
-    parser.add_argument("--trials", type=int, default=20_000, help="trials per case in statistical checks")
-    parser.add_argument("--alpha", type=float, default=1e-6, help="family-wise α of each statistical check")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per check before TIMEOUT")
+    parser.add_argument(
+        "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
+    )
+    parser.add_argument(
+        "--trials", type=_bounded(int, 1, 10**9), default=20_000, help="trials per case in statistical checks (>= 1)"
+    )
+    parser.add_argument(
+        "--alpha",
+        type=_bounded(float, 0, 1, open_interval=True),
+        default=1e-6,
+        help="family-wise α of each statistical check, in (0, 1)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_bounded(float, 0, 7 * 86400, open_interval=True),
+        default=600,
+        help="seconds per check before TIMEOUT (> 0)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -284,7 +350,14 @@ def main(argv=None) -> int:
     lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks")
     lst.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (UsageError, EngineUsageError, FileNotFoundError) as exc:
+        print(f"specconform {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a profile, expectations file or argument the user gave is malformed
+        print(f"specconform {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

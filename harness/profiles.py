@@ -29,7 +29,7 @@ CAPABILITIES = (
     "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
     "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)
     "metrics",  # acceptance_metrics(steps, eos_token_ids) -> dict of AC-METRIC values
-    # API level (harness.api), probed from the running server:
+    # API level (harness.adapters.http), probed from the running server:
     "http",  # an OpenAI-compatible endpoint
     "token-ids",  # responses carry token ids (return_token_ids)
     "marker-ids",  # the reasoning markers' token ids can be looked up (/tokenize)
@@ -76,7 +76,7 @@ class Profile:
 def canonical(scope: str = "request") -> Profile:
     """Every kernel-level class, with the canonical variants (or the per-section scope variant).
 
-    The ``api.*`` classes belong to engines judged over HTTP (``harness.api``)."""
+    The ``api.*`` classes belong to engines judged over HTTP (``harness.adapters.http``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
     kernel = {c for c in spec.classes() if not c.startswith("api.")}
     return Profile(f"canonical{'' if scope == 'request' else '-section'}", frozenset(kernel - {other}), scope=scope)

@@ -15,7 +15,9 @@ import pytest
 
 from . import checks as checks_module
 from . import runner
-from .engines import make_engine
+from .adapters import check_engine_spec
+from .core import Context
+from .isolation import EngineProcess
 from .profiles import load_profile
 
 
@@ -43,15 +45,17 @@ class SpecconformItem(pytest.Item):
 
     def runtest(self):
         state = self.config._specconform
-        if "engine" not in state:
-            state["engine"] = make_engine(self.engine_spec)
-        engine = state["engine"]
         option = self.config.getoption
-        profile = load_profile(option("--specconform-profile")) if option("--specconform-profile") else engine.profile
-        ctx = checks_module.Context(
-            profile=profile, seed=option("--specconform-seed"), trials=option("--specconform-trials")
-        )
-        (record,) = runner.run_checks(engine, self.engine_spec, [self.check], ctx, expectations=state["expectations"])
+        profile = load_profile(option("--specconform-profile")) if option("--specconform-profile") else None
+
+        def ctx_for(info):
+            return Context(
+                profile=profile or info.profile,
+                seed=option("--specconform-seed"),
+                trials=option("--specconform-trials"),
+            )
+
+        (record,) = runner.run_checks(state["engine"], [self.check], ctx_for, expectations=state["expectations"])
         self.user_properties.append(("specconform", record.to_json()))
         if record.expected_status and record.expected_status != "PASS":
             if record.status == record.expected_status:
@@ -86,7 +90,13 @@ def pytest_collection_modifyitems(session, config, items):
     engine_spec = config.getoption("--specconform-engine")
     if not engine_spec:
         return
-    config._specconform = {"expectations": runner.load_expectations(config.getoption("--specconform-expectations"))}
+    check_engine_spec(engine_spec)
+    engine = EngineProcess(engine_spec)  # one engine process for the session, restarted if it dies
+    config.add_cleanup(engine.stop)
+    config._specconform = {
+        "engine": engine,
+        "expectations": runner.load_expectations(config.getoption("--specconform-expectations")),
+    }
     selected = runner.select(checks_module.all_checks(), config.getoption("--specconform-check"))
     for check in selected:
         items.append(

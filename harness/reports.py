@@ -9,9 +9,9 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from . import spec
+from .core import BAD, SEVERITY, worst
 
-ORDER = {"FAIL": 0, "ERROR": 1, "TIMEOUT": 2, "PRECONDITION_FAILED": 3, "NOT_CLAIMED": 4, "PASS": 5}
-BAD = ("FAIL", "ERROR", "TIMEOUT")
+ORDER = SEVERITY
 
 
 def _first_line(text: str) -> str:
@@ -19,54 +19,94 @@ def _first_line(text: str) -> str:
 
 
 def _is_regression(r: dict) -> bool:
-    return r["status"] in BAD and r.get("expected_status") != r["status"]
+    return bool(r.get("unexpected"))
 
 
 def _sorted(records):
     return sorted(records, key=lambda r: (ORDER.get(r["status"], 9), r["engine"], r["check"]))
 
 
-def requirement_status(records: list[dict]) -> dict[tuple[str, str], str]:
-    """``{(engine, requirement): status}``: the worst status among the checks covering it."""
-    out: dict[tuple[str, str], str] = {}
+def requirement_status(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
+    """``{(engine, requirement): (status, cases)}``: the worst status among the checks' results for
+    it, and the cases that exercised it. PASS needs cases > 0 and no violation anywhere; a requirement
+    that no check reached is NOT_RUN."""
+    statuses: dict[tuple[str, str], list[str]] = defaultdict(list)
+    cases: dict[tuple[str, str], int] = defaultdict(int)
     for r in records:
-        for req in r["requirements"]:
-            status = r["status"]
-            if status == "FAIL" and r["violated"] and req not in r["violated"]:
-                status = "PASS"  # the check failed on another of its requirements
-            key = (r["engine"], req)
-            if key not in out or ORDER[status] < ORDER[out[key]]:
-                out[key] = status
+        for rid, result in r["results"].items():
+            key = (r["engine"], rid)
+            statuses[key].append(result["status"])
+            cases[key] += result["cases"]
+    out = {}
+    for key, found in statuses.items():
+        status = worst(found)
+        if status == "PASS" and not cases[key]:
+            status = "NOT_RUN"
+        # a requirement judged PASS by one check and not reached by another is PASS: it was exercised
+        if status == "NOT_RUN" and "PASS" in found and cases[key]:
+            status = "PASS"
+        out[key] = (status, cases[key])
     return out
 
 
 def _class_table(records: list[dict], engines: list[str]) -> list[str]:
-    """Rows: conformance classes; cells: the worst status of the class's checks per engine."""
+    """Rows: conformance classes; cells: the worst requirement status of the class per engine."""
+    per_req = requirement_status(records)
+    registry = spec.load_registry()
     lines = ["| class | " + " | ".join(engines) + " |", "| --- |" + " --- |" * len(engines)]
     for cls in sorted({r["cls"] for r in records}):
         cells = []
         for engine in engines:
-            statuses = [r["status"] for r in records if r["engine"] == engine and r["cls"] == cls]
-            cells.append(min(statuses, key=lambda x: ORDER[x]) if statuses else "-")
+            found = [
+                per_req[(engine, rid)][0] for rid in registry if registry[rid].cls == cls and (engine, rid) in per_req
+            ]
+            found += [r["status"] for r in records if r["engine"] == engine and r["cls"] == cls and not r["results"]]
+            cells.append(worst(found) if found else "-")
         lines.append(f"| {cls} | " + " | ".join(cells) + " |")
     return lines
 
 
 def _requirement_table(records: list[dict], engines: list[str], missing: str) -> list[str]:
-    """Rows: requirements, failures first; cells: each engine's status on it (``missing`` if unchecked)."""
+    """Rows: requirements, failures first; cells: each engine's status on it with the cases that
+    exercised it (``missing`` if no check covers it)."""
     per_req = requirement_status(records)
     registry = spec.load_registry()
-    worst = {rid: min((ORDER[per_req.get((e, rid), "PASS")] for e in engines), default=9) for rid in registry}
+    rank = {
+        rid: min((ORDER[per_req[(e, rid)][0]] for e in engines if (e, rid) in per_req), default=9) for rid in registry
+    }
     lines = ["| requirement | level | " + " | ".join(engines) + " |", "| --- | --- |" + " --- |" * len(engines)]
-    for rid in sorted(registry, key=lambda x: (worst[x], x)):
-        cells = [per_req.get((e, rid), missing) for e in engines]
+    for rid in sorted(registry, key=lambda x: (rank[x], x)):
+        cells = []
+        for e in engines:
+            if (e, rid) not in per_req:
+                cells.append(missing)
+                continue
+            status, cases = per_req[(e, rid)]
+            cells.append(f"{status} ({cases})" if status in ("PASS", "FAIL") else status)
         lines.append(f"| {rid} | {registry[rid].level} | " + " | ".join(cells) + " |")
     return lines
 
 
-def markdown(records: list[dict], uncovered: list[str]) -> str:
+def _requirement_cells(r: dict) -> str:
+    """Each requirement of a record with its own status: violated ones in bold."""
+    out = []
+    for rid in r["requirements"] + [x for x in r["results"] if x not in r["requirements"]]:
+        result = r["results"].get(rid, {"status": r["status"], "cases": 0})
+        text = f"{rid} {result['status']}" + (f" ({result['cases']})" if result["status"] in ("PASS", "FAIL") else "")
+        out.append(f"**{text}**" if result["status"] == "FAIL" else text)
+    return ", ".join(out)
+
+
+def _incomplete(missing: list[str]) -> list[str]:
+    if not missing:
+        return []
+    shown = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+    return [f"**INCOMPLETE RUN: {len(missing)} selected checks have no record**: {shown}", ""]
+
+
+def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ()) -> str:
     engines = sorted({r["engine"] for r in records})
-    lines = ["# specconform conformance report", ""]
+    lines = ["# specconform conformance report", ""] + _incomplete(list(missing))
     for engine in engines:
         mine = [r for r in records if r["engine"] == engine]
         counts = defaultdict(int)
@@ -87,7 +127,7 @@ def markdown(records: list[dict], uncovered: list[str]) -> str:
             status = r["status"] + (" (expected)" if r.get("expected_status") == r["status"] != "PASS" else "")
             if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS"):
                 status = "PASS (unexpected)"
-            reqs = ", ".join(f"**{x}**" if x in r["violated"] else x for x in r["requirements"])
+            reqs = _requirement_cells(r)
             lines.append(
                 f"| {status} | `{r['check']}` | {r['cls']} | {reqs} | {_first_line(r['message']).replace('|', '/')} |"
             )
@@ -99,30 +139,41 @@ def markdown(records: list[dict], uncovered: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(records: list[dict]) -> str:
-    failures = sum(r["status"] == "FAIL" for r in records)
-    errors = sum(r["status"] in ("ERROR", "TIMEOUT") for r in records)
-    skipped = sum(r["status"] in ("NOT_CLAIMED", "PRECONDITION_FAILED") for r in records)
+def junit(records: list[dict], missing: list[str] = ()) -> str:
+    """One test case per (check, requirement): FAIL is a failure, ERROR and TIMEOUT errors, NOT_RUN,
+    NOT_CLAIMED and PRECONDITION_FAILED skipped; a selected check without a record is an error."""
     cases = []
+    counts = defaultdict(int)
     for r in records:
-        body = ""
-        if r["status"] == "FAIL":
-            body = f"<failure message={quoteattr(_first_line(r['message']))}>{escape(r['message'])}</failure>"
-        elif r["status"] in ("ERROR", "TIMEOUT"):
-            body = (
-                f"<error message={quoteattr(r['status'] + ': ' + _first_line(r['message']))}>"
-                f"{escape(r['message'])}</error>"
+        for rid, result in r["results"].items() or [("check", {"status": r["status"], "evidence": r["message"]})]:
+            status = result["status"]
+            detail = result.get("evidence") or r["message"]
+            body = ""
+            if status == "FAIL":
+                text = escape(detail + "\n" + r["reproduce"])
+                body = f"<failure message={quoteattr(_first_line(detail))}>{text}</failure>"
+                counts["failures"] += 1
+            elif status in ("ERROR", "TIMEOUT"):
+                body = f"<error message={quoteattr(status + ': ' + _first_line(detail))}>{escape(detail)}</error>"
+                counts["errors"] += 1
+            elif status != "PASS":
+                body = f"<skipped message={quoteattr(status + ': ' + _first_line(detail))}/>"
+                counts["skipped"] += 1
+            cases.append(
+                f"  <testcase classname={quoteattr(r['engine'] + '.' + r['check'])} name={quoteattr(rid)} "
+                f'time="{r["duration_s"]:.4f}">{body}</testcase>'
             )
-        elif r["status"] in ("NOT_CLAIMED", "PRECONDITION_FAILED"):
-            body = f"<skipped message={quoteattr(r['status'] + ': ' + _first_line(r['message']))}/>"
-        props = "".join(f'<property name="requirement" value={quoteattr(x)}/>' for x in r["requirements"])
+    for item in missing:
         cases.append(
-            f"  <testcase classname={quoteattr(r['engine'] + '.' + r['cls'])} name={quoteattr(r['check'])} "
-            f'time="{r["duration_s"]:.4f}"><properties>{props}</properties>{body}</testcase>'
+            f'  <testcase classname={quoteattr(item)} name="record"><error message="no record: the run ended '
+            f'before this check was judged"/></testcase>'
         )
+        counts["errors"] += 1
     return (
-        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="specconform" tests="{len(records)}" '
-        f'failures="{failures}" errors="{errors}" skipped="{skipped}">\n' + "\n".join(cases) + "\n</testsuite>\n"
+        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="specconform" tests="{len(cases)}" '
+        f'failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n'
+        + "\n".join(cases)
+        + "\n</testsuite>\n"
     )
 
 
@@ -206,7 +257,9 @@ def _plots(record: dict) -> str:
     return "".join(out)
 
 
-def html_report(records: list[dict], uncovered: list[str], zoo_table: list[dict] | None = None) -> str:
+def html_report(
+    records: list[dict], uncovered: list[str], missing: list[str] = (), zoo_table: list[dict] | None = None
+) -> str:
     colours = {
         "PASS": "#d4edda",
         "FAIL": "#f8d7da",
@@ -221,7 +274,7 @@ def html_report(records: list[dict], uncovered: list[str], zoo_table: list[dict]
         plots = _plots(r)
         extra = f"<details><summary>plots</summary>{plots}</details>" if plots else ""
         stat = "" if r.get("p_value") is None else f"p = {r['p_value']:.3g}, α = {r['alpha']:.2g}, N = {r['trials']}"
-        requirements = ", ".join(f"<b>{x}</b>" if x in r["violated"] else x for x in r["requirements"])
+        requirements = html.escape(_requirement_cells(r)).replace("**", "")
         background = colours.get(r["status"], "#fff")
         rows.append(
             f'<tr style="background:{background}"><td>{r["status"]}</td><td>{html.escape(r["engine"])}</td>'
@@ -242,37 +295,58 @@ def html_report(records: list[dict], uncovered: list[str], zoo_table: list[dict]
             f"<th>failing checks</th></tr>{zoo_rows}</table>"
         )
     uncovered_html = f"<p><b>Not yet covered by any check:</b> {', '.join(uncovered)}</p>" if uncovered else ""
+    incomplete = "".join(
+        f"<p style='color:#a00'>{html.escape(line)}</p>" for line in _incomplete(list(missing)) if line
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>specconform report</title><style>"
         "body{font-family:sans-serif;margin:20px}table{border-collapse:collapse;width:100%}"
         "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}</style></head><body>"
-        f"<h1>specconform conformance report</h1>{zoo}<h2>Results</h2><table><tr><th>status</th><th>engine</th>"
-        f"<th>check</th><th>class</th><th>requirements</th><th>evidence</th></tr>{''.join(rows)}</table>"
+        f"<h1>specconform conformance report</h1>{incomplete}{zoo}<h2>Results</h2><table><tr><th>status</th>"
+        f"<th>engine</th><th>check</th><th>class</th><th>requirements</th><th>evidence</th></tr>{''.join(rows)}</table>"
         f"{uncovered_html}</body></html>\n"
     )
 
 
-def write_all(run_dir: Path, records: list[dict], uncovered: list[str], zoo_table=None) -> None:
-    (run_dir / "summary.md").write_text(markdown(records, uncovered))
-    (run_dir / "junit.xml").write_text(junit(records))
-    (run_dir / "report.html").write_text(html_report(records, uncovered, zoo_table))
+def write_all(
+    run_dir: Path, records: list[dict], uncovered: list[str], missing: list[str] = (), zoo_table=None
+) -> None:
+    (run_dir / "summary.md").write_text(markdown(records, uncovered, missing))
+    (run_dir / "junit.xml").write_text(junit(records, missing))
+    (run_dir / "report.html").write_text(html_report(records, uncovered, missing, zoo_table))
 
 
 # ---------------------------------------------------------------------------------------------
 # Diff between two runs
 
 
+def _bad_results(records: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """``{(engine, check, requirement or "check"): record}`` for every failed requirement and every
+    check that ended in ERROR or TIMEOUT."""
+    out = {}
+    for r in records:
+        for rid, result in r["results"].items():
+            if result["status"] == "FAIL":
+                out[(r["engine"], r["check"], rid)] = r
+        if r["status"] in ("ERROR", "TIMEOUT"):
+            out[(r["engine"], r["check"], "check")] = r
+    return out
+
+
 def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
-    """New failures first, then fixes, then changes in statistics; returns (Markdown, new failures)."""
+    """New failures first (per requirement), then fixes, then changes in statistics; returns
+    (Markdown, new failures)."""
     key = lambda r: (r["engine"], r["check"])  # noqa: E731
     before = {key(r): r for r in old}
     after = {key(r): r for r in new}
-    new_failures = [r for k, r in after.items() if r["status"] in BAD and before.get(k, {}).get("status") not in BAD]
-    fixes = [r for k, r in after.items() if r["status"] == "PASS" and before.get(k, {}).get("status") in BAD]
+    bad_before, bad_after = _bad_results(old), _bad_results(new)
+    new_failures = [(k, r) for k, r in bad_after.items() if k not in bad_before]
+    fixes = [(k, r) for k, r in bad_before.items() if k not in bad_after and (k[0], k[1]) in after]
+    changed = {(k[0], k[1]) for k, _ in new_failures + fixes}
     other = [
         (before[k], r)
         for k, r in after.items()
-        if k in before and r["status"] != before[k]["status"] and r not in new_failures and r not in fixes
+        if k in before and r["status"] != before[k]["status"] and k not in changed
     ]
     stats = [
         (before[k], r)
@@ -287,16 +361,19 @@ def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
     lines += (
         ["## New failures", ""]
         + [
-            f"- `{r['check']}` ({r['engine']}): {r['status']} "
-            f"(was {before.get(key(r), {}).get('status', 'absent')}) "
-            f"{_first_line(r['message'])}"
-            for r in new_failures
+            f"- `{check}` {rid} ({engine}): {r['status']} "
+            f"{_first_line(r['results'].get(rid, {}).get('evidence') or r['message'])}"
+            for (engine, check, rid), r in new_failures
         ]
         + [""]
     )
     lines += (
         ["## Fixes", ""]
-        + [f"- `{r['check']}` ({r['engine']}): now PASS (was {before[key(r)]['status']})" for r in fixes]
+        + [
+            f"- `{check}` {rid} ({engine}): now "
+            f"{after[(engine, check)]['results'].get(rid, {}).get('status', after[(engine, check)]['status'])}"
+            for (engine, check, rid), _ in fixes
+        ]
         + [""]
     )
     lines += (

@@ -1,7 +1,10 @@
-"""Run checks against an engine and score them (specs/INTERPRETING.md).
+"""Run checks against an engine in its own process and score them (specs/INTERPRETING.md).
 
-Each result becomes one record, written to the JSON-lines file the moment it is known
-(RUN-RECORD-1), so a crash or Ctrl-C loses nothing already measured.
+Each result becomes one record with a result per requirement, written to the JSON-lines file the
+moment it is known (RUN-RECORD-1), so a crash or Ctrl-C loses nothing already measured. Every
+selected check gets a record: when the engine dies or hangs the check is ERROR or TIMEOUT, the
+engine is restarted for the next one, and an engine that fails ``GIVE_UP_AFTER`` checks in a row
+is given up on, its remaining checks recorded as ERROR.
 """
 
 from __future__ import annotations
@@ -9,36 +12,71 @@ from __future__ import annotations
 import fnmatch
 import json
 import shlex
-import signal
-import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
 
-from .checks import FAIL, PASS, PRECONDITION_FAILED, Check, Context, Outcome
+from .core import (
+    ERROR,
+    FAIL,
+    NOT_CLAIMED,
+    PASS,
+    PRECONDITION_FAILED,
+    STATUSES,
+    TIMEOUT,
+    Check,
+    Context,
+    Outcome,
+    uniform_outcome,
+)
+from .isolation import EngineFailure, EngineInfo, EngineProcess
 
-ERROR, TIMEOUT, NOT_CLAIMED = "ERROR", "TIMEOUT", "NOT_CLAIMED"
-STATUSES = (PASS, FAIL, NOT_CLAIMED, PRECONDITION_FAILED, ERROR, TIMEOUT)
-BAD = (FAIL, ERROR, TIMEOUT)
+GIVE_UP_AFTER = 3  # consecutive deaths or timeouts of one engine
 
 
-@dataclass
+@dataclass(frozen=True)
 class Expectation:
-    check: str  # a check name or a glob
+    """A known result (RUN-EXPECT-1), keyed like web-platform-tests' metadata.
+
+    ``check`` is a name or glob; ``requirement`` narrows it to one requirement's result (absent: the
+    check's own status); ``fingerprint`` pins the way of failing (``<requirement>/<mode>``), so that a
+    different failure under an expected FAIL is reported as unexpected; ``conditions`` are globs on
+    the record's ``engine``, ``engine_version`` and ``device``."""
+
+    check: str
     status: str
     reason: str
     link: str = ""
+    requirement: str = ""
+    fingerprint: str = ""
+    conditions: tuple[tuple[str, str], ...] = ()
+
+    def applies(self, record: dict, requirement: str = "") -> bool:
+        return (
+            fnmatch.fnmatchcase(record["check"], self.check)
+            and self.requirement == requirement
+            and all(fnmatch.fnmatchcase(str(record.get(key, "")), pattern) for key, pattern in self.conditions)
+        )
+
+    def met_by(self, status: str, fingerprint: str) -> bool:
+        return status == self.status and (not self.fingerprint or self.fingerprint == fingerprint)
+
+
+_CONDITION_KEYS = ("engine", "engine_version", "device")
 
 
 def load_expectations(path: str | Path | None) -> list[Expectation]:
-    """An engine's expectation file (RUN-EXPECT-1): ``expectations: [{check, status, reason, link}]``."""
+    """An engine's expectation file: ``expectations: [{check, status, reason, link?, requirement?,
+    fingerprint?, if?: {engine|engine_version|device: glob}}]``; a bad entry is an error naming it."""
     if not path:
         return []
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"expectations file {str(path)!r} does not exist")
+    data = yaml.safe_load(path.read_text()) or {}
     out = []
     for i, entry in enumerate(data.get("expectations", [])):
         for key in ("check", "status", "reason"):
@@ -46,7 +84,25 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
                 raise ValueError(f"{path}: expectation {i} lacks {key!r}")
         if entry["status"] not in STATUSES:
             raise ValueError(f"{path}: expectation {i} has status {entry['status']!r}; one of {STATUSES}")
-        out.append(Expectation(entry["check"], entry["status"], entry["reason"], entry.get("link", "")))
+        conditions = entry.get("if") or {}
+        unknown = set(conditions) - set(_CONDITION_KEYS)
+        if unknown:
+            raise ValueError(f"{path}: expectation {i} has conditions on {sorted(unknown)}; allowed: {_CONDITION_KEYS}")
+        fingerprint = entry.get("fingerprint", "")
+        requirement = entry.get("requirement", "")
+        if fingerprint and requirement and not fingerprint.startswith(requirement + "/"):
+            raise ValueError(f"{path}: expectation {i}: fingerprint {fingerprint!r} is not of {requirement}")
+        out.append(
+            Expectation(
+                entry["check"],
+                entry["status"],
+                entry["reason"],
+                entry.get("link", ""),
+                requirement,
+                fingerprint,
+                tuple(sorted(conditions.items())),
+            )
+        )
     return out
 
 
@@ -57,8 +113,9 @@ class Record:
     requirements: list[str]
     status: str
     message: str
-    violated: list[str]
+    results: dict[str, dict]  # requirement id -> RequirementResult.to_json(), plus its expectation
     engine: str
+    engine_spec: str  # the engine as the command line named it
     engine_version: str
     device: str
     profile: str
@@ -72,49 +129,54 @@ class Record:
     expected_status: str | None = None
     expectation_reason: str = ""
     expectation_link: str = ""
+    unexpected: list[str] = field(default_factory=list)  # what no expectation covers: requirement ids or "check"
     plots: list = field(default_factory=list)
 
     @property
+    def violated(self) -> list[str]:
+        return [r for r, result in self.results.items() if result["status"] == FAIL]
+
+    @property
     def regression(self) -> bool:
-        """A bad status that no expectation covers (RUN-EXPECT-2)."""
-        return self.status in BAD and self.expected_status != self.status
+        """A bad result that no expectation covers (RUN-EXPECT-2)."""
+        return bool(self.unexpected)
 
     @property
     def unexpected_pass(self) -> bool:
         return self.status == PASS and self.expected_status not in (None, PASS)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["violated"] = self.violated
+        return data
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _caused_by_timeout(exc: BaseException | None) -> bool:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, _Timeout):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def _call_with_limit(fn: Callable[[], Outcome], seconds: float | None) -> Outcome:
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        return fn()
-
-    def expire(signum, frame):
-        raise _Timeout()
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return fn()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def _expect(record: Record, expectations: list[Expectation]) -> None:
+    """Attach expectations to the record and to each requirement result, and list what no expectation
+    covers: each failed requirement whose failure (and fingerprint) is not expected, and ``"check"``
+    for an ERROR or TIMEOUT that is not expected."""
+    whole = next((e for e in expectations if e.applies(record.__dict__)), None)
+    if whole:
+        record.expected_status, record.expectation_reason, record.expectation_link = (
+            whole.status,
+            whole.reason,
+            whole.link,
+        )
+    unexpected = []
+    if record.status in (ERROR, TIMEOUT) and not (whole and whole.met_by(record.status, "")):
+        unexpected.append("check")
+    for rid, result in record.results.items():
+        own = next((e for e in expectations if e.applies(record.__dict__, rid)), None)
+        expectation = own or whole  # an entry without a requirement covers every requirement of its check
+        if expectation:
+            result.update(
+                expected_status=expectation.status,
+                expectation_reason=expectation.reason,
+                expectation_link=expectation.link,
+            )
+        if result["status"] == FAIL and not (expectation and expectation.met_by(FAIL, result["fingerprint"])):
+            unexpected.append(rid)
+    record.unexpected = unexpected
 
 
 def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[Check]:
@@ -129,66 +191,87 @@ def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterab
 
 
 def run_checks(
-    engine,
-    engine_spec: str,
+    engine: EngineProcess,
     checks: list[Check],
-    ctx: Context,
+    ctx_for: Callable[[EngineInfo], Context],
     *,
-    expectations: list[Expectation] = (),
+    expectations: Iterable[Expectation] = (),
     timeout_s: float | None = 600,
     on_record: Callable[[Record], None] = lambda record: None,
-    profile_arg: str = "",
-    engine_args: str | None = None,
+    reproduce: Callable[[Check, Context], str] = lambda check, ctx: "",
 ) -> list[Record]:
-    """Run ``checks`` in order; ``engine_args`` is the command-line fragment that names the engine in
-    each record's reproduction (default ``--engine ENGINE_SPEC``)."""
-    engine_args = engine_args or f"--engine {shlex.quote(engine_spec)}"
-    records = []
+    """Run ``checks`` in order against ``engine`` (started on first use); ``ctx_for`` builds each
+    check's context from the engine's own name, version and profile. Every check gets a record."""
+    expectations = list(expectations)
+    records: list[Record] = []
+    failures_in_a_row = 0
+    info = engine.info
     for check in checks:
         started = time.perf_counter()
-        if not ctx.profile.claims(check.cls):
-            outcome = Outcome(NOT_CLAIMED, f"profile {ctx.profile.name} does not claim {check.cls}")
-        elif missing := [n for n in check.needs if n not in ctx.profile.capabilities]:
-            outcome = Outcome(PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}")
+        outcome: Outcome
+        if failures_in_a_row >= GIVE_UP_AFTER:
+            outcome = uniform_outcome(
+                ERROR,
+                f"not run: the engine failed {failures_in_a_row} checks in a row and was given up on",
+                check.requirements,
+            )
         else:
             try:
-                outcome = _call_with_limit(lambda check=check: check.run(engine, ctx), timeout_s)
-            except Exception as exc:  # a crash is not a spec violation (RUN-STATUS-1)
-                if _caused_by_timeout(exc):  # also when an engine wrapped the timeout in its own error
-                    outcome = Outcome(TIMEOUT, f"ran past {timeout_s} s")
+                if info is None:
+                    info = engine.start(timeout_s)
+                ctx = ctx_for(info)
+                if not ctx.profile.claims(check.cls):
+                    outcome = uniform_outcome(
+                        NOT_CLAIMED, f"profile {ctx.profile.name} does not claim {check.cls}", check.requirements
+                    )
+                elif missing := [n for n in check.needs if n not in ctx.profile.capabilities]:
+                    outcome = uniform_outcome(
+                        PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}", check.requirements
+                    )
                 else:
-                    outcome = Outcome(ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
-        expectation = next((e for e in expectations if fnmatch.fnmatchcase(check.name, e.check)), None)
-        reproduce = (
-            f"specconform run {engine_args} --check {shlex.quote(check.name)} "
-            f"--seed {ctx.seed} --trials {ctx.trials}" + (f" --profile {profile_arg}" if profile_arg else "")
-        )
+                    outcome = engine.run(check.name, ctx, timeout_s)
+                failures_in_a_row = 0
+            except EngineFailure as failure:
+                failures_in_a_row += 1
+                outcome = uniform_outcome(failure.status, failure.message, check.requirements)
+        ctx = ctx_for(info) if info is not None else None
         record = Record(
             check=check.name,
             cls=check.cls,
             requirements=list(check.requirements),
             status=outcome.status,
             message=outcome.message,
-            violated=list(outcome.violated),
-            engine=engine.name,
-            engine_version=str(engine.version),
-            device=str(engine.device),
-            profile=ctx.profile.name,
-            seed=ctx.seed,
+            results={rid: result.to_json() for rid, result in outcome.requirements.items()},
+            engine=info.name if info else engine.engine_spec,
+            engine_spec=engine.engine_spec,
+            engine_version=info.version if info else "unknown (the engine never started)",
+            device=info.device if info else "unknown",
+            profile=ctx.profile.name if ctx else "unknown",
+            seed=ctx.seed if ctx else 0,
             duration_s=round(time.perf_counter() - started, 4),
-            reproduce=reproduce,
+            reproduce=reproduce(check, ctx) if ctx else "",
             statistic=outcome.statistic,
             p_value=outcome.p_value,
             alpha=outcome.alpha,
             trials=outcome.trials,
-            expected_status=expectation.status if expectation else None,
-            expectation_reason=expectation.reason if expectation else "",
-            expectation_link=expectation.link if expectation else "",
             plots=outcome.plots,
         )
+        _expect(record, expectations)
         records.append(record)
         on_record(record)
     return records
+
+
+def reproduction(engine_args: str, profile_arg: str = "") -> Callable[[Check, Context], str]:
+    """The one-line command that re-runs a check: ``engine_args`` names the engine with its options."""
+
+    def line(check: Check, ctx: Context) -> str:
+        return (
+            f"specconform run {engine_args} --check {shlex.quote(check.name)} --seed {ctx.seed} --trials {ctx.trials}"
+            + (f" --profile {shlex.quote(profile_arg)}" if profile_arg else "")
+        )
+
+    return line
 
 
 class RecordWriter:
@@ -206,8 +289,28 @@ class RecordWriter:
         self.file.close()
 
 
+def write_manifest(run_dir: Path, engines: list[str], checks: list[Check]) -> None:
+    """Add to what the run set out to do, so that a report can say which selected checks have no record."""
+    manifest = run_dir / "run.json"
+    planned = json.loads(manifest.read_text())["planned"] if manifest.is_file() else []
+    planned += [[engine, check.name] for engine in engines for check in checks]
+    manifest.write_text(json.dumps({"planned": planned}, indent=0))
+
+
 def read_records(path: str | Path) -> list[dict]:
     path = Path(path)
     if path.is_dir():
         path = path / "results.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no results at {str(path)!r} (a run folder holds results.jsonl)")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def missing_records(run_dir: Path, records: list[dict]) -> list[str]:
+    """``engine: check`` for every planned check of the run's manifest that has no record."""
+    manifest = Path(run_dir) / "run.json"
+    if not manifest.is_file():
+        return []
+    recorded = {(r.get("engine_spec", r["engine"]), r["check"]) for r in records}
+    planned = json.loads(manifest.read_text())["planned"]
+    return [f"{engine}: {check}" for engine, check in planned if (engine, check) not in recorded]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from specs.interface import AddedRequest, BatchUpdate, Move
 
 from .oracle import budget as tb
 from .oracle import counting as ac
@@ -41,31 +43,6 @@ def encode_matrix(rows) -> list:
 
 # ---------------------------------------------------------------------------------------------
 # Thinking budget
-
-
-@dataclass
-class Added:
-    index: int
-    budget: Any
-    prompt_token_ids: list[int]
-
-
-@dataclass
-class Update:
-    batch_size: int
-    removed: list[int] = field(default_factory=list)
-    added: list[Added] = field(default_factory=list)
-    moved: list[tuple[int, int, str]] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {
-            "batch_size": self.batch_size,
-            "removed": self.removed,
-            "added": [
-                {"index": a.index, "budget": a.budget, "prompt_token_ids": a.prompt_token_ids} for a in self.added
-            ],
-            "moved": [[s, d, k] for s, d, k in self.moved],
-        }
 
 
 @dataclass
@@ -100,7 +77,7 @@ def budget_scenario(
     requirements: list[str],
     start: list[int],
     end: list[int],
-    steps: list[tuple[Update | None, dict[int, SlotStep]]],
+    steps: list[tuple[BatchUpdate | None, dict[int, SlotStep]]],
     scope: str = "request",
     max_num_reqs: int = 4,
     description: str = "",
@@ -144,8 +121,8 @@ def budget_scenario(
 
 def _sequential(prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc=""):
     """One request, no drafts: each step the model proposes one token."""
-    steps: list[tuple[Update | None, dict[int, SlotStep]]] = []
-    first = Update(1, added=[Added(0, budget, prompt)])
+    steps: list[tuple[BatchUpdate | None, dict[int, SlotStep]]] = []
+    first = BatchUpdate(1, added=[AddedRequest(0, budget, prompt)])
     for i, token in enumerate(proposals):
         steps.append((first if i == 0 else None, {0: SlotStep([], 0, token)}))
     return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc)
@@ -329,7 +306,9 @@ def budget_vectors() -> dict:
         )
     )
     # Speculative decoding and the batch contract.
-    add3 = Update(3, added=[Added(0, 2, [1, 100]), Added(1, None, [1, 100]), Added(2, 3, [1])])
+    add3 = BatchUpdate(
+        3, added=[AddedRequest(0, 2, [1, 100]), AddedRequest(1, None, [1, 100]), AddedRequest(2, 3, [1])]
+    )
     s.append(
         budget_scenario(
             "spec-decode-mixed-batch",
@@ -356,7 +335,9 @@ def budget_vectors() -> dict:
             E1,
             [
                 (
-                    Update(3, added=[Added(0, 0, [100]), Added(1, 0, [100]), Added(2, 1, [100])]),
+                    BatchUpdate(
+                        3, added=[AddedRequest(0, 0, [100]), AddedRequest(1, 0, [100]), AddedRequest(2, 1, [100])]
+                    ),
                     {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
                 ),
                 (None, {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)}),
@@ -371,7 +352,7 @@ def budget_vectors() -> dict:
             S3,
             E4,
             [
-                (Update(1, added=[Added(0, 2, [90, 91, 92])]), {0: SlotStep([5, 30, 17, 6], 4, 7)}),
+                (BatchUpdate(1, added=[AddedRequest(0, 2, [90, 91, 92])]), {0: SlotStep([5, 30, 17, 6], 4, 7)}),
                 (None, {0: SlotStep([59, 8, 9], 3, 10)}),
             ],
             description="Drafts start E at the budget; the row after the partial E is forced to continue it.",
@@ -385,19 +366,21 @@ def budget_vectors() -> dict:
             E1,
             [
                 (
-                    Update(3, added=[Added(0, 1, [100]), Added(1, None, [100]), Added(2, 4, [100])]),
+                    BatchUpdate(
+                        3, added=[AddedRequest(0, 1, [100]), AddedRequest(1, None, [100]), AddedRequest(2, 4, [100])]
+                    ),
                     {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
                 ),
                 (
-                    Update(3, moved=[(0, 1, "SWAP")]),
+                    BatchUpdate(3, moved=[(0, 1, Move.SWAP)]),
                     {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 6), 2: SlotStep([], 0, 5)},
                 ),
                 (
-                    Update(2, removed=[0], moved=[(2, 0, "UNIDIRECTIONAL")]),
+                    BatchUpdate(2, removed=[0], moved=[(2, 0, Move.UNIDIRECTIONAL)]),
                     {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 7)},
                 ),
                 (
-                    Update(3, added=[Added(2, 0, [3, 100, 4])], moved=[(2, 1, "SWAP")]),
+                    BatchUpdate(3, added=[AddedRequest(2, 0, [3, 100, 4])], moved=[(2, 1, Move.SWAP)]),
                     {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
                 ),
             ],
@@ -414,7 +397,7 @@ def budget_vectors() -> dict:
                 "start_token_ids": S1,
                 "end_token_ids": E1,
                 "max_num_reqs": 2,
-                "update": Update(1, added=[Added(0, value, [1])]).to_json(),
+                "update": BatchUpdate(1, added=[AddedRequest(0, value, [1])]).to_json(),
                 "expected_error_field": "budget",
             }
         )
@@ -431,10 +414,10 @@ def budget_vectors() -> dict:
             }
         )
     for name, update, field_name in (
-        ("added-slot-out-of-range", Update(1, added=[Added(2, 1, [1])]), "added index"),
-        ("batch-size-too-large", Update(3), "batch_size"),
-        ("move-from-empty-slot", Update(1, moved=[(1, 0, "UNIDIRECTIONAL")]), "move from empty slot"),
-        ("remove-empty-slot", Update(1, removed=[1]), "removed index"),
+        ("added-slot-out-of-range", BatchUpdate(1, added=[AddedRequest(2, 1, [1])]), "added index"),
+        ("batch-size-too-large", BatchUpdate(3), "batch_size"),
+        ("move-from-empty-slot", BatchUpdate(1, moved=[(1, 0, Move.UNIDIRECTIONAL)]), "move from empty slot"),
+        ("remove-empty-slot", BatchUpdate(1, removed=[1]), "removed index"),
     ):
         errors.append(
             {

@@ -1,6 +1,7 @@
 """The reference implementation: thinking-budget state, rejection sampler, counting."""
 
 from .counting import AcceptanceStats, ValidatedCount, count_emitted, count_emitted_validated
+from .markers import MarkerMatcher
 from .rejection import RejectionOutput, rejection_sample
 from .thinking_budget import AddedRequest, BatchUpdate, Move, ThinkingBudgetState, validate_budget
 
@@ -10,6 +11,7 @@ __all__ = [
     "AcceptanceStats",
     "AddedRequest",
     "BatchUpdate",
+    "MarkerMatcher",
     "Move",
     "RejectionOutput",
     "ThinkingBudgetState",

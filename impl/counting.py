@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .validation import describe, require_int, require_tensor
+
 
 def count_emitted(token_ids: torch.Tensor, placeholder: int = -1) -> torch.Tensor:
     """``[B]`` int32: emitted tokens per row of ``token_ids [B, W]`` (AC-COUNT-1).
@@ -14,6 +16,7 @@ def count_emitted(token_ids: torch.Tensor, placeholder: int = -1) -> torch.Tenso
     The fast count ``(row != placeholder).sum()``: equal to the index of the first placeholder
     only under the prefix invariant; use ``count_emitted_validated`` on untrusted rows.
     """
+    _require_rows("token_ids", token_ids)
     return (token_ids != placeholder).sum(dim=1, dtype=torch.int32)
 
 
@@ -32,7 +35,9 @@ class ValidatedCount:
 
 
 def count_emitted_validated(token_ids: torch.Tensor, vocab_size: int, placeholder: int = -1) -> ValidatedCount:
-    """Count by definition and report rows that break AC-COUNT-2 or AC-COUNT-3."""
+    """Count by definition and report rows of ``token_ids [B, W]`` (int) that break AC-COUNT-2 or AC-COUNT-3."""
+    _require_rows("token_ids", token_ids)
+    require_int("vocab_size", vocab_size, 1)
     is_placeholder = token_ids == placeholder
     width = token_ids.shape[1]
     columns = torch.arange(width, device=token_ids.device)
@@ -47,6 +52,12 @@ def count_emitted_validated(token_ids: torch.Tensor, vocab_size: int, placeholde
     return ValidatedCount(first.to(torch.int32), broken, out_of_vocab)
 
 
+def _require_rows(name: str, token_ids) -> None:
+    require_tensor(name, token_ids, "integer")
+    if token_ids.dim() != 2:
+        raise ValueError(f"{name} must be 2-D [B, W]; got {describe(token_ids)}")
+
+
 class AcceptanceStats:
     """Acceptance counters accumulated per step (AC-METRIC-1..5).
 
@@ -56,8 +67,10 @@ class AcceptanceStats:
     """
 
     def __init__(self, max_positions: int, eos_token_ids: Iterable[int] = ()):
-        self.max_positions = max_positions
+        self.max_positions = require_int("max_positions", max_positions, 0)
         self.eos_token_ids = sorted(set(eos_token_ids))
+        if any(isinstance(t, bool) or not isinstance(t, int) for t in self.eos_token_ids):
+            raise ValueError(f"eos_token_ids must be integer token ids; got {describe(eos_token_ids)}")
         self.num_drafts = 0
         self.num_draft_tokens = 0
         self.num_accepted_tokens = 0
@@ -67,7 +80,16 @@ class AcceptanceStats:
 
     def observe(self, num_draft_tokens: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
         """Add one step; returns the accepted drafts counted per request ``[B]`` int64."""
+        _require_rows("token_ids", token_ids)
+        require_tensor("num_draft_tokens", num_draft_tokens, "integer")
+        if tuple(num_draft_tokens.shape) != (token_ids.shape[0],):
+            raise ValueError(
+                f"num_draft_tokens must have shape ({token_ids.shape[0]},), one K per row of token_ids; "
+                f"got {describe(num_draft_tokens)}"
+            )
         k = num_draft_tokens.to("cpu", torch.int64)
+        if k.numel() and not 0 <= int(k.min()) <= int(k.max()) <= self.max_positions:
+            raise ValueError(f"num_draft_tokens must lie in [0, max_positions={self.max_positions}]; got {k.tolist()}")
         tokens = token_ids.to("cpu", torch.int64)
         width = tokens.shape[1]
         columns = torch.arange(width)

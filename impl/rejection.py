@@ -17,6 +17,7 @@ import torch
 
 from . import rng
 from .kernels import HAS_TRITON
+from .validation import require_int, require_tensor
 
 PLACEHOLDER = -1
 
@@ -40,11 +41,23 @@ def _validate(
     forced_token_ids,
     check_values: bool,
 ):
-    """Raise ValueError naming the field (RS-INPUT-3..5); shapes always, values if ``check_values``."""
+    """Raise ValueError naming the field (RS-INPUT-3..5); types, dtypes, devices and shapes always, values if
+    ``check_values``."""
+    require_tensor("target_logits", target_logits, "floating")
+    device = target_logits.device
+    require_tensor("draft_token_ids", draft_token_ids, "integer", device)
+    require_tensor("num_draft_tokens", num_draft_tokens, "integer", device)
+    for name, tensor, kind in (
+        ("draft_probs", draft_probs, "floating"),
+        ("temperature", temperature, "floating"),
+        ("seeds", seeds, "integer"),
+        ("positions", positions, "integer"),
+        ("forced_token_ids", forced_token_ids, "integer"),
+    ):
+        if tensor is not None:
+            require_tensor(name, tensor, kind, device)
     if target_logits.dim() != 2:
         raise ValueError(f"target_logits must be 2-D [sum(K_i + 1), V]; got shape {tuple(target_logits.shape)}")
-    if not target_logits.is_floating_point():
-        raise ValueError(f"target_logits must be floating point; got {target_logits.dtype}")
     rows, vocab = target_logits.shape
     if num_draft_tokens.dim() != 1:
         raise ValueError(f"num_draft_tokens must be 1-D [B]; got shape {tuple(num_draft_tokens.shape)}")
@@ -129,10 +142,15 @@ def rejection_sample(
       and nothing is read back to the host. Without it the width is ``max K_i + 1``, read from
       ``num_draft_tokens`` (a synchronisation on a GPU).
     - ``validate``: check values too (RS-INPUT-3..5; reads the inputs once more and synchronises).
-      With ``validate=False`` only shapes are checked and ids stay in ``[0, V)`` (RS-INPUT-6).
+      With ``validate=False`` only types, dtypes and shapes are checked, and every emitted id still lies in
+      ``[0, V)`` (RS-INPUT-6): a draft id outside ``[0, V)`` is a token the target cannot emit, so it is
+      never accepted and its row is resampled as after any rejection; a forced id outside ``[0, V)`` forces
+      nothing (the row is free).
     """
-    device = target_logits.device
-    batch = num_draft_tokens.shape[0] if num_draft_tokens.dim() == 1 else -1
+    if not isinstance(validate, bool):
+        raise ValueError(f"validate must be True or False; got {validate!r}")
+    if max_spec_len is not None:
+        require_int("max_spec_len", max_spec_len, 0)
     _validate(
         target_logits,
         draft_token_ids,
@@ -144,6 +162,11 @@ def rejection_sample(
         forced_token_ids,
         validate,
     )
+    device = target_logits.device
+    batch = num_draft_tokens.shape[0]
+    if not validate and forced_token_ids is not None:
+        in_vocab = (forced_token_ids >= 0) & (forced_token_ids < target_logits.shape[1])
+        forced_token_ids = torch.where(in_vocab, forced_token_ids, -1)
     if temperature is None:
         temperature = torch.zeros(batch, dtype=torch.float32, device=device)
     if seeds is None:
@@ -333,6 +356,8 @@ def _rejection_torch(logits, drafts, num_draft, draft_probs, temperature, seeds,
     is_draft_row = j_of_row < k[request_of_row]
     draft_index = (row0[request_of_row] - request_of_row + j_of_row).clamp(max=max(drafts.shape[0] - 1, 0))
     draft_row = drafts.to(torch.int64)[draft_index] if drafts.numel() else torch.zeros_like(request_of_row)
+    draft_in_vocab = (draft_row >= 0) & (draft_row < vocab)  # only without validation can this be false
+    draft_row = torch.where(draft_in_vocab, draft_row, 0)
     q_draft = (
         draft_probs.to(torch.float32)[draft_index, draft_row]
         if draft_probs is not None and drafts.numel()
@@ -348,6 +373,7 @@ def _rejection_torch(logits, drafts, num_draft, draft_probs, temperature, seeds,
             torch.where(greedy_row, argmax == draft_row, (q_draft > 0) & (u * q_draft < p_draft)),
         )
         & is_draft_row
+        & draft_in_vocab
     )
     # Accepted prefix length per request: the first non-accepted draft row.
     rejected_j = torch.where(is_draft_row & ~accept, j_of_row, k[request_of_row])
@@ -365,7 +391,8 @@ def _rejection_torch(logits, drafts, num_draft, draft_probs, temperature, seeds,
             (row0 - torch.arange(batch, device=device) + accepted).clamp(max=drafts.shape[0] - 1)
         ]
     else:
-        q_final = torch.nn.functional.one_hot(draft_row[final_row], vocab).to(torch.float32)
+        q_final = torch.nn.functional.one_hot(draft_row[final_row], vocab) * draft_in_vocab[final_row, None]
+        q_final = q_final.to(torch.float32)
     residual = (fp - q_final).clamp(min=0)
     residual_token = torch.argmax(residual / noise, dim=1)
     has_mass = (residual > 0).any(dim=1)

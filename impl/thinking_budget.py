@@ -5,28 +5,31 @@ device. The per-step path (``forced_tokens`` / ``apply_to_logits`` / ``update_st
 fixed number of kernels, never reads back to the host, and can be captured in a CUDA graph.
 ``sync_batch`` costs O(changes) plus a host-side scan of each added request's prompt.
 
+Budgets: every integer ``B >= 0`` is accepted (TB-API-1). The state holds ``min(B, 2**31 - 1)``: no
+request can generate ``2**31 - 1`` thinking tokens (its count is held in the same ``int32``), so a larger
+budget behaves exactly as that one.
+
 Backends: ``"triton"`` (default on CUDA; also on CPU tensors under ``TRITON_INTERPRET=1``) and
 ``"torch"`` (default on CPU), with the same semantics.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
+from specs.interface import AddedRequest, BatchUpdate, Move
+
 from .kernels import HAS_TRITON
+from .markers import MarkerMatcher
+from .validation import INT32_MAX, describe, require_int, require_tensor
+
+__all__ = ["AddedRequest", "BatchUpdate", "Move", "ThinkingBudgetState", "validate_budget"]
 
 TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
 NUM_FIELDS = 7
 SCOPES = ("request", "section")
-
-
-class Move(enum.Enum):
-    SWAP = "SWAP"
-    UNIDIRECTIONAL = "UNIDIRECTIONAL"
 
 
 def validate_budget(value, field_name: str = "budget") -> int | None:
@@ -44,40 +47,6 @@ def validate_budget(value, field_name: str = "budget") -> int | None:
     return value
 
 
-@dataclass(frozen=True)
-class AddedRequest:
-    """A request placed in slot ``index`` with ``budget`` (None/-1 = untracked) and its prompt."""
-
-    index: int
-    budget: int | None
-    prompt_token_ids: Sequence[int]
-
-    def __post_init__(self):
-        object.__setattr__(self, "budget", validate_budget(self.budget))
-
-
-@dataclass(frozen=True)
-class BatchUpdate:
-    """Changes to the persistent batch, applied removed -> added -> moved (TB-BATCH-1)."""
-
-    batch_size: int
-    removed: Sequence[int] = ()
-    added: Sequence[AddedRequest] = ()
-    moved: Sequence[tuple[int, int, Move]] = ()
-
-
-def _failure(marker: Sequence[int]) -> list[int]:
-    failure = [0] * len(marker)
-    k = 0
-    for i in range(1, len(marker)):
-        while k and marker[i] != marker[k]:
-            k = failure[k - 1]
-        if marker[i] == marker[k]:
-            k += 1
-        failure[i] = k
-    return failure
-
-
 def _marker(tokens, field_name: str) -> list[int]:
     if isinstance(tokens, (str, bytes)):
         raise ValueError(f"{field_name} must be a sequence of token ids; got {tokens!r}")
@@ -87,9 +56,22 @@ def _marker(tokens, field_name: str) -> list[int]:
         raise ValueError(f"{field_name} must be a sequence of token ids; got {tokens!r}") from None
     if not marker:
         raise ValueError(f"{field_name} must hold at least one token id; got an empty sequence")
-    if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in marker):
-        raise ValueError(f"{field_name} must hold token ids >= 0; got {tokens!r}")
+    if any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= INT32_MAX for t in marker):
+        raise ValueError(f"{field_name} must hold integer token ids in [0, {INT32_MAX}]; got {tokens!r}")
     return marker
+
+
+def _prompt(added: AddedRequest) -> list[int]:
+    prompt = added.prompt_token_ids
+    if isinstance(prompt, torch.Tensor):
+        prompt = prompt.tolist() if prompt.dim() == 1 and not prompt.is_floating_point() else None
+    ids = list(prompt) if isinstance(prompt, (list, tuple, range)) else None
+    if ids is None or any(isinstance(t, bool) or not isinstance(t, int) for t in ids):
+        raise ValueError(
+            f"prompt_token_ids of the request added at slot {added.index} must be a sequence of integer token ids; "
+            f"got {describe(added.prompt_token_ids)}"
+        )
+    return ids
 
 
 class ThinkingBudgetState:
@@ -130,10 +112,11 @@ class ThinkingBudgetState:
             raise ValueError("backend='triton' needs the triton package (pip install triton)")
         self.backend = backend
         dev = self.device
+        self._start_matcher, self._end_matcher = MarkerMatcher(self.start), MarkerMatcher(self.end)
         self._start = torch.tensor(self.start, dtype=torch.int32, device=dev)
-        self._start_fail = torch.tensor(_failure(self.start), dtype=torch.int32, device=dev)
+        self._start_fail = torch.tensor(self._start_matcher.failure, dtype=torch.int32, device=dev)
         self._end = torch.tensor(self.end, dtype=torch.int32, device=dev)
-        self._end_fail = torch.tensor(_failure(self.end), dtype=torch.int32, device=dev)
+        self._end_fail = torch.tensor(self._end_matcher.failure, dtype=torch.int32, device=dev)
         self._marker_pad = 1 << (max(len(self.start), len(self.end)) - 1).bit_length()
         self.state = torch.zeros((NUM_FIELDS, max_num_reqs), dtype=torch.int32, device=dev)
         # Host bookkeeping, touched only by sync_batch: which slots hold a request, which are tracked.
@@ -150,26 +133,20 @@ class ThinkingBudgetState:
 
     def _scan_prompt(self, budget: int, prompt: Sequence[int]) -> list[int]:
         """Initial state fields of a tracked request after its prompt (TB-PROMPT-1..3)."""
-        start_fail, end_fail = _failure(self.start), _failure(self.end)
-
-        def step(marker, failure, m, t):
-            while m and marker[m] != t:
-                m = failure[m - 1]
-            return m + 1 if marker[m] == t else m
-
+        start, end = self._start_matcher, self._end_matcher
         in_section, start_m, end_m, count = 0, 0, 0, 0
         for token in prompt:
             if in_section:
                 count += 1
-                end_m = step(self.end, end_fail, end_m, token)
+                end_m = end.step(end_m, token)
                 if end_m == len(self.end):
                     in_section, count, end_m = 0, 0, 0
             else:
-                start_m = step(self.start, start_fail, start_m, token)
+                start_m = start.step(start_m, token)
                 if start_m == len(self.start):
                     in_section, count, start_m = 1, 0, 0
         fields = [0] * NUM_FIELDS
-        fields[TRACKED], fields[BUDGET], fields[IN_SECTION] = 1, budget, in_section
+        fields[TRACKED], fields[BUDGET], fields[IN_SECTION] = 1, min(budget, INT32_MAX), in_section
         fields[START_M], fields[END_M], fields[COUNT] = start_m, end_m, count
         return fields  # SPENT = 0: sections closed inside the prompt do not count
 
@@ -180,9 +157,12 @@ class ThinkingBudgetState:
         """
         if update is None:
             return
-        bs = update.batch_size
-        if isinstance(bs, bool) or not isinstance(bs, int) or not 0 <= bs <= self.max_num_reqs:
-            raise ValueError(f"batch_size must be in [0, {self.max_num_reqs}]; got {bs!r}")
+        if not isinstance(update, BatchUpdate):
+            raise ValueError(f"update must be a BatchUpdate or None; got {describe(update)}")
+        bs = require_int("batch_size", update.batch_size, 0, self.max_num_reqs)
+        for name in ("removed", "added", "moved"):
+            if not isinstance(getattr(update, name), (list, tuple)):
+                raise ValueError(f"{name} must be a list or tuple; got {describe(getattr(update, name))}")
         occupied = list(self._occupied)
         # source of each touched slot: ("old", slot) | ("new", fields) | ("empty",) | ("untracked",)
         source: dict[int, tuple] = {}
@@ -197,14 +177,19 @@ class ThinkingBudgetState:
             occupied[slot] = False
             source[slot] = ("empty",)
         for added in update.added:
+            if not isinstance(added, AddedRequest):
+                raise ValueError(f"added entries must be AddedRequest; got {describe(added)}")
             slot = self._check_slot(added.index, "added index")
             budget = validate_budget(added.budget)
+            prompt = _prompt(added)
             occupied[slot] = True
             if budget is None:
                 source[slot] = ("untracked",)
             else:
-                source[slot] = ("new", self._scan_prompt(budget, list(added.prompt_token_ids)))
+                source[slot] = ("new", self._scan_prompt(budget, prompt))
         for move in update.moved:
+            if not isinstance(move, (list, tuple)) or len(move) != 3:
+                raise ValueError(f"moved entries must be (source, destination, Move); got {describe(move)}")
             src, dst, kind = move
             self._check_slot(src, "move source")
             self._check_slot(dst, "move destination")
@@ -225,6 +210,7 @@ class ThinkingBudgetState:
         self.batch_size = bs
 
     def _commit_sources(self, source: dict[int, tuple]) -> None:
+        """Write the validated update: every tensor is built before the state is touched."""
         gather_dst, gather_src, write_dst, write_rows = [], [], [], []
         tracked = list(self._tracked)
         for slot, origin in source.items():
@@ -241,14 +227,13 @@ class ThinkingBudgetState:
                 write_dst.append(slot)
                 write_rows.append([0] * NUM_FIELDS)
                 tracked[slot] = False
+        gather = [torch.tensor(i, dtype=torch.int64, device=self.device) for i in (gather_dst, gather_src)]
+        write_at = torch.tensor(write_dst, dtype=torch.int64, device=self.device)
+        rows = torch.tensor(write_rows, dtype=torch.int32).reshape(-1, NUM_FIELDS).T.contiguous()
         if gather_dst:  # one gather: the right-hand side is read before anything is written
-            dst = torch.tensor(gather_dst, dtype=torch.int64, device=self.device)
-            src = torch.tensor(gather_src, dtype=torch.int64, device=self.device)
-            self.state[:, dst] = self.state[:, src]
+            self.state[:, gather[0]] = self.state[:, gather[1]]
         if write_dst:
-            dst = torch.tensor(write_dst, dtype=torch.int64, device=self.device)
-            rows = torch.tensor(write_rows, dtype=torch.int32).T.contiguous()
-            self.state[:, dst] = rows.to(self.device, non_blocking=True)
+            self.state[:, write_at] = rows.to(self.device, non_blocking=True)
         self._tracked = tracked
 
     def has_tracked_requests(self) -> bool:
@@ -261,6 +246,8 @@ class ThinkingBudgetState:
             return None, None
         if draft_token_ids is None:
             raise ValueError("draft_token_ids must be given with num_draft_tokens")
+        require_tensor("num_draft_tokens", num_draft_tokens, "integer")
+        require_tensor("draft_token_ids", draft_token_ids, "integer")
         if num_draft_tokens.shape != (self.batch_size,):
             raise ValueError(
                 f"num_draft_tokens must have shape ({self.batch_size},); got {tuple(num_draft_tokens.shape)}"
@@ -307,6 +294,11 @@ class ThinkingBudgetState:
     ) -> torch.Tensor:
         """In place: each forced row of ``logits [rows, V]`` becomes one-hot (0 at the forced token,
         -inf elsewhere, TB-FORCE-5); free rows are untouched. Returns ``logits``."""
+        require_tensor("logits", logits, "floating", self.device)
+        if logits.dim() == 2 and max(self.end) >= logits.shape[1]:
+            raise ValueError(
+                f"end_token_ids {self.end} must lie in [0, V) to be forced; logits has V = {logits.shape[1]}"
+            )
         forced = self.forced_tokens(num_draft_tokens, draft_token_ids)
         if logits.dim() != 2 or logits.shape[0] != forced.shape[0]:
             raise ValueError(f"logits must have shape ({forced.shape[0]}, V); got {tuple(logits.shape)}")
@@ -330,6 +322,7 @@ class ThinkingBudgetState:
         ``sampled_token_ids``: ``[batch_size, W]`` int, each row a -1-padded prefix (the rejection
         sampler's output).
         """
+        require_tensor("sampled_token_ids", sampled_token_ids, "integer")
         if sampled_token_ids.dim() != 2 or sampled_token_ids.shape[0] != self.batch_size:
             raise ValueError(
                 f"sampled_token_ids must have shape ({self.batch_size}, W); got {tuple(sampled_token_ids.shape)}"

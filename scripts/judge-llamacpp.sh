@@ -45,7 +45,7 @@ status=0
 build=
 for variant in single multi draft; do
   model_variant=${variant/draft/single}
-  model_dir=$(python -c "from harness.server import model; print(model.build('$model_variant').path)")
+  model_dir=$(python -c "from embedded import model; print(model.build('$model_variant').path)")
   gguf=$cache/$(basename "$model_dir").gguf
   [ -f "$gguf" ] || python scripts/convert-to-gguf.py "$source_tree" "$model_dir" "$gguf" > "$log/convert-$model_variant.log" 2>&1 \
     || { echo "GGUF conversion failed; see $log/convert-$model_variant.log" >&2; exit 1; }

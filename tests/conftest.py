@@ -2,6 +2,16 @@ import os
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
+
+# CI runs every property test on the same examples (derandomised, no example database), so a fresh
+# clone passes or fails the same way for any --hypothesis-seed; `tox -e explore` hunts for new bugs
+# with random examples and many more of them.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile(
+    "explore", max_examples=2_000, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("SPECCONFORM_HYPOTHESIS", "ci"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 CUDA = torch.cuda.is_available()

@@ -195,10 +195,13 @@ def verify_kernel(
     row_max = 0.0
     row_sum = 1.0
     while (j < k) & (rejected == 0):
-        draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
+        draft = tl.load(draft_ids_ptr + draft0 + j)
+        in_vocab = (draft >= 0) & (draft < vocab_size)  # false only without validation: never accepted
+        draft = tl.where(in_vocab, draft, -1).to(tl.int32)  # checked before narrowing: 2**32 would become 0
+        safe_draft = tl.where(in_vocab, draft, 0)
         q_draft = 1.0
         if HAS_Q:
-            q_draft = tl.load(q_ptr + (draft0 + j) * q_stride + draft).to(tl.float32)
+            q_draft = tl.load(q_ptr + (draft0 + j) * q_stride + safe_draft).to(tl.float32)
         forced = -1
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row0 + j).to(tl.int32)
@@ -212,8 +215,8 @@ def verify_kernel(
             accept = arg == draft
             final = arg
         else:
-            x_draft = tl.load(logits_ptr + (row0 + j) * logits_stride + draft).to(tl.float32) * inv_temperature
-            p_draft = tl.where(x_draft == float("-inf"), 0.0, tl.exp(x_draft - stat_max) / stat_sum)
+            x_draft = tl.load(logits_ptr + (row0 + j) * logits_stride + safe_draft).to(tl.float32) * inv_temperature
+            p_draft = tl.where((x_draft == float("-inf")) | ~in_vocab, 0.0, tl.exp(x_draft - stat_max) / stat_sum)
             accept = (q_draft > 0.0) & (uniform(seed, position + j) * q_draft < p_draft)
             pending = tl.where(accept, RACE_NONE, RACE_RESIDUAL)
             row_max = stat_max
@@ -251,7 +254,8 @@ def verify_kernel(
         lo = split * split_size
         hi = tl.minimum(lo + split_size, vocab_size)
         if pending == RACE_RESIDUAL:
-            draft = tl.load(draft_ids_ptr + draft0 + j).to(tl.int32)
+            draft = tl.load(draft_ids_ptr + draft0 + j)
+            draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
             key = stream_key(seed, position + j, 2)
             inv_sum = 1.0 / row_sum
             for start in range(lo, hi, BLOCK):

@@ -4,16 +4,15 @@ import concurrent.futures
 
 import httpx
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")  # absent on bare GPU images
 
 from harness import checks, runner  # noqa: E402
-from harness.api import ApiEngine, _violations, embedded_profile  # noqa: E402
-from harness.engines import embedded_server  # noqa: E402
-from harness.oracle.naive import sections  # noqa: E402
-from harness.server.app import split_reasoning  # noqa: E402
+from harness.adapters import embedded_server  # noqa: E402
+from harness.adapters.http import ApiEngine, embedded_profile  # noqa: E402
+from harness.checks.api import _violation as _violations  # noqa: E402
+from harness.core import Context  # noqa: E402
+from harness.isolation import EngineProcess  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +38,13 @@ def base_url():
     "API-SPEC-2",
 )
 @pytest.mark.parametrize("variant", ["single", "multi"])
-def test_embedded_engine_passes_every_api_check(base_url, variant):
-    engine = ApiEngine(base_url, embedded_profile(variant), name=f"embedded:{variant}")
-    selected = runner.select(checks.all_checks_with_api(), ["api.*"])
-    records = runner.run_checks(engine, engine.name, selected, checks.Context(profile=engine.profile))
+def test_embedded_engine_passes_every_api_check(variant):
+    engine = EngineProcess(f"embedded:{variant}")  # the engine serves from its own process, as in a run
+    selected = runner.select(checks.all_checks(), ["api.*"])
+    try:
+        records = runner.run_checks(engine, selected, lambda info: Context(profile=info.profile))
+    finally:
+        engine.stop()
     expected_precondition = {"api/multi-token-end-marker"} if variant == "single" else set()
     assert {r.check for r in records if r.status == "PRECONDITION_FAILED"} == expected_precondition
     assert [
@@ -126,27 +128,3 @@ def test_models_health_and_completions(base_url):
     ).json()
     assert response["usage"]["completion_tokens"] == 5 and len(response["choices"][0]["logprobs"]["content"]) == 5
     assert all(entry["logprob"] <= 0 for entry in response["choices"][0]["logprobs"]["content"])
-
-
-@given(st.lists(st.integers(0, 3), max_size=30), st.lists(st.integers(0, 3), max_size=6))
-@settings(max_examples=300, deadline=None)
-def test_reasoning_split_holds_back_partial_markers_and_matches_naive_sections(output, prompt):
-    start, end = [0, 1], [2, 2, 3]
-    reasoning, content, settled = split_reasoning(prompt, output, start, end, final=True)
-    assert settled == len(output)
-    stream = prompt + output
-    inside = set()
-    for open_at, close_at in sections(stream, start, end):
-        stop = len(stream) if close_at is None else close_at - len(end)
-        inside.update(range(open_at, stop))
-    markers = set()
-    for open_at, close_at in sections(stream, start, end):
-        markers.update(range(open_at - len(start), open_at))
-        if close_at is not None:
-            markers.update(range(close_at - len(end), close_at))
-    expect_reasoning = [stream[i] for i in range(len(prompt), len(stream)) if i in inside]
-    expect_content = [stream[i] for i in range(len(prompt), len(stream)) if i not in inside and i not in markers]
-    assert reasoning == expect_reasoning and content == expect_content
-    # while streaming, what is settled is a prefix of the final split
-    partial_r, partial_c, partial_settled = split_reasoning(prompt, output, start, end, final=False)
-    assert reasoning[: len(partial_r)] == partial_r and content[: len(partial_c)] == partial_c

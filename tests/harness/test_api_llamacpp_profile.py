@@ -10,8 +10,9 @@ import json
 import httpx
 import pytest
 
-from harness import api
-from harness.checks import FAIL, PASS, Context
+from harness import checks
+from harness.adapters import http as api
+from harness.core import FAIL, PASS, Context
 from harness.profiles import canonical
 
 START, END, NEWLINE, THINK, ANSWER = 50, 51, 9, 7, 8
@@ -80,7 +81,7 @@ def test_ids_come_from_the_verbose_field_and_the_prompt_from_tokenize(llamacpp_e
 @pytest.mark.parametrize("overrun, status", [(0, PASS), (1, FAIL)], ids=["honours-budget", "one-token-over"])
 def test_budget_holds_judges_the_verbose_ids(llamacpp_engine, overrun, status):
     engine, _ = llamacpp_engine(overrun)
-    check = next(c for c in api.api_checks() if c.name == "api/budget-holds")
+    check = next(c for c in checks.api_checks() if c.name == "api/budget-holds")
     outcome = check.run(engine, Context(canonical("section")))
     assert outcome.status == status, outcome.message
     if status == FAIL:
@@ -89,7 +90,7 @@ def test_budget_holds_judges_the_verbose_ids(llamacpp_engine, overrun, status):
 
 def test_streaming_parity_without_streamed_ids_compares_text_and_says_so(llamacpp_engine):
     engine, _ = llamacpp_engine(overrun=0)
-    check = next(c for c in api.api_checks() if c.name == "api/streaming-parity")
+    check = next(c for c in checks.api_checks() if c.name == "api/streaming-parity")
     outcome = check.run(engine, Context(canonical("section")))
     assert outcome.status == PASS, outcome.message
     assert "streams no ids" in outcome.message

@@ -13,6 +13,16 @@ def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), viol
         "status": status,
         "message": f"{status} msg",
         "violated": list(violated),
+        "results": {
+            r: {
+                "status": ("FAIL" if r in violated or not violated else "NOT_RUN") if status == "FAIL" else status,
+                "cases": 1 if status in ("PASS", "FAIL") else 0,
+                "evidence": "",
+                "fingerprint": f"{r}/mode" if status == "FAIL" else "",
+            }
+            for r in reqs
+        },
+        "unexpected": [r for r in reqs if status == "FAIL"] + (["check"] if status in ("ERROR", "TIMEOUT") else []),
         "engine": engine,
         "engine_version": "1",
         "device": "cpu",
@@ -36,7 +46,7 @@ def test_markdown_lists_failures_first_with_classes_requirements_and_uncovered()
     text = reports.markdown(records, ["API-BUDGET-1"])
     assert text.index("`b`") < text.index("`c`") < text.index("`a`")  # FAIL, NOT_CLAIMED, PASS
     assert "## Per conformance class" in text and "## Per requirement" in text
-    assert "| TB-FORCE-1 | MUST | FAIL |" in text
+    assert "| TB-FORCE-1 | MUST | FAIL (2) |"  # two checks exercised it, one failed in text
     assert "Not yet covered by any check** (1): API-BUDGET-1" in text
 
 

@@ -1,107 +1,210 @@
-"""The runner scores checks as specs/INTERPRETING.md says, and loses nothing on a crash."""
+"""The runner scores checks per requirement as specs/INTERPRETING.md says, keeps the engine in its
+own process, and leaves every selected check with a record whatever the engine does."""
 
 import json
-import time
+from xml.etree import ElementTree
 
 import pytest
 
-from harness import cli, runner
-from harness.checks import Check, Context, Outcome
-from harness.engines import OracleEngine
+from harness import cli, reports, runner
+from harness.core import Context
+from harness.isolation import EngineProcess
 from harness.profiles import canonical
 
+from . import fake_checks
 
-def _check(name, cls="tb.core", needs=("budget",), run=None):
-    return Check(name, cls, ("TB-FORCE-1",), needs, "test check", run or (lambda e, c: Outcome("PASS")))
-
-
-def _sleep(engine, ctx):
-    time.sleep(5)  # only ever interrupted by the runner's time limit
-    return Outcome("PASS")
+HOSTILE = "tests.harness.hostile_engines"
 
 
-def _crash(engine, ctx):
-    raise RuntimeError("engine exploded")
-
-
-def _wrapped_sleep(engine, ctx):
+def _run(names, profile=None, timeout_s=30, expectations=()):
+    engine = EngineProcess("oracle", catalogue="tests.harness.fake_checks:checks")
+    selected = [c for c in fake_checks.checks() if c.name in names]
     try:
-        time.sleep(5)
-    except BaseException as exc:  # an engine that wraps every error in its own type (as Triton's interpreter does)
-        raise RuntimeError("interpreter error") from exc
-    return Outcome("PASS")
+        return runner.run_checks(
+            engine,
+            selected,
+            lambda info: Context(profile=profile or info.profile),
+            timeout_s=timeout_s,
+            expectations=expectations,
+        )
+    finally:
+        engine.stop()
 
 
 @pytest.mark.req("RUN-STATUS-1", "RUN-PROFILE-2")
-def test_every_status_is_reachable():
-    engine = OracleEngine()
+def test_every_status_is_reachable_and_each_requirement_has_its_own():
     profile = canonical()
-    ctx = Context(profile=type(profile)(profile.name, profile.classes, capabilities=frozenset({"budget"})))
-    checks = [
-        _check("pass"),
-        _check("fail", run=lambda e, c: Outcome("FAIL", "broken", ("TB-FORCE-1",))),
-        _check("unclaimed", cls="tb.scope.section"),
-        _check("precondition", needs=("budget", "counting")),
-        _check("crash", run=_crash),
-        _check("slow", run=_sleep),
-        _check("slow-wrapped", run=_wrapped_sleep),
-    ]
-    records = runner.run_checks(engine, "oracle", checks, ctx, timeout_s=0.2)
-    assert [r.status for r in records] == [
-        "PASS",
-        "FAIL",
-        "NOT_CLAIMED",
-        "PRECONDITION_FAILED",
-        "ERROR",
-        "TIMEOUT",
-        "TIMEOUT",
-    ]
+    profile = type(profile)(profile.name, profile.classes, capabilities=frozenset({"budget"}))
+    records = _run(["pass", "fail", "unclaimed", "precondition", "crash", "slow"], profile, timeout_s=3)
+    assert [r.status for r in records] == ["PASS", "FAIL", "NOT_CLAIMED", "PRECONDITION_FAILED", "ERROR", "TIMEOUT"]
+    failed = records[1]
+    assert failed.results["TB-FORCE-1"]["status"] == "FAIL" and failed.violated == ["TB-FORCE-1"]
+    assert failed.results["TB-FORCE-2"] == {
+        "status": "NOT_RUN",
+        "cases": 0,
+        "evidence": "no case of this check exercised it",
+        "fingerprint": "",
+    }
+    assert failed.results["TB-FORCE-1"]["fingerprint"] == "TB-FORCE-1/left-a-forced-row-free"
     assert "engine exploded" in records[4].message
-    assert records[1].violated == ["TB-FORCE-1"] and records[1].regression
+    assert records[1].regression and records[4].regression and records[5].regression
+
+
+def _expectations(tmp_path, text):
+    path = tmp_path / "known.yaml"
+    path.write_text("expectations:\n" + text)
+    return runner.load_expectations(path)
 
 
 @pytest.mark.req("RUN-EXPECT-1", "RUN-EXPECT-2")
-def test_expectations_mark_known_failures_and_unexpected_passes(tmp_path):
-    path = tmp_path / "known.yaml"
-    path.write_text(
-        "expectations:\n"
-        "  - {check: fail, status: FAIL, reason: known bug, link: 'https://example.invalid/1'}\n"
-        "  - {check: 'pas*', status: FAIL, reason: fixed since}\n"
+def test_expectations_pin_a_failure_by_requirement_and_fingerprint(tmp_path):
+    known = _expectations(
+        tmp_path,
+        "  - {check: fail, requirement: TB-FORCE-1, status: FAIL, fingerprint: TB-FORCE-1/left-a-forced-row-free,"
+        " reason: known bug, link: 'https://example.invalid/1'}\n"
+        "  - {check: 'pas*', status: FAIL, reason: fixed since}\n",
     )
-    expectations = runner.load_expectations(path)
-    checks = [_check("pass"), _check("fail", run=lambda e, c: Outcome("FAIL", "broken", ("TB-FORCE-1",)))]
-    records = runner.run_checks(
-        OracleEngine(), "oracle", checks, Context(profile=canonical()), expectations=expectations
+    passed, failed = _run(["pass", "fail"], expectations=known)
+    assert passed.unexpected_pass and not passed.regression
+    assert not failed.regression and failed.results["TB-FORCE-1"]["expectation_link"].endswith("/1")
+    other_mode = _expectations(
+        tmp_path,
+        "  - {check: fail, requirement: TB-FORCE-1, status: FAIL, fingerprint: TB-FORCE-1/forced-a-free-row,"
+        " reason: an older bug}\n",
     )
-    assert records[0].unexpected_pass and not records[0].regression
-    assert not records[1].regression and records[1].expectation_link.endswith("/1")
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("expectations:\n  - {check: x, status: BROKEN, reason: r}\n")
-    with pytest.raises(ValueError, match="status"):
-        runner.load_expectations(bad)
+    (failed,) = _run(["fail"], expectations=other_mode)
+    assert failed.regression and failed.unexpected == ["TB-FORCE-1"]  # a new way of failing surfaces
+    conditional = _expectations(
+        tmp_path,
+        "  - {check: fail, requirement: TB-FORCE-1, status: FAIL, reason: only on GPUs, if: {device: 'cuda*'}}\n",
+    )
+    (failed,) = _run(["fail"], expectations=conditional)
+    assert failed.regression  # the condition does not hold on this CPU
+    for bad, field in (
+        (
+            "  - {check: x, status: BROKEN, reason: r}\n",
+            "status",
+        ),
+        ("  - {check: x, status: FAIL, reason: r, if: {gpu: a}}\n", "conditions"),
+    ):
+        with pytest.raises(ValueError, match=field):
+            _expectations(tmp_path, bad)
+
+
+def _records(run_dir):
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.req("RUN-STATUS-1")
+def test_a_check_cut_short_never_reports_an_unexercised_requirement_as_pass(tmp_path):
+    argv = ["run", "--engine", f"{HOSTILE}:fails_at_first_step", "--check", "budget/spec-decode"]
+    assert cli.main(argv + ["--check", "budget/sequential", "--report-dir", str(tmp_path), "--quiet"]) == 1
+    (run_dir,) = tmp_path.iterdir()
+    records = _records(run_dir)
+    assert {r["status"] for r in records} == {"FAIL"}
+    for r in records:
+        for rid, result in r["results"].items():
+            assert result["status"] in ("FAIL", "NOT_RUN"), (r["check"], rid, result)
+            assert result["status"] != "NOT_RUN" or result["cases"] == 0
+    not_run = {(r["check"], rid) for r in records for rid, x in r["results"].items() if x["status"] == "NOT_RUN"}
+    assert not_run, "the engine fails at the first step: some requirements must stay unreached"
+    summary = (run_dir / "summary.md").read_text().split("## Per requirement")[1]
+    across_engines = reports.engines_summary(records).split("## Requirements")[1].split("## Failures")[0]
+    for table in (summary, across_engines):
+        for rid in {rid for r in records for rid in r["results"]}:
+            row = next(line for line in table.splitlines() if line.startswith(f"| {rid} |"))
+            assert "PASS" not in row, row
+    junit = ElementTree.parse(run_dir / "junit.xml").getroot()
+    for case in junit.iter("testcase"):
+        check = case.get("classname").split(".", 1)[1]
+        if (check, case.get("name")) in not_run:
+            assert case.find("skipped") is not None and "NOT_RUN" in case.find("skipped").get("message")
+    html = (run_dir / "report.html").read_text()
+    assert "NOT_RUN" in html
+
+
+@pytest.mark.parametrize(
+    "factory,status,says",
+    [
+        ("exits_zero", "ERROR", "SystemExit(0)"),
+        ("hard_exit", "ERROR", "exited with code 0"),
+        ("segfaults", "ERROR", "SIGSEGV"),
+        ("hangs_in_c", "TIMEOUT", "ran past"),
+        ("factory_hangs", "TIMEOUT", "factory"),
+    ],
+)
+def test_an_engine_that_exits_crashes_or_hangs_leaves_every_check_recorded(tmp_path, factory, status, says):
+    checks = ["budget/sequential", "budget/multitoken", "budget/batch", "budget/api"]  # in catalogue order
+    argv = ["run", "--engine", f"{HOSTILE}:{factory}", "--timeout", "3", "--report-dir", str(tmp_path), "--quiet"]
+    assert cli.main(argv + [x for name in checks for x in ("--check", name)]) == 1
+    (run_dir,) = tmp_path.iterdir()
+    records = _records(run_dir)
+    assert [r["check"] for r in records] == checks
+    assert [r["status"] for r in records[:3]] == [status] * 3 and says in records[0]["message"]
+    assert records[3]["status"] == "ERROR" and "given up" in records[3]["message"]
+    assert all(result["status"] == r["status"] for r in records for result in r["results"].values())
+    for name in ("summary.md", "junit.xml", "report.html"):
+        assert (run_dir / name).is_file()
+    assert "INCOMPLETE" not in (run_dir / "summary.md").read_text()
 
 
 @pytest.mark.req("RUN-RECORD-1")
-def test_records_are_written_as_they_arrive_and_survive_an_interrupt(tmp_path, monkeypatch):
-    from harness import checks as checks_module
+def test_a_run_cut_short_says_so_in_every_report(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    selected = [c for c in fake_checks.checks() if c.name in ("pass", "fail", "crash")]
+    runner.write_manifest(run_dir, ["oracle"], selected)
+    engine = EngineProcess("oracle", catalogue="tests.harness.fake_checks:checks")
+    writer = runner.RecordWriter(run_dir / "results.jsonl")
+    try:
+        runner.run_checks(engine, selected[:1], lambda info: Context(profile=info.profile), on_record=writer)
+    finally:
+        writer.close()
+        engine.stop()
+    assert cli.main(["report", str(run_dir)]) == 0
+    assert "INCOMPLETE RUN: 2 selected checks have no record" in (run_dir / "summary.md").read_text()
+    assert 'name="record"><error' in (run_dir / "junit.xml").read_text()
+    assert "INCOMPLETE" in (run_dir / "report.html").read_text()
 
-    def interrupted(engine, ctx):
-        raise KeyboardInterrupt
 
-    fake = [_check("first"), _check("second"), _check("interrupted", run=interrupted), _check("never")]
-    monkeypatch.setattr(checks_module, "all_checks", lambda: fake)
-    with pytest.raises(KeyboardInterrupt):
-        cli.main(["run", "--engine", "oracle", "--report-dir", str(tmp_path), "--quiet"])
-    (run_dir,) = tmp_path.iterdir()
-    records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
-    assert [r["check"] for r in records] == ["first", "second"]
-    assert all(r["reproduce"].startswith("specconform run --engine oracle --check") for r in records)
-    for name in ("summary.md", "junit.xml", "report.html"):
-        assert (run_dir / name).exists()
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--trials", "0"],
+        ["run", "--trials", "-1"],
+        ["run", "--alpha", "2"],
+        ["run", "--timeout", "0"],
+    ],
+)
+def test_arguments_that_would_make_a_vacuous_run_are_usage_errors(tmp_path, argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv + ["--report-dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "must be in" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["run", "--engine", "foobar"], "embedded"),
+        (["run", "--engine", "nosuch.module:make"], "no module named 'nosuch.module'"),
+        (["run", "--engine", "zoo:nope"], "budget-ignored"),
+        (["zoo", "--mutant", "nope"], "budget-ignored"),
+        (["run", "--engine", "oracle", "--profile", "nosuch"], "canonical"),
+        (["run", "--engine", "oracle", "--check", "nothing-matches"], "no check matches"),
+        (["report", "/nonexistent/run"], "not a run folder"),
+    ],
+)
+def test_usage_errors_are_one_line_and_write_nothing(tmp_path, argv, says, capsys):
+    code = cli.main(argv + (["--report-dir", str(tmp_path)] if argv[0] in ("run", "zoo") else []))
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
 
 
 def test_select_matches_names_classes_and_requirements():
-    checks = [_check("budget/a"), Check("rejection/b", "rs.greedy", ("RS-GREEDY-1",), (), "", None)]
-    assert [c.name for c in runner.select(checks, ["rs.*"])] == ["rejection/b"]
-    assert [c.name for c in runner.select(checks, ["TB-FORCE-*"])] == ["budget/a"]
-    assert [c.name for c in runner.select(checks, [], ["budget/*"])] == ["rejection/b"]
+    checks = fake_checks.checks()
+    assert [c.name for c in runner.select(checks, ["tb.scope.*"])] == ["unclaimed"]
+    assert [c.name for c in runner.select(checks, ["TB-FORCE-2"])] == ["fail"]
+    assert "pass" not in [c.name for c in runner.select(checks, [], ["pass"])]

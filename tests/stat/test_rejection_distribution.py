@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import impl
-from harness import stats, zoo
+from harness import stats
+from harness.adapters import zoo
 
 TRIALS = 20_000
 FAMILY_ALPHA = 1e-6

@@ -22,14 +22,10 @@ def test_run_on_the_oracle_writes_reports_and_passes(tmp_path, capsys):
 
 
 def test_an_engine_plugged_in_as_module_factory_fails_the_run_naming_the_requirement(tmp_path, monkeypatch):
-    import harness.engines
-    from harness.zoo import make_mutant
-
-    monkeypatch.setattr(harness.engines, "team_adapter", lambda: make_mutant("budget-ignored"), raising=False)
     argv = [
         "run",
         "--engine",
-        "harness.engines:team_adapter",
+        "tests.unit.team_adapter:make",
         "--check",
         "TB-FORCE-4",
         "--report-dir",

@@ -10,8 +10,9 @@ from harness import spec, vectors
 @pytest.mark.req("TB-API-2")
 @pytest.mark.parametrize("budget", [-2, True, 1.5, "1", [3]])
 def test_invalid_budget_is_rejected_naming_it(budget):
+    state = impl.ThinkingBudgetState([1], [2], 2)
     with pytest.raises(ValueError, match="budget.*" + repr(budget).replace("[", r"\[").replace("]", r"\]")):
-        impl.AddedRequest(0, budget, [1])
+        state.sync_batch(impl.BatchUpdate(1, added=(impl.AddedRequest(0, budget, [1]),)))
 
 
 @pytest.mark.req("TB-API-1")

@@ -13,7 +13,6 @@ NOT_YET_COVERED = {
     # Profile variants that only a non-canonical engine adapter can show (issue 7's engines).
     "TB-FORCE-6",
     "RS-LAYOUT-3",
-    "RS-INPUT-6",
 }
 
 

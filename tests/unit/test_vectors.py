@@ -7,6 +7,7 @@ from harness import spec, vectors
 from harness.oracle import budget as tb
 from harness.oracle import counting as ac
 from harness.oracle import rejection as rs
+from specs.interface import BatchUpdate
 
 
 def test_regenerating_the_vectors_changes_nothing():
@@ -25,14 +26,6 @@ def test_every_vector_names_registered_requirements():
                 assert set(entry["requirements"]) <= set(registry), (kind, entry["name"])
 
 
-class _Update:
-    def __init__(self, data):
-        self.batch_size = data["batch_size"]
-        self.removed = data["removed"]
-        self.added = [vectors.Added(a["index"], a["budget"], a["prompt_token_ids"]) for a in data["added"]]
-        self.moved = [tuple(m) for m in data["moved"]]
-
-
 def _scenario_ids():
     return [s["name"] for s in spec.load_vectors("thinking-budget")["scenarios"]]
 
@@ -46,7 +39,7 @@ def test_budget_scenario_replays_in_the_oracle(name):
         scenario["start_token_ids"], scenario["end_token_ids"], scenario["max_num_reqs"], scenario["scope"]
     )
     for step in scenario["steps"]:
-        batch.apply(None if step["update"] is None else _Update(step["update"]))
+        batch.apply(None if step["update"] is None else BatchUpdate.from_json(step["update"]))
         forced = batch.forced_rows(step["num_draft_tokens"], step["draft_token_ids"])
         assert forced == step["expected_forced"]
         # Committed tokens obey every forced row they pass through (TB-SPEC-3).
@@ -64,7 +57,7 @@ def test_budget_scenario_replays_in_the_oracle(name):
 def test_budget_error_vectors_raise_naming_the_field(entry):
     with pytest.raises(ValueError, match=entry["expected_error_field"]):
         batch = tb.BudgetBatch(entry["start_token_ids"], entry["end_token_ids"], entry["max_num_reqs"])
-        batch.apply(None if entry["update"] is None else _Update(entry["update"]))
+        batch.apply(None if entry["update"] is None else BatchUpdate.from_json(entry["update"]))
 
 
 @pytest.mark.parametrize("entry", spec.load_vectors("rejection")["exact"], ids=lambda e: e["name"])

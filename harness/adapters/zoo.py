@@ -107,9 +107,12 @@ def mutant_sampler(mutation: str | None):
 
 from dataclasses import dataclass, replace  # noqa: E402
 
-from . import engines  # noqa: E402
-from .oracle import budget as tb  # noqa: E402
-from .oracle import rejection as rs  # noqa: E402
+from specs.interface import BatchUpdate  # noqa: E402
+
+from ..oracle import budget as tb  # noqa: E402
+from ..oracle import rejection as rs  # noqa: E402
+from . import UsageError  # noqa: E402
+from .oracle import OracleBudget, OracleEngine  # noqa: E402
 
 
 class _LateByOne(tb.RequestBudget):
@@ -135,19 +138,23 @@ class _ShortPromptStart(tb.RequestBudget):
 
 
 class _SwapKeepsVacated(tb.BudgetBatch):
+    """A SWAP that moves a tracked request out of a slot leaves that slot tracked too."""
+
     def apply(self, update):
         if update is None:
             return
-        swaps = [(s, d) for s, d, k in update.moved if tb.move_kind_name(k) == "SWAP"]
-        before = list(self.slots)
-        super().apply(update)
-        for a, b in swaps:
-            for x, y in ((a, b), (b, a)):
+        super().apply(BatchUpdate(update.batch_size, update.removed, update.added, ()))
+        for src, dst, kind in update.moved:
+            before = list(self.slots)
+            super().apply(BatchUpdate(update.batch_size, (), (), ((src, dst, kind),)))
+            if tb.move_kind_name(kind) != "SWAP":
+                continue
+            for x, y in ((src, dst), (dst, src)):
                 if self.slots[x] is None and isinstance(before[x], tb.RequestBudget):
                     self.slots[x] = self.slots[y] if self.slots[y] is not None else before[x]
 
 
-class _MutantBudget(engines.OracleBudget):
+class _MutantBudget(OracleBudget):
     def __init__(self, batch, mutation):
         super().__init__(batch)
         self.mutation = mutation
@@ -247,7 +254,7 @@ _REQUEST_TYPES = {
 }
 
 
-class MutantEngine(engines.OracleEngine):
+class MutantEngine(OracleEngine):
     """The oracle with one deliberate bug (``Mutant.name``)."""
 
     def __init__(self, mutant: Mutant):
@@ -301,4 +308,4 @@ def make_mutant(name: str) -> MutantEngine:
     for mutant in MUTANTS:
         if mutant.name == name:
             return MutantEngine(mutant)
-    raise ValueError(f"unknown mutant {name!r}; the zoo holds {[m.name for m in MUTANTS]}")
+    raise UsageError(f"unknown mutant {name!r}; the zoo holds: {', '.join(m.name for m in MUTANTS)}")

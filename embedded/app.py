@@ -1,0 +1,441 @@
+"""The embedded engine's OpenAI-compatible HTTP API (FastAPI).
+
+Endpoints: ``/v1/chat/completions`` (streaming and not), ``/v1/completions``, ``/v1/models``,
+``/health``. Request field ``thinking_token_budget`` (-1 or absent = none); reasoning in
+``message.reasoning`` (and ``reasoning_content`` when configured); usage with
+``completion_tokens_details.reasoning_tokens``; ``return_token_ids`` returns ``prompt_token_ids``
+and per-choice ``token_ids`` as vLLM does. Invalid requests get HTTP 400 naming the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from dataclasses import dataclass
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+import impl
+
+from .engine import Engine
+from .engine import Request as EngineRequest
+
+DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
+
+
+class BadRequest(Exception):
+    def __init__(self, param: str, message: str):
+        super().__init__(message)
+        self.param = param
+        self.message = message
+
+
+@dataclass
+class ServedModel:
+    name: str
+    engine: Engine
+    tokenizer: object
+    reasoning: bool  # has reasoning markers: budgets allowed, reasoning split out
+
+
+def split_reasoning(prompt_ids, output_ids, start, end, final: bool) -> tuple[list[int], list[int], int]:
+    """``(reasoning ids, content ids, settled)`` of ``output_ids``: markers removed, a trailing partial
+    marker held back (unless ``final``); ``settled`` counts the output tokens classified so far.
+
+    A marker may begin in the prompt and end in the output: only its output tokens are dropped.
+    """
+    matchers = {False: impl.MarkerMatcher(start), True: impl.MarkerMatcher(end)}  # keyed by "inside a section"
+    inside, matched = False, 0
+    for token in prompt_ids:
+        matched = matchers[inside].step(matched, token)
+        if matched == len(matchers[inside]):
+            inside, matched = not inside, 0
+    reasoning, content, pending = [], [], []  # pending: output tokens that may belong to a marker
+    for token in output_ids:
+        pending.append(token)
+        matched = matchers[inside].step(matched, token)
+        if matched == len(matchers[inside]):  # every pending token lies inside the completed marker
+            pending, inside, matched = [], not inside, 0
+            continue
+        keep = min(matched, len(pending))
+        (reasoning if inside else content).extend(pending[: len(pending) - keep])
+        pending = pending[len(pending) - keep :]
+    if final:
+        (reasoning if inside else content).extend(pending)
+        pending = []
+    return reasoning, content, len(output_ids) - len(pending)
+
+
+def _int(body, name, default, low=None, high=None):
+    value = body.get(name, default)
+    if value is None:
+        return default
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
+        raise BadRequest(name, f"{name} must be an integer in [{low}, {high}]; got {value!r:.80}")
+    return value
+
+
+def _flag(body, name) -> bool:
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise BadRequest(name, f"{name} must be true or false; got {value!r:.80}")
+    return bool(value)
+
+
+def _model(body, served: dict[str, ServedModel]) -> ServedModel:
+    name = body.get("model")
+    if not isinstance(name, str) or name not in served:
+        raise BadRequest(
+            "model", f"model must be the name of a served model, one of {sorted(served)}; got {name!r:.80}"
+        )
+    return served[name]
+
+
+def _message_text(index: int, message) -> str:
+    """The text of ``messages[index]``: its ``content`` string, or its text parts joined."""
+    where = f"messages[{index}]"
+    if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
+        raise BadRequest(
+            "messages", f"{where} must be an object with role system, user or assistant; got {message!r:.80}"
+        )
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content:
+        texts = []
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise BadRequest(
+                    "messages",
+                    f"{where}.content[{j}] must be a text part {{'type': 'text', 'text': str}} (the only kind this "
+                    f"model reads); got {part!r:.80}",
+                )
+            texts.append(part["text"])
+        return "".join(texts)
+    raise BadRequest(
+        "messages", f"{where}.content must be a string or a non-empty list of text parts; got {content!r:.80}"
+    )
+
+
+def _prompt_ids(body, model: ServedModel, chat: bool) -> list[int]:
+    tokenizer = model.tokenizer
+    if chat:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest(
+                "messages", f"messages must be a non-empty list of {{role, content}} objects; got {messages!r:.80}"
+            )
+        texts = [_message_text(i, m) for i, m in enumerate(messages)]
+        kwargs = body.get("chat_template_kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise BadRequest("chat_template_kwargs", f"chat_template_kwargs must be an object; got {kwargs!r:.80}")
+        thinking = kwargs.get("enable_thinking", model.reasoning)
+        if not isinstance(thinking, bool):
+            raise BadRequest(
+                "chat_template_kwargs",
+                f"chat_template_kwargs.enable_thinking must be true or false; got {thinking!r:.80}",
+            )
+        text = tokenizer.apply_chat_template(
+            [{**m, "content": t} for m, t in zip(messages, texts)],
+            tokenize=False,
+            add_generation_prompt=True,
+            enable_thinking=thinking,
+        )
+        return tokenizer.encode(text, add_special_tokens=False)
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
+        if not prompt_ids:
+            raise BadRequest("prompt", "prompt must hold at least one token; got an empty string")
+        return prompt_ids
+    if (
+        isinstance(prompt, list)
+        and prompt
+        and all(not isinstance(t, bool) and isinstance(t, int) and 0 <= t < len(tokenizer) for t in prompt)
+    ):
+        return list(prompt)
+    raise BadRequest(
+        "prompt",
+        f"prompt must be a string or a non-empty list of token ids in [0, {len(tokenizer)}); got {prompt!r:.80}",
+    )
+
+
+def _parse(body, served: dict[str, ServedModel], chat: bool):
+    """Validate every field of a request body; returns ``(model, engine request, top_logprobs)``."""
+    if not isinstance(body, dict):
+        raise BadRequest("body", f"the request body must be a JSON object; got {body!r:.80}")
+    model = _model(body, served)
+    n = body.get("n")
+    if n is not None and (isinstance(n, bool) or n != 1):
+        raise BadRequest("n", f"n must be 1 (this engine returns one choice per request); got {n!r:.80}")
+    stream = _flag(body, "stream")
+    options = body.get("stream_options")
+    if options is not None:
+        if not stream:
+            raise BadRequest("stream_options", "stream_options is only allowed with stream: true")
+        if not isinstance(options, dict) or set(options) - {"include_usage"}:
+            raise BadRequest(
+                "stream_options", f"stream_options must be an object {{include_usage: bool}}; got {options!r:.80}"
+            )
+        if not isinstance(options.get("include_usage", False), bool):
+            raise BadRequest(
+                "stream_options", f"stream_options.include_usage must be true or false; got {options!r:.80}"
+            )
+    for name in ("return_token_ids", "logprobs"):
+        _flag(body, name)
+    prompt_ids = _prompt_ids(body, model, chat)
+    length_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    max_tokens = _int(body, "max_completion_tokens", None, 1, 4096) or _int(body, "max_tokens", 64, 1, 4096)
+    positions = model.engine.context_length - model.engine.k
+    if len(prompt_ids) + max_tokens > positions:
+        raise BadRequest(
+            ("messages" if chat else "prompt") if len(prompt_ids) >= positions else length_field,
+            f"this model's context holds {positions} tokens; the request asks for {len(prompt_ids) + max_tokens} "
+            f"({len(prompt_ids)} in the prompt, {max_tokens} to generate)",
+        )
+    temperature = body.get("temperature", 1.0)
+    if temperature is None:
+        temperature = 1.0
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 10:
+        raise BadRequest("temperature", f"temperature must be a number in [0, 10]; got {temperature!r:.80}")
+    seed = _int(body, "seed", None, 0, 2**62)
+    try:
+        budget = impl.validate_budget(body.get("thinking_token_budget"), "thinking_token_budget")
+    except ValueError as exc:
+        raise BadRequest("thinking_token_budget", str(exc)) from None
+    if budget is not None and not model.reasoning:
+        raise BadRequest(
+            "thinking_token_budget",
+            f"thinking_token_budget is set but model {model.name!r} has no reasoning markers, so no budget can be "
+            "enforced",
+        )
+    top = _int(body, "top_logprobs", 0, 0, 5)
+    return (
+        model,
+        EngineRequest(
+            prompt_ids, max_tokens, float(temperature), seed if seed is not None else secrets.randbits(62), budget
+        ),
+        top,
+    )
+
+
+def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...] = ("reasoning",)) -> FastAPI:
+    app = FastAPI(title="specconform embedded reference engine")
+    app.state.served = served  # the engines behind the models, for tests and benchmarks
+
+    @app.exception_handler(BadRequest)
+    async def bad_request(request, exc: BadRequest):
+        return JSONResponse(
+            {"error": {"message": exc.message, "type": "invalid_request_error", "param": exc.param, "code": None}},
+            status_code=400,
+        )
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def list_models():
+        return {
+            "object": "list",
+            "data": [{"id": n, "object": "model", "created": 0, "owned_by": "specconform"} for n in served],
+        }
+
+    async def _body(http: Request):
+        try:
+            return await http.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise BadRequest("body", "the request body is not valid JSON") from None
+
+    def _texts(model, request, final):
+        start, end = model.engine.tiny.start_token_ids, model.engine.tiny.end_token_ids
+        if model.reasoning:
+            reasoning, content, settled = split_reasoning(request.prompt_token_ids, request.output, start, end, final)
+        else:
+            reasoning, content, settled = [], list(request.output), len(request.output)
+        decode = model.tokenizer.decode
+        return decode(reasoning), decode(content), len(reasoning), settled
+
+    def _usage(request, reasoning_tokens):
+        return {
+            "prompt_tokens": len(request.prompt_token_ids),
+            "completion_tokens": len(request.output),
+            "total_tokens": len(request.prompt_token_ids) + len(request.output),
+            "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+        }
+
+    def _logprobs(model, request, top):
+        return (
+            {
+                "content": [
+                    {"token": model.tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
+                    for t, lp in zip(request.output, request.logprobs)
+                ]
+            }
+            if top is not None
+            else None
+        )
+
+    def _submit(model, request, chat) -> asyncio.Queue:
+        """Hand ``request`` to the engine; the queue receives an item after each of its steps."""
+        loop = asyncio.get_running_loop()
+        updates: asyncio.Queue = asyncio.Queue()
+        request.on_tokens = lambda r: loop.call_soon_threadsafe(updates.put_nowait, len(r.output))
+        try:
+            model.engine.submit(request)
+        except ValueError as exc:  # the engine's own check; _parse already covers it
+            raise BadRequest("messages" if chat else "prompt", str(exc)) from None
+        return updates
+
+    async def _finished(http: Request, request, updates) -> bool:
+        """Wait until ``request`` is done; cancel it and return False if the client goes away first."""
+        while not request.done.is_set():
+            try:
+                await asyncio.wait_for(updates.get(), timeout=DISCONNECT_POLL_S)
+            except asyncio.TimeoutError:
+                if await http.is_disconnected():
+                    request.cancel()
+                    return False
+        return True
+
+    async def _complete(http: Request, chat: bool):
+        body = await _body(http)
+        model, request, top = _parse(body, served, chat)
+        want_ids = bool(body.get("return_token_ids"))
+        want_logprobs = bool(body.get("logprobs"))
+        updates = _submit(model, request, chat)
+        if body.get("stream"):
+            return StreamingResponse(
+                _stream(model, request, updates, chat, want_ids, body), media_type="text/event-stream"
+            )
+        if not await _finished(http, request, updates):
+            return JSONResponse({"error": {"message": "client disconnected", "type": "cancelled"}}, status_code=499)
+        if request.error:
+            return JSONResponse({"error": {"message": request.error, "type": "server_error"}}, status_code=500)
+        reasoning, content, reasoning_tokens, _ = _texts(model, request, final=True)
+        choice = {
+            "index": 0,
+            "finish_reason": request.finish_reason,
+            "logprobs": _logprobs(model, request, top) if want_logprobs else None,
+        }
+        if chat:
+            message = {"role": "assistant", "content": content}
+            for field in reasoning_fields:
+                message[field] = reasoning if model.reasoning else None
+            choice["message"] = message
+        else:
+            choice["text"] = model.tokenizer.decode(request.output)
+        if want_ids:
+            choice["token_ids"] = list(request.output)
+        response = {
+            "id": f"cmpl-{request.id}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": model.name,
+            "choices": [choice],
+            "usage": _usage(request, reasoning_tokens),
+        }
+        if want_ids:
+            response["prompt_token_ids"] = list(request.prompt_token_ids)
+        return response
+
+    async def _stream(model, request, updates, chat, want_ids, body):
+        sent_reasoning, sent_content, sent_ids = "", "", 0
+        kind = "chat.completion.chunk" if chat else "text_completion"
+
+        def chunk(delta, finish=None):
+            choice = {"index": 0, "finish_reason": finish}
+            if "token_ids" in delta:
+                choice["token_ids"] = delta.pop("token_ids")
+            if chat:
+                choice["delta"] = delta
+            else:
+                choice["text"] = delta.get("content", "") + delta.get(reasoning_fields[0], "")
+            return (
+                "data: "
+                + json.dumps(
+                    {
+                        "id": f"cmpl-{request.id}",
+                        "object": kind,
+                        "created": int(time.time()),
+                        "model": model.name,
+                        "choices": [choice],
+                    }
+                )
+                + "\n\n"
+            )
+
+        try:
+            if chat:
+                yield chunk({"role": "assistant", "content": ""})
+            while True:
+                await updates.get()
+                final = request.done.is_set()
+                reasoning, content, reasoning_tokens, settled = _texts(model, request, final)
+                if not final:  # hold back text that may still join a multi-byte character
+                    reasoning, content = reasoning.rstrip("\ufffd"), content.rstrip("\ufffd")
+                delta = {}
+                if model.reasoning and len(reasoning) > len(sent_reasoning):
+                    for field in reasoning_fields:
+                        delta[field] = reasoning[len(sent_reasoning) :]
+                    sent_reasoning = reasoning
+                if len(content) > len(sent_content):
+                    delta["content"] = content[len(sent_content) :]
+                    sent_content = content
+                if want_ids and settled > sent_ids:
+                    delta["token_ids"] = request.output[sent_ids:settled]
+                    sent_ids = settled
+                if delta:
+                    yield chunk(delta)
+                if final:
+                    if request.error:
+                        yield "data: " + json.dumps({"error": {"message": request.error}}) + "\n\n"
+                    yield chunk({}, request.finish_reason)
+                    if (body.get("stream_options") or {}).get("include_usage"):
+                        yield (
+                            "data: "
+                            + json.dumps(
+                                {
+                                    "id": f"cmpl-{request.id}",
+                                    "object": kind,
+                                    "choices": [],
+                                    "model": model.name,
+                                    "usage": _usage(request, reasoning_tokens),
+                                }
+                            )
+                            + "\n\n"
+                        )
+                    yield "data: [DONE]\n\n"
+                    return
+        finally:  # the stream ended or its client went away: never generate for nobody
+            if not request.done.is_set():
+                request.cancel()
+
+    @app.post("/tokenize")
+    async def tokenize(http: Request):
+        body = await _body(http)
+        if not isinstance(body, dict):
+            raise BadRequest("body", f"the request body must be a JSON object; got {body!r:.80}")
+        _model(body, served)
+        if not isinstance(body.get("prompt"), str):
+            raise BadRequest("prompt", f"prompt must be a string; got {body.get('prompt')!r:.80}")
+        tokens = served[body["model"]].tokenizer.encode(body["prompt"], add_special_tokens=False)
+        return {"tokens": tokens, "count": len(tokens)}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(http: Request):
+        return await _complete(http, chat=True)
+
+    @app.post("/v1/completions")
+    async def completions(http: Request):
+        return await _complete(http, chat=False)
+
+    return app

@@ -1,0 +1,178 @@
+"""The adapter for engines judged through their OpenAI-compatible HTTP API (specs/openai-api.md).
+
+An ``ApiEngine`` wraps a base URL and an ``ApiProfile`` that names the engine's request field for
+the budget, its reasoning field, and its models. Token ids are observed as the engine returns them
+(vLLM's ``return_token_ids``, or llama-server's ``__verbose`` field when it runs with ``--verbose``);
+what the engine cannot show (no token ids, no spec-decode model, no model without markers) is
+missing from its capabilities, and the checks (``harness.checks.api``) then say PRECONDITION_FAILED.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+import httpx
+
+from .. import profiles, spec
+
+
+@dataclass(frozen=True)
+class ApiProfile:
+    name: str
+    model: str
+    spec_model: str | None = None  # the same model with speculative decoding (API-SPEC-*)
+    plain_model: str | None = None  # a model without reasoning markers (API-ERROR-2)
+    budget_field: str | None = "thinking_token_budget"  # dotted (custom_params.thinking_budget); None: no budget
+    # where the generated ids come from: "return_token_ids" (vLLM: the request field, then
+    # choice.token_ids and prompt_token_ids), "verbose" (llama-server --verbose, asked with
+    # return_tokens: __verbose.tokens, and the prompt ids by tokenizing __verbose.prompt; its streams
+    # carry no ids, and its logprobs merge the ids of incomplete UTF-8 pieces), or None
+    token_ids: str | None = "return_token_ids"
+    tokenize_field: str = "prompt"  # the text field of the engine's /tokenize request
+    scope: str = "request"  # the budget's scope: request (canonical) or section (TB-SCOPE-2)
+    reasoning_field: str = "reasoning"
+    start_text: str = "<think>"
+    end_text: str = "</think>"
+    spec_tolerance: float = 0.15  # API-SPEC-2: largest first-token TV accepted as equivalent
+    extra_body: dict = field(default_factory=dict)
+
+
+API_PROFILES = {
+    "vllm": dict(budget_field="thinking_token_budget", reasoning_field="reasoning"),
+    "sglang": dict(budget_field="custom_params.thinking_budget", reasoning_field="reasoning_content"),
+    "llamacpp": dict(
+        budget_field="reasoning_budget_tokens",  # thinking_budget_tokens is its alias
+        reasoning_field="reasoning_content",
+        token_ids="verbose",
+        tokenize_field="content",
+        scope="section",  # llama.cpp re-arms a fresh budget on each new start marker
+    ),
+    # no thinking budget and no token ids: budget classes are not claimed, id-based checks cannot run
+    "transformers-serve": dict(budget_field=None, reasoning_field="reasoning_content", token_ids=None),
+}
+
+
+def embedded_profile(variant: str) -> ApiProfile:
+    return ApiProfile(
+        f"embedded-{variant}",
+        f"tiny-think-{variant}",
+        spec_model=f"tiny-think-{variant}-spec",
+        plain_model=f"tiny-plain-{variant}",
+    )
+
+
+class ApiEngine:
+    """An engine judged over HTTP."""
+
+    def __init__(self, base_url: str, api: ApiProfile, name: str | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.api = api
+        self.name = name or f"http:{api.name}"
+        self.device = self.base_url
+        self.http = httpx.Client(timeout=120)
+        self._tokenized: dict[str, list[int]] = {}
+        listing = self.http.get(f"{self.base_url}/models")
+        try:
+            self.version = ",".join(m["id"] for m in listing.json().get("data", []))
+        except ValueError:  # /models is no requirement of this spec; some servers fail it
+            self.version = f"unknown (GET /models: HTTP {listing.status_code})"
+        api_classes = {c for c in spec.classes() if c.startswith("api.")}
+        if api.budget_field is None:  # an engine without a budget claims neither it nor its errors
+            api_classes -= {"api.budget", "api.errors"}
+        self.profile = replace(
+            profiles.canonical(api.scope),
+            name=api.name,
+            classes=frozenset(api_classes),
+            capabilities=frozenset({"http"}) | self._probe(),
+        )
+
+    def _probe(self) -> set[str]:
+        found = set()
+        try:
+            response = self.complete(self.api.model, budget=None, max_tokens=2, temperature=0)
+            if "token_ids" in response["choices"][0]:
+                found.add("token-ids")
+            self.start_ids = self.tokenize(self.api.start_text)
+            self.end_ids = self.tokenize(self.api.end_text)
+            found.add("marker-ids")
+        except (httpx.HTTPError, KeyError, ValueError):
+            pass
+        if self.api.spec_model:
+            found.add("spec-model")
+        if self.api.plain_model:
+            found.add("plain-model")
+        return found
+
+    def tokenize(self, text: str) -> list[int]:
+        """The engine's own ids for ``text`` (its ``/tokenize`` endpoint, beside ``/v1``)."""
+        if text not in self._tokenized:
+            root = self.base_url.rsplit("/v1", 1)[0]
+            response = self.http.post(f"{root}/tokenize", json={"model": self.api.model, self.api.tokenize_field: text})
+            response.raise_for_status()
+            self._tokenized[text] = response.json()["tokens"]
+        return self._tokenized[text]
+
+    def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None):
+        body = {
+            "model": model,
+            "messages": messages or [{"role": "user", "content": "What is 12 times 7?"}],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            **self.api.extra_body,
+        }
+        if self.api.token_ids == "return_token_ids":
+            body["return_token_ids"] = True
+        elif self.api.token_ids == "verbose":
+            body["return_tokens"] = True
+        if seed is not None:
+            body["seed"] = seed
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        if budget is not None and self.api.budget_field is not None:
+            target = body
+            *path, last = self.api.budget_field.split(".")
+            for key in path:
+                target = target.setdefault(key, {})
+            target[last] = budget
+        return body
+
+    def complete(self, model, budget, max_tokens, temperature, seed=None, raw=False, **kwargs):
+        response = self.http.post(
+            f"{self.base_url}/chat/completions",
+            json=self.request_body(model, budget, max_tokens, temperature, seed, **kwargs),
+        )
+        if raw:
+            return response
+        response.raise_for_status()
+        data = response.json()
+        verbose = data.get("__verbose")
+        if self.api.token_ids == "verbose" and verbose and "tokens" in verbose and data.get("choices"):
+            data["choices"][0]["token_ids"] = verbose["tokens"]
+            data["prompt_token_ids"] = self.tokenize(verbose["prompt"])
+        return data
+
+    def stream(self, model, budget, max_tokens, temperature, seed=None):
+        """Concatenated stream: token ids (None where the engine streams none), reasoning, content,
+        finish reason, usage."""
+        streams_ids = self.api.token_ids == "return_token_ids"
+        out = {"token_ids": [] if streams_ids else None, "reasoning": "", "content": "", "finish_reason": None}
+        out["usage"] = None
+        body = self.request_body(model, budget, max_tokens, temperature, seed, stream=True)
+        with self.http.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("usage"):
+                    out["usage"] = chunk["usage"]
+                for choice in chunk.get("choices", []):
+                    if streams_ids:
+                        out["token_ids"] += choice.get("token_ids") or []
+                    delta = choice.get("delta", {})
+                    out["reasoning"] += delta.get(self.api.reasoning_field) or ""
+                    out["content"] += delta.get("content") or ""
+                    out["finish_reason"] = choice.get("finish_reason") or out["finish_reason"]
+        return out

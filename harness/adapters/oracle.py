@@ -1,0 +1,72 @@
+"""The executable oracle as an engine: every check must pass against it."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+
+from .. import profiles
+from ..oracle import budget as tb
+from ..oracle import counting as ac
+from ..oracle import rejection as rs
+
+
+class OracleEngine:
+    """The executable oracle itself: every check must pass against it."""
+
+    name = "oracle"
+    version = "spec-0.1"
+    device = f"cpu ({platform.machine()})"
+
+    def __init__(self):
+        self.profile = profiles.canonical()
+
+    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
+        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope))
+
+    def rejection_sample(self, case: rs.RejectionCase):
+        tokens, num, _ = rs.sample_case(case)
+        return tokens, num
+
+    def count_emitted(self, token_ids, vocab_size):
+        rows = np.asarray(token_ids).tolist()
+        problems = ac.validate_rows(rows, vocab_size)
+        holes = {p.row for p in problems if p.kind == "hole"}
+        bad = {p.row for p in problems if p.kind == "out_of_vocab"}
+        return (
+            [ac.num_emitted(r) for r in rows],
+            [i in holes for i in range(len(rows))],
+            [i in bad for i in range(len(rows))],
+        )
+
+    def acceptance_metrics(self, steps, eos_token_ids):
+        metrics = ac.AcceptanceMetrics(max_positions=max((k for k, _ in steps), default=1))
+        for k, row in steps:
+            metrics.observe(k, row, eos_token_ids)
+        return {
+            "acceptance_rate": metrics.acceptance_rate,
+            "mean_acceptance_length": metrics.mean_acceptance_length,
+            "accepted_per_position": metrics.accepted_per_position,
+        }
+
+
+class OracleBudget:
+    def __init__(self, batch: tb.BudgetBatch):
+        self.batch = batch
+
+    def sync_batch(self, update):
+        self.batch.apply(update)
+
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
+        return self.batch.forced_rows(num_draft_tokens, draft_token_ids)
+
+    def update_state(self, rows):
+        self.batch.commit([list(r) for r in rows])
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
+        for row, token in enumerate(self.forced_tokens(num_draft_tokens, draft_token_ids)):
+            if token != -1:
+                logits[row] = -np.inf
+                logits[row, token] = 0.0
+        return logits

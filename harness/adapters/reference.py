@@ -1,0 +1,106 @@
+"""``impl`` as an engine, on a torch device (``cpu`` or ``cuda``) with a backend (``auto``, ``torch``, ``triton``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import profiles
+from ..oracle import rejection as rs
+
+
+class ReferenceEngine:
+    """``impl`` on a torch device (``cpu`` or ``cuda``) with a backend (``auto``, ``torch``, ``triton``)."""
+
+    name = "reference"
+
+    def __init__(self, device: str = "cpu", backend: str = "auto"):
+        import torch
+
+        import impl
+
+        self.torch = torch
+        self.impl = impl
+        self.device = torch.device(device)
+        self.backend = backend
+        self.version = f"impl-{impl.__version__} torch-{torch.__version__} backend-{backend}"
+        self.profile = profiles.canonical()
+
+    def _tensor(self, x, dtype):
+        return None if x is None else self.torch.tensor(np.asarray(x), dtype=dtype, device=self.device)
+
+    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
+        return ReferenceBudget(self, start, end, max_num_reqs, scope, max_spec_len)
+
+    def rejection_sample(self, case: rs.RejectionCase):
+        torch = self.torch
+        out = self.impl.rejection_sample(
+            self._tensor(case.target_logits, torch.float32),
+            self._tensor(case.draft_token_ids, torch.int64),
+            self._tensor(case.num_draft_tokens, torch.int64),
+            draft_probs=self._tensor(case.draft_probs, torch.float32),
+            temperature=self._tensor(case.temperature, torch.float32),
+            seeds=self._tensor(case.seeds, torch.int64),
+            positions=self._tensor(case.positions, torch.int64),
+            forced_token_ids=self._tensor(case.forced_token_ids, torch.int64),
+            backend=self.backend,
+        )
+        return out.token_ids.cpu().numpy(), out.num_emitted.cpu().numpy()
+
+    def count_emitted(self, token_ids, vocab_size):
+        result = self.impl.count_emitted_validated(self._tensor(token_ids, self.torch.int64), vocab_size)
+        return result.num_emitted.cpu().numpy(), result.broken_prefix.cpu().numpy(), result.out_of_vocab.cpu().numpy()
+
+    def acceptance_metrics(self, steps, eos_token_ids):
+        torch = self.torch
+        width = max((len(r) for _, r in steps), default=1)
+        stats = self.impl.AcceptanceStats(
+            max_positions=max((k for k, _ in steps), default=1), eos_token_ids=eos_token_ids
+        )
+        for k, row in steps:
+            stats.observe(torch.tensor([k]), torch.tensor([list(row) + [-1] * (width - len(row))]))
+        return {
+            "acceptance_rate": stats.acceptance_rate,
+            "mean_acceptance_length": stats.mean_acceptance_length,
+            "accepted_per_position": stats.accepted_per_position.tolist(),
+        }
+
+
+class ReferenceBudget:
+    def __init__(self, engine: ReferenceEngine, start, end, max_num_reqs, scope, max_spec_len):
+        self.engine = engine
+        self.state = engine.impl.ThinkingBudgetState(
+            start,
+            end,
+            max_num_reqs,
+            max_spec_len=max_spec_len,
+            scope=scope,
+            device=engine.device,
+            backend=engine.backend,
+        )
+
+    def sync_batch(self, update):
+        self.state.sync_batch(update)
+
+    def _drafts(self, num_draft_tokens, draft_token_ids):
+        if num_draft_tokens is None:
+            return None, None
+        torch = self.engine.torch
+        return (
+            self.engine._tensor(list(num_draft_tokens), torch.int64),
+            self.engine._tensor(list(draft_token_ids), torch.int64),
+        )
+
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
+        return self.state.forced_tokens(*self._drafts(num_draft_tokens, draft_token_ids)).cpu().tolist()
+
+    def update_state(self, rows):
+        width = max((len(r) for r in rows), default=1)
+        padded = np.full((len(rows), width), -1, dtype=np.int64)
+        for i, r in enumerate(rows):
+            padded[i, : len(r)] = r
+        self.state.update_state(self.engine._tensor(padded, self.engine.torch.int64))
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
+        tensor = self.engine._tensor(logits, self.engine.torch.float32)
+        self.state.apply_to_logits(tensor, *self._drafts(num_draft_tokens, draft_token_ids))
+        return tensor.cpu().numpy()

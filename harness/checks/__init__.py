@@ -1,0 +1,324 @@
+"""The catalogue of checks, by area: every check names its conformance class, the requirements it
+covers and the engine capabilities it needs. Importing the catalogue validates every declared
+requirement id and class against ``specs/requirements.yaml``.
+
+Kinds: golden-vector replay (``vectors``); differential against the oracle on generated cases and
+invariants over whole generations (``budget``, ``rejection``, ``counting``); calibrated statistical
+checks (``rejection``); API-level checks over HTTP (``api``).
+"""
+
+from __future__ import annotations
+
+from .. import spec
+from ..core import Check
+from . import api, budget, counting, rejection
+from .budget import BudgetFamily
+from .rejection import random_case
+from .vectors import vector_checks
+
+_REGISTRY = spec.load_registry()
+
+
+def _check(name, cls, requirements, needs, description, run) -> Check:
+    unknown = [r for r in requirements if r not in _REGISTRY]
+    if unknown:
+        raise ValueError(f"check {name} declares requirements missing from specs/requirements.yaml: {unknown}")
+    if cls not in spec.classes():
+        raise ValueError(f"check {name} declares an unknown class {cls!r}")
+    return Check(name, cls, tuple(requirements), tuple(needs), description, run)
+
+
+def _budget(name, cls, requirements, description, family, *, needs=("budget",), scope=None) -> Check:
+    return _check(
+        name, cls, requirements, needs, description, budget.scenario_check(family, tuple(requirements), scope)
+    )
+
+
+def _exact(name, cls, requirements, description, make_case, needs=("rejection",)) -> Check:
+    return _check(name, cls, requirements, needs, description, rejection.exact_check(make_case, tuple(requirements)))
+
+
+_STATISTICAL = (
+    "RS-PROB-5",
+    "RS-PROB-6",
+    "RS-ONEHOT-2",
+    "RS-RNG-2",
+    "STAT-CASE-1",
+    "STAT-CASE-2",
+    "STAT-TEST-1",
+    "STAT-TEST-2",
+    "STAT-TEST-3",
+    "STAT-TEST-4",
+    "STAT-POWER-1",
+    "STAT-CERT-1",
+    "STAT-SEED-1",
+)
+
+
+def kernel_checks() -> list[Check]:
+    """Every kernel-level check, in run order: vectors, budget, rejection, counting."""
+    return vector_checks(_REGISTRY) + [
+        _budget(
+            "budget/sequential",
+            "tb.core",
+            ("TB-MARK-1", "TB-COUNT-1", "TB-FORCE-1", "TB-FORCE-4", "TB-NATURAL-1", "TB-UNTRACKED-1"),
+            "one-token markers, no drafts, mixed budgets: forced rows equal the oracle's",
+            BudgetFamily(),
+        ),
+        _check(
+            "budget/whole-generations",
+            "tb.core",
+            ("TB-FORCE-3",),
+            ("budget",),
+            "generations hold exactly the budget, judged by naive segmentation",
+            budget.generation_invariants,
+        ),
+        _check(
+            "budget/forced-logits",
+            "tb.core",
+            ("TB-FORCE-5", "TB-UNTRACKED-1"),
+            ("budget", "budget-logits"),
+            "forced rows become one-hot, free rows stay untouched",
+            budget.forced_logits_check,
+        ),
+        _budget(
+            "budget/multitoken",
+            "tb.multitoken",
+            ("TB-MARK-2", "TB-MARK-3", "TB-FORCE-2"),
+            "multi-token and self-overlapping markers from a 4-token alphabet",
+            BudgetFamily(marker_lengths=(3, 3), alphabet=4),
+        ),
+        _budget(
+            "budget/prompt-opened",
+            "tb.prompt-opened",
+            ("TB-PROMPT-1", "TB-PROMPT-2", "TB-PROMPT-3"),
+            "prompts that open a section or end inside a marker",
+            BudgetFamily(marker_lengths=(3, 3), alphabet=4, prompt="partial"),
+        ),
+        _budget(
+            "budget/spec-decode",
+            "tb.spec-decode",
+            ("TB-SPEC-1", "TB-SPEC-2", "TB-SPEC-3", "TB-SPEC-4"),
+            "drafts after the first sampled token (zero-draft rows and all-zero steps included): rows judged "
+            "on their prefix",
+            BudgetFamily(marker_lengths=(2, 3), alphabet=6, drafts=True, prompt="open"),
+        ),
+        _budget(
+            "budget/batch",
+            "tb.batch",
+            ("TB-BATCH-1", "TB-BATCH-2", "TB-BATCH-3", "TB-BATCH-5"),
+            "removals, additions into holes, condensing moves, moves onto occupied slots and SWAPs",
+            BudgetFamily(marker_lengths=(2, 2), alphabet=4, drafts=True, batch_ops=True, prompt="open", steps=60),
+        ),
+        _budget(
+            "budget/scope-request",
+            "tb.scope.request",
+            ("TB-SCOPE-1",),
+            "per-request scope: re-opened sections share what is left",
+            BudgetFamily(alphabet=4, budgets=(0, 1, 2, 4)),
+            scope="request",
+        ),
+        _budget(
+            "budget/scope-section",
+            "tb.scope.section",
+            ("TB-SCOPE-2",),
+            "per-section scope: every section gets the whole budget",
+            BudgetFamily(alphabet=4, budgets=(0, 1, 2, 4)),
+            scope="section",
+        ),
+        _check(
+            "budget/api",
+            "tb.api",
+            ("TB-API-1", "TB-API-2", "TB-API-3"),
+            ("budget",),
+            "budget values and markers are validated",
+            budget.api_check,
+        ),
+        _exact(
+            "rejection/greedy",
+            "rs.greedy",
+            ("RS-GREEDY-1", "RS-GREEDY-2", "RS-GREEDY-3"),
+            "greedy cases with ties and masks equal the oracle",
+            lambda rng: random_case(rng, greedy=1.0, ties=True),
+        ),
+        _exact(
+            "rejection/zero-draft",
+            "rs.zero-draft",
+            ("RS-ZERO-1",),
+            "zero-draft requests emit exactly one token",
+            lambda rng: random_case(rng, greedy=1.0, zero_draft=0.7),
+        ),
+        _exact(
+            "rejection/forced",
+            "rs.forced",
+            ("RS-FORCE-1",),
+            "forced rows are one-hot before verification",
+            lambda rng: random_case(rng, greedy=1.0, forced=0.4),
+        ),
+        _check(
+            "rejection/output-contract",
+            "rs.input",
+            ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3"),
+            ("rejection",),
+            "every output is a -1-padded prefix of in-range ids",
+            rejection.output_contract,
+        ),
+        _exact(
+            "rejection/reference-draws",
+            "rs.seeded",
+            ("RS-RNG-3", "RS-PROB-1", "RS-PROB-2", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1"),
+            "mixed batches equal the oracle under the reference draws",
+            lambda rng: random_case(rng, greedy=0.3, forced=0.1),
+            needs=("rejection", "reference-draws"),
+        ),
+        _check(
+            "rejection/seeded-independence",
+            "rs.seeded",
+            ("RS-RNG-1",),
+            ("rejection", "seeded"),
+            "a seeded request's tokens do not depend on its batch",
+            rejection.seeded_independence,
+        ),
+        _check(
+            "rejection/distribution",
+            "rs.probabilistic",
+            _STATISTICAL,
+            ("rejection",),
+            "calibrated G-tests of every position and of the accepted length",
+            rejection.distribution_check(_STATISTICAL, one_hot=False),
+        ),
+        _check(
+            "rejection/distribution-one-hot",
+            "rs.one-hot",
+            ("RS-PROB-5", "RS-PROB-6"),
+            ("rejection",),
+            "drafts verified as one-hot keep the target distribution",
+            rejection.distribution_check(("RS-PROB-5", "RS-PROB-6"), one_hot=True),
+        ),
+        _exact(
+            "counting/sampler",
+            "ac.count",
+            ("AC-COUNT-1", "AC-COUNT-5"),
+            "num_emitted equals the first placeholder of every row the sampler writes",
+            lambda rng: random_case(rng, greedy=1.0, zero_draft=0.3),
+        ),
+        _check(
+            "counting/validated",
+            "ac.count",
+            ("AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"),
+            ("counting",),
+            "a validating count flags broken prefixes and bad ids",
+            counting.validated_count_check,
+        ),
+        _check(
+            "counting/metrics",
+            "ac.metrics",
+            ("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5"),
+            ("metrics",),
+            "acceptance metrics equal their definitions, with and without EOS",
+            counting.metrics_check,
+        ),
+    ]
+
+
+def api_checks() -> list[Check]:
+    """Every API-level check (``harness.checks.api``), in run order."""
+    http = ("http",)
+    return [
+        _check(
+            "api/budget-holds",
+            "api.budget",
+            ("API-BUDGET-1", "API-BUDGET-2", "API-REASON-1"),
+            http,
+            "every position the budget forces carries the forced token (oracle replay over returned ids)",
+            api.holds,
+        ),
+        _check(
+            "api/budget-binds", "api.budget", ("API-BUDGET-3",), http, "a positive control thinks longer", api.binds
+        ),
+        _check("api/budget-zero-and-one", "api.budget", ("API-BUDGET-4",), http, "budgets 0 and 1", api.zero_and_one),
+        _check(
+            "api/concurrent-mixed-budgets",
+            "api.budget",
+            ("API-BUDGET-5",),
+            http,
+            "16 concurrent requests, mixed budgets and seeds, each equal to its sequential run",
+            api.concurrent_budgets,
+        ),
+        _check(
+            "api/budget-with-speculation",
+            "api.budget",
+            ("API-BUDGET-6",),
+            http,
+            "the budget holds with speculative decoding on",
+            api.spec_budget,
+        ),
+        _check(
+            "api/multi-token-end-marker",
+            "api.budget",
+            ("API-BUDGET-7",),
+            http,
+            "a multi-token end marker arrives whole and contiguous",
+            api.multitoken_end,
+        ),
+        _check(
+            "api/usage",
+            "api.usage",
+            ("API-USAGE-1", "API-USAGE-2"),
+            http,
+            "usage equals the returned ids; reasoning_tokens equals the reasoning tokens",
+            api.usage,
+        ),
+        _check(
+            "api/streaming-parity",
+            "api.streaming",
+            ("API-STREAM-1",),
+            http,
+            "streaming and non-streaming agree",
+            api.streaming,
+        ),
+        _check(
+            "api/invalid-budget", "api.errors", ("API-ERROR-1",), http, "invalid budgets get 400", api.invalid_budget
+        ),
+        _check(
+            "api/budget-without-markers",
+            "api.errors",
+            ("API-ERROR-2",),
+            http,
+            "a budget on a model without markers gets 400",
+            api.budget_without_markers,
+        ),
+        _check(
+            "api/greedy-spec-identity",
+            "api.spec-decode",
+            ("API-SPEC-1",),
+            http,
+            "greedy output identical with speculation on and off",
+            api.greedy_spec_identity,
+        ),
+        _check(
+            "api/sampled-spec-equivalence",
+            "api.spec-decode",
+            ("API-SPEC-2",),
+            http,
+            "sampled first tokens equivalent with speculation on and off (TV upper bound)",
+            api.sampled_spec_equivalence,
+        ),
+    ]
+
+
+def all_checks() -> list[Check]:
+    """Kernel-level checks, then API-level checks."""
+    return kernel_checks() + api_checks()
+
+
+def by_name() -> dict[str, Check]:
+    return {check.name: check for check in all_checks()}
+
+
+def uncovered_requirements(checks: list[Check] | None = None) -> list[str]:
+    """Registered requirements no check covers (listed in every report).
+
+    ``RUN-*`` requirements bind the runner, not an engine: the runner's own tests exercise them."""
+    covered = {r for c in (checks or all_checks()) for r in c.requirements}
+    return sorted(r for r in set(_REGISTRY) - covered if not r.startswith("RUN-"))

@@ -1,0 +1,124 @@
+"""Accepted-token counting checks: a validating count judged row by row, and acceptance metrics
+judged against their definitions on a stream without end-of-sequence tokens and on one with them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Context, Outcome, Tally
+from ..oracle import counting as ac
+
+
+def validated_count_check(engine, ctx: Context) -> Outcome:
+    tally = Tally(("AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"))
+    rng = np.random.default_rng(ctx.seed)
+    rows = [[5, 6, 9, -1], [-1, -1, -1, -1], [5, -1, 7, -1], [5, 11, -1, -1], [1, 2, 3, 4]]
+    rows += [[int(t) for t in rng.integers(-1, 12, 4)] for _ in range(200)]
+    num, broken, oov = (np.asarray(x) for x in engine.count_emitted(np.array(rows), 10))
+    problems = ac.validate_rows(rows, 10)
+    for i, row in enumerate(rows):
+        hole = any(p.row == i and p.kind == "hole" for p in problems)
+        bad_id = any(p.row == i and p.kind == "out_of_vocab" for p in problems)
+        discarded = row[0] == -1
+        if int(num[i]) != ac.num_emitted(row):
+            rid = "AC-COUNT-4" if discarded else "AC-COUNT-2" if hole else "AC-COUNT-1"
+            tally.violated(
+                rid, "count-differs", f"row {row}: counted {int(num[i])}, first placeholder at {ac.num_emitted(row)}"
+            )
+            continue
+        if discarded:
+            tally.exercised("AC-COUNT-4")
+        if bool(broken[i]) != hole:
+            tally.violated(
+                "AC-COUNT-2", "broken-prefix-misreported", f"row {row}: broken prefix reported {bool(broken[i])}"
+            )
+        elif hole:
+            tally.exercised("AC-COUNT-2")
+        if bool(oov[i]) != bad_id:
+            tally.violated("AC-COUNT-3", "bad-id-misreported", f"row {row}: out-of-vocabulary reported {bool(oov[i])}")
+        else:
+            tally.exercised("AC-COUNT-3")
+    return tally.outcome(f"{len(rows)} rows counted by definition")
+
+
+def _steps(rng, eos_token: int | None) -> list[tuple[int, list[int]]]:
+    """300 steps ``(K, row)`` with rows of 0..K+1 tokens; ``eos_token`` is drawn among them when given."""
+    steps = []
+    for _ in range(300):
+        k = int(rng.integers(0, 5))
+        n = int(rng.integers(0, k + 2))
+        row = [int(t) for t in rng.integers(0, 8, n)]
+        if eos_token is None:
+            row = [t if t != 3 else 4 for t in row]
+        steps.append((k, row + [-1] * (k + 1 - n)))
+    return steps
+
+
+def _oracle_metrics(steps, eos) -> ac.AcceptanceMetrics:
+    metrics = ac.AcceptanceMetrics(max_positions=4)
+    for k, row in steps:
+        metrics.observe(k, row, eos)
+    return metrics
+
+
+def metrics_check(engine, ctx: Context) -> Outcome:
+    """AC-METRIC-1..3 and 5 on a stream without EOS; AC-METRIC-4 on a stream where EOS ends accepted runs."""
+    tally = Tally(("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5"))
+    rng = np.random.default_rng(ctx.seed)
+    for eos in ([], [3]):
+        steps = _steps(rng, 3 if eos else None)
+        oracle = _oracle_metrics(steps, eos)
+        got = engine.acceptance_metrics(steps, eos)
+        label = f"{len(steps)} steps {'with EOS 3' if eos else 'without EOS'}"
+        mean_ok = np.isclose(got["mean_acceptance_length"], oracle.mean_acceptance_length)
+        if eos:  # only truncation after EOS separates this stream from the first
+            if mean_ok:
+                tally.exercised("AC-METRIC-4")
+            else:
+                untruncated = _oracle_metrics(steps, []).mean_acceptance_length
+                counts_after_eos = np.isclose(got["mean_acceptance_length"], untruncated)
+                tally.violated(
+                    "AC-METRIC-4" if counts_after_eos else "AC-METRIC-2",
+                    "counts-tokens-after-eos" if counts_after_eos else "mean-length-differs",
+                    f"{label}: mean acceptance length {got['mean_acceptance_length']}, expected "
+                    f"{oracle.mean_acceptance_length} (without EOS truncation {untruncated})",
+                )
+            continue
+        judged = (
+            (
+                "AC-METRIC-2",
+                mean_ok,
+                "mean acceptance length",
+                got["mean_acceptance_length"],
+                oracle.mean_acceptance_length,
+            ),
+            (
+                "AC-METRIC-1",
+                np.isclose(got["acceptance_rate"], oracle.acceptance_rate),
+                "acceptance rate",
+                got["acceptance_rate"],
+                oracle.acceptance_rate,
+            ),
+            (
+                "AC-METRIC-3",
+                list(got["accepted_per_position"]) == oracle.accepted_per_position,
+                "accepted per position",
+                got["accepted_per_position"],
+                oracle.accepted_per_position,
+            ),
+        )
+        for rid, ok, what, value, expected in judged:
+            if ok:
+                tally.exercised(rid)
+            else:
+                tally.violated(
+                    rid, f"{what.replace(' ', '-')}-differs", f"{label}: {what} {value}, expected {expected}"
+                )
+        committed = sum(ac.committed_after_eos(row, eos) for k, row in steps if k)
+        if np.isclose(oracle.num_drafts * got["mean_acceptance_length"], committed):
+            tally.exercised("AC-METRIC-5")
+        else:
+            tally.violated(
+                "AC-METRIC-5", "not-a-sum-over-committed-tokens", f"{label}: drafts × mean length ≠ {committed}"
+            )
+    return tally.outcome("acceptance metrics against their definitions, with and without EOS")

@@ -1,0 +1,345 @@
+"""Rejection-sampling checks: exact comparison with the oracle (greedy rows, and probabilistic rows
+under the reference draws), the output contract, seeded independence, and calibrated distribution
+checks (specs/statistics.md).
+
+Cases are independent, so a check judges every case after a mismatch too; each case counts for the
+requirements it exercises, and a mismatch is blamed on the requirement of the first diverging request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import stats
+from ..core import Context, Outcome, Tally
+from ..oracle import counting as ac
+from ..oracle import rejection as rs
+
+# The smallest total-variation deviation a distribution test must detect (power 0.99) to count as a
+# case: a position whose reached trials cannot detect it leaves its requirements NOT_RUN, never PASS.
+DETECTABLE_TV = 0.05
+
+
+def random_case(
+    rng,
+    *,
+    greedy: float,
+    forced: float = 0.0,
+    with_q: bool | None = None,
+    zero_draft=0.2,
+    vocab=None,
+    ties=False,
+    masks=True,
+) -> rs.RejectionCase:
+    V = int(vocab or rng.choice([1, 2, 5, 37, 64, 100, 257]))
+    B = int(rng.integers(1, 5))
+    K = [0 if rng.random() < zero_draft else int(rng.integers(1, 4)) for _ in range(B)]
+    rows = sum(K) + B
+    logits = rng.normal(scale=2.0, size=(rows, V))
+    if ties:
+        logits = np.round(logits)
+    if masks:
+        mask = rng.random((rows, V)) < 0.3
+        mask[np.arange(rows), rng.integers(0, V, rows)] = False
+        logits[mask] = -np.inf
+    temperature = [0.0 if rng.random() < greedy else float(rng.choice([0.5, 1.0, 1.5])) for _ in range(B)]
+    use_q = bool(rng.random() < 0.5) if with_q is None else with_q
+    q = None
+    if use_q and sum(K):
+        q = rng.dirichlet(np.ones(V), size=sum(K)).astype(np.float32).astype(np.float64)
+        q = q / q.sum(axis=1, keepdims=True)
+        drafts = [int(rng.choice(V, p=row / row.sum())) for row in q]
+    else:
+        drafts = [int(t) for t in rng.integers(0, V, sum(K))]
+    forced_ids = np.where(rng.random(rows) < forced, rng.integers(0, V, rows), -1) if forced else None
+    return rs.RejectionCase(
+        logits.astype(np.float32).astype(np.float64),
+        drafts,
+        K,
+        temperature,
+        q,
+        forced_ids,
+        seeds=rng.integers(0, 2**62, B),
+        positions=rng.integers(0, 2**40, B),
+    )
+
+
+def output_problem(case: rs.RejectionCase, tokens, num) -> tuple[str, str, str] | None:
+    """The first structural violation of one output: ``(requirement, mode, evidence)`` or None
+    (RS-LAYOUT-2, RS-INPUT-1, RS-PROB-3, AC-COUNT-5, RS-FORCE-1)."""
+    V = case.vocab_size
+    tokens = np.asarray(tokens)
+    num = np.asarray(num)
+    width = int(case.num_draft_tokens.max(initial=0)) + 1
+    if tokens.ndim != 2 or tokens.shape[0] != case.batch_size or tokens.shape[1] < width:
+        return (
+            "RS-LAYOUT-2",
+            "wrong-shape",
+            f"token_ids has shape {tokens.shape}; expected ({case.batch_size}, >= {width})",
+        )
+    offsets = case.row_offsets()
+    for i in range(case.batch_size):
+        row = tokens[i].tolist()
+        n = ac.num_emitted(row)
+        if any(t != -1 for t in row[n:]):
+            return "RS-LAYOUT-2", "token-after-placeholder", f"request {i}: real tokens after a placeholder: {row}"
+        if not 1 <= n <= case.num_draft_tokens[i] + 1:
+            return (
+                "RS-LAYOUT-2",
+                "emitted-count-out-of-range",
+                f"request {i} emitted {n} tokens with K = {case.num_draft_tokens[i]}",
+            )
+        if any(not 0 <= t < V for t in row[:n]):
+            return "RS-INPUT-1", "id-outside-vocabulary", f"request {i}: ids outside [0, {V}): {row}"
+        if int(num[i]) != n:
+            return (
+                "AC-COUNT-5",
+                "num-emitted-differs",
+                f"request {i}: num_emitted {int(num[i])} but the row holds {n} tokens",
+            )
+        for j, t in enumerate(row[:n]):
+            r = offsets[i] + j
+            forced = -1 if case.forced_token_ids is None else int(case.forced_token_ids[r])
+            if forced == -1 and np.isneginf(case.target_logits[r, t]):
+                return "RS-PROB-3", "zero-probability-token", f"request {i} position {j}: emitted token {t} has p = 0"
+            if forced != -1 and j == n - 1 and t != forced:
+                return "RS-FORCE-1", "forced-row-ignored", f"request {i} position {j}: forced {forced}, emitted {t}"
+    return None
+
+
+def has_tie(logits: np.ndarray) -> bool:
+    finite = np.where(np.isneginf(logits), -np.inf, logits)
+    return bool(((finite == finite.max(axis=-1, keepdims=True)).sum(axis=-1) > 1).any())
+
+
+def request_requirements(case: rs.RejectionCase, i: int, emitted: int, tie_break: str) -> set[str]:
+    """The requirements request ``i`` of a case exercises when compared exactly with the oracle."""
+    K = int(case.num_draft_tokens[i])
+    rows = slice(case.row_offsets()[i], case.row_offsets()[i] + K + 1)
+    greedy = case.temperature[i] == 0
+    forced = case.forced_token_ids is not None and (np.asarray(case.forced_token_ids)[rows] != -1).any()
+    tags = {"AC-COUNT-1", "AC-COUNT-5", "RS-RNG-3", "RS-LAYOUT-1"}
+    if K == 0:
+        tags.add("RS-ZERO-1")
+    if forced:
+        tags.add("RS-FORCE-1")
+    if greedy and K:
+        tags.add("RS-GREEDY-1")
+        if emitted <= K:
+            tags.add("RS-GREEDY-2")
+    if greedy and tie_break == "lowest" and has_tie(case.target_logits[rows]):
+        tags.add("RS-GREEDY-3")
+    if not greedy and K:
+        tags |= {"RS-PROB-1"} if case.draft_probs is not None else {"RS-ONEHOT-1", "RS-PROB-1"}
+        if emitted <= K:
+            tags.add("RS-PROB-2")
+    if len(set(case.temperature == 0)) > 1:
+        tags.add("RS-MIXED-1")
+    return tags
+
+
+_BLAME_ORDER = (
+    "RS-FORCE-1",
+    "RS-ZERO-1",
+    "RS-GREEDY-3",
+    "RS-GREEDY-2",
+    "RS-GREEDY-1",
+    "RS-ONEHOT-1",
+    "RS-PROB-2",
+    "RS-PROB-1",
+    "RS-MIXED-1",
+    "AC-COUNT-1",
+)
+
+
+def exact_check(make_case: Callable, requirements: tuple[str, ...], cases: int = 150):
+    """Compare ``cases`` generated cases with the oracle token for token; every case is judged."""
+
+    def run(engine, ctx: Context) -> Outcome:
+        rng = np.random.default_rng(ctx.seed)
+        tally = Tally(requirements)
+        compared = skipped = 0
+        for n in range(cases):
+            case = make_case(rng)
+            expected, num, traces = rs.sample_case(case)
+            if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
+                skipped += 1  # within 1e-5 of a floating-point decision (RS-RNG-3)
+                continue
+            if ctx.profile.tie_break == "any" and has_tie(case.target_logits):
+                skipped += 1
+                continue
+            tokens, got_num = engine.rejection_sample(case)
+            compared += 1
+            problem = output_problem(case, tokens, got_num)
+            if problem:
+                tally.violated(problem[0], problem[1], f"case {n}: {problem[2]} ({_describe(case)})")
+                continue
+            tokens = np.asarray(tokens)[:, : expected.shape[1]]
+            for i in range(case.batch_size):
+                tags = request_requirements(case, i, int(num[i]), ctx.profile.tie_break) & set(requirements)
+                if tokens[i].tolist() != expected[i].tolist():
+                    blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
+                    tally.violated(
+                        blame,
+                        "token-differs-from-oracle",
+                        f"case {n} request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} "
+                        f"({_describe(case)})",
+                    )
+                    break
+                tally.exercised(*tags)
+        return tally.outcome(f"{compared} cases compared with the oracle, {skipped} skipped at a rounding boundary")
+
+    return run
+
+
+def _describe(case: rs.RejectionCase) -> str:
+    return (
+        f"K={case.num_draft_tokens.tolist()}, V={case.vocab_size}, T={case.temperature.tolist()}, "
+        f"drafts={case.draft_token_ids.tolist()}, q {'given' if case.draft_probs is not None else 'none'}"
+    )
+
+
+def output_contract(engine, ctx: Context) -> Outcome:
+    requirements = ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3")
+    tally = Tally(requirements)
+    rng = np.random.default_rng(ctx.seed)
+    for n in range(120):
+        V = int(rng.choice([1, 3, 37, 1000, 4097, 8193]))
+        case = random_case(rng, greedy=0.3, forced=0.1, vocab=V)
+        if rng.random() < 0.5:  # a zero-probability tail, the shape that once returned id V
+            case.target_logits[:, V // 2 + 1 :] = -np.inf
+            empty = ~np.isfinite(case.target_logits).any(axis=1)
+            case.target_logits[empty, 0] = 0.0
+        tokens, num = engine.rejection_sample(case)
+        problem = output_problem(case, tokens, num)
+        if problem:
+            tally.violated(problem[0], problem[1], f"case {n}: {problem[2]} ({_describe(case)})")
+            continue
+        tally.exercised("RS-INPUT-1", "RS-LAYOUT-2", "RS-PROB-3")
+        if np.isneginf(case.target_logits).any():
+            tally.exercised("RS-INPUT-2")
+    return tally.outcome("120 cases: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree")
+
+
+def seeded_independence(engine, ctx: Context) -> Outcome:
+    tally = Tally(("RS-RNG-1",))
+    rng = np.random.default_rng(ctx.seed)
+    for n in range(20):
+        V = int(rng.choice([7, 100, 1000]))
+        K = int(rng.integers(1, 4))
+        logits = rng.normal(size=(K + 1, V))
+        q = rng.dirichlet(np.ones(V), size=K)
+        drafts = [int(rng.choice(V, p=row)) for row in q]
+        seed, position = int(rng.integers(0, 2**62)), int(rng.integers(0, 2**30))
+        alone, _ = engine.rejection_sample(
+            rs.RejectionCase(logits, drafts, [K], [1.0], q, seeds=[seed], positions=[position])
+        )
+        others = int(rng.integers(1, 4))
+        batch = rs.RejectionCase(
+            np.concatenate([rng.normal(size=(2 * others, V)), logits]),
+            [int(rng.integers(0, V)) for _ in range(others)] + drafts,
+            [1] * others + [K],
+            [0.7] * others + [1.0],
+            np.concatenate([rng.dirichlet(np.ones(V), size=others), q]),
+            seeds=list(rng.integers(0, 2**62, others)) + [seed],
+            positions=[0] * others + [position],
+        )
+        together, _ = engine.rejection_sample(batch)
+        if np.asarray(together)[-1, : K + 1].tolist() != np.asarray(alone)[0, : K + 1].tolist():
+            tally.violated(
+                "RS-RNG-1",
+                "depends-on-batch",
+                f"case {n}: seeded request emitted {np.asarray(alone)[0].tolist()} alone and "
+                f"{np.asarray(together)[-1].tolist()} in a batch of {others + 1}",
+            )
+        else:
+            tally.exercised("RS-RNG-1")
+    return tally.outcome("20 seeded requests alone and in a batch")
+
+
+def _engine_sampler(engine):
+    def sample(logits, drafts, num, q, temperature, seeds, positions):
+        case = rs.RejectionCase(logits, drafts, num, temperature, q, seeds=seeds, positions=positions)
+        return engine.rejection_sample(case)[0]
+
+    return sample
+
+
+def distribution_check(requirements: tuple[str, ...], one_hot: bool):
+    """Calibrated G-tests of every position and of the accepted length (specs/statistics.md).
+
+    A position counts as a case of RS-PROB-5 only when the trials that reached it detect a deviation
+    of ``DETECTABLE_TV`` with power 0.99; the accepted-length test likewise for RS-PROB-6."""
+
+    def run(engine, ctx: Context) -> Outcome:
+        cases = [c for c in stats.standard_cases(large_vocab=1000) if c.pass_q]
+        if one_hot:  # the same targets, drafts drawn from q but verified as one-hot
+            cases = [
+                stats.DistributionCase(c.name + "-one-hot", c.target_logits, c.q, c.temperature, pass_q=False)
+                for c in cases
+            ]
+        alpha_test = stats.family_alpha_test(ctx.alpha, cases)
+        sampler = _engine_sampler(engine)
+        tally = Tally(requirements)
+        plots, certified, worst_p, underpowered = [], [], 1.0, 0
+        harness_requirements = [r for r in requirements if r.startswith("STAT-")]
+        for i, case in enumerate(cases):
+            report = stats.distribution_check(sampler, case, ctx.trials, alpha_test, ctx.seed + i)
+            tally.exercised(*harness_requirements)
+            if report.out_of_range:
+                tally.violated(
+                    "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{case.name}: {report.out_of_range} bad rows"
+                )
+            cells = min(case.target_logits.shape[1], 32)
+            for j, result in enumerate(report.positions):
+                detectable = stats.detectable_deviation(max(result.trials, 1), cells, alpha_test)
+                worst_p = min(worst_p, result.p_value) if result.trials else worst_p
+                if not result.passed:
+                    kind = "zero-probability-token" if result.zero_hits else "position-distribution"
+                    tally.violated(
+                        "RS-PROB-5",
+                        kind,
+                        f"{case.name} position {j}: p = {result.p_value:.3g} < α_test {alpha_test:.2g}, "
+                        f"{result.zero_hits} samples on p = 0 tokens, TV ≤ {result.tv_upper:.3f} "
+                        f"({result.trials} trials reached it)",
+                    )
+                elif result.trials and detectable <= DETECTABLE_TV:
+                    tally.exercised(*[r for r in ("RS-PROB-5", "RS-RNG-2", "RS-ONEHOT-2") if r in requirements])
+                    certified.append(result.tv_upper)
+                else:
+                    underpowered += 1
+            length = report.accepted_length
+            if not length.passed:
+                tally.violated(
+                    "RS-PROB-6",
+                    "accepted-length-law",
+                    f"{case.name}: accepted-length p = {length.p_value:.3g} < α_test {alpha_test:.2g}",
+                )
+            elif stats.detectable_deviation(max(length.trials, 1), case.K + 1, alpha_test) <= DETECTABLE_TV:
+                tally.exercised("RS-PROB-6")
+            else:
+                underpowered += 1
+            plots.append(
+                {
+                    "kind": "distribution",
+                    "case": case.name,
+                    "target": case.p.tolist(),
+                    "positions": [
+                        {"p_value": r.p_value, "tv_upper": r.tv_upper, "trials": r.trials} for r in report.positions
+                    ],
+                    "accepted_length": {"p_value": length.p_value, "trials": length.trials},
+                    "empirical": report.empirical,
+                    "lengths": report.lengths,
+                    "expected_lengths": report.expected_lengths,
+                }
+            )
+        summary = (
+            f"{len(cases)} cases × {ctx.trials} trials; smallest p {worst_p:.3g} at α_test {alpha_test:.2g}; "
+            f"{len(certified)} tests certify TV ≤ {max(certified, default=float('nan')):.3f}; "
+            f"{underpowered} tests could not detect TV {DETECTABLE_TV} (not counted)"
+        )
+        return tally.outcome(summary, p_value=worst_p, alpha=alpha_test, trials=ctx.trials, plots=plots)
+
+    return run

@@ -1,0 +1,234 @@
+"""The harness's core types: statuses, per-requirement results, checks, and the engine interface.
+
+Every other module of the harness imports these; this module imports none of them, so the flow
+spec → cases → checks → adapters → runner → reports has no cycle. Scoring rules: specs/INTERPRETING.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from specs.interface import BatchUpdate
+
+if TYPE_CHECKING:  # annotations only: profiles and cases import the core, not the other way round
+    from .oracle.rejection import RejectionCase
+    from .profiles import Profile
+
+PASS = "PASS"
+FAIL = "FAIL"
+NOT_RUN = "NOT_RUN"  # a requirement no case of the check reached (cut short, or never generated)
+NOT_CLAIMED = "NOT_CLAIMED"
+PRECONDITION_FAILED = "PRECONDITION_FAILED"
+ERROR = "ERROR"
+TIMEOUT = "TIMEOUT"
+STATUSES = (PASS, FAIL, NOT_RUN, NOT_CLAIMED, PRECONDITION_FAILED, ERROR, TIMEOUT)
+BAD = (FAIL, ERROR, TIMEOUT)
+# Reports list the worst first; a roll-up takes the worst of its parts.
+SEVERITY = {FAIL: 0, ERROR: 1, TIMEOUT: 2, NOT_RUN: 3, PRECONDITION_FAILED: 4, NOT_CLAIMED: 5, PASS: 6}
+
+
+def worst(statuses: Sequence[str], default: str = NOT_RUN) -> str:
+    return min(statuses, key=SEVERITY.__getitem__, default=default)
+
+
+@dataclass
+class RequirementResult:
+    """One requirement's verdict within one check: PASS only when ``cases > 0`` and none violated it.
+
+    ``fingerprint`` names the failure mode (``<requirement>/<mode>``) so that an expectation can pin
+    one way of failing; ``evidence`` is the first violating case, for people."""
+
+    status: str
+    cases: int = 0
+    evidence: str = ""
+    fingerprint: str = ""
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "cases": self.cases, "evidence": self.evidence, "fingerprint": self.fingerprint}
+
+
+@dataclass
+class Outcome:
+    """A check's result: its status, a summary line, and a result per requirement it covers."""
+
+    status: str
+    message: str = ""
+    requirements: dict[str, RequirementResult] = field(default_factory=dict)
+    statistic: float | None = None
+    p_value: float | None = None
+    alpha: float | None = None
+    trials: int | None = None
+    plots: list[dict] = field(default_factory=list)
+
+    @property
+    def violated(self) -> tuple[str, ...]:
+        return tuple(r for r, result in self.requirements.items() if result.status == FAIL)
+
+
+def uniform_outcome(status: str, message: str, requirements: Sequence[str]) -> Outcome:
+    """An outcome that says the same of every requirement: a check that could not judge any of them
+    (NOT_CLAIMED, PRECONDITION_FAILED, ERROR, TIMEOUT) leaves each with that status and no cases."""
+    first_line = message.splitlines()[0] if message else ""
+    return Outcome(status, message, {r: RequirementResult(status, 0, first_line) for r in requirements})
+
+
+class Tally:
+    """Per-requirement accounting inside one run of a check.
+
+    ``exercised(ids)`` counts a judged case for each id; ``violated(id, mode, evidence)`` records a
+    failure (the first evidence and mode of each requirement are kept). ``outcome`` turns the counts
+    into results: FAIL where violated, PASS where exercised and never violated, NOT_RUN elsewhere.
+    """
+
+    def __init__(self, requirements: Sequence[str]):
+        self.requirements = tuple(requirements)
+        self.cases = dict.fromkeys(self.requirements, 0)
+        self.failures: dict[str, tuple[str, str]] = {}
+
+    def exercised(self, *ids: str) -> None:
+        for rid in ids:
+            self._known(rid)
+            self.cases[rid] += 1
+
+    def violated(self, rid: str, mode: str, evidence: str) -> None:
+        """``mode`` names the way of failing without case-specific values (it becomes the fingerprint).
+
+        A check may find a requirement it does not cover broken (an id outside the vocabulary seen by a
+        greedy check): that requirement joins the results, with this failure as its only case."""
+        if rid not in self.cases:
+            self.requirements += (rid,)
+            self.cases[rid] = 0
+        self.exercised(rid)
+        self.failures.setdefault(rid, (mode, evidence))
+
+    def _known(self, rid: str) -> None:
+        if rid not in self.cases:
+            raise KeyError(f"requirement {rid} is not among the check's requirements {self.requirements}")
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    def outcome(self, summary: str, **statistics: Any) -> Outcome:
+        results = {}
+        for rid in self.requirements:
+            if rid in self.failures:
+                mode, evidence = self.failures[rid]
+                results[rid] = RequirementResult(FAIL, self.cases[rid], evidence, f"{rid}/{mode}")
+            elif self.cases[rid]:
+                results[rid] = RequirementResult(PASS, self.cases[rid])
+            else:
+                results[rid] = RequirementResult(NOT_RUN, 0, "no case of this check exercised it")
+        statuses = [r.status for r in results.values()]
+        if FAIL in statuses:
+            status = FAIL
+            first = next(results[r] for r in self.requirements if results[r].status == FAIL)
+            summary = f"{first.evidence} [{summary}]"
+        elif PASS in statuses:
+            status = PASS
+        else:
+            status = NOT_RUN
+        return Outcome(status, summary, results, **statistics)
+
+
+@dataclass
+class Context:
+    """What a check runs with: the profile it judges against, the seed of every generated case,
+    trials per case and the family-wise α of statistical checks."""
+
+    profile: Profile
+    seed: int = 20261121
+    trials: int = 20_000
+    alpha: float = 1e-6
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named check of one conformance class that judges ``requirements`` and needs ``needs``
+    (profile capabilities); ``run(engine, ctx)`` returns an ``Outcome``."""
+
+    name: str
+    cls: str
+    requirements: tuple[str, ...]
+    needs: tuple[str, ...]
+    description: str
+    run: Callable[[Any, Context], Outcome]
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine interface: one protocol per capability a profile can promise (harness.profiles).
+
+
+@runtime_checkable
+class Engine(Protocol):
+    name: str
+    version: str
+    device: str
+    profile: Profile
+
+
+@runtime_checkable
+class BudgetHandle(Protocol):
+    """A budget state over ``max_num_reqs`` slots (capability ``budget``). Invalid input raises ``ValueError``."""
+
+    def sync_batch(self, update: BatchUpdate | None) -> None: ...
+
+    def forced_tokens(
+        self, num_draft_tokens: Sequence[int] | None, draft_token_ids: Sequence[int] | None
+    ) -> Sequence[int]:
+        """The forced token id per logits row (``-1``: free), ``[Σ (K_i + 1)]``; ``num_draft_tokens``
+        ``None`` means one row per slot."""
+
+    def update_state(self, rows: Sequence[Sequence[int]]) -> None:
+        """Commit each slot's emitted tokens (``[batch_size, W]``, ``-1`` padded)."""
+
+
+@runtime_checkable
+class LogitsBudgetHandle(BudgetHandle, Protocol):
+    """Capability ``budget-logits``: forced rows written into logits ``[R, V]`` float32."""
+
+    def apply_to_logits(self, logits: Any, num_draft_tokens: Sequence[int] | None, draft_token_ids: Any) -> Any: ...
+
+
+@runtime_checkable
+class BudgetEngine(Protocol):
+    def budget_state(
+        self, start: Sequence[int], end: Sequence[int], max_num_reqs: int, scope: str, max_spec_len: int = 0
+    ) -> BudgetHandle: ...
+
+
+@runtime_checkable
+class RejectionEngine(Protocol):
+    def rejection_sample(self, case: RejectionCase) -> tuple[Any, Any]:
+        """``(token_ids [B, W] int, num_emitted [B] int)`` for a canonical case (capability ``rejection``)."""
+
+
+@runtime_checkable
+class CountingEngine(Protocol):
+    def count_emitted(self, token_ids: Any, vocab_size: int) -> tuple[Any, Any, Any]:
+        """``(num_emitted, broken_prefix, out_of_vocab)``, each ``[B]``, for ``token_ids [B, W]``."""
+
+
+@runtime_checkable
+class MetricsEngine(Protocol):
+    def acceptance_metrics(self, steps: Sequence[tuple[int, Sequence[int]]], eos_token_ids: Sequence[int]) -> dict:
+        """``acceptance_rate``, ``mean_acceptance_length`` and ``accepted_per_position`` over ``(K, row)`` steps."""
+
+
+CAPABILITY_PROTOCOLS: dict[str, type] = {
+    "budget": BudgetEngine,
+    "rejection": RejectionEngine,
+    "counting": CountingEngine,
+    "metrics": MetricsEngine,
+}
+
+
+def missing_methods(engine: Any) -> list[str]:
+    """The capabilities an engine's profile promises whose protocol the engine does not implement."""
+    return [
+        capability
+        for capability, protocol in CAPABILITY_PROTOCOLS.items()
+        if capability in engine.profile.capabilities and not isinstance(engine, protocol)
+    ]

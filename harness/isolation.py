@@ -1,0 +1,181 @@
+"""The engine under test in its own process, watched by the runner.
+
+The engine is built by its factory and judged inside a child process; the runner (the parent) only
+sends check names and receives outcomes. So nothing the engine does (``sys.exit``, ``os._exit``, a
+segfault, a hang in C code or with SIGALRM blocked, a factory that never returns) can end the run or
+stop the parent from writing records: the parent waits with a deadline, kills the child when it is
+passed (TIMEOUT) and reports a death with its exit code or signal (ERROR), then starts a fresh child
+for the next check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import multiprocessing
+import signal
+import time
+import traceback
+from dataclasses import dataclass
+
+from .core import ERROR, TIMEOUT, Context, Outcome
+from .profiles import Profile
+
+
+class EngineFailure(Exception):
+    """The engine's process could not deliver an outcome: ``status`` is TIMEOUT or ERROR."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class EngineUsageError(Exception):
+    """The engine could not be built because of how it was named (unknown engine, module, mutant)."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    name: str
+    version: str
+    device: str
+    profile: Profile
+
+
+BOOT_LIMIT_S = 300  # the child's own imports (torch), before the engine's factory runs
+
+
+def _load_catalogue(catalogue: str) -> dict:
+    module_name, _, function = catalogue.partition(":")
+    return {check.name: check for check in getattr(importlib.import_module(module_name), function)()}
+
+
+def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
+    """The child: build the engine, then run checks by name until told to stop."""
+    from .adapters import UsageError, make_engine
+
+    checks = _load_catalogue(catalogue)
+    conn.send(("booted", None))
+    try:
+        engine = make_engine(engine_spec, api_options)
+    except UsageError as exc:
+        conn.send(("usage", str(exc)))
+        return
+    except BaseException as exc:  # the factory's own failure, SystemExit included
+        conn.send(
+            ("error", f"the engine's factory raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}")
+        )
+        return
+    conn.send(("ready", EngineInfo(str(engine.name), str(engine.version), str(engine.device), engine.profile)))
+    while True:
+        request = conn.recv()
+        if request is None:
+            return
+        name, ctx = request
+        try:
+            outcome = checks[name].run(engine, ctx)
+        except SystemExit as exc:  # the engine tried to end the process: report it and let the child go
+            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check"))
+            return
+        except BaseException as exc:  # a crash is not a spec violation (RUN-STATUS-1)
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"))
+            continue
+        conn.send(("outcome", outcome))
+
+
+def _death(process) -> str:
+    process.join(timeout=5)
+    code = process.exitcode
+    if code is None:
+        return "the engine's process stopped answering"
+    if code < 0:
+        return f"the engine's process was killed by {signal.Signals(-code).name}"
+    return f"the engine's process exited with code {code}"
+
+
+class EngineProcess:
+    """One engine in a child process. ``run(name, ctx, timeout_s)`` returns the check's outcome or
+    raises ``EngineFailure``; after a failure the next ``run`` starts a fresh child. The factory's
+    time counts against the first check's deadline."""
+
+    def __init__(self, engine_spec: str, api_options: dict | None = None, catalogue: str = "harness.checks:all_checks"):
+        """``catalogue`` names the function (``module:function``) that lists the checks the child can run."""
+        self.engine_spec = engine_spec
+        self.catalogue = catalogue
+        self.api_options = dict(api_options or {})
+        self.info: EngineInfo | None = None
+        self.factory_s = 0.0
+        self._process = None
+        self._conn = None
+        self._context = multiprocessing.get_context("spawn")
+
+    def start(self, timeout_s: float | None) -> EngineInfo:
+        """Start the child and wait for its engine; raises ``EngineUsageError`` or ``EngineFailure``."""
+        parent, child = self._context.Pipe()
+        self._process = self._context.Process(
+            target=_worker,
+            args=(child, self.engine_spec, self.api_options, self.catalogue),
+            name=f"engine {self.engine_spec}",
+            daemon=True,
+        )
+        self._process.start()
+        child.close()
+        self._conn = parent
+        kind, _ = self._receive(BOOT_LIMIT_S, "starting the engine's process")
+        if kind != "booted":
+            raise EngineFailure(ERROR, f"the engine's process did not start: {kind}")
+        booted = time.monotonic()
+        kind, payload = self._receive(timeout_s, "building the engine (its factory)")
+        self.factory_s = time.monotonic() - booted
+        if kind == "usage":
+            self.stop()
+            raise EngineUsageError(payload)
+        if kind == "error":
+            self.stop()
+            raise EngineFailure(ERROR, payload)
+        self.info = payload
+        return payload
+
+    def run(self, name: str, ctx: Context, timeout_s: float | None) -> Outcome:
+        factory_s = 0.0
+        if self._process is None or not self._process.is_alive():
+            self.start(timeout_s)
+            factory_s = self.factory_s  # the factory's time counts against the check's deadline
+        remaining = None if not timeout_s else max(timeout_s - factory_s, 0.001)
+        try:
+            self._conn.send((name, ctx))
+        except (BrokenPipeError, OSError):
+            raise EngineFailure(ERROR, _death(self._process)) from None
+        kind, payload = self._receive(remaining, f"check {name}")
+        if kind == "outcome":
+            return payload
+        self.stop()  # the child reported an exit or crash it cannot recover from
+        raise EngineFailure(ERROR, payload)
+
+    def _receive(self, timeout_s: float | None, doing: str):
+        ready = self._conn.poll(timeout_s) if timeout_s else self._conn.poll(None)
+        if not ready:
+            self.stop()
+            raise EngineFailure(TIMEOUT, f"ran past {timeout_s:.3g} s while {doing}; the engine's process was killed")
+        try:
+            return self._conn.recv()
+        except (EOFError, OSError):
+            message = _death(self._process)
+            self.stop()
+            raise EngineFailure(ERROR, f"{message} while {doing}") from None
+
+    def stop(self) -> None:
+        """End the child: politely if it is idle, by SIGKILL if it does not go within a second."""
+        if self._process is None:
+            return
+        if self._process.is_alive():
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self._conn.send(None)
+            self._process.join(timeout=1)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(timeout=5)
+        self._conn.close()
+        self._process = None
+        self._conn = None

@@ -1,0 +1,44 @@
+"""Argument checks shared by the kernel API: every error names the argument, the value and what is allowed."""
+
+from __future__ import annotations
+
+import torch
+
+INT32_MAX = 2**31 - 1
+KINDS = ("integer", "floating")
+
+
+def describe(value) -> str:
+    """A short description of ``value`` for an error message (a tensor by dtype, shape and device)."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of dtype {value.dtype}, shape {tuple(value.shape)} on {value.device}"
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # a NumPy (or other) array
+        kind = f"{type(value).__module__}.{type(value).__name__}"
+        return f"a {kind} of dtype {value.dtype}, shape {tuple(value.shape)}"
+    text = " ".join(repr(value).split())
+    return f"{text if len(text) <= 80 else text[:77] + '...'} of type {type(value).__name__}"
+
+
+def require_tensor(name: str, value, kind: str, device: torch.device | None = None) -> torch.Tensor:
+    """Return ``value`` if it is a ``torch.Tensor`` of ``kind`` dtype (``"integer"``: not bool; ``"floating"``)
+    on ``device`` (when given); otherwise raise ValueError."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    dtype_ok = isinstance(value, torch.Tensor) and (
+        value.is_floating_point()
+        if kind == "floating"
+        else not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
+    )
+    if not dtype_ok:
+        raise ValueError(f"{name} must be a torch.Tensor of {kind} dtype; got {describe(value)}")
+    if device is not None and value.device != device:
+        raise ValueError(f"{name} must be on {device} (where the other inputs are); got {describe(value)}")
+    return value
+
+
+def require_int(name: str, value, low: int, high: int | None = None) -> int:
+    """Return ``value`` if it is an ``int`` (not bool) in ``[low, high]`` (``high=None``: unbounded)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an integer {allowed}; got {describe(value)}")
+    return value

@@ -1,0 +1,45 @@
+"""A catalogue of checks with known outcomes, for the runner's scoring tests."""
+
+import time
+
+from harness.core import Check, Outcome, RequirementResult, Tally
+
+
+def _pass(engine, ctx):
+    tally = Tally(("TB-FORCE-1",))
+    tally.exercised("TB-FORCE-1")
+    return tally.outcome("one case")
+
+
+def _fail(engine, ctx):
+    tally = Tally(("TB-FORCE-1", "TB-FORCE-2"))
+    tally.violated("TB-FORCE-1", "left-a-forced-row-free", "row 0 free, expected 7")
+    return tally.outcome("stopped at the first case")
+
+
+def _crash(engine, ctx):
+    raise RuntimeError("engine exploded")
+
+
+def _slow(engine, ctx):
+    time.sleep(60)  # only ever ended by the runner's deadline
+    return Outcome("PASS", "", {"TB-FORCE-1": RequirementResult("PASS", 1)})
+
+
+def _interrupted(engine, ctx):
+    raise KeyboardInterrupt
+
+
+def checks():
+    def check(name, run, cls="tb.core", needs=("budget",), requirements=("TB-FORCE-1",)):
+        return Check(name, cls, requirements, needs, "test check", run)
+
+    return [
+        check("pass", _pass),
+        check("fail", _fail, requirements=("TB-FORCE-1", "TB-FORCE-2")),
+        check("unclaimed", _pass, cls="tb.scope.section"),
+        check("precondition", _pass, needs=("budget", "counting")),
+        check("crash", _crash),
+        check("slow", _slow),
+        check("interrupted", _interrupted),
+    ]

@@ -1,0 +1,46 @@
+"""The embedded engine's reasoning/content split against the judge's naive segmentation."""
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("fastapi", reason="the embedded engine needs fastapi")
+
+from embedded.app import split_reasoning  # noqa: E402
+from harness.oracle.naive import sections  # noqa: E402
+
+TOKENS = st.integers(0, 3)
+MARKERS = st.lists(TOKENS, min_size=1, max_size=3)
+
+
+def naive_split(prompt, output, start, end):
+    """Output tokens inside a section (reasoning) and outside every section and marker (content)."""
+    stream = prompt + output
+    inside, marker = set(), set()
+    for open_at, close_at in sections(stream, start, end):
+        marker.update(range(open_at - len(start), open_at))
+        stop = len(stream) if close_at is None else close_at - len(end)
+        inside.update(range(open_at, stop))
+        if close_at is not None:
+            marker.update(range(stop, close_at))
+    generated = range(len(prompt), len(stream))
+    return [stream[i] for i in generated if i in inside], [
+        stream[i] for i in generated if i not in inside and i not in marker
+    ]
+
+
+@given(prompt=st.lists(TOKENS, max_size=8), output=st.lists(TOKENS, max_size=30), start=MARKERS, end=MARKERS)
+@example(prompt=[0, 1, 2], output=[2, 3], start=[0, 1], end=[2, 2, 3])  # the end marker began in the prompt
+@example(prompt=[0], output=[1, 2, 2, 3], start=[0, 1], end=[2, 2, 3])  # the start marker began in the prompt
+@settings(max_examples=400, deadline=None, derandomize=True)
+def test_split_matches_the_naive_segmentation_and_streams_a_prefix_of_it(prompt, output, start, end):
+    reasoning, content, settled = split_reasoning(prompt, output, start, end, final=True)
+    assert (reasoning, content) == naive_split(prompt, output, start, end)
+    assert settled == len(output)
+    for cut in range(len(output) + 1):  # while streaming, what is settled never changes later
+        partial_reasoning, partial_content, partial_settled = split_reasoning(
+            prompt, output[:cut], start, end, final=False
+        )
+        assert reasoning[: len(partial_reasoning)] == partial_reasoning
+        assert content[: len(partial_content)] == partial_content
+        assert len(partial_reasoning) + len(partial_content) <= partial_settled <= cut
