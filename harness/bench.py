@@ -1,17 +1,22 @@
 """GPU benchmarks of the reference implementation, side by side in one process.
 
 Times are medians of CUDA-event timings (``triton.testing.do_bench``, which flushes L2 between
-runs); small batches are timed as CUDA-graph replays. The read-once floor is the bytes of
-``target_logits`` + ``draft_probs`` over the device-to-device copy bandwidth measured in the same
-run (bytes read plus bytes written). Results go to ``reports/perf/<gpu>/bench-<time>.json``.
+runs). Ours and vLLM Model Runner V2's kernels are timed both as CUDA-graph replays and eagerly, and
+compared graph against graph and eager against eager; the other peers run eagerly. The read-once
+floor is the bytes that must be read (every ``target_logits`` row, and the ``draft_probs`` rows of
+the sampled requests; greedy requests need only the target) over the device-to-device copy
+bandwidth measured in the same run (bytes read plus bytes written). Results go to
+``reports/perf/<gpu>/bench-<time>.json``.
 
-Peers are timed in the same process on the same inputs when importable: vLLM's ``rejection_sample``
-(given the draft rows already gathered and the bonus tokens already sampled, so it does less work
-than ours) and FlashInfer's ``chain_speculative_sampling`` (softmax of the target logits included, as
-it takes probabilities; it has no greedy mode and needs draft probabilities). A peer that cannot be
-imported is reported with the reason, never skipped silently. Each shape is timed ``REPEATS`` times,
-interleaved across implementations; the median of the repeats is reported with the spread
-(largest / smallest repeat).
+Peers are timed in the same process on the same inputs when importable: vLLM's legacy
+``rejection_sample`` (given the draft rows already gathered and the bonus tokens already sampled, so
+it does less work than ours), Model Runner V2's ``rejection_sample`` (vLLM's default; on its own
+layout, given the draft logits that our ``draft_probs`` are the softmax of, or none for one-hot
+drafts) and its budget kernel ``apply_thinking_budget``, and FlashInfer's
+``chain_speculative_sampling`` (softmax of the target logits included, as it takes probabilities; it
+has no greedy mode and needs draft probabilities). A peer that cannot be imported is reported with
+the reason, never skipped silently. Each shape is timed ``REPEATS`` times, interleaved across
+implementations; the median of the repeats is reported with the spread (largest / smallest repeat).
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ def copy_bandwidth() -> float:
 
 
 def _rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0.3, seed=0):
+    """(``impl.rejection_sample``'s keyword arguments, the draft logits ``[B * K, V]`` float32 that
+    ``draft_probs`` is the softmax of)."""
     gen = torch.Generator(device=DEVICE).manual_seed(seed)
     logits = torch.randn(B * (K + 1), vocab, device=DEVICE, generator=gen) * 2
     # a draft model close to the target (high acceptance) or far from it (low acceptance)
@@ -72,7 +79,7 @@ def _rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0
         temperature.zero_()
     elif mode == "mixed":
         temperature[::2] = 0
-    return dict(
+    inputs = dict(
         target_logits=logits.to(dtype),
         draft_token_ids=drafts,
         num_draft_tokens=torch.full((B,), K, device=DEVICE),
@@ -81,6 +88,7 @@ def _rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0
         seeds=torch.arange(B, device=DEVICE),
         positions=torch.zeros(B, dtype=torch.int64, device=DEVICE),
     )
+    return inputs, draft_logits
 
 
 # (family, B, K, dtype, draft probs, mode, V, draft noise): the B sweep draws the family's plot.
@@ -99,8 +107,10 @@ REJECTION_SHAPES = (
 
 
 def load_peers() -> tuple[dict, dict[str, str]]:
-    """(each peer importable here by name, why each other peer is not). A peer is what its
-    ``PREPARE_REJECTION`` entry takes: vLLM's engine adapter, FlashInfer's sampling function."""
+    """(each peer importable here by name, why each other peer is not). A rejection peer is what its
+    ``PREPARE_REJECTION`` entry takes: vLLM's engine adapter (the legacy sampler and budget holder),
+    Model Runner V2's ``rejection_sample``, FlashInfer's sampling function; ``vllm_v2_budget`` is
+    Model Runner V2's ``apply_thinking_budget``."""
     peers, missing = {}, {}
     try:
         from harness.adapters.vllm import VllmEngine
@@ -108,6 +118,18 @@ def load_peers() -> tuple[dict, dict[str, str]]:
         peers["vllm"] = VllmEngine()
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the reason reported
         missing["vllm"] = f"{type(exc).__name__}: {exc}"
+    try:
+        from vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils import rejection_sample
+
+        peers["vllm_v2"] = rejection_sample
+    except Exception as exc:  # noqa: BLE001
+        missing["vllm_v2"] = f"{type(exc).__name__}: {exc}"
+    try:
+        from vllm.v1.worker.gpu.sample.thinking_budget import apply_thinking_budget
+
+        peers["vllm_v2_budget"] = apply_thinking_budget
+    except Exception as exc:  # noqa: BLE001
+        missing["vllm_v2_budget"] = f"{type(exc).__name__}: {exc}"
     try:
         from flashinfer.sampling import chain_speculative_sampling
 
@@ -138,6 +160,42 @@ def _vllm_rejection(engine, inputs: dict, K: int):
     return run
 
 
+def _vllm_v2_rejection(sample, inputs: dict, K: int, draft_logits):
+    """Model Runner V2's ``rejection_sample`` on V2's layout: every row of ``target_logits``, the draft
+    logits ``[B, K, V]`` (None for one-hot drafts), the input ids (row ``i``'s draft at ``i + 1``)."""
+    logits = inputs["target_logits"]
+    B, V = inputs["num_draft_tokens"].shape[0], logits.shape[1]
+    device = logits.device
+    requests = torch.arange(B, dtype=torch.int32, device=device)
+    input_ids = torch.zeros(B, K + 1, dtype=torch.int64, device=device)
+    input_ids[:, 1:] = inputs["draft_token_ids"].view(B, K)
+    draft_rows = draft_logits.view(B, K, V) if inputs["draft_probs"] is not None else None
+    cu_num_logits = torch.arange(B + 1, dtype=torch.int32, device=device) * (K + 1)
+    positions = torch.arange(B * (K + 1), dtype=torch.int64, device=device)
+    expanded_idx_mapping = requests.repeat_interleave(K + 1)
+    expanded_local_pos = torch.arange(K + 1, dtype=torch.int32, device=device).repeat(B)
+    temperature = inputs["temperature"].to(torch.float32)
+    seeds = inputs["seeds"].to(torch.int64)
+    flat_input_ids = input_ids.view(-1)
+
+    def run():
+        return sample(
+            logits,
+            draft_rows,
+            flat_input_ids,
+            cu_num_logits,
+            positions,
+            requests,
+            expanded_idx_mapping,
+            expanded_local_pos,
+            temperature,
+            seeds,
+            K,
+        )
+
+    return run
+
+
 def _flashinfer_rejection(chain_speculative_sampling, inputs: dict, K: int):
     """FlashInfer's chain speculative sampling after a softmax of the target logits, or why it cannot
     run this shape."""
@@ -160,7 +218,13 @@ def _flashinfer_rejection(chain_speculative_sampling, inputs: dict, K: int):
     return run
 
 
-PREPARE_REJECTION = {"vllm": _vllm_rejection, "flashinfer": _flashinfer_rejection}
+PREPARE_REJECTION = {
+    "vllm": lambda engine, inputs, K, draft_logits: _vllm_rejection(engine, inputs, K),
+    "vllm_v2": _vllm_v2_rejection,
+    "flashinfer": lambda function, inputs, K, draft_logits: _flashinfer_rejection(function, inputs, K),
+}
+# Timed both eagerly and as a CUDA-graph replay, each against ours the same way.
+GRAPHED = ("ours", "vllm_v2")
 
 
 def _repeated(fns: dict, graph: dict) -> dict[str, list[float]]:
@@ -173,12 +237,17 @@ def _repeated(fns: dict, graph: dict) -> dict[str, list[float]]:
 
 
 def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
+    """Each shape: ours and vLLM V2 eagerly and as graph replays, the other peers eagerly; ratios
+    compare like with like (``X_over_ours``: graph against graph; ``X_eager_over_ours_eager`` and
+    the eager-only peers: eager against eager)."""
     rows = []
     for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
-        inputs = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
+        inputs, draft_logits = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
+        # the read-once floor: every target row, and the draft probabilities of the sampled requests
         read_bytes = inputs["target_logits"].numel() * inputs["target_logits"].element_size()
         if with_q:
-            read_bytes += inputs["draft_probs"].numel() * 4
+            sampled = float((inputs["temperature"] > 0).float().mean())
+            read_bytes += inputs["draft_probs"].numel() * inputs["draft_probs"].element_size() * sampled
         floor_ms = read_bytes / bandwidth
 
         def ours(inputs=inputs, K=K):
@@ -190,11 +259,11 @@ def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
         out = ours()
         accepted = float((out.num_emitted.float() - 1).mean() / K)
         fns = {"ours": ours, "plain_torch": plain}
-        if B <= 64:  # ours is timed as a graph replay there; eager too, as the peers run
-            fns["ours_eager"] = ours
         not_run = {}
         for name, peer in peers.items():
-            prepared = PREPARE_REJECTION[name](peer, inputs, K)
+            if name not in PREPARE_REJECTION:
+                continue
+            prepared = PREPARE_REJECTION[name](peer, inputs, K, draft_logits)
             if isinstance(prepared, str):
                 not_run[name] = prepared
                 continue
@@ -204,7 +273,10 @@ def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
                 not_run[name] = f"failed: {type(exc).__name__}: {str(exc)[:300]}"
                 continue
             fns[name] = prepared
-        times = _repeated(fns, graph={"ours": B <= 64})
+        for name in GRAPHED:
+            if name in fns:
+                fns[f"{name}_eager"] = fns[name]
+        times = _repeated(fns, graph={name: True for name in GRAPHED})
         medians = {name: statistics.median(t) for name, t in times.items()}
         row = dict(
             family=family,
@@ -221,13 +293,18 @@ def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
             not_run=not_run,
             ours_ms=medians["ours"],
             ours_over_floor=medians["ours"] / floor_ms,
+            ours_eager_ms=medians["ours_eager"],
         )
         for name, ms in medians.items():
-            if name != "ours":
-                row[f"{name}_ms"] = ms
+            if name in ("ours", "ours_eager"):
+                continue
+            row[f"{name}_ms"] = ms
+            if name in GRAPHED:
                 row[f"{name}_over_ours"] = ms / medians["ours"]
+            else:
+                row[f"{name}_over_ours_eager"] = ms / medians["ours_eager"]
         rows.append(row)
-        del inputs, fns
+        del inputs, draft_logits, fns
         torch.cuda.empty_cache()
     return rows
 
@@ -294,9 +371,52 @@ def _vllm_budget_step(engine, B: int, K: int, added, history: int = 10):
     return statistics.median(times)
 
 
-def bench_budget(vllm_engine=None) -> list[dict]:
-    """Ours (GPU time of a graph replay) against the per-request Python oracle and, when importable,
-    vLLM's holder (host time: its work is host Python that the step waits for)."""
+def _vllm_v2_budget_step(apply_thinking_budget, B: int, K: int, logits, history: int = 10):
+    """Model Runner V2's ``apply_thinking_budget`` on the bonus and draft rows ``logits
+    [B * (K + 1), V]``, in the same state as ours: even requests budgeted (2^30, never binding), each
+    request's committed tokens ``[1, start] + [7] * (i % 50)`` and ``history`` more, its draft ids
+    in ``input_ids``; the committed-marker cache is warm after the first call, as in decoding."""
+    device = logits.device
+    requests = torch.arange(B, dtype=torch.int32, device=device)
+    lengths = 2 + torch.arange(B, device=device) % 50 + history
+    all_token_ids = torch.full((B, int(lengths.max())), 7, dtype=torch.int32, device=device)
+    all_token_ids[:, 0], all_token_ids[:, 1] = 1, 151667
+    budget = torch.where(requests % 2 == 0, 2**30, -1).to(torch.int32)
+    input_ids = torch.randint(0, 1000, (B * (K + 1),), dtype=torch.int32, device=device)
+    expanded_idx_mapping = requests.repeat_interleave(K + 1)
+    expanded_local_pos = torch.arange(K + 1, dtype=torch.int32, device=device).repeat(B)
+    cached_last_start = torch.full((B,), -1, dtype=torch.int32, device=device)
+    cached_last_end = torch.full((B,), -1, dtype=torch.int32, device=device)
+    cached_scan_pos = torch.zeros(B, dtype=torch.int32, device=device)
+    start, end = (torch.tensor([t], dtype=torch.int32, device=device) for t in (151667, 151668))
+    total_len = lengths.to(torch.int32)
+
+    def step():
+        apply_thinking_budget(
+            logits,
+            requests,
+            expanded_idx_mapping,
+            budget,
+            all_token_ids,
+            total_len,
+            input_ids,
+            expanded_local_pos,
+            cached_last_start,
+            cached_last_end,
+            cached_scan_pos,
+            start,
+            end,
+            end,
+        )
+
+    return step
+
+
+def bench_budget(vllm_engine=None, vllm_v2_budget=None) -> list[dict]:
+    """Ours against the per-request Python oracle and, when importable, vLLM's legacy holder (host
+    time: its work is host Python that the step waits for) and Model Runner V2's budget kernel
+    (``apply_thinking_budget``, which writes the logits: compared with ours writing them, graph
+    against graph and eager against eager)."""
     rows = []
     for B in BUDGET_BATCHES:
         for K in (0, 4):
@@ -322,9 +442,11 @@ def bench_budget(vllm_engine=None) -> list[dict]:
                 state.update_state(committed)
                 return state.apply_to_logits(logits, num, drafts) if K else state.apply_to_logits(logits)
 
-            times = _repeated(
-                {"ours": step, "ours_with_logits": step_with_logits}, {"ours": True, "ours_with_logits": True}
-            )
+            fns = {"ours": step, "ours_with_logits": step_with_logits, "ours_with_logits_eager": step_with_logits}
+            if vllm_v2_budget is not None:
+                fns["vllm_v2"] = _vllm_v2_budget_step(vllm_v2_budget, B, K, torch.zeros_like(logits))
+                fns["vllm_v2_eager"] = fns["vllm_v2"]
+            times = _repeated(fns, {"ours": True, "ours_with_logits": True, "vllm_v2": True})
             rows_list, num_list, drafts_list = committed.cpu().tolist(), num.cpu().tolist(), drafts.cpu().tolist()
             python_times = []
             for _ in range(5):
@@ -343,6 +465,11 @@ def bench_budget(vllm_engine=None) -> list[dict]:
                 per_request_python_us=statistics.median(python_times) * 1e3,
             )
             row["python_over_ours"] = row["per_request_python_us"] / row["ours_us"]
+            row["ours_with_logits_eager_us"] = statistics.median(times["ours_with_logits_eager"]) * 1e3
+            if vllm_v2_budget is not None:
+                row["vllm_v2_us"] = statistics.median(times["vllm_v2"]) * 1e3
+                row["vllm_v2_eager_us"] = statistics.median(times["vllm_v2_eager"]) * 1e3
+                row["vllm_v2_over_ours_with_logits"] = row["vllm_v2_us"] / row["ours_with_logits_us"]
             if vllm_engine is not None:
                 row["vllm_host_us"] = _vllm_budget_step(vllm_engine, B, K, added) * 1e3
                 row["vllm_over_ours_with_logits"] = row["vllm_host_us"] / row["ours_with_logits_us"]
@@ -367,7 +494,7 @@ def _line_plot(title: str, xs: list[int], series: dict[str, list[float]], unit: 
         py = 20 + (1 - (math.log10(y) - lo) / (hi - lo)) * (height - 50)
         return f"{px:.1f},{py:.1f}"
 
-    colours = ["#4C78A8", "#F58518", "#999999", "#54A24B"]
+    colours = ["#4C78A8", "#F58518", "#999999", "#54A24B", "#E45756", "#B279A2", "#72B7B2"]
     parts = [
         f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
         f'<text x="4" y="14" font-size="12">{html.escape(title)} ({unit}, log-log)</text>',
@@ -375,9 +502,9 @@ def _line_plot(title: str, xs: list[int], series: dict[str, list[float]], unit: 
     for i, (name, ys) in enumerate(series.items()):
         dash = ' stroke-dasharray="5"' if name == "floor" else ""
         points = " ".join(point(x, y) for x, y in zip(xs, ys) if y > 0)
-        parts.append(f'<polyline fill="none" stroke="{colours[i % 4]}"{dash} points="{points}"/>')
+        parts.append(f'<polyline fill="none" stroke="{colours[i % len(colours)]}"{dash} points="{points}"/>')
         parts.append(
-            f'<text x="{width - 150}" y="{30 + 14 * i}" font-size="11" fill="{colours[i % 4]}">'
+            f'<text x="{width - 150}" y="{30 + 14 * i}" font-size="11" fill="{colours[i % len(colours)]}">'
             f"{html.escape(name)}</text>"
         )
     for x in xs:
@@ -397,9 +524,18 @@ def perf_page(results: dict) -> str:
             "rejection sampler, K = 4, fp32, draft probs",
             xs,
             {
-                "ours": [r["ours_ms"] for r in batch],
-                "plain PyTorch": [r["plain_torch_ms"] for r in batch],
-                **{peer: [r[f"{peer}_ms"] for r in batch] for peer in results["peers"] if f"{peer}_ms" in batch[0]},
+                "ours (graph)": [r["ours_ms"] for r in batch],
+                "ours (eager)": [r["ours_eager_ms"] for r in batch],
+                **{
+                    f"{peer} ({'graph' if peer in GRAPHED else 'eager'})": [r[f"{peer}_ms"] for r in batch]
+                    for peer in results["peers"]
+                    if f"{peer}_ms" in batch[0]
+                },
+                **(
+                    {"vllm_v2 (eager)": [r["vllm_v2_eager_ms"] for r in batch]}
+                    if "vllm_v2_eager_ms" in batch[0]
+                    else {}
+                ),
                 "floor": [r["floor_ms"] for r in batch],
             },
             "ms",
@@ -413,6 +549,11 @@ def perf_page(results: dict) -> str:
                 [r["B"] for r in budget],
                 {
                     "ours (GPU time)": [r["ours_us"] for r in budget],
+                    **(
+                        {"vLLM V2 kernel (GPU time)": [r["vllm_v2_us"] for r in budget]}
+                        if "vllm_v2_us" in budget[0]
+                        else {}
+                    ),
                     "per-request Python": [r["per_request_python_us"] for r in budget],
                     **(
                         {"vLLM holder (host time)": [r["vllm_host_us"] for r in budget]}
@@ -456,26 +597,31 @@ def _print_tables(results: dict, path: Path) -> None:
     print(f"\n{env['gpu']} | torch {env['torch']} | triton {env['triton']} | copy {env['copy_tb_per_s']:.2f} TB/s")
     for name, reason in results["peers"].items():
         print(f"peer {name}: {reason}")
-    peers = [name for name, reason in results["peers"].items() if reason == "measured"]
-    # ours is a graph replay for B <= 64; "eager ms" is the same call launched as the peers are
-    columns = ["ours ms", "spread", "eager ms", "floor ms", "ours/floor", "torch/ours"] + [f"{p}/ours" for p in peers]
+    # ours/vllm_v2: graph replays; "eager": launched as a caller without graphs does; the other peers
+    # run eagerly and are compared with ours eager
+    columns = ["graph ms", "eager ms", "floor ms", "ours/floor", "v2/ours", "v2e/ourse", "vllm/ourse", "fi/ourse"]
     print(
         f"{'rejection':10} {'B':>5} {'K':>2} {'V':>7} {'dtype':>8} q {'mode':>6} {'acc':>5} "
-        + " ".join(f"{c:>11}" for c in columns)
+        + " ".join(f"{c:>10}" for c in columns)
     )
+
+    def ratio(r, key):
+        return f"{r[key]:.2f}" if key in r else "n/a"
+
     for r in results["rejection"]:
         cells = [
             f"{r['ours_ms']:.4f}",
-            f"{r['spread']['ours']:.2f}",
-            f"{r['ours_eager_ms']:.4f}" if "ours_eager_ms" in r else "-",
+            f"{r['ours_eager_ms']:.4f}",
             f"{r['floor_ms']:.4f}",
             f"{r['ours_over_floor']:.2f}",
-            f"{r['plain_torch_over_ours']:.1f}",
+            ratio(r, "vllm_v2_over_ours"),
+            ratio(r, "vllm_v2_eager_over_ours_eager"),
+            ratio(r, "vllm_over_ours_eager"),
+            ratio(r, "flashinfer_over_ours_eager"),
         ]
-        cells += [f"{r[f'{p}_over_ours']:.2f}" if f"{p}_over_ours" in r else "n/a" for p in peers]
         print(
             f"{r['family']:10} {r['B']:>5} {r['K']:>2} {r['V']:>7} {r['dtype']:>8} {'y' if r['draft_probs'] else 'n'} "
-            f"{r['mode']:>6} {r['acceptance']:>5.2f} " + " ".join(f"{c:>11}" for c in cells)
+            f"{r['mode']:>6} {r['acceptance']:>5.2f} " + " ".join(f"{c:>10}" for c in cells)
         )
     reasons = {}
     for r in results["rejection"]:
@@ -483,11 +629,16 @@ def _print_tables(results: dict, path: Path) -> None:
             reasons.setdefault((name, why), []).append(f"B={r['B']},K={r['K']},{r['mode']}")
     for (name, why), shapes in reasons.items():
         print(f"{name} not run on {len(shapes)} shape(s) ({', '.join(shapes[:3])}...): {why}")
-    print(f"{'budget':10} {'B':>5} {'K':>2} {'ours us':>9} {'+logits us':>10} {'Python us':>10} {'vLLM host us':>12}")
+    print(
+        f"{'budget':10} {'B':>5} {'K':>2} {'ours us':>8} {'+logits':>8} {'eager':>8} {'V2 us':>8} {'V2 eager':>8} "
+        f"{'Python us':>10} {'vLLM host us':>12}"
+    )
     for r in results["budget"]:
         vllm = f"{r['vllm_host_us']:.0f}" if "vllm_host_us" in r else "n/a"
+        v2 = [f"{r[key]:.1f}" if key in r else "n/a" for key in ("vllm_v2_us", "vllm_v2_eager_us")]
         print(
-            f"{'':10} {r['B']:>5} {r['K']:>2} {r['ours_us']:>9.1f} {r['ours_with_logits_us']:>10.1f} "
+            f"{'':10} {r['B']:>5} {r['K']:>2} {r['ours_us']:>8.1f} {r['ours_with_logits_us']:>8.1f} "
+            f"{r['ours_with_logits_eager_us']:>8.1f} {v2[0]:>8} {v2[1]:>8} "
             f"{r['per_request_python_us']:>10.0f} {vllm:>12}"
         )
     st = results["statistics"]
@@ -525,7 +676,7 @@ def main(out_dir: str | None = None) -> int:
             **{name: f"not measured: {why}" for name, why in missing.items()},
         },
         rejection=bench_rejection(bandwidth, peers),
-        budget=bench_budget(peers.get("vllm")),
+        budget=bench_budget(peers.get("vllm"), peers.get("vllm_v2_budget")),
         statistics=bench_statistics(),
     )
     directory = Path(out_dir or Path("reports/perf") / props.name.replace(" ", "-"))

@@ -1,8 +1,8 @@
 """Speculative-decoding rejection sampling with fused accepted-token counting.
 
 ``rejection_sample`` implements specs/rejection-sampling.md on the canonical ragged layout. On a
-GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches four
-small Triton kernels, parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
+GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches two
+Triton kernels, parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
 it runs a vectorised PyTorch path with the same semantics and the same counter-based draws
 (``impl.rng``), so GPU, CPU and the oracle agree token for token except within ~1e-6 of a
 floating-point decision boundary.
@@ -10,6 +10,7 @@ floating-point decision boundary.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -210,19 +211,39 @@ def rejection_sample(
     )
 
 
+# Launch shapes of the Triton path, measured on an H100 (reports/perf/): rows that fill the device on
+# their own get one program each (wide blocks, 8 warps); fewer rows are cut into vocabulary splits of
+# narrow blocks (4 warps), many programs per SM, so that enough loads are in flight.
+PROGRAMS_PER_SM = 64
+WIDE_WARPS = 8
+NARROW_WARPS = 4
+
+
 def _target_programs(device: torch.device) -> int:
-    """Programs per launch that keep the device busy: four per SM on a GPU, one on the CPU."""
+    """Programs per launch that keep the device busy: ``PROGRAMS_PER_SM`` per SM on a GPU, one on the CPU."""
     if device.type != "cuda":
         return 1
-    return 4 * torch.cuda.get_device_properties(device).multi_processor_count
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return PROGRAMS_PER_SM * _multi_processors(index)
 
 
-def _splits(vocab_size: int, rows: int, block: int, device: torch.device) -> tuple[int, int]:
-    """``(num_splits, split_size)``: vocabulary splits per row so that ``rows * num_splits`` programs
-    fill the device; ``split_size`` is a multiple of ``block``."""
-    wanted = max(1, min(_cdiv(_target_programs(device), max(rows, 1)), _cdiv(vocab_size, block)))
+@functools.cache
+def _multi_processors(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _launch_shape(vocab_size: int, rows: int, device: torch.device) -> tuple[int, int, int, int]:
+    """``(block, num_warps, num_splits, split_size)`` for ``rows`` rows: one program per row where
+    the rows fill half the target programs, else vocabulary splits so that ``rows * num_splits``
+    programs reach the target; ``split_size`` is a multiple of ``block``."""
+    block = _block_size(vocab_size)
+    programs = _target_programs(device)
+    if 2 * rows >= programs:
+        return block, WIDE_WARPS, 1, _cdiv(vocab_size, block) * block
+    block = max(16, block // 4)
+    wanted = max(1, min(_cdiv(programs, max(rows, 1)), _cdiv(vocab_size, block)))
     split_size = _cdiv(_cdiv(vocab_size, wanted), block) * block
-    return _cdiv(vocab_size, split_size), split_size
+    return block, NARROW_WARPS, _cdiv(vocab_size, split_size), split_size
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -230,6 +251,7 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
+    """Two launches (``impl/kernels/rejection.py``); no host work that grows with the batch."""
     from .kernels import rejection as kernels
 
     device = logits.device
@@ -240,38 +262,40 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         return RejectionOutput(out, num_emitted)
     logits = logits.contiguous()
     layout_block = min(1024, max(triton_next_pow2(batch), 16))
-    drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=device)
+    drafts = drafts if drafts.numel() else num_draft  # a placeholder: no draft is ever read
     q = draft_probs.contiguous() if draft_probs is not None else logits
     forced_arg = forced if forced is not None else num_draft  # a placeholder when nothing is forced
     has_q, has_forced = draft_probs is not None, forced is not None
-    block = _block_size(vocab)
-    stat_splits, stat_split_size = _splits(vocab, batch * width, block, device)
-    stat_max = torch.empty(batch * width * stat_splits, dtype=torch.float32, device=device)
-    stat_sum = torch.empty_like(stat_max)
-    stat_arg = torch.empty(stat_max.shape, dtype=torch.int32, device=device)
-    kernels.row_stats_kernel[(batch, width, stat_splits)](
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch * width, device)
+    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
+    stat_size = batch * width * stat_splits
+    # float32: split max, split sum, race best and fallback; int32: split argument, race arguments, counters
+    floats = torch.empty(2 * stat_size + 2 * batch * race_splits, dtype=torch.float32, device=device)
+    ints = torch.empty(stat_size + 2 * batch * race_splits + batch, dtype=torch.int32, device=device)
+    stat_max, stat_sum, race = floats[:stat_size], floats[stat_size : 2 * stat_size], floats[2 * stat_size :]
+    stat_arg, race_arg, counters = ints[:stat_size], ints[stat_size:-batch], ints[-batch:]
+    kernels.row_pass_kernel[(batch, width, stat_splits)](
         logits,
         logits.stride(0),
         num_draft,
         temperature,
+        seeds,
+        positions,
         forced_arg,
         stat_max,
         stat_sum,
         stat_arg,
+        counters,
         vocab,
         stat_split_size,
         width,
         stat_splits,
         HAS_FORCED=has_forced,
-        BLOCK=block,
+        BLOCK=stat_block,
         LAYOUT_BLOCK=layout_block,
-        num_warps=8,
+        num_warps=stat_warps,
     )
-    job_row = torch.empty(batch, dtype=torch.int32, device=device)
-    job_mode = torch.empty(batch, dtype=torch.int32, device=device)
-    job_max = torch.empty(batch, dtype=torch.float32, device=device)
-    job_sum = torch.empty_like(job_max)
-    kernels.walk_drafts_kernel[(batch,)](
+    kernels.verify_kernel[(batch, race_splits)](
         logits,
         logits.stride(0),
         drafts,
@@ -285,64 +309,25 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         stat_max,
         stat_sum,
         stat_arg,
+        race,
+        race_arg,
+        counters,
         out,
         out.stride(0),
         num_emitted,
-        job_row,
-        job_mode,
-        job_max,
-        job_sum,
+        vocab,
+        race_split_size,
         width,
         stat_splits,
-        vocab,
+        race_splits,
         HAS_Q=has_q,
         HAS_FORCED=has_forced,
         WIDTH_POW2=max(triton_next_pow2(width), 2),
-        SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
-        LAYOUT_BLOCK=layout_block,
-    )
-    race_splits, race_split_size = _splits(vocab, batch, block, device)
-    best = torch.empty(batch * race_splits, dtype=torch.float32, device=device)
-    best_arg = torch.empty(best.shape, dtype=torch.int32, device=device)
-    fallback = torch.empty_like(best)
-    fallback_arg = torch.empty_like(best_arg)
-    kernels.race_kernel[(batch, race_splits)](
-        logits,
-        logits.stride(0),
-        drafts,
-        q,
-        q.stride(0),
-        num_draft,
-        temperature,
-        seeds,
-        positions,
-        job_row,
-        job_mode,
-        job_max,
-        job_sum,
-        best,
-        best_arg,
-        fallback,
-        fallback_arg,
-        vocab,
-        race_split_size,
-        race_splits,
-        HAS_Q=has_q,
-        BLOCK=block,
-        LAYOUT_BLOCK=layout_block,
-        num_warps=8,
-    )
-    kernels.finish_kernel[(batch,)](
-        job_row,
-        job_mode,
-        best,
-        best_arg,
-        fallback,
-        fallback_arg,
-        out,
-        out.stride(0),
-        race_splits,
+        STAT_SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
         SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
+        BLOCK=race_block,
+        LAYOUT_BLOCK=layout_block,
+        num_warps=race_warps,
     )
     return RejectionOutput(out, num_emitted)
 
@@ -352,6 +337,7 @@ def triton_next_pow2(n: int) -> int:
 
 
 def _block_size(vocab_size: int) -> int:
+    """The wide block (one program per row); narrow blocks are a quarter of it."""
     return min(2048, max(triton_next_pow2(vocab_size), 16))
 
 

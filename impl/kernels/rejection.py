@@ -1,24 +1,26 @@
 """Rejection-sampling kernels (specs/rejection-sampling.md, specs/accepted-tokens.md).
 
-Four small kernels, each parallel over the vocabulary, so that one request (B = 1) and many
-(B = 1024) both keep the memory system busy:
+Two launches, each parallel over the vocabulary, so that one request (B = 1) and many (B = 1024)
+both keep the memory system busy, and an eager call costs two kernel launches:
 
-1. ``row_stats_kernel`` (grid: request × row × vocabulary split): for each draft row of a sampled
-   request the split's max and sum of ``exp(l / T - max)``; for each draft row of a greedy request
-   the split's max and argmax. Forced rows and bonus rows are not read.
-2. ``walk_drafts_kernel`` (grid: request): verifies drafts in order from the statistics (one load
-   of ``l[d]`` and ``q[d]`` per draft), stops at the first rejection, writes the accepted drafts,
-   the greedy or forced final token, ``num_emitted``, and, when the final token is still to be
-   drawn, which row and distribution to draw it from.
-3. ``race_kernel`` (grid: request × vocabulary split): over that one row, the exponential race
-   ``argmax(w / e)`` for the residual ``max(p - q, 0)`` (with ``p`` as fallback) or the bonus ``p``,
-   or the plain argmax of a greedy request's bonus row.
-4. ``finish_kernel`` (grid: request): reduces the race across splits and writes the token.
+1. ``row_pass_kernel`` (grid: request × row × vocabulary split) reads every row a request owns once:
+   for a draft row of a sampled request the split's max and sum of ``exp(l / T - max)``; for a draft
+   row of a greedy request the split's max and argmax; for the bonus row of a sampled request the
+   split's winner of the exponential race ``argmax(l / T - log e)`` (it needs no normaliser). Forced
+   rows, greedy bonus rows and rows past ``K_i`` are not read.
+2. ``verify_kernel`` (grid: request × vocabulary split): every program of a request verifies its
+   drafts in order from the statistics (one load of ``l[d]`` and ``q[d]`` per draft) and stops at the
+   first rejection; split 0 writes the accepted drafts, the final token when it is already known
+   (greedy, forced, a sampled request's bonus token), the padding and ``num_emitted``. Two cases read
+   one row more: for a sampled request with a rejected draft each split runs the race
+   ``argmax(max(p - q, 0) / e)`` (``p / e`` as fallback) over its part of the rejected row and of its
+   ``q`` row; for a greedy request that accepted every draft, the argmax of its bonus row. The last
+   split to finish (an atomic counter per request) reduces the splits and writes the token.
 
-Bytes read: every draft row once, a bonus row only where all drafts were accepted, a rejected sampled
-row once more, and one ``q`` row per rejection: at most the inputs once over plus one row per
-request. (Draft rows after a rejection are read in step 1 too: that is the price of verifying every
-row in parallel, which one program walking its rows in order cannot do at B = 1.)
+Bytes read: every draft row and every sampled bonus row once; a greedy bonus row only where reached;
+for a sampled rejection that row and its ``q`` row once more. Inner
+loops keep per-lane running maxima, sums and arguments and reduce across lanes once per program, so
+that no barrier sits inside a loop over the vocabulary.
 """
 
 import triton
@@ -27,22 +29,39 @@ import triton.language as tl
 from .layout import first_row
 from .rng import exponentials, stream_key, uniform
 
-SAMPLE_NONE = tl.constexpr(0)  # the final token is known (greedy, forced) after the walk
-SAMPLE_RESIDUAL = tl.constexpr(1)  # sample norm(max(p - q, 0)) at the rejected row
-SAMPLE_BONUS = tl.constexpr(2)  # sample p at the bonus row
-SAMPLE_GREEDY = tl.constexpr(3)  # argmax of the bonus row of a greedy request
+NO_ARG = tl.constexpr(2147483647)  # the argument of a lane that has seen only -inf
+RACE_NONE = tl.constexpr(0)  # the final token is known after the walk
+RACE_RESIDUAL = tl.constexpr(1)  # a sampled request's rejected row: norm(max(p - q, 0))
+RACE_GREEDY_BONUS = tl.constexpr(2)  # a greedy request's bonus row: its argmax
 
 
 @triton.jit
-def row_stats_kernel(
+def _lane_argmax_update(score, offsets, best, best_arg):
+    """Per-lane running max and its first (lowest) id: vocabulary offsets grow along a lane."""
+    better = score > best
+    return tl.where(better, score, best), tl.where(better, offsets, best_arg)
+
+
+@triton.jit
+def _reduce_argmax(best, best_arg):
+    """(max, lowest id attaining it) over lanes."""
+    top = tl.max(best, axis=0)
+    return top, tl.min(tl.where(best == top, best_arg, NO_ARG), axis=0)
+
+
+@triton.jit
+def row_pass_kernel(
     logits_ptr,
     logits_stride,
     num_draft_ptr,
     temperature_ptr,
+    seed_ptr,
+    position_ptr,
     forced_ptr,
     stat_max_ptr,
     stat_sum_ptr,
     stat_arg_ptr,
+    counter_ptr,
     vocab_size,
     split_size,
     width,
@@ -51,52 +70,62 @@ def row_stats_kernel(
     BLOCK: tl.constexpr,
     LAYOUT_BLOCK: tl.constexpr,
 ):
+    """Statistics ``[B, width, num_splits]`` (float32 max and sum, int32 argument) of every row;
+    zeroes ``counter [B]`` int32 for ``verify_kernel``, which runs after it on the stream."""
     request = tl.program_id(0)
     j = tl.program_id(1)
     split = tl.program_id(2)
+    if (j == 0) & (split == 0):
+        tl.store(counter_ptr + request, 0)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
+    row = first_row(num_draft_ptr, request, LAYOUT_BLOCK) + j
     temperature = tl.load(temperature_ptr + request).to(tl.float32)
     greedy = temperature == 0.0
-    row = first_row(num_draft_ptr, request, LAYOUT_BLOCK) + j
-    needed = j < k  # bonus rows are read in the race, and only where reached
+    needed = (j < k) | ((j == k) & ~greedy)  # a greedy bonus row is read only where reached
     if HAS_FORCED:
-        needed = needed & (tl.load(forced_ptr + row, mask=j < k, other=-1) < 0)
+        needed = needed & (tl.load(forced_ptr + row, mask=j <= k, other=-1) < 0)
     if needed:
         inv_temperature = 1.0 / tl.where(greedy, 1.0, temperature)
         row_ptr = logits_ptr + row * logits_stride
         lo = split * split_size
         hi = tl.minimum(lo + split_size, vocab_size)
-        running_max = float("-inf")
-        best_index = 0
-        lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - running_max)
+        best = tl.full([BLOCK], float("-inf"), tl.float32)
+        best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
+        lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - best)
         if greedy:  # max and argmax (ties to the lowest id)
             for start in range(lo, hi, BLOCK):
                 offsets = start + tl.arange(0, BLOCK)
                 x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-                block_max = tl.max(x, axis=0)
-                better = block_max > running_max
-                best_index = tl.where(better, start + tl.argmax(x, axis=0), best_index)
-                running_max = tl.maximum(running_max, block_max)
-        else:  # max and sum of exp(x - max), one reduction per block
+                best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
+        elif j == k:  # the bonus row: the exponential race for p, decided without a normaliser
+            key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
+            for start in range(lo, hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                inside = offsets < hi
+                x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
+                score = tl.where(inside & (x != float("-inf")), x - tl.log(exponentials(key, offsets)), float("-inf"))
+                best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
+        else:  # online max and sum of exp(x - max) per lane
             for start in range(lo, hi, BLOCK):
                 offsets = start + tl.arange(0, BLOCK)
                 x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
                 x = x * inv_temperature
-                new_max = tl.maximum(running_max, tl.max(x, axis=0))
-                # shift by 0 while everything so far is -inf: exp(-inf - 0) = 0, and no -inf - -inf
-                shift = tl.where(new_max == float("-inf"), 0.0, new_max)
-                lanes = lanes * tl.exp(running_max - shift) + tl.exp(x - shift)
-                running_max = new_max
-        total = tl.sum(lanes, axis=0)
+                new_best = tl.maximum(best, x)
+                # shift by 0 while a lane has seen only -inf: exp(-inf - 0) = 0, and no -inf - -inf
+                shift = tl.where(new_best == float("-inf"), 0.0, new_best)
+                lanes = lanes * tl.exp(best - shift) + tl.exp(x - shift)
+                best = new_best
+        split_max, split_arg = _reduce_argmax(best, best_arg)
+        scaled = tl.where(best == float("-inf"), 0.0, lanes * tl.exp(best - split_max))
         slot = (request * width + j) * num_splits + split
-        tl.store(stat_max_ptr + slot, running_max)
-        tl.store(stat_sum_ptr + slot, total)
-        tl.store(stat_arg_ptr + slot, best_index)
+        tl.store(stat_max_ptr + slot, split_max)
+        tl.store(stat_sum_ptr + slot, tl.sum(scaled, axis=0))
+        tl.store(stat_arg_ptr + slot, tl.where(split_arg == NO_ARG, lo, split_arg))
 
 
 @triton.jit
 def _combine_stats(stat_max_ptr, stat_sum_ptr, stat_arg_ptr, base, num_splits, SPLITS_POW2: tl.constexpr):
-    """Row max, row sum of exp(x - max), and the row argmax (lowest id) from the split statistics."""
+    """Row max, row sum of exp(x - max), and the row argument (lowest id) from the split statistics."""
     splits = tl.arange(0, SPLITS_POW2)
     inside = splits < num_splits
     maxes = tl.load(stat_max_ptr + base + splits, mask=inside, other=float("-inf"))
@@ -104,12 +133,12 @@ def _combine_stats(stat_max_ptr, stat_sum_ptr, stat_arg_ptr, base, num_splits, S
     args = tl.load(stat_arg_ptr + base + splits, mask=inside, other=0)
     row_max = tl.max(maxes, axis=0)
     scaled = tl.where(maxes == float("-inf"), 0.0, sums * tl.exp(maxes - row_max))
-    arg = tl.min(tl.where(maxes == row_max, args, 2147483647), axis=0)  # splits are in id order
+    arg = tl.min(tl.where(maxes == row_max, args, NO_ARG), axis=0)  # splits are in id order
     return row_max, tl.sum(scaled, axis=0), arg
 
 
 @triton.jit
-def walk_drafts_kernel(
+def verify_kernel(
     logits_ptr,
     logits_stride,
     draft_ids_ptr,
@@ -123,23 +152,31 @@ def walk_drafts_kernel(
     stat_max_ptr,
     stat_sum_ptr,
     stat_arg_ptr,
+    race_ptr,
+    race_arg_ptr,
+    counter_ptr,
     out_ptr,
     out_stride,
     num_emitted_ptr,
-    job_row_ptr,
-    job_mode_ptr,
-    job_max_ptr,
-    job_sum_ptr,
-    width,
-    num_splits,
     vocab_size,
+    split_size,
+    width,
+    stat_splits,
+    num_splits,
     HAS_Q: tl.constexpr,
     HAS_FORCED: tl.constexpr,
     WIDTH_POW2: tl.constexpr,
+    STAT_SPLITS_POW2: tl.constexpr,
     SPLITS_POW2: tl.constexpr,
+    BLOCK: tl.constexpr,
     LAYOUT_BLOCK: tl.constexpr,
 ):
+    """Walk the drafts, write the output row; race over the rejected row of a sampled request.
+
+    ``race``/``race_arg``: ``[2, B, num_splits]`` float32/int32 (best and fallback of each split);
+    ``counter``: ``[B]`` int32, zeroed by ``row_pass_kernel``."""
     request = tl.program_id(0)
+    split = tl.program_id(1)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     row0 = first_row(num_draft_ptr, request, LAYOUT_BLOCK)
     draft0 = row0 - request
@@ -149,15 +186,15 @@ def walk_drafts_kernel(
     seed = tl.load(seed_ptr + request)
     position = tl.load(position_ptr + request)
     out_row = out_ptr + request.to(tl.int64) * out_stride
-    stats_row = request * width * num_splits
+    stats_row = request * width * stat_splits
 
     j = 0
     rejected = 0
-    mode = SAMPLE_NONE
-    job_max = 0.0
-    job_sum = 1.0
+    pending = RACE_NONE  # which race below draws the final token, if any
+    final = 0
+    row_max = 0.0
+    row_sum = 1.0
     while (j < k) & (rejected == 0):
-        row = row0 + j
         draft = tl.load(draft_ids_ptr + draft0 + j)
         in_vocab = (draft >= 0) & (draft < vocab_size)  # false only without validation: never accepted
         draft = tl.where(in_vocab, draft, -1).to(tl.int32)  # checked before narrowing: 2**32 would become 0
@@ -167,159 +204,98 @@ def walk_drafts_kernel(
             q_draft = tl.load(q_ptr + (draft0 + j) * q_stride + safe_draft).to(tl.float32)
         forced = -1
         if HAS_FORCED:
-            forced = tl.load(forced_ptr + row).to(tl.int32)
-        row_max, row_sum, arg = _combine_stats(
-            stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + j * num_splits, num_splits, SPLITS_POW2
+            forced = tl.load(forced_ptr + row0 + j).to(tl.int32)
+        stat_max, stat_sum, arg = _combine_stats(
+            stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + j * stat_splits, stat_splits, STAT_SPLITS_POW2
         )
-        token = draft
         if forced >= 0:
             accept = (draft == forced) & (greedy | (q_draft > 0.0))
-            token = forced
+            final = forced
         elif greedy:
-            token = arg
             accept = arg == draft
+            final = arg
         else:
-            x_draft = tl.load(logits_ptr + row * logits_stride + safe_draft).to(tl.float32) * inv_temperature
-            p_draft = tl.where((x_draft == float("-inf")) | ~in_vocab, 0.0, tl.exp(x_draft - row_max) / row_sum)
+            x_draft = tl.load(logits_ptr + (row0 + j) * logits_stride + safe_draft).to(tl.float32) * inv_temperature
+            p_draft = tl.where((x_draft == float("-inf")) | ~in_vocab, 0.0, tl.exp(x_draft - stat_max) / stat_sum)
             accept = (q_draft > 0.0) & (uniform(seed, position + j) * q_draft < p_draft)
-            mode = tl.where(accept, mode, SAMPLE_RESIDUAL)
-            job_max = tl.where(accept, job_max, row_max)
-            job_sum = tl.where(accept, job_sum, row_sum)
-        tl.store(out_row + j, tl.where(accept, draft, token))
+            pending = tl.where(accept, RACE_NONE, RACE_RESIDUAL)
+            row_max = stat_max
+            row_sum = stat_sum
+        tl.store(out_row + j, draft, mask=accept & (split == 0))
         rejected = tl.where(accept, 0, 1)
         j += 1 - rejected
 
-    if rejected == 0:  # every draft accepted: the bonus row
-        row = row0 + k
+    if rejected == 0:  # every draft accepted: the bonus row's token
         forced = -1
         if HAS_FORCED:
-            forced = tl.load(forced_ptr + row).to(tl.int32)
-        if forced >= 0:
-            tl.store(out_row + k, forced)
-        elif greedy:
-            mode = SAMPLE_GREEDY
-        else:
-            mode = SAMPLE_BONUS
-    tl.store(job_row_ptr + request, j)
-    tl.store(job_mode_ptr + request, mode)
-    tl.store(job_max_ptr + request, job_max)
-    tl.store(job_sum_ptr + request, job_sum)
-    emitted = j + 1
-    columns = tl.arange(0, WIDTH_POW2)
-    tl.store(out_row + columns, tl.full([WIDTH_POW2], -1, tl.int32), mask=(columns >= emitted) & (columns < width))
-    tl.store(num_emitted_ptr + request, emitted)
+            forced = tl.load(forced_ptr + row0 + k).to(tl.int32)
+        if greedy:  # its argmax, in the race below unless forced
+            pending = tl.where(forced >= 0, RACE_NONE, RACE_GREEDY_BONUS)
+            final = forced
+        else:  # the first pass raced it
+            _, _, final = _combine_stats(
+                stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_row + k * stat_splits, stat_splits, STAT_SPLITS_POW2
+            )
+            final = tl.where(forced >= 0, forced, final)
+    if split == 0:
+        if pending == RACE_NONE:
+            tl.store(out_row + j, final)
+        emitted = j + 1
+        columns = tl.arange(0, WIDTH_POW2)
+        tl.store(out_row + columns, tl.full([WIDTH_POW2], -1, tl.int32), mask=(columns >= emitted) & (columns < width))
+        tl.store(num_emitted_ptr + request, emitted)
 
-
-@triton.jit
-def race_kernel(
-    logits_ptr,
-    logits_stride,
-    draft_ids_ptr,
-    q_ptr,
-    q_stride,
-    num_draft_ptr,
-    temperature_ptr,
-    seed_ptr,
-    position_ptr,
-    job_row_ptr,
-    job_mode_ptr,
-    job_max_ptr,
-    job_sum_ptr,
-    best_ptr,
-    best_arg_ptr,
-    fallback_ptr,
-    fallback_arg_ptr,
-    vocab_size,
-    split_size,
-    num_splits,
-    HAS_Q: tl.constexpr,
-    BLOCK: tl.constexpr,
-    LAYOUT_BLOCK: tl.constexpr,
-):
-    request = tl.program_id(0)
-    split = tl.program_id(1)
-    mode = tl.load(job_mode_ptr + request)
-    if mode != SAMPLE_NONE:
-        j = tl.load(job_row_ptr + request)
-        row0 = first_row(num_draft_ptr, request, LAYOUT_BLOCK)
-        draft0 = row0 - request
+    if pending != RACE_NONE:
         row_ptr = logits_ptr + (row0 + j) * logits_stride
-        temperature = tl.load(temperature_ptr + request).to(tl.float32)
-        inv_temperature = 1.0 / tl.where(temperature == 0.0, 1.0, temperature)
-        key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-        row_max = tl.load(job_max_ptr + request)
-        row_sum = tl.load(job_sum_ptr + request)
-        residual = mode == SAMPLE_RESIDUAL
-        greedy = mode == SAMPLE_GREEDY
-        draft = tl.load(draft_ids_ptr + draft0 + j, mask=residual, other=-1)
-        draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
-        best = float("-inf")
-        best_arg = 0
-        fallback = float("-inf")
-        fallback_arg = 0
+        best = tl.full([BLOCK], float("-inf"), tl.float32)
+        best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
+        fallback = tl.full([BLOCK], float("-inf"), tl.float32)
+        fallback_arg = tl.full([BLOCK], NO_ARG, tl.int32)
         lo = split * split_size
-        for start in range(lo, tl.minimum(lo + split_size, vocab_size), BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            inside = offsets < vocab_size
-            x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-            if residual:
-                noise = exponentials(key, offsets)
-                p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) / row_sum)
+        hi = tl.minimum(lo + split_size, vocab_size)
+        if pending == RACE_RESIDUAL:
+            draft = tl.load(draft_ids_ptr + draft0 + j)
+            draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
+            key = stream_key(seed, position + j, 2)
+            inv_sum = 1.0 / row_sum
+            for start in range(lo, hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                inside = offsets < vocab_size
+                x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
+                inv_noise = 1.0 / exponentials(key, offsets)
+                p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
                 if HAS_Q:
                     q = tl.load(q_ptr + (draft0 + j) * q_stride + offsets, mask=inside, other=0.0).to(tl.float32)
                 else:
                     q = tl.where(offsets == draft, 1.0, 0.0)
-                score = tl.where(inside, tl.maximum(p - q, 0.0) / noise, -1.0)
-                backup = tl.where(inside, p / noise, -1.0)
-            elif greedy:  # argmax, ties to the lowest id
-                score = x
-                backup = score
-            else:
-                score = tl.where(inside & (x != float("-inf")), x - tl.log(exponentials(key, offsets)), float("-inf"))
-                backup = score
-            block_best = tl.max(score, axis=0)
-            better = block_best > best
-            best_arg = tl.where(better, start + tl.argmax(score, axis=0), best_arg)
-            best = tl.where(better, block_best, best)
-            block_best = tl.max(backup, axis=0)
-            better = block_best > fallback
-            fallback_arg = tl.where(better, start + tl.argmax(backup, axis=0), fallback_arg)
-            fallback = tl.where(better, block_best, fallback)
+                score = tl.where(inside, tl.maximum(p - q, 0.0) * inv_noise, -1.0)
+                best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
+                score = tl.where(inside, p * inv_noise, -1.0)
+                fallback, fallback_arg = _lane_argmax_update(score, offsets, fallback, fallback_arg)
+        else:  # a greedy request's bonus row: argmax, ties to the lowest id
+            for start in range(lo, hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+                best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
         slot = request * num_splits + split
-        tl.store(best_ptr + slot, best)
-        tl.store(best_arg_ptr + slot, best_arg)
-        tl.store(fallback_ptr + slot, fallback)
-        tl.store(fallback_arg_ptr + slot, fallback_arg)
-
-
-@triton.jit
-def finish_kernel(
-    job_row_ptr,
-    job_mode_ptr,
-    best_ptr,
-    best_arg_ptr,
-    fallback_ptr,
-    fallback_arg_ptr,
-    out_ptr,
-    out_stride,
-    num_splits,
-    SPLITS_POW2: tl.constexpr,
-):
-    request = tl.program_id(0)
-    mode = tl.load(job_mode_ptr + request)
-    if mode != SAMPLE_NONE:
-        splits = tl.arange(0, SPLITS_POW2)
-        inside = splits < num_splits
-        base = request * num_splits
-        best = tl.load(best_ptr + base + splits, mask=inside, other=float("-inf"))
-        best_arg = tl.load(best_arg_ptr + base + splits, mask=inside, other=0)
-        fallback = tl.load(fallback_ptr + base + splits, mask=inside, other=float("-inf"))
-        fallback_arg = tl.load(fallback_arg_ptr + base + splits, mask=inside, other=0)
-        top = tl.max(best, axis=0)
-        token = tl.min(tl.where(best == top, best_arg, 2147483647), axis=0)
-        top_fallback = tl.max(fallback, axis=0)
-        fallback_token = tl.min(tl.where(fallback == top_fallback, fallback_arg, 2147483647), axis=0)
-        # A residual without mass (every score 0) samples p instead (RS-PROB-4).
-        no_mass = (mode == SAMPLE_RESIDUAL) & (top <= 0.0)
-        token = tl.where(no_mass, fallback_token, token)
-        tl.store(out_ptr + request.to(tl.int64) * out_stride + tl.load(job_row_ptr + request), token)
+        fallback_slot = slot + num_splits * tl.num_programs(0)
+        top, top_arg = _reduce_argmax(best, best_arg)
+        tl.store(race_ptr + slot, top)
+        tl.store(race_arg_ptr + slot, tl.where(top_arg == NO_ARG, lo, top_arg))
+        top, top_arg = _reduce_argmax(fallback, fallback_arg)
+        tl.store(race_ptr + fallback_slot, top)
+        tl.store(race_arg_ptr + fallback_slot, tl.where(top_arg == NO_ARG, lo, top_arg))
+        tl.debug_barrier()  # every lane's stores before the release below
+        if tl.atomic_add(counter_ptr + request, 1, sem="acq_rel") == num_splits - 1:  # the last split
+            splits = tl.arange(0, SPLITS_POW2)
+            inside = splits < num_splits
+            base = request * num_splits
+            fallback_base = base + num_splits * tl.num_programs(0)
+            race = tl.load(race_ptr + base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
+            race_arg = tl.load(race_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
+            top, token = _reduce_argmax(race, race_arg)
+            race = tl.load(race_ptr + fallback_base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
+            race_arg = tl.load(race_arg_ptr + fallback_base + splits, mask=inside, other=0, cache_modifier=".cg")
+            _, fallback_token = _reduce_argmax(race, race_arg)
+            # A residual without mass (every score 0) samples p instead (RS-PROB-4).
+            tl.store(out_row + j, tl.where((pending == RACE_RESIDUAL) & (top <= 0.0), fallback_token, token))

@@ -38,6 +38,8 @@ def exponentials(key, offsets):
     """Exp(1) noise for vocabulary ``offsets`` of the sampling stream ``key``."""
     h = mix32(key ^ offsets.to(tl.uint32))
     x = ((h & 0x7FFFFFFF).to(tl.float32) + 0.5) * 2.3283064365386963e-10
+    top = (h >> 31) == 1
     upper = 1.0 - x  # for the top-bit half: -log1p(-x), computed as log(1 - x) * x / (1 - (1 - x))
-    log1p_neg = tl.where(upper == 1.0, -x, tl.log(upper) * x / (1.0 - upper))
-    return tl.where((h >> 31) == 1, -log1p_neg, -tl.log(x))
+    log_value = tl.log(tl.where(top, upper, x))  # one logarithm per lane, of the half's argument
+    log1p_neg = tl.where(upper == 1.0, -x, log_value * x / (1.0 - upper))
+    return tl.where(top, -log1p_neg, -log_value)
