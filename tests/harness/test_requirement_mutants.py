@@ -1,0 +1,85 @@
+"""Every requirement has a check that can fail on its own: for each registered id, a mutant engine of
+the zoo (harness/adapters/zoo.py) breaks that requirement, and the checks covering it FAIL it.
+
+Requirements without such a mutant are listed in WITHOUT_MUTANT with the reason; the test fails when
+the registry, the zoo and the list disagree, so the list only shrinks.
+"""
+
+import pytest
+
+from harness import checks, spec
+from harness.adapters import zoo
+from harness.core import FAIL, Context
+
+# Requirements no mutant engine can break on its own, and why.
+WITHOUT_MUTANT = {
+    # Consequences of other requirements: every engine that breaks them breaks their premise too.
+    "TB-FORCE-3": "a consequence of TB-FORCE-1/2 (caught with budget-off-by-one by budget/whole-generations)",
+    "RS-PROB-5": "the Leviathan-Chen consequence of RS-PROB-1/2 (the sampler mutants of the zoo break it)",
+    "RS-PROB-6": "the accepted-length consequence of RS-PROB-1 (draft-probs-ignored breaks it)",
+    "RS-RNG-2": "observable only as RS-PROB-2's residual law (acceptance-draw-reused breaks RS-PROB-5)",
+    "AC-METRIC-5": "a consequence of AC-METRIC-2's definition (mean-length-without-bonus breaks both)",
+    "RS-ONEHOT-2": "binds the caller that passes q; a misaligned q shows as RS-PROB-1/5",
+    # Permissions (MAY): nothing an engine does violates them.
+    "RS-LAYOUT-3": "a permission to declare another layout",
+    "RS-INPUT-6": "a permission to skip validation",
+    # Requirements on the harness's statistics, exercised by tests/unit/test_stats.py.
+    "STAT-CASE-1": "binds the harness",
+    "STAT-CASE-2": "binds the harness",
+    "STAT-TEST-1": "binds the harness",
+    "STAT-TEST-2": "binds the harness",
+    "STAT-TEST-3": "binds the harness",
+    "STAT-TEST-4": "binds the harness",
+    "STAT-POWER-1": "binds the harness",
+    "STAT-CERT-1": "binds the harness",
+    "STAT-SEED-1": "binds the harness",
+}
+# API-level requirements are broken by HTTP engines (tests/harness/test_api_*.py, tests/e2e); RUN-*
+# requirements bind the runner (tests/harness/test_runner.py).
+LEVELS_ELSEWHERE = ("API-", "RUN-")
+# Mutants whose requirement is also caught elsewhere under another id (the zoo's catch table).
+_MUTANTS_BY_REQUIREMENT = {}
+for _mutant in zoo.MUTANTS:
+    _MUTANTS_BY_REQUIREMENT.setdefault(_mutant.breaks, _mutant)
+
+
+def _kernel_requirements():
+    return sorted(r for r in spec.load_registry() if not r.startswith(LEVELS_ELSEWHERE))
+
+
+def test_every_kernel_requirement_has_a_mutant_or_a_stated_reason():
+    requirements = set(_kernel_requirements())
+    with_mutant = set(_MUTANTS_BY_REQUIREMENT)
+    assert sorted(with_mutant - requirements - {r for r in with_mutant if r.startswith(LEVELS_ELSEWHERE)}) == []
+    assert sorted(requirements - with_mutant - set(WITHOUT_MUTANT)) == [], "add a mutant or a reason"
+    assert sorted(with_mutant & set(WITHOUT_MUTANT)) == [], "has a mutant now: remove it from WITHOUT_MUTANT"
+
+
+def _judge_in_process(mutant: zoo.Mutant, trials: int = 20_000):
+    """Run the checks covering ``mutant.breaks`` that the mutant's profile claims and can run."""
+    engine = zoo.make_mutant(mutant.name)
+    ctx = Context(profile=engine.profile, trials=trials)
+    outcomes = {}
+    for check in checks.kernel_checks():
+        if mutant.breaks not in check.requirements or not engine.profile.claims(check.cls):
+            continue
+        if set(check.needs) - set(engine.profile.capabilities):
+            continue
+        outcomes[check.name] = check.run(engine, ctx)
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [m for m in _MUTANTS_BY_REQUIREMENT.values() if not m.breaks.startswith(LEVELS_ELSEWHERE)],
+    ids=lambda m: f"{m.breaks}:{m.name}",
+)
+def test_the_checks_of_a_requirement_fail_it_under_its_mutant(mutant):
+    outcomes = _judge_in_process(mutant)
+    assert outcomes, f"no check covering {mutant.breaks} can run against {mutant.name}"
+    failed = [
+        name
+        for name, o in outcomes.items()
+        if o.requirements.get(mutant.breaks, None) is not None and o.requirements[mutant.breaks].status == FAIL
+    ]
+    assert failed, {name: (o.status, o.message[:300]) for name, o in outcomes.items()}
