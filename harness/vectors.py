@@ -133,6 +133,133 @@ S3, E4 = [90, 91, 92], [30, 17, 59, 32]  # multi-token markers: "<think>" and "<
 EO = [7, 7, 8]  # a self-overlapping end marker
 
 
+def _isolating_budget_vectors() -> list[dict]:
+    """Vectors whose first requirement is the only reading they separate: each fails on that
+    requirement alone when an engine breaks it (tests/harness/test_requirement_mutants.py)."""
+    s = [
+        _sequential(
+            [1],
+            3,
+            [100, 100, 100, 5, 6, 7],
+            S1,
+            E1,
+            name="start-inside-section-is-content",
+            reqs=["TB-MARK-1", "TB-COUNT-1"],
+            desc="S inside an open section is a thinking token, not a new start: the 4th token is forced.",
+        ),
+        _sequential(
+            [1],
+            6,
+            [100, 7, 7, 7, 8, 5, 6, 9, 9, 9],
+            S1,
+            EO,
+            name="self-overlapping-end-closes",
+            reqs=["TB-MARK-3", "TB-NATURAL-1"],
+            desc="E = [7, 7, 8]: 7 7 7 8 closes the section, so nothing after it is forced.",
+        ),
+        _sequential(
+            [1],
+            2,
+            [90, 91, 92, 5, 30, 17, 6, 7, 8, 9],
+            S3,
+            E4,
+            name="count-includes-partial-end",
+            reqs=["TB-COUNT-1", "TB-FORCE-2"],
+            desc="The partial E (30) counts: at count 2 the budget forces E[1] = 17.",
+        ),
+        _sequential(
+            [1],
+            10,
+            [90, 91, 92, 5, 30, 6, 30, 17, 59, 32, 8, 9],
+            S3,
+            E4,
+            name="natural-close-multi-token",
+            reqs=["TB-NATURAL-1", "TB-MARK-2"],
+            desc="The model starts E, leaves it, and closes it later; with budget left nothing is forced.",
+        ),
+        _sequential(
+            [1],
+            4,
+            [90, 91, 92, 5, 6, 7, 8, 9, 10],
+            S3,
+            E4,
+            name="multi-token-start-across-steps",
+            reqs=["TB-MARK-2", "TB-FORCE-3"],
+            desc="S arrives one token per step; the section opens at its last token.",
+        ),
+        budget_scenario(
+            "add-then-swap-in-one-update",
+            ["TB-BATCH-1", "TB-BATCH-3"],
+            S1,
+            E1,
+            [
+                (
+                    BatchUpdate(2, added=[AddedRequest(0, 0, [100]), AddedRequest(1, None, [1])]),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5)},
+                ),
+                (
+                    BatchUpdate(2, added=[AddedRequest(1, 0, [100])], moved=[(0, 1, Move.SWAP)]),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5)},
+                ),
+            ],
+            max_num_reqs=2,
+            description="A request added into slot 1 is swapped to slot 0 in the same update: additions "
+            "come before moves, so both slots are forced.",
+        ),
+        budget_scenario(
+            "move-onto-occupied-slot",
+            ["TB-BATCH-2", "TB-BATCH-1"],
+            S1,
+            E1,
+            [
+                (
+                    BatchUpdate(
+                        3, added=[AddedRequest(0, None, [1]), AddedRequest(1, 5, [1]), AddedRequest(2, 0, [100])]
+                    ),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
+                ),
+                (
+                    BatchUpdate(
+                        2, removed=[1], added=[AddedRequest(1, None, [1])], moved=[(2, 0, Move.UNIDIRECTIONAL)]
+                    ),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5)},
+                ),
+            ],
+            max_num_reqs=3,
+            description="UNIDIRECTIONAL (2, 0) replaces the untracked request in slot 0 with slot 2's forced one.",
+        ),
+        budget_scenario(
+            "rows-slot-by-slot",
+            ["TB-BATCH-5", "TB-UNTRACKED-1"],
+            S1,
+            E1,
+            [
+                (
+                    BatchUpdate(
+                        3, added=[AddedRequest(0, 0, [100]), AddedRequest(1, None, [100]), AddedRequest(2, 5, [100])]
+                    ),
+                    {0: SlotStep([], 0, 5), 1: SlotStep([], 0, 5), 2: SlotStep([], 0, 5)},
+                ),
+            ],
+            description="Slot 0 is forced, slots 1 and 2 are free: the forced row is the first.",
+        ),
+        budget_scenario(
+            "spec-decode-committed-run",
+            ["TB-SPEC-3", "TB-COUNT-1"],
+            S1,
+            E1,
+            [
+                (BatchUpdate(1, added=[AddedRequest(0, 4, [1, 100])]), {0: SlotStep([], 0, 5)}),
+                (None, {0: SlotStep([6, 7], 2, 8)}),
+                (None, {0: SlotStep([], 0, 9)}),
+            ],
+            max_num_reqs=1,
+            description="A step commits 6 7 8 after drafts: the next row counts all three and is forced.",
+        ),
+    ]
+    return s
+
+
 def budget_vectors() -> dict:
     s = []
     s.append(
@@ -388,6 +515,7 @@ def budget_vectors() -> dict:
             "is condensed by an UNIDIRECTIONAL move; an added request is swapped in the same update.",
         )
     )
+    s += _isolating_budget_vectors()
     errors = []
     for value in (-2, True, 1.5, "1"):
         errors.append(
@@ -481,6 +609,75 @@ def _exact_case(name, reqs, case: rs.RejectionCase, description="") -> dict:
 
 def _dist_json(dist: dict) -> list:
     return [{"emitted": list(key), "probability": encode_float(prob)} for key, prob in sorted(dist.items())]
+
+
+def _seed_where(make_case, wanted) -> rs.RejectionCase:
+    """The first case ``make_case(seed)`` (seed 1, 2, ...) for which ``wanted(case, oracle tokens)`` holds."""
+    for seed in range(1, 10_000):
+        case = make_case(seed)
+        tokens, _, traces = rs.sample_case(case)
+        if wanted(case, tokens) and all(t.sample_margin > 1e-3 for t in traces):
+            return case
+    raise AssertionError("no seed gives the wanted output")
+
+
+def _isolating_rejection_vectors() -> list[dict]:
+    """Exact vectors whose first requirement is the only reading they separate."""
+    rng = np.random.default_rng(20261122)
+    z = rng.normal(size=(6, 9)).round(3)
+    for row, best in enumerate([2, 5, 0, 7, 3, 8]):
+        z[row, best] = 4.0
+    out = [
+        _exact_case(
+            "ragged-layout",
+            ["RS-LAYOUT-1", "RS-GREEDY-1"],
+            rs.RejectionCase(z, [2, 7, 3], [1, 0, 2], [0.0, 0.0, 0.0]),
+            "K = 1, 0, 2: request 1's only row is row 2, request 2's rows are 3 to 5.",
+        )
+    ]
+    neg = -np.inf
+    zero_q = _seed_where(
+        lambda seed: rs.RejectionCase(
+            np.array([[3.0, 0.0, 0.0], [0.0, 1.0, 2.0]]),
+            [0],
+            [1],
+            [1.0],
+            draft_probs=np.array([[0.0, 0.5, 0.5]]),
+            seeds=[seed],
+            positions=[0],
+        ),
+        lambda case, tokens: tokens[0, 1] == -1 and rs.rng.uniform(int(case.seeds[0]), 0) < 0.7,
+    )
+    out.append(
+        _exact_case(
+            "draft-with-zero-q-rejected",
+            ["RS-PROB-3", "RS-RNG-3"],
+            zero_q,
+            "q(d) = 0 rejects the draft although p(d) is 0.9: one token is emitted from the residual.",
+        )
+    )
+    empty = _seed_where(
+        lambda seed: rs.RejectionCase(
+            np.array([[0.0, 0.0, neg], [0.0, 0.0, 0.0]]),
+            [2],
+            [1],
+            [1.0],
+            draft_probs=np.array([[0.5, 0.5, 0.0]]),
+            seeds=[seed],
+            positions=[0],
+        ),
+        lambda case, tokens: tokens[0, 0] == 1,
+    )
+    out.append(
+        _exact_case(
+            "residual-without-mass-samples-p",
+            ["RS-PROB-4", "RS-PROB-3", "RS-RNG-3"],
+            empty,
+            "p = q = (0.5, 0.5, 0) and the draft 2 has q = 0: the residual is empty, so p is sampled (here 1, "
+            "not its argmax 0).",
+        )
+    )
+    return out
 
 
 def rejection_vectors() -> dict:
@@ -593,6 +790,7 @@ def rejection_vectors() -> dict:
         )
     )
 
+    exact += _isolating_rejection_vectors()
     # Exact output distributions for fixed drafts.
     distributions = []
 

@@ -401,7 +401,7 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
         if q_d > 0 and u * q_d < p[d]:
             out.append(d)
             continue
-        residual = np.maximum(p - q, 0.0)
+        residual = p if mutation == "residual-from-p" else np.maximum(p - q, 0.0)
         if mutation == "one-hot-residual-keeps-draft" and one_hot:
             residual = p
         if residual.sum() <= 0:
@@ -500,9 +500,11 @@ class Mutant:
 
     @property
     def area(self) -> tuple[str, ...]:
-        """Check globs a zoo run judges this mutant by (its bug cannot show elsewhere)."""
-        prefix = self.breaks.split("-")[0]
-        return {"TB": ("tb.*",), "RS": ("rs.probabilistic", "rs.one-hot", "rs.input"), "AC": ("ac.*",)}[prefix]
+        """Check globs a zoo run judges this mutant by (its bug cannot show elsewhere): the checks of
+        the requirement it breaks, and for sampler mutants the distribution checks."""
+        if self.name in _SAMPLER_MUTATIONS:
+            return ("rs.probabilistic", "rs.one-hot", "rs.input", self.breaks)
+        return (self.breaks,)
 
 
 MUTANTS = (
@@ -631,10 +633,11 @@ _SAMPLER_MUTATIONS = {
     "draft-probs-ignored": "ignore-draft-probs",
     "always-accept": "always-accept",
     "recover-from-p": "recover-from-p",
-    "residual-from-p": "recover-from-p",
     "acceptance-draw-reused": "reuse-acceptance-draw",
     "recovered-id-equals-v": "recovered-id-equals-v",
 }
+# Mutants whose randomness is their own: judged statistically, at full trials, in their own process.
+SAMPLER_MUTANTS = tuple(m for m in MUTANTS if m.name in _SAMPLER_MUTATIONS)
 _REQUEST_TYPES = {
     "budget-off-by-one": _LateByOne,
     "end-marker-restarted": _RestartsEnd,
@@ -652,6 +655,7 @@ _REQUEST_TYPES = {
 # Rejection mutants built on the oracle's verification (``_mutant_sample_case``); the others use
 # the reference draws unchanged.
 _VERIFY_MUTATIONS = {
+    "residual-from-p",
     "padded-row-reading",
     "tail-filled-with-zero",
     "greedy-accepts-every-draft",
@@ -681,7 +685,7 @@ class MutantEngine(OracleEngine):
         self.mutant = mutant
         self.name = f"zoo:{mutant.name}"
         self.profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
-        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name in ("residual-from-p", "stateful-generator")
+        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name == "stateful-generator"
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
         if mutant.name in _SAMPLER_MUTATIONS:

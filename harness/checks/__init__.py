@@ -40,6 +40,7 @@ def _exact(name, cls, requirements, description, make_case, needs=("rejection",)
 
 _STATISTICAL = (
     "RS-PROB-5",
+    "RS-INPUT-1",
     "RS-PROB-6",
     "RS-ONEHOT-2",
     "RS-RNG-2",
@@ -205,7 +206,7 @@ def kernel_checks() -> list[Check]:
         _check(
             "counting/validated",
             "ac.count",
-            ("AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"),
+            ("AC-COUNT-1", "AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"),
             ("counting",),
             "a validating count flags broken prefixes and bad ids",
             counting.validated_count_check,

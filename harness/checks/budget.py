@@ -267,7 +267,12 @@ class _Scenario:
             update = None
             if step == 0 or (self.family.batch_ops and self.rng.random() < 0.3):
                 update = self._update(first=step == 0)
-                self._apply(update)
+                try:
+                    self._apply(update)
+                except ValueError as exc:  # the update is valid: the oracle applied it first
+                    blame = "TB-BATCH-1" if "TB-BATCH-1" in requirements else requirements[0]
+                    tally.violated(blame, "valid-update-rejected", f"{label} step {step}: {update.to_json()}: {exc}")
+                    return True
             drafts = self._drafts()
             num = [len(d) for d in drafts]
             flat = [t for d in drafts for t in d]

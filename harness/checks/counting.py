@@ -10,7 +10,7 @@ from ..oracle import counting as ac
 
 
 def validated_count_check(engine, ctx: Context) -> Outcome:
-    tally = Tally(("AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"))
+    tally = Tally(("AC-COUNT-1", "AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"))
     rng = np.random.default_rng(ctx.seed)
     rows = [[5, 6, 9, -1], [-1, -1, -1, -1], [5, -1, 7, -1], [5, 11, -1, -1], [1, 2, 3, 4]]
     rows += [[int(t) for t in rng.integers(-1, 12, 4)] for _ in range(200)]
@@ -26,8 +26,7 @@ def validated_count_check(engine, ctx: Context) -> Outcome:
                 rid, "count-differs", f"row {row}: counted {int(num[i])}, first placeholder at {ac.num_emitted(row)}"
             )
             continue
-        if discarded:
-            tally.exercised("AC-COUNT-4")
+        tally.exercised("AC-COUNT-4" if discarded else "AC-COUNT-2" if hole else "AC-COUNT-1")
         if bool(broken[i]) != hole:
             tally.violated(
                 "AC-COUNT-2", "broken-prefix-misreported", f"row {row}: broken prefix reported {bool(broken[i])}"

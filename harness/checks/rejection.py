@@ -212,7 +212,14 @@ def output_contract(engine, ctx: Context) -> Outcome:
             case.target_logits[:, V // 2 + 1 :] = -np.inf
             empty = ~np.isfinite(case.target_logits).any(axis=1)
             case.target_logits[empty, 0] = 0.0
-        tokens, num = engine.rejection_sample(case)
+        try:
+            tokens, num = engine.rejection_sample(case)
+        except (ValueError, rs.InvalidCase) as exc:
+            masked = np.isneginf(case.target_logits).any()
+            tally.violated(
+                "RS-INPUT-2" if masked else "RS-INPUT-1", "valid-input-rejected", f"case {n}: {exc} ({_describe(case)})"
+            )
+            continue
         problem = output_problem(case, tokens, num)
         if problem:
             tally.violated(problem[0], problem[1], f"case {n}: {problem[2]} ({_describe(case)})")
@@ -292,6 +299,8 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
                 tally.violated(
                     "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{case.name}: {report.out_of_range} bad rows"
                 )
+            elif "RS-INPUT-1" in requirements:
+                tally.exercised("RS-INPUT-1")
             cells = min(case.target_logits.shape[1], 32)
             for j, result in enumerate(report.positions):
                 detectable = stats.detectable_deviation(max(result.trials, 1), cells, alpha_test)

@@ -25,7 +25,10 @@ def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
         max_spec_len=max((max(s["num_draft_tokens"], default=0) for s in scenario["steps"]), default=0),
     )
     for index, step in enumerate(scenario["steps"]):
-        state.sync_batch(None if step["update"] is None else BatchUpdate.from_json(step["update"]))
+        try:
+            state.sync_batch(None if step["update"] is None else BatchUpdate.from_json(step["update"]))
+        except ValueError as exc:
+            return "valid-update-rejected", f"step {index}: the valid update was rejected: {exc}"
         got = [int(x) for x in state.forced_tokens(step["num_draft_tokens"], step["draft_token_ids"])]
         if got != step["expected_forced"]:
             return "forced-rows-differ", f"step {index}: forced rows {got}, expected {step['expected_forced']}"
@@ -54,7 +57,10 @@ def _budget_error(engine, entry) -> tuple[str, str] | None:
 
 
 def _rejection_exact(engine, entry) -> tuple[str, str] | None:
-    tokens, num = engine.rejection_sample(vectors.case_from_json(entry["case"]))
+    try:
+        tokens, num = engine.rejection_sample(vectors.case_from_json(entry["case"]))
+    except (ValueError, rs.InvalidCase) as exc:
+        return "valid-input-rejected", f"the valid case was rejected: {exc}"
     tokens, num = [list(map(int, r)) for r in tokens], [int(n) for n in num]
     if tokens != entry["expected_token_ids"] or num != entry["expected_num_emitted"]:
         return (
