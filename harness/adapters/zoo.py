@@ -411,13 +411,17 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
 
 
 class _StatefulDraws:
-    """Draws from one ``numpy`` generator per seed, created on first use and advanced by every call:
-    the same ``(seed, position)`` gives different draws on a replay (a stateful generator)."""
+    """Draws from one ``numpy`` generator per seed, advanced by its draws: created on first use and
+    kept (``per_call=False``: the same ``(seed, position)`` differs on a replay), or created afresh at
+    every call (``per_call=True``: batch-independent and repeatable, but blind to the position)."""
 
-    def __init__(self):
+    def __init__(self, per_call: bool = False):
+        self.per_call = per_call
         self.generators: dict[int, np.random.Generator] = {}
 
     def __call__(self, seed: int, position: int, vocab_size: int) -> rs.Draws:
+        if self.per_call:
+            self.generators.pop(seed, None)
         generator = self.generators.setdefault(seed, np.random.default_rng(seed % 2**63))
         return rs.Draws(
             uniform=lambda j: float(generator.random()), noise=lambda j: generator.exponential(size=vocab_size)
@@ -611,6 +615,11 @@ MUTANTS = (
     Mutant("invalid-ids-clamped", "RS-INPUT-5", "out-of-range ids and negative temperatures are clamped"),
     Mutant("stateful-generator", "RS-RNG-1", "one generator per seed, advanced by every call (not counter-based)"),
     Mutant(
+        "generator-seeded-per-call",
+        "RS-RNG-1",
+        "a generator seeded from the request's seed at every call: batch-independent but blind to the position",
+    ),
+    Mutant(
         "draws-not-the-reference",
         "RS-RNG-3",
         "claims the reference draws but keys them by another seed",
@@ -673,6 +682,7 @@ _VERIFY_MUTATIONS = {
     "draft-probs-renormalised",
     "invalid-ids-clamped",
     "stateful-generator",
+    "generator-seeded-per-call",
     "draws-not-the-reference",
 }
 
@@ -685,14 +695,16 @@ class MutantEngine(OracleEngine):
         self.mutant = mutant
         self.name = f"zoo:{mutant.name}"
         self.profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
-        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name == "stateful-generator"
+        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
         if mutant.name in _SAMPLER_MUTATIONS:
             self.sampler = mutant_sampler(_SAMPLER_MUTATIONS[mutant.name])
-        self.draws_for = {"stateful-generator": _StatefulDraws(), "draws-not-the-reference": _shifted_draws}.get(
-            mutant.name, rs.counter_draws
-        )
+        self.draws_for = {
+            "stateful-generator": _StatefulDraws(),
+            "generator-seeded-per-call": _StatefulDraws(per_call=True),
+            "draws-not-the-reference": _shifted_draws,
+        }.get(mutant.name, rs.counter_draws)
 
     def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
         if self.mutant.name == "empty-marker-accepted":

@@ -181,6 +181,23 @@ def kernel_checks() -> list[Check]:
             rejection.seeded_independence,
         ),
         _check(
+            "rejection/counter-based-draws",
+            "rs.seeded",
+            ("RS-RNG-1",),
+            ("rejection", "seeded"),
+            "a seeded step resumed at the next position replays the same tokens, whatever the call order",
+            rejection.counter_based_draws,
+        ),
+        _check(
+            "rejection/acceptance-rule",
+            "rs.probabilistic",
+            ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1"),
+            ("rejection",),
+            "fixed drafts under the engine's own draws: acceptance rate and rejection token G-tested, alone, "
+            "in ragged and in mixed batches",
+            rejection.acceptance_rule,
+        ),
+        _check(
             "rejection/distribution",
             "rs.probabilistic",
             _STATISTICAL,

@@ -266,6 +266,203 @@ def seeded_independence(engine, ctx: Context) -> Outcome:
     return tally.outcome("20 seeded requests alone and in a batch")
 
 
+def counter_based_draws(engine, ctx: Context) -> Outcome:
+    """RS-RNG-1 beyond batch independence: a seeded request's draws are a function of ``(seed, position)``.
+
+    A request at position ``P`` verifies drafts ``d0 d1`` over rows ``r0 r1 r2``; when it accepts
+    ``d0``, the same seed at position ``P + 1`` verifying ``d1`` over rows ``r1 r2`` replays the rest of
+    that step, so it must emit exactly what the first call emitted after ``d0``. Each pair is asked
+    twice, in both orders. A generator seeded once per request (or per call) and advanced by its
+    draws fails: its draws depend on how many came before, not on the position."""
+    tally = Tally(("RS-RNG-1",))
+    rng = np.random.default_rng(ctx.seed)
+    replayed = 0
+    for n in range(200):
+        V = int(rng.choice([5, 37, 100]))
+        logits = rng.normal(scale=1.5, size=(3, V))
+        q = rng.dirichlet(np.ones(V) * 0.5, size=2)
+        drafts = [int(rng.choice(V, p=row)) for row in q]
+        seed, position = int(rng.integers(0, 2**62)), int(rng.integers(0, 2**30))
+        whole = rs.RejectionCase(logits, drafts, [2], [1.0], q, seeds=[seed], positions=[position])
+        rest = rs.RejectionCase(logits[1:], drafts[1:], [1], [1.0], q[1:], seeds=[seed], positions=[position + 1])
+        first, _ = engine.rejection_sample(whole)
+        first = [int(t) for t in np.asarray(first)[0, :3]]
+        if first[0] != drafts[0] or first[1] == -1:
+            continue  # d0 rejected: the rest of the step was never drawn
+        for order in ("rest after whole", "rest before whole"):
+            again, _ = engine.rejection_sample(rest)
+            if order == "rest before whole":
+                engine.rejection_sample(whole)
+            again = [int(t) for t in np.asarray(again)[0, :2]]
+            if again != first[1:]:
+                tally.violated(
+                    "RS-RNG-1",
+                    "draws-depend-on-call-history",
+                    f"case {n} ({order}): seed {seed} emitted {first} from position {position}, but {again} when "
+                    f"the same step resumes at position {position + 1} (V={V}, drafts {drafts})",
+                )
+                break
+            tally.exercised("RS-RNG-1")
+        replayed += 1
+    return tally.outcome(f"{replayed} accepted first drafts replayed from the next position, in both call orders")
+
+
+# Fixed-draft cases of the acceptance-rule check: (name, logits [2, V] (draft row, bonus row), q of the
+# draft row or None (one-hot), draft, requirement of the acceptance rate, requirement of the residual).
+_NEG = -np.inf
+_RULE_CASES = (
+    (
+        "residual",
+        [[2.0, 1.0, 0.5, 0.0, -1.0, _NEG], [0.0] * 6],
+        [0.05, 0.1, 0.5, 0.2, 0.15, 0.0],
+        2,
+        "RS-PROB-1",
+        "RS-PROB-2",
+    ),
+    ("one-hot", [[2.0, 1.0, 0.5, 0.0, -1.0, _NEG], [0.0] * 6], None, 1, "RS-ONEHOT-1", "RS-ONEHOT-1"),
+    (
+        "zero-q",
+        [[2.0, 1.0, 0.5, 0.0, -1.0, _NEG], [0.0] * 6],
+        [0.0, 0.3, 0.3, 0.2, 0.2, 0.0],
+        0,
+        "RS-PROB-3",
+        "RS-PROB-2",
+    ),
+    ("empty-residual", [[0.0, 0.0, _NEG, _NEG], [0.0] * 4], [0.5, 0.5, 0.0, 0.0], 2, "RS-PROB-3", "RS-PROB-4"),
+)
+
+
+def _rule_expectation(logits, q_row, draft) -> tuple[float, np.ndarray]:
+    """``(acceptance probability, distribution of the token emitted on rejection)`` at temperature 1."""
+    p = rs.target_probs(np.asarray(logits, dtype=np.float64), 1.0)
+    q = np.eye(len(p))[draft] if q_row is None else np.asarray(q_row, dtype=np.float64)
+    accept = 0.0 if q[draft] == 0 else min(1.0, p[draft] / q[draft])
+    residual = np.maximum(p - q, 0.0)
+    return accept, (residual / residual.sum() if residual.sum() > 0 else p)
+
+
+def _rule_batch(rng, logits, q_row, draft, trials: int, layout: str):
+    """``trials`` seeded requests of one fixed-draft case (K = 1, temperature 1), alone
+    (``homogeneous``) or with a request of another draft count (``ragged``: K = 0 and K = 2 in
+    turn, same temperature) or a greedy request (``mixed``) after every fourth. Returns the case,
+    the batch index of every trial request and the greedy requests' indices."""
+    V = len(logits[0])
+    rows, drafts, num, temps, q, trial_index, greedy_index = [], [], [], [], [], [], []
+    for t in range(trials):
+        trial_index.append(len(num))
+        rows += logits
+        drafts.append(draft)
+        num.append(1)
+        temps.append(1.0)
+        q.append(np.eye(V)[draft] if q_row is None else q_row)
+        if layout == "homogeneous" or t % 4:
+            continue
+        k = 1 if layout == "mixed" else (0, 2)[(t // 4) % 2]
+        filler = [list(rng.normal(size=V)) for _ in range(k + 1)]
+        if layout == "mixed":
+            greedy_index.append(len(num))
+        rows += filler
+        fill_drafts = [int(rng.integers(0, V)) for _ in range(k)]
+        drafts += fill_drafts
+        num.append(k)
+        temps.append(0.0 if layout == "mixed" else 1.0)
+        q += [np.eye(V)[d] for d in fill_drafts]
+    case = rs.RejectionCase(
+        np.array(rows),
+        drafts,
+        num,
+        temps,
+        None if q_row is None else np.array(q),  # one-hot verification: no draft probabilities at all
+        seeds=rng.integers(0, 2**62, len(num)),
+        positions=rng.integers(0, 2**40, len(num)),
+    )
+    return case, trial_index, greedy_index
+
+
+def acceptance_rule(engine, ctx: Context) -> Outcome:
+    """RS-PROB-1..4, RS-ONEHOT-1, RS-MIXED-1 and RS-LAYOUT-1 under the engine's own draws.
+
+    For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))``
+    and the token emitted on rejection against the residual (``p`` where the residual is empty). Each
+    case runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests,
+    which must emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is
+    blamed on RS-LAYOUT-1 or RS-MIXED-1. A test counts as a case only when its trials detect a
+    total-variation deviation of ``DETECTABLE_TV`` with power 0.99 (STAT-POWER-1)."""
+    requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
+    tally = Tally(requirements)
+    rng = np.random.default_rng(ctx.seed)
+    layouts = ("homogeneous", "ragged", "mixed")
+    alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
+    worst_p, underpowered = 1.0, 0
+    for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
+        accept, residual = _rule_expectation(logits[0], q_row, draft)
+        failed_alone = False
+        for layout in layouts if number == 0 else layouts[:1]:  # the first case also in ragged and mixed batches
+            case, trial_index, greedy_index = _rule_batch(rng, logits, q_row, draft, ctx.trials, layout)
+            tokens, _ = engine.rejection_sample(case)
+            tokens = np.asarray(tokens)
+            label = f"{name} ({layout}, {ctx.trials} trials)"
+            blame = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}[layout]
+            if greedy_index:
+                expected, _, _ = rs.sample_case(case)
+                wrong = [i for i in greedy_index if tokens[i, :2].tolist() != expected[i, :2].tolist()]
+                if wrong:
+                    tally.violated(
+                        "RS-MIXED-1",
+                        "greedy-request-differs",
+                        f"{label}: greedy request {wrong[0]} "
+                        f"emitted {tokens[wrong[0], :2].tolist()}, expected {expected[wrong[0], :2].tolist()}",
+                    )
+                else:
+                    tally.exercised("RS-MIXED-1")
+            trial_tokens = tokens[trial_index, :2]
+            accepted = trial_tokens[:, 1] != -1
+            rejected_tokens = trial_tokens[~accepted, 0]
+            tests = (
+                (
+                    accept_rid,
+                    "acceptance-rate",
+                    np.array([accepted.sum(), (~accepted).sum()]),
+                    np.array([accept, 1 - accept]),
+                    2,
+                ),
+                (
+                    residual_rid,
+                    "rejection-token",
+                    np.bincount(
+                        rejected_tokens[(rejected_tokens >= 0) & (rejected_tokens < len(residual))],
+                        minlength=len(residual),
+                    ),
+                    residual,
+                    len(residual),
+                ),
+            )
+            for rid, what, counts, probs, cells in tests:
+                result = stats.g_test(counts, probs, alpha_test)
+                worst_p = min(worst_p, result.p_value)
+                if not result.passed:
+                    failed_alone |= blame is None
+                    target = rid if blame is None or failed_alone else blame
+                    tally.violated(
+                        target,
+                        what,
+                        f"{label}: {what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: "
+                        f"p = {result.p_value:.3g} < α_test {alpha_test:.2g}, {result.zero_hits} on p = 0",
+                    )
+                elif result.trials and stats.detectable_deviation(result.trials, cells, alpha_test) <= DETECTABLE_TV:
+                    tally.exercised(rid if blame is None else blame)
+                else:
+                    underpowered += 1
+    return tally.outcome(
+        f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in ragged and mixed batches, × {ctx.trials} "
+        f"trials; smallest p "
+        f"{worst_p:.3g} at α_test {alpha_test:.2g}; {underpowered} tests could not detect TV {DETECTABLE_TV}",
+        p_value=worst_p,
+        alpha=alpha_test,
+        trials=ctx.trials,
+    )
+
+
 def _engine_sampler(engine):
     def sample(logits, drafts, num, q, temperature, seeds, positions):
         case = rs.RejectionCase(logits, drafts, num, temperature, q, seeds=seeds, positions=positions)

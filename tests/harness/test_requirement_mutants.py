@@ -54,8 +54,9 @@ def test_every_kernel_requirement_has_a_mutant_or_a_stated_reason():
     assert sorted(with_mutant & set(WITHOUT_MUTANT)) == [], "has a mutant now: remove it from WITHOUT_MUTANT"
 
 
-def _judge_in_process(mutant: zoo.Mutant, trials: int = 20_000):
-    """Run the checks covering ``mutant.breaks`` that the mutant's profile claims and can run."""
+def _judge_in_process(mutant: zoo.Mutant, trials: int = 1_500):
+    """Run the checks covering ``mutant.breaks`` that the mutant's profile claims and can run (the
+    statistical ones at few trials: a mutant's deviation is gross, and the oracle-based mutants are slow)."""
     engine = zoo.make_mutant(mutant.name)
     ctx = Context(profile=engine.profile, trials=trials)
     outcomes = {}
