@@ -91,9 +91,13 @@ def budget_scenario(
         drafts = [t for s in range(batch.batch_size) if s in slots for t in slots[s].drafts]
         forced = batch.forced_rows(num_draft, drafts)
         width = max(num_draft, default=0) + 1
-        sampled, offset = [], 0
+        sampled, offset, recorded_forced, draft_offset = [], 0, [], 0
         for s in range(batch.batch_size):
             rows = forced[offset : offset + num_draft[s] + 1]
+            slot_drafts = drafts[draft_offset : draft_offset + num_draft[s]]
+            draft_offset += num_draft[s]
+            seen = tb.observable_rows(rows, slot_drafts)
+            recorded_forced += rows[:seen] + [None] * (len(rows) - seen)  # discarded rows: not judged
             offset += num_draft[s] + 1
             tokens = _commit_slot(rows, slots[s]) if s in slots else []
             sampled.append(tokens + [-1] * (width - len(tokens)))
@@ -103,7 +107,7 @@ def budget_scenario(
                 "update": None if update is None else update.to_json(),
                 "num_draft_tokens": num_draft,
                 "draft_token_ids": drafts,
-                "expected_forced": forced,
+                "expected_forced": recorded_forced,
                 "sampled_token_ids": sampled,
             }
         )

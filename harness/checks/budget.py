@@ -303,9 +303,14 @@ class _Scenario:
             state = self.model.state(slot)
             probe = state.clone() if state is not None else None
             for j in range(len(d) + 1):
+                if j and tb.observable_rows(expected[row - j : row + len(d) + 1 - j], d) <= j:
+                    row += len(d) + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
+                    break
                 tags = row_requirements(probe, self.slots[slot], j, len(d), expected[row]) & set(requirements)
                 if got[row] != expected[row]:
                     blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
+                    if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
+                        blame = "TB-SPEC-1" if "TB-SPEC-1" in tags else blame  # forced vs free: which state
                     mode = _mode(expected[row], got[row], tuple(self.end))
                     tally.violated(blame, mode, self._evidence(label, step, (slot, j, row), expected, got))
                     return False

@@ -308,6 +308,15 @@ class BudgetBatch:
                 state.feed(token)
 
 
+def observable_rows(forced: Sequence[int], drafts: Sequence[int]) -> int:
+    """How many of a slot's ``K + 1`` rows can be committed (TB-SPEC-1): up to and including the first
+    draft row forced to a token other than its draft; the rows after it are discarded."""
+    for j, draft in enumerate(drafts):
+        if forced[j] not in (-1, draft):
+            return j + 1
+    return len(drafts) + 1
+
+
 def generate_with_budget(
     state: RequestBudget,
     proposals: Iterable[int],
