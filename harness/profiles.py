@@ -9,6 +9,7 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     drop_classes: [rs.seeded]  # classes the engine does not claim
     scope: section             # variant: request (canonical) | section
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
+    layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
     capabilities: [budget, rejection, counting]
 """
 
@@ -40,6 +41,9 @@ CAPABILITIES = (
 KERNEL_CAPABILITIES = CAPABILITIES[:8]
 SCOPE_CLASSES = {"request": "tb.scope.request", "section": "tb.scope.section"}
 FORCED_LOGITS = ("one-hot", "large-constant")
+# RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail
+# after num_emitted is unspecified and read through num_emitted)
+LAYOUTS = ("ragged", "padded")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Profile:
     scope: str = "request"
     tie_break: str = "lowest"
     forced_logit: str = "one-hot"
+    layout: str = "ragged"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
@@ -59,6 +64,8 @@ class Profile:
                 f"profile {self.name}: forced_logit must be one of {', '.join(FORCED_LOGITS)}; "
                 f"got {self.forced_logit!r}"
             )
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"profile {self.name}: layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -78,6 +85,7 @@ class Profile:
             "scope": self.scope,
             "tie_break": self.tie_break,
             "forced_logit": self.forced_logit,
+            "layout": self.layout,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -116,5 +124,6 @@ def load_profile(name_or_path: str) -> Profile:
         scope=scope,
         tie_break=data.get("tie_break", base.tie_break),
         forced_logit=data.get("forced_logit", base.forced_logit),
+        layout=data.get("layout", base.layout),
         capabilities=frozenset(data.get("capabilities", base.capabilities)),
     )

@@ -47,7 +47,14 @@ class ApiProfile:
 
 
 API_PROFILES = {
-    "vllm": dict(budget_field="thinking_token_budget", reasoning_field="reasoning", spec_counters="vllm:spec_decode"),
+    # per section (TB-SCOPE-2): vLLM 0.33's vllm/v1/sample/thinking_budget_state.py (lines 258-266) resets
+    # think_count to 0 when a section closes, so a re-opened section gets the whole budget again
+    "vllm": dict(
+        budget_field="thinking_token_budget",
+        reasoning_field="reasoning",
+        spec_counters="vllm:spec_decode",
+        scope="section",
+    ),
     "sglang": dict(budget_field="custom_params.thinking_budget", reasoning_field="reasoning_content"),
     "llamacpp": dict(
         budget_field="reasoning_budget_tokens",  # thinking_budget_tokens is its alias

@@ -66,6 +66,17 @@ def random_case(
     )
 
 
+def sample_output(engine, profile, case: rs.RejectionCase) -> tuple[np.ndarray, np.ndarray]:
+    """``(token_ids [B, W], num_emitted [B])`` from the engine, in the canonical layout. Under the
+    declared ``layout: padded`` variant (RS-LAYOUT-3) a row's tail after ``num_emitted`` is unspecified:
+    it is read through ``num_emitted`` and judged as ``-1`` placeholders."""
+    tokens, num = engine.rejection_sample(case)
+    tokens, num = np.array(tokens), np.asarray(num)
+    if profile.layout == "padded" and tokens.ndim == 2 and num.shape == (tokens.shape[0],):
+        tokens[np.arange(tokens.shape[1])[None, :] >= num[:, None]] = -1
+    return tokens, num
+
+
 def output_problem(case: rs.RejectionCase, tokens, num) -> tuple[str, str, str] | None:
     """The first structural violation of one output: ``(requirement, mode, evidence)`` or None
     (RS-LAYOUT-2, RS-INPUT-1, RS-PROB-3, AC-COUNT-5, RS-FORCE-1)."""
@@ -170,7 +181,7 @@ def exact_check(make_case: Callable, requirements: tuple[str, ...], cases: int =
             if ctx.profile.tie_break == "any" and has_tie(case.target_logits):
                 skipped += 1
                 continue
-            tokens, got_num = engine.rejection_sample(case)
+            tokens, got_num = sample_output(engine, ctx.profile, case)
             compared += 1
             problem = output_problem(case, tokens, got_num)
             if problem:
@@ -213,7 +224,7 @@ def output_contract(engine, ctx: Context) -> Outcome:
             empty = ~np.isfinite(case.target_logits).any(axis=1)
             case.target_logits[empty, 0] = 0.0
         try:
-            tokens, num = engine.rejection_sample(case)
+            tokens, num = sample_output(engine, ctx.profile, case)
         except (ValueError, rs.InvalidCase) as exc:
             masked = np.isneginf(case.target_logits).any()
             tally.violated(
@@ -240,8 +251,8 @@ def seeded_independence(engine, ctx: Context) -> Outcome:
         q = rng.dirichlet(np.ones(V), size=K)
         drafts = [int(rng.choice(V, p=row)) for row in q]
         seed, position = int(rng.integers(0, 2**62)), int(rng.integers(0, 2**30))
-        alone, _ = engine.rejection_sample(
-            rs.RejectionCase(logits, drafts, [K], [1.0], q, seeds=[seed], positions=[position])
+        alone, _ = sample_output(
+            engine, ctx.profile, rs.RejectionCase(logits, drafts, [K], [1.0], q, seeds=[seed], positions=[position])
         )
         others = int(rng.integers(1, 4))
         batch = rs.RejectionCase(
@@ -253,7 +264,7 @@ def seeded_independence(engine, ctx: Context) -> Outcome:
             seeds=list(rng.integers(0, 2**62, others)) + [seed],
             positions=[0] * others + [position],
         )
-        together, _ = engine.rejection_sample(batch)
+        together, _ = sample_output(engine, ctx.profile, batch)
         if np.asarray(together)[-1, : K + 1].tolist() != np.asarray(alone)[0, : K + 1].tolist():
             tally.violated(
                 "RS-RNG-1",
@@ -285,14 +296,14 @@ def counter_based_draws(engine, ctx: Context) -> Outcome:
         seed, position = int(rng.integers(0, 2**62)), int(rng.integers(0, 2**30))
         whole = rs.RejectionCase(logits, drafts, [2], [1.0], q, seeds=[seed], positions=[position])
         rest = rs.RejectionCase(logits[1:], drafts[1:], [1], [1.0], q[1:], seeds=[seed], positions=[position + 1])
-        first, _ = engine.rejection_sample(whole)
+        first, _ = sample_output(engine, ctx.profile, whole)
         first = [int(t) for t in np.asarray(first)[0, :3]]
         if first[0] != drafts[0] or first[1] == -1:
             continue  # d0 rejected: the rest of the step was never drawn
         for order in ("rest after whole", "rest before whole"):
-            again, _ = engine.rejection_sample(rest)
+            again, _ = sample_output(engine, ctx.profile, rest)
             if order == "rest before whole":
-                engine.rejection_sample(whole)
+                sample_output(engine, ctx.profile, whole)
             again = [int(t) for t in np.asarray(again)[0, :2]]
             if again != first[1:]:
                 tally.violated(
@@ -399,7 +410,7 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
         failed_alone = False
         for layout in layouts if number == 0 else layouts[:1]:  # the first case also in ragged and mixed batches
             case, trial_index, greedy_index = _rule_batch(rng, logits, q_row, draft, ctx.trials, layout)
-            tokens, _ = engine.rejection_sample(case)
+            tokens, _ = sample_output(engine, ctx.profile, case)
             tokens = np.asarray(tokens)
             label = f"{name} ({layout}, {ctx.trials} trials)"
             blame = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}[layout]
@@ -463,10 +474,10 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     )
 
 
-def _engine_sampler(engine):
+def _engine_sampler(engine, profile):
     def sample(logits, drafts, num, q, temperature, seeds, positions):
         case = rs.RejectionCase(logits, drafts, num, temperature, q, seeds=seeds, positions=positions)
-        return engine.rejection_sample(case)[0]
+        return sample_output(engine, profile, case)[0]
 
     return sample
 
@@ -485,7 +496,7 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
                 for c in cases
             ]
         alpha_test = stats.family_alpha_test(ctx.alpha, cases)
-        sampler = _engine_sampler(engine)
+        sampler = _engine_sampler(engine, ctx.profile)
         tally = Tally(requirements)
         plots, certified, worst_p, underpowered = [], [], 1.0, 0
         harness_requirements = [r for r in requirements if r.startswith("STAT-")]

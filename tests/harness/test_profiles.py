@@ -18,3 +18,29 @@ def test_profiles_select_classes_variants_and_capabilities(tmp_path):
         load_profile(str(path))
     with pytest.raises(ValueError, match="built-in profile|YAML"):
         load_profile("no-such-profile")
+
+
+@pytest.mark.req("RS-LAYOUT-3")
+def test_a_declared_padded_layout_reads_rows_through_num_emitted(tmp_path):
+    """Tails written as 0 after num_emitted break the canonical layout (RS-LAYOUT-2) and are unspecified
+    under the declared padded layout."""
+    from harness.adapters import zoo
+    from harness.checks import by_name
+    from harness.core import Context
+
+    engine = zoo.make_mutant("tail-filled-with-zero")
+    check = by_name()["rejection/output-contract"]
+    canonical_outcome = check.run(engine, Context(profile=engine.profile))
+    assert canonical_outcome.requirements["RS-LAYOUT-2"].status == "FAIL"
+    path = tmp_path / "padded.yaml"
+    path.write_text("name: padded\nlayout: padded\n")
+    padded = load_profile(str(path))
+    assert padded.layout == "padded" and padded.to_json()["layout"] == "padded"
+    assert check.run(engine, Context(profile=padded)).status == "PASS"
+
+
+def test_an_unknown_layout_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("layout: strided\n")
+    with pytest.raises(ValueError, match="layout must be one of ragged, padded; got 'strided'"):
+        load_profile(str(path))
