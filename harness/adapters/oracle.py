@@ -16,7 +16,7 @@ class OracleEngine:
     """The executable oracle itself: every check must pass against it."""
 
     name = "oracle"
-    version = "spec-0.1"
+    version = "spec-0.2"
     device = f"cpu ({platform.machine()})"
 
     def __init__(self):
