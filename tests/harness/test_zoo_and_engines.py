@@ -7,7 +7,6 @@ from harness.adapters import zoo
 from harness.core import Context
 from harness.isolation import EngineProcess
 
-
 _STATISTICAL_CHECKS = ("rejection/distribution", "rejection/acceptance-rule")
 
 
