@@ -17,8 +17,10 @@ from .core import BAD, SEVERITY, worst
 ORDER = SEVERITY
 
 
-def _first_line(text: str) -> str:
-    return (text or "").splitlines()[0][:240] if text else ""
+def _first_line(text: str, limit: int = 240) -> str:
+    """The first line of ``text``, cut at a word boundary to at most ``limit`` characters ("…" marks a cut)."""
+    line = (text or "").splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _is_regression(r: dict) -> bool:
@@ -140,9 +142,9 @@ def _bad_pairs(records: list[dict]) -> list[tuple[dict, str]]:
     return out
 
 
-def _evidence(record: dict, rid: str) -> str:
+def _evidence(record: dict, rid: str, limit: int = 240) -> str:
     result = record["results"].get(rid, {})
-    return _first_line(result.get("evidence") or record["message"])
+    return _first_line(result.get("evidence") or record["message"], limit)
 
 
 def class_verdict(records: list[dict], cls: str) -> ClassVerdict:
@@ -220,9 +222,11 @@ def run_verdict(verdicts: list[EngineVerdict], missing: list[str]) -> tuple[bool
     if missing:
         tail += f"; INCOMPLETE: {len(missing)} selected checks have no record"
     if unexpected:
-        return False, f"{_count(unexpected, 'unexpected failure')} in {', '.join(failing)}; {tail}"
+        record, rid = next(pair for v in verdicts for pair in v.unexpected)
+        first = f"`{record['check']}` on {rid}" if rid != "check" else f"`{record['check']}` {record['status']}"
+        return False, f"{_count(unexpected, 'unexpected failure')} in {', '.join(failing)} (first: {first}); {tail}"
     conforming = sum(v.verdict == "CONFORMS" for v in verdicts)
-    line = f"no unexpected failure; {conforming} of {_count(len(verdicts), 'engine')} conform in every claimed class; "
+    line = f"no unexpected failure; engines conforming in every claimed class: {conforming} of {len(verdicts)}; "
     return not missing, line + tail
 
 
@@ -350,7 +354,7 @@ def _failure_line(record: dict, rid: str) -> str:
     what = f"{record['status']} on {rid}" if rid != "check" else record["status"]
     reproduction = f" Minimal case: `{record['reproduction']}`." if record.get("reproduction") else ""
     return (
-        f"- **{record['engine']}** `{record['check']}` {what}: {_evidence(record, rid).replace('|', '/')}."
+        f"- **{record['engine']}** `{record['check']}` {what}: {_evidence(record, rid, 160).replace('|', '/')}."
         f"{reproduction} Reproduce: `{record['reproduce']}`"
     )
 
@@ -381,7 +385,7 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
         lines += ["## Known failures (expected)", ""]
         for r, rid in known:
             cause = r["results"].get(rid, {}).get("expectation_reason") or r.get("expectation_reason", "")
-            lines.append(_failure_line(r, rid) + (f" Cause: {_first_line(cause)}" if cause else ""))
+            lines.append(_failure_line(r, rid) + (f" Cause: {_first_line(cause, 160)}" if cause else ""))
         lines.append("")
     passes = [r for v in verdicts for r in v.unexpected_passes]
     if passes:
