@@ -870,7 +870,7 @@ def engines_summary(records: list[dict]) -> str:
     lines = ["# Engines judged by specconform", "", "| engine | version | profile |", "| --- | --- | --- |"]
     lines += [f"| {e} | {versions[e]} | {next(r['profile'] for r in records if r['engine'] == e)} |" for e in engines]
     lines += ["", "## Conformance classes (worst status of the class's checks)", ""] + _class_table(records, engines)
-    lines += ["", "## Requirements", ""] + _requirement_table(records, engines, "-")
+    lines += ["", "## Requirements", ""] + _requirement_table(records, engines, [])
     lines += ["", "## Failures", ""]
     for r in _sorted(records):
         if r["status"] not in BAD:
