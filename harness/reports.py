@@ -731,6 +731,8 @@ def html_report(
     )
     check_rows = []
     for i, r in enumerate(ordered):
+        if r["status"] == "NOT_CLAIMED":  # summed up per class above
+            continue
         plots = _plots(r)
         extra = f"<details><summary>plots</summary>{plots}</details>" if plots else ""
         stat = "" if r.get("p_value") is None else f"p = {r['p_value']:.3g}, α = {r['alpha']:.2g}, N = {r['trials']}"
@@ -754,7 +756,8 @@ def html_report(
             f'{reproduction}<div style="color:#666;font-size:11px">{esc(r["reproduce"])}</div></td></tr>'
         )
     parts.append(
-        "<h2>Checks</h2><table><tr><th>status</th><th>engine</th><th>check</th><th>class</th><th>requirements</th>"
+        "<h2>Checks judged</h2><p>NOT_CLAIMED checks are summed up per class above.</p>"
+        "<table><tr><th>status</th><th>engine</th><th>check</th><th>class</th><th>requirements</th>"
         f"<th>evidence</th></tr>{''.join(check_rows)}</table>"
     )
     cited = sorted({rid for r in records for rid in [*r["requirements"], *r["results"]]} | set(uncovered))
