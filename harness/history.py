@@ -279,8 +279,9 @@ def trend_plot(
         f'<text x="4" y="14" font-size="12">{html.escape(title)} ({html.escape(unit)}, log scale)</text>',
         f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="#999"/>',
     ]
+    mantissas = (1, 2, 5) if hi - lo > 1 else (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9)  # a narrow range needs more ticks
     for exponent in range(math.floor(lo), math.ceil(hi) + 1):
-        for mantissa in (1, 2, 5):
+        for mantissa in mantissas:
             v = mantissa * 10.0**exponent
             if lo <= math.log10(v) <= hi:
                 parts.append(
