@@ -209,7 +209,7 @@ class Engine:
             self.free_rows.append(slots[i].row)
             slots[i].row = None
             slots[i] = None
-        while len(live) + len(added) < self.max_num_reqs and not self.waiting.empty():
+        while len(live) < self.max_num_reqs and not self.waiting.empty():  # live counts the added ones too
             request = self.waiting.get()
             if request.cancelled.is_set():  # abandoned before it started
                 request.finish_reason = "cancelled"
