@@ -7,7 +7,7 @@ latency percentiles. Every response is then compared with the same request run a
 crossed or batch-dependent response, and the script exits non-zero. Waves of different sizes alternate
 against the same server, ``--repeats`` times; each size reports the median wave and the spread (slowest /
 fastest), so their times compare like with like on the same machine. The clients are coroutines sharing one
-asynchronous HTTP client (one connection each), so the load generator itself costs little of the CPU that
+asynchronous HTTP client (a connection per request), so the load generator itself costs little of the CPU that
 the server shares with it.
 
     PYTHONPATH=$PWD python scripts/bench-embedded-load.py [--clients 8 32 64] [--max-tokens 24] [--repeats 3]
@@ -76,7 +76,8 @@ async def wave(
 
 async def measure(base_url: str, args) -> tuple[dict, list]:
     """Waves of every size, ``args.repeats`` times, then each request alone."""
-    limits = httpx.Limits(max_connections=max(args.clients), max_keepalive_connections=max(args.clients))
+    # A fresh connection per request: one kept alive past the server's keep-alive timeout may be closed under it.
+    limits = httpx.Limits(max_connections=max(args.clients), max_keepalive_connections=0)
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
         await ask(client, base_url, body(0, 2))  # warm up both paths
         await ask(client, base_url, body(3, 2))

@@ -343,3 +343,28 @@ def test_ids_beyond_int32_never_wrap_onto_a_marker(target, offset):
     state.update_state(torch.tensor([hostile + [7]], dtype=torch.int64, device=device))
     model.commit([hostile + [7]])
     assert state.forced_tokens().cpu().tolist() == model.forced_rows() == [END[0]]  # 3 thinking tokens: forced
+
+
+TOKEN_IDS = st.one_of(
+    st.integers(0, 4),
+    st.sampled_from([END[0] + 2**31, END[1] + 2**32, START[0] + 2**32, END[0] - 2**32, 2**63 - 1, -(2**63), -2]),
+)
+
+
+@given(st.lists(st.tuples(st.lists(TOKEN_IDS, min_size=4, max_size=4), st.integers(0, 3)), min_size=1, max_size=4))
+@settings(max_examples=100, deadline=None)
+def test_fuzz_budget_steps_with_any_int64_ids_follow_the_oracle(steps):
+    """Drafts and committed tokens anywhere in int64 (ids that wrap onto a marker in int32 included): the forced
+    rows before and after every commit are the oracle's."""
+    state = impl.ThinkingBudgetState(START, END, 2, max_spec_len=2)
+    model = tb.BudgetBatch(START, END, 2)
+    update = impl.BatchUpdate(2, added=(impl.AddedRequest(0, 1, [5, 1]), impl.AddedRequest(1, 4, [1])))
+    state.sync_batch(update)
+    model.apply(update)
+    for ids, committed in steps:
+        drafts = torch.tensor(ids, dtype=torch.int64)
+        assert state.forced_tokens(torch.tensor([2, 2]), drafts).tolist() == model.forced_rows([2, 2], ids)
+        rows = [ids[:2][:committed] + [-1] * (3 - committed), ids[2:][:committed] + [-1] * (3 - committed)]
+        state.update_state(torch.tensor(rows, dtype=torch.int64))
+        model.commit(rows)
+        assert state.forced_tokens().tolist() == model.forced_rows()
