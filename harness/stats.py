@@ -373,11 +373,13 @@ def distribution_check(
     alpha_test: float,
     seed: int,
     target: Power = DEFAULT_POWER,
+    batch: int | None = None,
 ) -> DistributionReport:
     """Run ``trials`` independent trials of ``case`` and test them (STAT-CASE-1, STAT-TEST-1..4), each
     test judged against ``target`` (STAT-POWER-1, STAT-CERT-1).
 
-    Each trial is one batch row with its own drafts drawn from ``q`` and its own seed.
+    Each trial is one batch row with its own drafts drawn from ``q`` and its own seed; ``batch`` trials go
+    to the sampler at once (default: about 16 M logits).
     """
     rng = np.random.default_rng(seed)
     V = case.target_logits.shape[1]
@@ -386,7 +388,7 @@ def distribution_check(
     lengths = np.zeros(K + 1)
     out_of_range = 0
     done = 0
-    batch = _batch_rows(K, V)
+    batch = batch or _batch_rows(K, V)
     while done < trials:
         b = min(batch, trials - done)
         drafts = np.stack([rng.choice(V, size=b, p=case.q[j] / case.q[j].sum()) for j in range(K)], axis=1)
