@@ -412,10 +412,10 @@ def distribution_check(
         bad = (real & ((tokens < 0) | (tokens >= V))).any(axis=1) | (real != prefix).any(axis=1) | (emitted == 0)
         out_of_range += int(bad.sum())
         tokens, emitted = tokens[~bad], emitted[~bad]
-        np.add.at(lengths, emitted - 1, 1)
+        lengths += np.bincount(emitted - 1, minlength=K + 1)
         for j in range(K + 1):
             column = tokens[:, j]
-            np.add.at(counts[j], column[column != -1], 1)
+            counts[j] += np.bincount(column[column != -1], minlength=V)
         done += b
     p = case.p
     law = case.length_law()

@@ -143,7 +143,7 @@ def _fixed_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
     K, V = len(entry["drafts"]), p.shape[1]
     outcomes = entry["expected_distribution"]
     probs = np.array([o["probability"] for o in outcomes] + [0.0])  # [outcomes + 1]: the last cell is "other"
-    codes = {_row_code(o["emitted"], K, V): i for i, o in enumerate(outcomes)}
+    codes = np.array([_row_code(o["emitted"], K, V) for o in outcomes])  # [outcomes], int
     trials = min(stats.trials_needed(probs, target, ctx.alpha), ctx.trials)
     rng = np.random.default_rng(ctx.seed)
     counts = np.zeros(len(probs))
@@ -161,8 +161,9 @@ def _fixed_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
             positions=np.zeros(b, dtype=np.int64),
         )
         tokens = np.asarray(engine.rejection_sample(case)[0])[:, : K + 1]
-        for code in _row_codes(tokens, V):
-            counts[codes.get(int(code), len(outcomes))] += 1
+        seen = _row_codes(tokens, V)[:, None] == codes[None, :]  # [b, outcomes]
+        cells = np.where(seen.any(axis=1), seen.argmax(axis=1), len(outcomes))
+        counts += np.bincount(cells, minlength=len(probs))
         done += b
     judgement = stats.judge(stats.g_test(counts, probs, ctx.alpha), probs, target)
     tally = Tally(requirements)
