@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from . import checks as checks_module
-from . import reports, runner, spec, vectors
+from . import reports, runner, spec, stats, vectors
 from .adapters import UsageError, check_engine_spec
 from .core import Context
 from .isolation import EngineProcess, EngineUsageError
@@ -288,7 +288,7 @@ def _add_run_options(parser) -> None:
         "--trials",
         type=_bounded(int, 1, 10**10),
         default=None,
-        help="the most trials one case of a statistical check may run (default 250,000; --thorough 40,000,000); "
+        help="the most trials one case of a statistical check may run (default 100,000; --thorough 40,000,000); "
         "positions it leaves short of the declared deviation are NOT_RUN",
     )
     parser.add_argument(
@@ -296,12 +296,12 @@ def _add_run_options(parser) -> None:
         type=_bounded(float, 0, 1, open_interval=True),
         default=None,
         help="the total-variation deviation every counted statistical test must detect and certify "
-        "(default 0.03; --thorough 0.003)",
+        "(default 0.05; --thorough 0.003)",
     )
     parser.add_argument(
         "--power",
         type=_bounded(float, 0, 1, open_interval=True),
-        default=0.9,
+        default=None,
         help="probability of detecting --deviation, and of a conforming engine certifying it (default 0.9)",
     )
     parser.add_argument(
@@ -396,9 +396,14 @@ def main(argv=None) -> int:
     lst.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
     if hasattr(args, "thorough"):  # the statistical defaults follow --thorough
-        thorough = (0.003, 40_000_000) if args.thorough else (0.03, 250_000)
-        args.deviation = thorough[0] if args.deviation is None else args.deviation
-        args.trials = thorough[1] if args.trials is None else args.trials
+        power, cap = (
+            (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
+            if args.thorough
+            else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
+        )
+        args.deviation = power.deviation if args.deviation is None else args.deviation
+        args.power = power.power if args.power is None else args.power
+        args.trials = cap if args.trials is None else args.trials
     try:
         return args.func(args)
     except (UsageError, EngineUsageError, FileNotFoundError) as exc:

@@ -5,7 +5,7 @@ declared deviation leave the requirements NOT_RUN, never PASS."""
 import numpy as np
 import pytest
 
-from harness import checks
+from harness import checks, stats
 from harness.adapters.reference import ReferenceEngine
 from harness.core import Context
 from harness.profiles import canonical
@@ -83,3 +83,12 @@ def test_a_reachable_deviation_is_certified_and_a_rare_position_is_named(referen
     assert outcome.requirements["RS-PROB-6"].status == "PASS", outcome.message
     assert "temperature-0.5 position 2: not counted" in outcome.message
     assert "reverse-ranked position 2: TV ≤ " in outcome.message
+
+
+def test_the_context_defaults_are_the_declared_default_power():
+    ctx = Context(canonical())
+    assert (ctx.deviation, ctx.power, ctx.trials) == (
+        stats.DEFAULT_POWER.deviation,
+        stats.DEFAULT_POWER.power,
+        stats.DEFAULT_MAX_TRIALS,
+    )
