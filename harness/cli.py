@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
 
 from . import checks as checks_module
 from . import reports, runner, spec, vectors
-from .adapters import UsageError, check_engine_spec
+from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
+from .adapters.http import API_PROFILES
 from .core import Context
 from .isolation import EngineProcess, EngineUsageError
 from .profiles import load_profile
@@ -267,12 +270,33 @@ def _bounded(kind, low, high, open_interval=False):
     return parse
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it has one (not for flags and options that default to nothing)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or isinstance(action.default, list):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``specconform run: ...``) and exit 2, and
+    whose help shows every option's default."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _add_run_options(parser) -> None:
     parser.add_argument(
         "--check",
         action="append",
         help="only checks whose name, class or requirement id "
-        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*'",
+        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*' (default: every check)",
     )
     parser.add_argument(
         "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
@@ -290,24 +314,29 @@ def _add_run_options(parser) -> None:
         "--timeout",
         type=_bounded(float, 0, 7 * 86400, open_interval=True),
         default=600,
-        help="seconds per check before TIMEOUT (> 0)",
+        help="seconds per check before TIMEOUT, in (0, 604800): there is no 'no limit'",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr and no third-party chatter (progress is a bar on a terminal, "
+        "one line per check otherwise)",
+    )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
         prog="specconform",
         description="Conformance harness for thinking budgets, "
-        "speculative-decoding rejection sampling and accepted-token counting.",
+        "speculative-decoding rejection sampling and accepted-token counting. Exit status: 0 conforming "
+        "(or as expected), 1 an unexpected failure or a missing record, 2 a usage error.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="judge engines against the specification")
     run.add_argument(
         "--engine",
         action="append",
-        help="oracle, reference[:cuda[:triton]], embedded[:single|multi], "
-        "openai, zoo:<mutant> or module:factory (repeatable; default: reference, oracle and the "
+        help=f"{', '.join(ENGINE_FORMS)} (repeatable; default: reference, oracle and the "
         "embedded engine with both tokenizer variants)",
     )
     run.add_argument("--base-url", help="with --engine openai: the server's base URL, e.g. http://host:8000/v1")
@@ -322,53 +351,72 @@ def main(argv=None) -> int:
         help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
     )
     run.add_argument(
-        "--engine-name", help="with --engine openai: the engine's name in reports (default: http:<api profile>)"
+        "--engine-name",
+        help="with --engine openai: the engine's name in reports (default: <api profile>:<model>@<host:port>, "
+        "or openai:<model>@<host:port> without --api-profile)",
     )
     run.add_argument(
         "--api-profile",
-        choices=("vllm", "sglang", "llamacpp", "transformers-serve"),
-        help="with --engine openai: the engine's request and reasoning fields",
+        choices=tuple(API_PROFILES),
+        help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
     )
     run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
     run.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
     run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
-    run.add_argument("--report-dir", default="reports/runs")
+    run.add_argument(
+        "--report-dir",
+        default="reports/runs",
+        help="where each run's folder (results.jsonl, summary.md, junit.xml, report.html) is made",
+    )
     _add_run_options(run)
     run.set_defaults(func=cmd_run)
     zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
-    zoo.add_argument("--report-dir", default="reports/zoo")
-    zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
+    zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
+    zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
     _add_run_options(zoo)
     zoo.set_defaults(func=cmd_zoo)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
-    rep.add_argument("run_dir")
+    rep.add_argument("run_dir", help="a run folder (one that holds results.jsonl)")
     rep.set_defaults(func=cmd_report)
     summ = sub.add_parser("summary", help="the cross-engine table of several runs (Markdown on stdout)")
-    summ.add_argument("run_dirs", nargs="+")
+    summ.add_argument("run_dirs", nargs="+", help="run folders (each holds results.jsonl)")
     summ.set_defaults(func=cmd_summary)
     dif = sub.add_parser("diff", help="compare two runs: new failures first, then fixes, then statistics")
-    dif.add_argument("old")
-    dif.add_argument("new")
+    dif.add_argument("old", help="the earlier run folder")
+    dif.add_argument("new", help="the later run folder")
     dif.set_defaults(func=cmd_diff)
     vec = sub.add_parser("vectors", help="verify (or --write) the golden vectors")
-    vec.add_argument("--write", action="store_true")
+    vec.add_argument("--write", action="store_true", help="regenerate the golden vectors instead of verifying them")
     vec.set_defaults(func=cmd_vectors)
     ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
-    ben.add_argument("--out", help="directory for the JSON results (default reports/perf/<gpu>)")
+    ben.add_argument("--out", help="directory for the JSON results (default: reports/perf/<gpu>)")
     ben.set_defaults(func=cmd_bench)
     srv = sub.add_parser("serve", help="serve the embedded reference engine (OpenAI-compatible) on loopback")
-    srv.add_argument("--host", default="127.0.0.1")
-    srv.add_argument("--port", type=int, default=8000)
-    srv.add_argument("--speculative-tokens", type=int, default=3)
-    srv.add_argument("--device", default="cpu")
+    srv.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    srv.add_argument("--port", type=_bounded(int, 1, 65535), default=8000, help="the TCP port to listen on")
+    srv.add_argument(
+        "--speculative-tokens",
+        type=_bounded(int, 1, 64),
+        default=3,
+        help="draft tokens per step of the -spec models",
+    )
+    srv.add_argument("--device", default="cpu", help="the torch device the tiny models run on (cpu, cuda)")
     srv.set_defaults(func=cmd_serve)
     lst = sub.add_parser("list", help="list the checks or the requirements")
-    lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks")
+    lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks", help="what to list")
     lst.set_defaults(func=cmd_list)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, EngineUsageError, FileNotFoundError) as exc:
+    except BrokenPipeError:  # the reader went away (`specconform list | head`): stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail again
+        return 128 + signal.SIGPIPE
+    except (UsageError, EngineUsageError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
         print(f"specconform {args.command}: {exc}", file=sys.stderr)
         return 2
     except ValueError as exc:  # a profile, expectations file or argument the user gave is malformed
