@@ -9,12 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from harness import cli
 from harness.adapters import make_engine
-from tests.harness.test_api_spec_counters import fake_vllm
+from tests.harness.test_api_spec_counters import fake_vllm, route_clients
 from tests.harness.test_reports import _record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,8 +151,6 @@ def test_diff_of_identical_runs_says_nothing_changed(run_folders, capsys):
     ids=["unnamed", "named-profile", "engine-name"],
 )
 def test_an_openai_engine_is_named_by_what_is_known(options, name, monkeypatch):
-    real_client = httpx.Client
-    transport = fake_vllm(None, [])
-    monkeypatch.setattr(httpx, "Client", lambda **kwargs: real_client(transport=transport, **kwargs))
+    route_clients(monkeypatch, fake_vllm(None, []))
     engine = make_engine("openai", {"base_url": "http://think.test/v1", "model": "tiny-think", **options})
     assert engine.name == name
