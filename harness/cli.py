@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,19 +31,110 @@ def _run_dir(base: str) -> Path:
     return path
 
 
-def _progress(quiet: bool, total: int):
-    done = {"n": 0}
+# the environment that silences third-party chatter (transformers' logging and its "Loading weights"
+# bars, huggingface_hub's bars) in this process and in every engine process it starts
+QUIET_ENVIRONMENT = {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TQDM_DISABLE": "1",
+}
 
-    def report(record: runner.Record) -> None:
-        done["n"] += 1
-        if not quiet:
-            print(
-                f"[{done['n']}/{total}] {record.status:19} {record.engine}: {record.check} ({record.duration_s:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
+HEARTBEAT_S = 10.0  # without a bar, the longest silence on stderr while a check runs
 
-    return report
+
+class Progress:
+    """Progress on stderr over ``plan`` (``[(engine spec, check name)]`` in run order): a tqdm bar with
+    the running check and an estimate when stderr is a terminal (and ``CI`` is unset); otherwise one
+    line per finished check, and a line every ``HEARTBEAT_S`` seconds naming the check still running;
+    nothing when ``quiet``. Use as a context manager; call it with each record."""
+
+    def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None):
+        self.plan = plan
+        self.stream = stream or sys.stderr
+        self.enabled = not quiet
+        self.done = 0
+        self.bar = None
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._ticker = None
+        if self.enabled and self.stream.isatty() and not os.environ.get("CI"):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=len(plan), file=self.stream, unit="check", dynamic_ncols=True, disable=False)
+
+    def __enter__(self):
+        if self.enabled:
+            self._announce()
+            self._ticker = threading.Thread(target=self._tick, name="specconform-progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        if self.bar is not None:
+            self.bar.close()
+
+    def _running(self) -> str:
+        engine, check = self.plan[self.done] if self.done < len(self.plan) else ("", "")
+        return f"{engine}: {check}"
+
+    def _announce(self) -> None:
+        """Name the check now running (the bar's postfix, or a plain line before the first check)."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(self._running(), refresh=True)
+        elif self.done == 0 and self.plan:
+            self._line(f"[0/{len(self.plan)}] running {self._running()}")
+
+    def _line(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def _tick(self) -> None:
+        """Keep the bar's clock moving, or say every ``HEARTBEAT_S`` which check is still running."""
+        last = self.done
+        since = time.monotonic()
+        interval = 1.0 if self.bar is not None else HEARTBEAT_S
+        while not self._stop.wait(interval):
+            with self._lock:
+                if self.done >= len(self.plan):
+                    continue
+                if self.bar is not None:
+                    self.bar.refresh()
+                    continue
+                if self.done != last:
+                    last, since = self.done, time.monotonic()
+                self._line(
+                    f"[{self.done}/{len(self.plan)}] still running {self._running()} "
+                    f"({time.monotonic() - since:.0f} s; run {time.monotonic() - self.started:.0f} s)"
+                )
+
+    def __call__(self, record: runner.Record) -> None:
+        with self._lock:
+            self.done += 1
+            if not self.enabled:
+                return
+            line = f"[{self.done}/{len(self.plan)}] {record.status:19} {record.engine}: {record.check} "
+            line += f"({record.duration_s:.1f} s)"
+            if self.bar is not None:
+                if record.status not in ("PASS", "NOT_CLAIMED"):
+                    self.bar.write(line, file=self.stream)  # what needs a look stays on screen
+                self.bar.update(1)
+                self._announce()
+            else:
+                self._line(line)
+
+
+def quiet_third_parties() -> None:
+    """Silence third-party chatter here and in the engine processes started from now on."""
+    os.environ.update(QUIET_ENVIRONMENT)
+    with contextlib.suppress(ImportError):
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
 
 
 def _engine_args(engine_spec: str, api_options: dict) -> str:
@@ -84,30 +177,35 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
     api_options = _api_options(args)
     runner.write_manifest(run_dir, list(engine_specs), selected)
     writer = runner.RecordWriter(run_dir / "results.jsonl")
-    progress = _progress(args.quiet, len(selected) * len(engine_specs))
+    if args.quiet:
+        quiet_third_parties()
+    plan = [(engine_spec, check.name) for engine_spec in engine_specs for check in selected]
     try:
-        for engine_spec in engine_specs:
-            engine = EngineProcess(engine_spec, api_options)
+        with Progress(plan, args.quiet) as progress:
+            for engine_spec in engine_specs:
+                engine = EngineProcess(engine_spec, api_options)
 
-            def ctx_for(info, profile=profile):
-                return Context(profile=profile or info.profile, seed=args.seed, trials=args.trials, alpha=args.alpha)
+                def ctx_for(info, profile=profile):
+                    return Context(
+                        profile=profile or info.profile, seed=args.seed, trials=args.trials, alpha=args.alpha
+                    )
 
-            def on_record(record):
-                writer(record)
-                progress(record)
+                def on_record(record, progress=progress):
+                    writer(record)
+                    progress(record)
 
-            try:
-                runner.run_checks(
-                    engine,
-                    selected,
-                    ctx_for,
-                    expectations=expectations,
-                    timeout_s=args.timeout,
-                    on_record=on_record,
-                    reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
-                )
-            finally:
-                engine.stop()
+                try:
+                    runner.run_checks(
+                        engine,
+                        selected,
+                        ctx_for,
+                        expectations=expectations,
+                        timeout_s=args.timeout,
+                        on_record=on_record,
+                        reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
+                    )
+                finally:
+                    engine.stop()
     finally:  # whatever happened, render what was measured
         writer.close()
         records = runner.read_records(run_dir)

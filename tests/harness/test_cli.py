@@ -2,12 +2,15 @@
 has help text with its default, a closed pipe ends it quietly, and diffs and engine names say only
 what is so."""
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -154,3 +157,91 @@ def test_an_openai_engine_is_named_by_what_is_known(options, name, monkeypatch):
     route_clients(monkeypatch, fake_vllm(None, []))
     engine = make_engine("openai", {"base_url": "http://think.test/v1", "model": "tiny-think", **options})
     assert engine.name == name
+
+
+class Terminal(io.StringIO):
+    """stderr as a terminal (``tty``) or a CI log; ``said`` is set once ``waited_for`` was written."""
+
+    def __init__(self, tty: bool, waited_for: str = "\0"):
+        super().__init__()
+        self.tty = tty
+        self.waited_for = waited_for
+        self.said = threading.Event()
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, text):
+        if self.waited_for in text:
+            self.said.set()
+        return super().write(text)
+
+
+PLAN = [("oracle", "rejection/greedy"), ("oracle", "rejection/distribution")]
+
+
+def _finished(check, status="PASS"):
+    return SimpleNamespace(check=check, engine="oracle", status=status, duration_s=1.0)
+
+
+def test_a_log_gets_a_line_per_check_and_a_heartbeat_while_one_runs(monkeypatch):
+    monkeypatch.setattr(cli, "HEARTBEAT_S", 0.01)
+    log = Terminal(tty=False, waited_for="still running oracle: rejection/distribution")
+    with cli.Progress(PLAN, quiet=False, stream=log) as progress:
+        progress(_finished("rejection/greedy"))
+        assert log.said.wait(timeout=60)
+        progress(_finished("rejection/distribution", "FAIL"))
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "[0/2] running oracle: rejection/greedy"
+    assert "[1/2] PASS                oracle: rejection/greedy (1.0 s)" in lines
+    assert lines[-1] == "[2/2] FAIL                oracle: rejection/distribution (1.0 s)"
+
+
+def test_quiet_is_silent(monkeypatch):
+    monkeypatch.setattr(cli, "HEARTBEAT_S", 0.01)
+    log = Terminal(tty=True)
+    with cli.Progress(PLAN, quiet=True, stream=log) as progress:
+        progress(_finished("rejection/greedy"))
+        progress(_finished("rejection/distribution"))
+    assert log.getvalue() == ""
+
+
+@pytest.mark.parametrize("ci", [None, "true"], ids=["terminal", "terminal-in-ci"])
+def test_a_terminal_gets_a_bar_naming_the_running_check_unless_in_ci(monkeypatch, ci):
+    if ci:
+        monkeypatch.setenv("CI", ci)
+    else:
+        monkeypatch.delenv("CI", raising=False)
+    terminal = Terminal(tty=True)
+    with cli.Progress(PLAN, quiet=False, stream=terminal) as progress:
+        progress(_finished("rejection/greedy"))
+        shown = terminal.getvalue()
+        progress(_finished("rejection/distribution", "FAIL"))
+    if ci:
+        assert progress.bar is None and "[1/2] PASS" in shown
+    else:
+        assert "1/2" in shown and "oracle: rejection/distribution" in shown  # the bar and the running check
+        assert "[1/2] PASS" not in terminal.getvalue()  # passes only move the bar
+        assert "[2/2] FAIL                oracle: rejection/distribution" in terminal.getvalue()  # failures stay
+
+
+def test_quiet_silences_third_party_chatter_in_engine_processes(monkeypatch):
+    from transformers.utils import logging as transformers_logging
+
+    for name in cli.QUIET_ENVIRONMENT:  # recorded, so that the test leaves the environment as it was
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    verbosity = transformers_logging.get_verbosity()
+    try:
+        cli.quiet_third_parties()
+        child = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.environ['HF_HUB_DISABLE_PROGRESS_BARS'])"],
+            capture_output=True,
+            text=True,
+        )
+        assert child.stdout.strip() == "1"
+        assert not transformers_logging.is_progress_bar_enabled()
+        assert transformers_logging.get_verbosity() == transformers_logging.ERROR
+    finally:
+        transformers_logging.enable_progress_bar()
+        transformers_logging.set_verbosity(verbosity)
