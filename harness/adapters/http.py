@@ -19,10 +19,12 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import httpx2
-import openai
 
 from .. import profiles, spec
 from . import UsageError
+
+# ``openai`` is imported where it is used: it takes seconds to import, and every engine process and
+# `specconform list` import this module.
 
 # the parameters the client names; every other request field is sent as one of its extra fields
 _CLIENT_PARAMETERS = ("model", "messages", "max_tokens", "temperature", "seed", "stream", "stream_options")
@@ -141,6 +143,8 @@ class ApiEngine:
     ``plain_base_url``) for engines that serve one model each."""
 
     def __init__(self, base_url: str, api: ApiProfile, name: str | None = None):
+        import openai
+
         self.base_url = base_url.rstrip("/")
         self.api = api
         self.name = name or f"http:{api.name}"
@@ -194,6 +198,8 @@ class ApiEngine:
 
     def _probe(self) -> set[str]:
         """The capabilities a first request shows; ``probe_problem`` says why one is missing."""
+        import openai
+
         found = set()
         self.probe_problem = ""
         try:
@@ -263,6 +269,7 @@ class ApiEngine:
     def _create(self, model, body: dict, raw: bool = False):
         """``chat.completions.create`` on ``model``'s server with ``body`` (``request_body``): the client's
         own parameters by name, the engine's fields as extra fields."""
+
         named = {key: body[key] for key in _CLIENT_PARAMETERS if key in body}
         extra = {key: value for key, value in body.items() if key not in _CLIENT_PARAMETERS}
         completions = self.clients[self.url_of(model)].chat.completions
@@ -274,6 +281,8 @@ class ApiEngine:
         """The response as a dict (``ChatCompletion.model_dump()``: the client's fields and every extra
         field the engine sent). ``raw``: the HTTP response itself (``status_code``, ``text``), errors
         included. Raises ``UnparsableResponse`` when the client cannot read a successful response."""
+        import openai
+
         body = self.request_body(model, budget, max_tokens, temperature, seed, **kwargs)
         if raw:
             try:
@@ -300,6 +309,8 @@ class ApiEngine:
     def stream(self, model, budget, max_tokens, temperature, seed=None):
         """Concatenated stream, read chunk by chunk through the client: token ids (None where the engine
         streams none), reasoning, content, finish reason, usage (a dict, or None)."""
+        import openai
+
         streams_ids = self.api.token_ids == "return_token_ids"
         out = {"token_ids": [] if streams_ids else None, "reasoning": "", "content": "", "finish_reason": None}
         out["usage"] = None

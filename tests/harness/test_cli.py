@@ -65,6 +65,7 @@ MISUSES = {
     "report on a missing folder": (["report", "/nonexistent/run"], ["'/nonexistent/run'"]),
     "report on a file": (["report", str(ROOT / "README.md")], ["README.md", "not a run folder"]),
     "diff on a missing folder": (["diff", "/nonexistent/a", "/nonexistent/b"], ["/nonexistent/a"]),
+    "pin on a missing folder": (["pin", "/nonexistent/a", "--expectations", "/nonexistent/k.yaml"], ["/nonexistent/a"]),
     "summary on a missing folder": (["summary", "/nonexistent/a"], ["/nonexistent/a"]),
     "serve on port zero": (["serve", "--port", "0"], ["--port", "got 0"]),
     "unknown subcommand": (["nosuch"], ["'nosuch'"]),
