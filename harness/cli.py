@@ -85,11 +85,10 @@ class Progress:
         return f"{engine}: {check}"
 
     def _announce(self) -> None:
-        """Name the check now running (the bar's postfix, or a plain line before the first check)."""
+        """Name the check now running in the bar's postfix (a log hears of it from the heartbeat: a line
+        at the start would precede the one line of a usage error found when the engine starts)."""
         if self.bar is not None:
             self.bar.set_postfix_str(self._running(), refresh=True)
-        elif self.done == 0 and self.plan:
-            self._line(f"[0/{len(self.plan)}] running {self._running()}")
 
     def _line(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
