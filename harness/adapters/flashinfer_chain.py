@@ -1,4 +1,4 @@
-"""Kernel-level adapter for FlashInfer's chain speculative sampling (``--engine harness.adapters.flashinfer_chain:make``).
+"""Kernel-level adapter for FlashInfer's chain speculative sampling (``harness.adapters.flashinfer_chain:make``).
 
 Judged as ``flashinfer-0.7.2``: ``flashinfer.sampling.chain_speculative_sampling`` (the CUDA kernel
 ``ChainSpeculativeSampling`` of ``include/flashinfer/sampling.cuh``, JIT-compiled on first use), driven
@@ -119,8 +119,7 @@ class FlashInferChainEngine:
 
         if not torch.cuda.is_available():
             raise RuntimeError("FlashInfer's sampling kernels need a CUDA GPU")
-        from flashinfer import _build_meta
-        from flashinfer import sampling
+        from flashinfer import _build_meta, sampling
 
         self.torch = torch
         self.sampling = sampling
