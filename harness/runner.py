@@ -23,6 +23,7 @@ from .core import (
     ERROR,
     FAIL,
     NOT_CLAIMED,
+    NOT_RUN,
     PASS,
     PRECONDITION_FAILED,
     STATUSES,
@@ -358,7 +359,24 @@ def read_records(path: str | Path) -> list[dict]:
         path = path / "results.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no results at {str(path)!r} (a run folder holds results.jsonl)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [_upgraded(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _upgraded(record: dict) -> dict:
+    """A record of the format before per-requirement results (a check status and its ``violated``
+    list) in today's format, so that old published runs can be re-rendered and compared: each
+    requirement gets the check's status (a violated one FAIL, the others of a failed check NOT_RUN)
+    and one case when judged, as that format counted judged checks, not cases."""
+    if "results" in record:
+        return record
+    status, violated = record["status"], record.get("violated") or []
+    results = {}
+    for rid in record["requirements"]:
+        own = FAIL if rid in violated else (NOT_RUN if status == FAIL else status)
+        results[rid] = {"status": own, "cases": int(own in (PASS, FAIL)), "evidence": "", "fingerprint": ""}
+    expected = record.get("expected_status") == status
+    unexpected = [] if expected or status not in (FAIL, ERROR, TIMEOUT) else (violated or ["check"])
+    return {**record, "results": results, "unexpected": unexpected}
 
 
 def missing_records(run_dir: Path, records: list[dict]) -> list[str]:
