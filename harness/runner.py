@@ -284,9 +284,8 @@ def write_reproductions(run_dir: Path, record: Record) -> None:
         (run_dir / relative.parent).mkdir(parents=True, exist_ok=True)
         (run_dir / relative).write_text(json.dumps(document, indent=1) + "\n")
         result["reproduction"] = str(relative)
-        result["evidence"] += (
-            f" [minimal reproduction: {relative}; specconform replay {relative} --engine {shlex.quote(record.engine_spec)}]"
-        )
+        command = f"specconform replay {relative} --engine {shlex.quote(record.engine_spec)}"
+        result["evidence"] += f" [minimal reproduction: {relative}; {command}]"
 
 
 def reproduction(engine_args: str, profile_arg: str = "") -> Callable[[Check, Context], str]:

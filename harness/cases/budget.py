@@ -225,7 +225,8 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
         ages: list[int] = []
         steps = []
         # wide batches run fewer steps: about as many rows as 8 slots over ``family.steps`` steps
-        for index in range(draw(st.integers(1, max(3, min(family.steps, family.steps * 8 // max_num_reqs))))):
+        step_count = draw(st.integers(1, max(3, min(family.steps, family.steps * 8 // max_num_reqs))))
+        for _ in range(step_count):
             update = None
             if not ages or (family.batch_ops and draw(st.integers(0, 9)) < 3):
                 update, ages = _update(draw, family, requests, ages, max_num_reqs, must_add=not ages)

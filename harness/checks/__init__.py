@@ -107,8 +107,8 @@ def kernel_checks() -> list[Check]:
             "budget/batch",
             "tb.batch",
             ("TB-BATCH-1", "TB-BATCH-2", "TB-BATCH-3", "TB-BATCH-5"),
-            "removals, additions into holes and onto occupied slots, condensing moves, moves onto occupied slots, SWAPs; "
-            "max_num_reqs 1 to 256",
+            "removals, additions into holes and onto occupied slots, condensing moves, moves onto occupied "
+            "slots, SWAPs; max_num_reqs 1 to 256",
             BudgetFamily(
                 marker_lengths=(2, 2),
                 alphabet=4,
