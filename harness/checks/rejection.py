@@ -2,17 +2,17 @@
 under the reference draws), the output contract, seeded independence, and calibrated distribution
 checks (specs/statistics.md).
 
-Cases are independent, so a check judges every case after a mismatch too; each case counts for the
+Generated cases come from the shared strategies (``harness.cases.rejection``, which documents why
+each is reachable). Cases are independent, so a check judges every case after a mismatch too; each case counts for the
 requirements it exercises, and a mismatch is blamed on the requirement of the first diverging request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from .. import stats
+from .. import cases, stats
+from ..cases.rejection import MASKS, VOCABS, RejectionFamily, rejection_cases
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
@@ -20,50 +20,6 @@ from ..oracle import rejection as rs
 # The smallest total-variation deviation a distribution test must detect (power 0.99) to count as a
 # case: a position whose reached trials cannot detect it leaves its requirements NOT_RUN, never PASS.
 DETECTABLE_TV = 0.05
-
-
-def random_case(
-    rng,
-    *,
-    greedy: float,
-    forced: float = 0.0,
-    with_q: bool | None = None,
-    zero_draft=0.2,
-    vocab=None,
-    ties=False,
-    masks=True,
-) -> rs.RejectionCase:
-    V = int(vocab or rng.choice([1, 2, 5, 37, 64, 100, 257]))
-    B = int(rng.integers(1, 5))
-    K = [0 if rng.random() < zero_draft else int(rng.integers(1, 4)) for _ in range(B)]
-    rows = sum(K) + B
-    logits = rng.normal(scale=2.0, size=(rows, V))
-    if ties:
-        logits = np.round(logits)
-    if masks:
-        mask = rng.random((rows, V)) < 0.3
-        mask[np.arange(rows), rng.integers(0, V, rows)] = False
-        logits[mask] = -np.inf
-    temperature = [0.0 if rng.random() < greedy else float(rng.choice([0.5, 1.0, 1.5])) for _ in range(B)]
-    use_q = bool(rng.random() < 0.5) if with_q is None else with_q
-    q = None
-    if use_q and sum(K):
-        q = rng.dirichlet(np.ones(V), size=sum(K)).astype(np.float32).astype(np.float64)
-        q = q / q.sum(axis=1, keepdims=True)
-        drafts = [int(rng.choice(V, p=row / row.sum())) for row in q]
-    else:
-        drafts = [int(t) for t in rng.integers(0, V, sum(K))]
-    forced_ids = np.where(rng.random(rows) < forced, rng.integers(0, V, rows), -1) if forced else None
-    return rs.RejectionCase(
-        logits.astype(np.float32).astype(np.float64),
-        drafts,
-        K,
-        temperature,
-        q,
-        forced_ids,
-        seeds=rng.integers(0, 2**62, B),
-        positions=rng.integers(0, 2**40, B),
-    )
 
 
 def output_problem(case: rs.RejectionCase, tokens, num) -> tuple[str, str, str] | None:
@@ -154,15 +110,14 @@ _BLAME_ORDER = (
 )
 
 
-def exact_check(make_case: Callable, requirements: tuple[str, ...], cases: int = 150):
-    """Compare ``cases`` generated cases with the oracle token for token; every case is judged."""
+def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: int = 150):
+    """Compare ``count`` cases of ``family`` (drawn from ``ctx.seed``) with the oracle token for token;
+    every case is judged."""
 
     def run(engine, ctx: Context) -> Outcome:
-        rng = np.random.default_rng(ctx.seed)
         tally = Tally(requirements)
         compared = skipped = 0
-        for n in range(cases):
-            case = make_case(rng)
+        for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, count)):
             expected, num, traces = rs.sample_case(case)
             if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
                 skipped += 1  # within 1e-5 of a floating-point decision (RS-RNG-3)
@@ -204,14 +159,8 @@ def _describe(case: rs.RejectionCase) -> str:
 def output_contract(engine, ctx: Context) -> Outcome:
     requirements = ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3")
     tally = Tally(requirements)
-    rng = np.random.default_rng(ctx.seed)
-    for n in range(120):
-        V = int(rng.choice([1, 3, 37, 1000, 4097, 8193]))
-        case = random_case(rng, greedy=0.3, forced=0.1, vocab=V)
-        if rng.random() < 0.5:  # a zero-probability tail, the shape that once returned id V
-            case.target_logits[:, V // 2 + 1 :] = -np.inf
-            empty = ~np.isfinite(case.target_logits).any(axis=1)
-            case.target_logits[empty, 0] = 0.0
+    family = RejectionFamily(forced=True, masks=MASKS, vocabs=VOCABS)  # the tail mask once returned id V
+    for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, 120)):
         tokens, num = engine.rejection_sample(case)
         problem = output_problem(case, tokens, num)
         if problem:
@@ -220,7 +169,9 @@ def output_contract(engine, ctx: Context) -> Outcome:
         tally.exercised("RS-INPUT-1", "RS-LAYOUT-2", "RS-PROB-3")
         if np.isneginf(case.target_logits).any():
             tally.exercised("RS-INPUT-2")
-    return tally.outcome("120 cases: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree")
+    return tally.outcome(
+        "120 cases, V from 1 to 262,144: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree"
+    )
 
 
 def seeded_independence(engine, ctx: Context) -> Outcome:
