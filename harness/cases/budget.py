@@ -169,8 +169,8 @@ def _update(draw, family, requests, ages: list[int], max_num_reqs: int, must_add
     removed = sorted(int(s) for s in rng.choice(size, n_remove, replace=False)) if n_remove else []
     slots = {s: age for s, age in enumerate(ages) if s not in removed}
     free = max_num_reqs - len(slots)
-    low = 1 if must_add else 0
-    n_add = draw(st.integers(low, free)) if (family.batch_ops or must_add) and free >= low else 0
+    low = 1 if must_add or not slots else 0  # engines never run a step without requests
+    n_add = draw(st.integers(low, free)) if family.batch_ops or low else 0
     holes, end_slot, added = list(removed), size, []
     for _ in range(n_add):
         if holes:
@@ -257,6 +257,8 @@ def unreachable(scenario: BudgetScenario, disjoint_markers: bool = True) -> str 
                     ages[dst] = ages.pop(src, 0)
             if sorted(ages) != list(range(update.batch_size)):
                 return f"step {index}: live slots {sorted(ages)} are not [0, {update.batch_size})"
+        if not ages:
+            return f"step {index}: a decode step without requests"
         if len(slot_steps) != len(ages):
             return f"step {index}: {len(slot_steps)} slot proposals for {len(ages)} live slots"
         for slot, proposal in enumerate(slot_steps):
