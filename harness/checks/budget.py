@@ -316,6 +316,7 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             f"{len(drawn)} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle"
         )
 
+    run.family = family  # the cases it draws, for tests of the strategies
     return run
 
 
