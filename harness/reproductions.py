@@ -3,7 +3,8 @@ file in the golden-vector format (``specconform replay FILE --engine E``).
 
 Thinking-budget scenarios are driven beside the oracle exactly as the generated checks drive them,
 so a reproduction fails with the fingerprint its check reported; rejection ``exact`` entries are
-compared token for token with their expected rows. A malformed file raises ``ValueError`` naming the
+judged as the exact checks judge a case (the output contract, then token for token against the
+oracle under the reference draws). A malformed file raises ``ValueError`` naming the
 field, before the engine is touched.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checks.budget import describe, replay_scenario
+from .checks.rejection import judge_exact
 from .vectors import case_from_json
 
 KINDS = ("thinking-budget", "rejection")
@@ -74,18 +76,10 @@ def replay(engine, document: dict) -> list[Replayed]:
                 out.append(Replayed(scenario["name"], divergence.fingerprint, describe(scenario, divergence)))
         return out
     for entry in document["exact"]:
-        tokens, num = engine.rejection_sample(case_from_json(entry["case"]))
-        tokens, num = [[int(t) for t in row] for row in tokens], [int(n) for n in num]
-        width = len(entry["expected_token_ids"][0]) if entry["expected_token_ids"] else 0
-        if [row[:width] for row in tokens] != entry["expected_token_ids"] or num != entry["expected_num_emitted"]:
-            out.append(
-                Replayed(
-                    entry["name"],
-                    f"{entry['requirements'][0]}/token-differs-from-oracle",
-                    f"emitted {tokens} (num_emitted {num}), expected {entry['expected_token_ids']} "
-                    f"({entry['expected_num_emitted']})",
-                )
-            )
+        requirements = tuple(entry["requirements"])
+        failure = judge_exact(engine, case_from_json(entry["case"]), requirements, entry.get("tie_break", "lowest"))
+        if failure is None:
+            out.append(Replayed(entry["name"], "", "tokens equal the oracle's under the reference draws"))
         else:
-            out.append(Replayed(entry["name"], "", "tokens equal the expected rows"))
+            out.append(Replayed(entry["name"], f"{failure[0]}/{failure[1]}", failure[2]))
     return out

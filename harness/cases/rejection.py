@@ -181,3 +181,43 @@ def draft_kind(case: rs.RejectionCase, draft: int) -> str:
         p = _softmax(case.target_logits[rows[draft]] / (T if T > 0 else 1.0))
         return "empty-residual" if np.all(p <= q) else "q-zero-at-draft"
     return "q-with-zeros" if (q == 0).any() else "from-q"
+
+
+def case_size(case: rs.RejectionCase) -> int:
+    """Logits rows: what a shrinker lowers."""
+    return int(case.target_logits.shape[0])
+
+
+def _subset(case: rs.RejectionCase, rows: list[int], drafts: list[int], requests: list[int], num) -> rs.RejectionCase:
+    def pick(values, index):
+        return None if values is None else np.asarray(values)[index]
+
+    return rs.RejectionCase(
+        case.target_logits[rows],
+        case.draft_token_ids[drafts],
+        num,
+        case.temperature[requests],
+        pick(case.draft_probs, drafts),
+        pick(case.forced_token_ids, rows),
+        seeds=pick(case.seeds, requests),
+        positions=pick(case.positions, requests),
+    )
+
+
+def smaller_cases(case: rs.RejectionCase):
+    """Candidate reductions of a case: one request fewer, then one draft fewer (a request's last)."""
+    offsets, draft_offsets = case.row_offsets(), case.draft_offsets()
+    K = case.num_draft_tokens.tolist()
+    B = case.batch_size
+    for drop in range(B) if B > 1 else ():
+        keep = [i for i in range(B) if i != drop]
+        rows = [r for i in keep for r in range(offsets[i], offsets[i + 1])]
+        drafts = [d for i in keep for d in range(draft_offsets[i], draft_offsets[i + 1])]
+        yield _subset(case, rows, drafts, keep, [K[i] for i in keep])
+    for i in range(B):
+        if K[i] == 0:
+            continue
+        last_row, last_draft = offsets[i] + K[i] - 1, draft_offsets[i + 1] - 1
+        rows = [r for r in range(offsets[-1]) if r != last_row]
+        drafts = [d for d in range(draft_offsets[-1]) if d != last_draft]
+        yield _subset(case, rows, drafts, list(range(B)), [k - (j == i) for j, k in enumerate(K)])

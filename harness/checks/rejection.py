@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import cases, stats
-from ..cases.rejection import MASKS, VOCABS, RejectionFamily, rejection_cases
+from .. import cases, shrink, stats, vectors
+from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejection_cases, smaller_cases
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
@@ -110,40 +110,95 @@ _BLAME_ORDER = (
 )
 
 
+def judge_exact(
+    engine, case: rs.RejectionCase, requirements: tuple[str, ...], tie_break: str, tally: Tally | None = None
+) -> tuple[str, str, str] | None:
+    """Compare one case with the oracle: ``(requirement, mode, evidence)`` of its first violation or
+    None; the requests compared before it count in ``tally`` (when given). ``None`` as well for a case
+    that cannot be compared (``comparable`` says which)."""
+    expected, num, _ = rs.sample_case(case)
+    tokens, got_num = engine.rejection_sample(case)
+    problem = output_problem(case, tokens, got_num)
+    if problem:
+        return problem[0], problem[1], f"{problem[2]} ({_describe(case)})"
+    tokens = np.asarray(tokens)[:, : expected.shape[1]]
+    for i in range(case.batch_size):
+        tags = request_requirements(case, i, int(num[i]), tie_break) & set(requirements)
+        if tokens[i].tolist() != expected[i].tolist():
+            blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
+            return (
+                blame,
+                "token-differs-from-oracle",
+                f"request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} ({_describe(case)})",
+            )
+        if tally is not None:
+            tally.exercised(*tags)
+    return None
+
+
+def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
+    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3), or with a tie that the
+    profile lets the engine break either way."""
+    _, _, traces = rs.sample_case(case)
+    if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
+        return False
+    return not (tie_break == "any" and has_tie(case.target_logits))
+
+
+def _reproduction(engine, case, failure, requirements, tie_break) -> tuple[rs.RejectionCase, dict]:
+    """The failing case minimised on the same fingerprint, and its standalone vector document."""
+    rid, mode, _ = failure
+
+    def still_fails(candidate: rs.RejectionCase) -> bool:
+        try:
+            candidate.validate()
+            if not comparable(candidate, tie_break):
+                return False
+            found = judge_exact(engine, candidate, requirements, tie_break)
+        except Exception:  # invalid, or the engine fails otherwise: not the same failure
+            return False
+        return found is not None and found[:2] == (rid, mode)
+
+    minimal = shrink.minimise(case, smaller_cases, still_fails)
+    entry = vectors._exact_case("minimal", [rid, *[r for r in requirements if r != rid]], minimal)
+    entry["tie_break"] = tie_break
+    document = {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": f"{rid}/{mode}",
+        "original_size": case_size(case),
+        "minimal_size": case_size(minimal),
+        "exact": [entry],
+        "errors": [],
+    }
+    return minimal, document
+
+
 def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: int = 150):
     """Compare ``count`` cases of ``family`` (drawn from ``ctx.seed``) with the oracle token for token;
-    every case is judged."""
+    every case is judged, and the first failure of each requirement is minimised into a reproduction."""
 
     def run(engine, ctx: Context) -> Outcome:
         tally = Tally(requirements)
         compared = skipped = 0
+        tie_break = ctx.profile.tie_break
         for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, count)):
-            expected, num, traces = rs.sample_case(case)
-            if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
-                skipped += 1  # within 1e-5 of a floating-point decision (RS-RNG-3)
-                continue
-            if ctx.profile.tie_break == "any" and has_tie(case.target_logits):
+            if not comparable(case, tie_break):
                 skipped += 1
                 continue
-            tokens, got_num = engine.rejection_sample(case)
             compared += 1
-            problem = output_problem(case, tokens, got_num)
-            if problem:
-                tally.violated(problem[0], problem[1], f"case {n}: {problem[2]} ({_describe(case)})")
+            failure = judge_exact(engine, case, requirements, tie_break, tally)
+            if failure is None:
                 continue
-            tokens = np.asarray(tokens)[:, : expected.shape[1]]
-            for i in range(case.batch_size):
-                tags = request_requirements(case, i, int(num[i]), ctx.profile.tie_break) & set(requirements)
-                if tokens[i].tolist() != expected[i].tolist():
-                    blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
-                    tally.violated(
-                        blame,
-                        "token-differs-from-oracle",
-                        f"case {n} request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} "
-                        f"({_describe(case)})",
-                    )
-                    break
-                tally.exercised(*tags)
+            rid, mode, evidence = failure
+            if rid in tally.failures:
+                tally.violated(rid, mode, "")
+                continue
+            minimal, document = _reproduction(engine, case, failure, requirements, tie_break)
+            shown = judge_exact(engine, minimal, requirements, tie_break)
+            if shown is not None and shown[:2] == (rid, mode):
+                evidence = f"{shown[2]}; minimised from case {n} ({case_size(case)} rows to {case_size(minimal)})"
+            tally.violated(rid, mode, f"case {n}: {evidence}", reproduction=document)
         return tally.outcome(f"{compared} cases compared with the oracle, {skipped} skipped at a rounding boundary")
 
     return run

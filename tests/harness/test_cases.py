@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
-from harness import checks, cli
+from harness import checks, cli, reproductions
+from harness.adapters.oracle import OracleEngine
 from harness.cases import draw
 from harness.cases.budget import BudgetScenario, scenarios, unreachable
 from harness.cases.rejection import VOCABS, RejectionFamily, draft_kind, rejection_cases
+from harness.core import Context
 from specs.interface import Move
 
 FAMILIES = {check.name: check.run.family for check in checks.kernel_checks() if hasattr(check.run, "family")}
@@ -170,3 +172,30 @@ def test_replay_rejects_a_bad_file_in_one_line(tmp_path, capsys, content, messag
     assert cli.main(["replay", str(path), "--engine", "oracle"]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+class _GreedyOffByOne(OracleEngine):
+    """Greedy requests with two or more drafts emit the token after the argmax as their last token."""
+
+    def rejection_sample(self, case):
+        tokens, num = super().rejection_sample(case)
+        tokens = np.array(tokens)
+        for i, k in enumerate(case.num_draft_tokens):
+            if k >= 2 and case.temperature[i] == 0 and case.vocab_size > 2:
+                tokens[i, num[i] - 1] = (tokens[i, num[i] - 1] + 1) % case.vocab_size
+        return tokens, num
+
+
+def test_a_failing_exact_rejection_check_leaves_a_smaller_reproduction(tmp_path, capsys):
+    engine = _GreedyOffByOne()
+    check = next(c for c in checks.kernel_checks() if c.name == "rejection/greedy")
+    outcome = check.run(engine, Context(profile=engine.profile))
+    failed = {rid: r for rid, r in outcome.requirements.items() if r.status == "FAIL"}
+    assert failed
+    for result in failed.values():
+        document = result.reproduction
+        assert document["fingerprint"] == result.fingerprint
+        assert document["minimal_size"] <= document["original_size"]
+        assert document["exact"][0]["case"]["num_draft_tokens"] == [2]  # the bug needs one request with two drafts
+        assert [r.fingerprint for r in reproductions.replay(engine, document)] == [result.fingerprint]
+        assert [r.fingerprint for r in reproductions.replay(OracleEngine(), document)] == [""]
