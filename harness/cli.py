@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from . import checks as checks_module
 from . import reports, runner, spec, vectors
 from .adapters import UsageError, check_engine_spec
@@ -236,6 +238,28 @@ def cmd_diff(args) -> int:
     return 1 if new_failures else 0
 
 
+def cmd_pin(args) -> int:
+    """Rewrite an expectation file so that it pins today's failures by requirement and fingerprint."""
+    path = Path(args.expectations)
+    records = [r for run_dir in args.run_dirs for r in runner.read_records(run_dir)]
+    entries = runner.pin_expectations(records, runner.load_expectations(path))
+    text = path.read_text()
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    engine = (yaml.safe_load(text) or {}).get("engine")
+    body = yaml.safe_dump(
+        {**({"engine": engine} if engine else {}), "expectations": entries},
+        sort_keys=False,
+        allow_unicode=True,
+        width=120,
+    )
+    if args.write:
+        path.write_text(header + body)
+        print(f"pinned {len(entries)} expectation(s) in {path}")
+    else:
+        print(header + body, end="")
+    return 0
+
+
 def cmd_vectors(args) -> int:
     if args.write:
         for path in vectors.write_all():
@@ -384,6 +408,13 @@ def main(argv=None) -> int:
     dif.add_argument("old")
     dif.add_argument("new")
     dif.set_defaults(func=cmd_diff)
+    pin = sub.add_parser(
+        "pin", help="pin an expectation file's failures by requirement and fingerprint, from runs' results"
+    )
+    pin.add_argument("run_dirs", nargs="+", help="run folders whose failures the file must cover")
+    pin.add_argument("--expectations", required=True, help="the YAML file whose reasons are carried over")
+    pin.add_argument("--write", action="store_true", help="rewrite the file (default: print it)")
+    pin.set_defaults(func=cmd_pin)
     vec = sub.add_parser("vectors", help="verify (or --write) the golden vectors")
     vec.add_argument("--write", action="store_true")
     vec.set_defaults(func=cmd_vectors)
