@@ -18,6 +18,7 @@ original did.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -47,11 +48,11 @@ def _run(strategy: st.SearchStrategy, run_seed: int, examples: int) -> list[Any]
     return drawn
 
 
-def draw(strategy: st.SearchStrategy, case_seed: int, count: int) -> list[Any]:
+def draw(strategy: st.SearchStrategy, case_seed: int, count: int) -> Iterator[Any]:
     """``count`` examples of ``strategy``, the same for the same ``case_seed`` on every run: the
     simplest example first, then each from its own Hypothesis run seeded by ``(case_seed, i)``
-    (within one run Hypothesis mutates earlier examples, which would repeat markers and batches)."""
-    drawn = _run(strategy, case_seed, 1)
+    (within one run Hypothesis mutates earlier examples, which would repeat markers and batches).
+    Lazily: a check meets the engine after its first case is drawn, not after all of them."""
+    yield _run(strategy, case_seed, 1)[0]
     for i in range(1, count):
-        drawn.append(_run(strategy, hash((case_seed, i)) & (2**63 - 1), 2)[-1])
-    return drawn[:count]
+        yield _run(strategy, hash((case_seed, i)) & (2**63 - 1), 2)[-1]

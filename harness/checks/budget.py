@@ -289,8 +289,9 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
     def run(engine, ctx: Context) -> Outcome:
         tally = Tally(requirements)
         drawn = cases.draw(scenarios(family, scope or ctx.profile.scope), ctx.seed, family.scenarios)
-        diverged = 0
+        diverged = count = 0
         for n, scenario in enumerate(drawn):
+            count += 1
             vector = scenario.vector(f"scenario-{n}", list(requirements))
             vector["max_spec_len"] = family.max_spec
             divergence = replay_scenario(engine, vector, requirements, tally)
@@ -312,9 +313,7 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
                 f"scenario {n} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
                 reproduction=reproduction_document(reduced, shown, scenario.size, minimal.size),
             )
-        return tally.outcome(
-            f"{len(drawn)} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle"
-        )
+        return tally.outcome(f"{count} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle")
 
     run.family = family  # the cases it draws, for tests of the strategies
     return run

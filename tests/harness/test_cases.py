@@ -83,7 +83,7 @@ def test_every_catalogue_family_generates_reachable_scenarios_only():
 
 
 def test_unreachable_names_drafts_before_output_and_shared_marker_ids():
-    scenario = draw(scenarios(BATCH, "request"), 3, 2)[1]
+    scenario = list(draw(scenarios(BATCH, "request"), 3, 2))[1]
     update, slots = scenario.steps[0]
     early = slots[0].__class__([1], 1, 0)  # drafts in the step that adds the request
     bad = BudgetScenario(
@@ -96,7 +96,7 @@ def test_unreachable_names_drafts_before_output_and_shared_marker_ids():
 
 def test_draws_are_deterministic_per_seed():
     family = RejectionFamily(draft_probs="given")
-    first, again, other = (draw(rejection_cases(family), seed, 6) for seed in (11, 11, 12))
+    first, again, other = (list(draw(rejection_cases(family), seed, 6)) for seed in (11, 11, 12))
     assert all(np.array_equal(a.target_logits, b.target_logits) for a, b in zip(first, again))
     assert not all(
         a.target_logits.shape == b.target_logits.shape and np.array_equal(a.target_logits, b.target_logits)
