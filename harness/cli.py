@@ -238,6 +238,29 @@ def cmd_diff(args) -> int:
     return 1 if new_failures else 0
 
 
+def cmd_bench_diff(args) -> int:
+    from . import benchdiff
+
+    new = benchdiff.resolve(args.new)
+    if new is None:
+        raise UsageError(f"{args.new!r} is neither a bench JSON file nor a folder holding bench-*.json")
+    old = benchdiff.resolve(args.baseline, exclude=new)
+    if old is None:
+        print(f"no baseline yet: {args.baseline} holds no other bench run to compare {new} with; nothing compared")
+        return 0
+    text, regressions = benchdiff.markdown(old, new, args.min_change)
+    print(text, end="")
+    return 1 if regressions else 0
+
+
+def cmd_history(args) -> int:
+    from . import history
+
+    md, page = history.write(args.dirs, Path(args.out))
+    print(f"wrote {md} and {page}")
+    return 0
+
+
 def cmd_pin(args) -> int:
     """Rewrite an expectation file so that it pins today's failures by requirement and fingerprint."""
     path = Path(args.expectations)
@@ -408,6 +431,24 @@ def main(argv=None) -> int:
     dif.add_argument("old")
     dif.add_argument("new")
     dif.set_defaults(func=cmd_diff)
+    bdiff = sub.add_parser(
+        "bench-diff", help="compare two `specconform bench` runs: a regression only beyond the measured spread"
+    )
+    bdiff.add_argument("baseline", help="a bench-*.json, or a folder (its newest bench-*.json other than NEW)")
+    bdiff.add_argument("new", help="a bench-*.json, or a folder (its newest bench-*.json)")
+    bdiff.add_argument(
+        "--min-change",
+        type=_bounded(float, 0, 10),
+        default=0.05,
+        help="smallest relative change called a regression, whatever the spread (default: %(default)s)",
+    )
+    bdiff.set_defaults(func=cmd_bench_diff)
+    hist = sub.add_parser("history", help="trends across conformance and bench runs (Markdown and HTML)")
+    hist.add_argument("dirs", nargs="+", help="folders holding run folders (results.jsonl) and bench-*.json files")
+    hist.add_argument(
+        "--out", default="reports/history", help="where history.md and history.html go (default: %(default)s)"
+    )
+    hist.set_defaults(func=cmd_history)
     pin = sub.add_parser(
         "pin", help="pin an expectation file's failures by requirement and fingerprint, from runs' results"
     )

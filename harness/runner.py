@@ -23,6 +23,7 @@ from .core import (
     ERROR,
     FAIL,
     NOT_CLAIMED,
+    NOT_RUN,
     PASS,
     PRECONDITION_FAILED,
     STATUSES,
@@ -137,6 +138,7 @@ class Record:
     expectation_link: str = ""
     unexpected: list[str] = field(default_factory=list)  # what no expectation covers: requirement ids or "check"
     plots: list = field(default_factory=list)
+    reproduction: str = ""  # the first failing requirement's minimal reproduction, relative to the run folder
 
     @property
     def violated(self) -> list[str]:
@@ -339,6 +341,7 @@ def write_reproductions(run_dir: Path, record: Record) -> None:
         (run_dir / relative.parent).mkdir(parents=True, exist_ok=True)
         (run_dir / relative).write_text(json.dumps(document, indent=1) + "\n")
         result["reproduction"] = str(relative)
+        record.reproduction = record.reproduction or str(relative)
         command = f"specconform replay {relative} --engine {shlex.quote(record.engine_spec)}"
         result["evidence"] += f" [minimal reproduction: {relative}; {command}]"
 
@@ -384,7 +387,24 @@ def read_records(path: str | Path) -> list[dict]:
         path = path / "results.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no results at {str(path)!r} (a run folder holds results.jsonl)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [_upgraded(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _upgraded(record: dict) -> dict:
+    """A record of the format before per-requirement results (a check status and its ``violated``
+    list) in today's format, so that old published runs can be re-rendered and compared: each
+    requirement gets the check's status (a violated one FAIL, the others of a failed check NOT_RUN)
+    and one case when judged, as that format counted judged checks, not cases."""
+    if "results" in record:
+        return record
+    status, violated = record["status"], record.get("violated") or []
+    results = {}
+    for rid in record["requirements"]:
+        own = FAIL if rid in violated else (NOT_RUN if status == FAIL else status)
+        results[rid] = {"status": own, "cases": int(own in (PASS, FAIL)), "evidence": "", "fingerprint": ""}
+    expected = record.get("expected_status") == status
+    unexpected = [] if expected or status not in (FAIL, ERROR, TIMEOUT) else (violated or ["check"])
+    return {**record, "results": results, "unexpected": unexpected}
 
 
 def missing_records(run_dir: Path, records: list[dict]) -> list[str]:

@@ -25,5 +25,5 @@ if [ "$healthy" != 1 ]; then
   exit 1
 fi
 specconform run --engine openai --base-url "http://127.0.0.1:$port/v1" --model "$model" \
-  --api-profile transformers-serve --check 'api.*' --expectations expectations/transformers-5.23.yaml \
+  --engine-name "transformers-serve-$version" --api-profile transformers-serve --check 'api.*' --expectations expectations/transformers-5.23.yaml \
   --report-dir "reports/engines/transformers-$version" "$@"
