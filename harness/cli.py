@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from . import checks as checks_module
-from . import reports, runner, spec, vectors
+from . import reports, runner, spec, stats, vectors
 from .adapters import UsageError, check_engine_spec
 from .core import Context
 from .isolation import EngineProcess, EngineUsageError
@@ -89,7 +89,14 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
             engine = EngineProcess(engine_spec, api_options)
 
             def ctx_for(info, profile=profile):
-                return Context(profile=profile or info.profile, seed=args.seed, trials=args.trials, alpha=args.alpha)
+                return Context(
+                    profile=profile or info.profile,
+                    seed=args.seed,
+                    trials=args.trials,
+                    alpha=args.alpha,
+                    deviation=args.deviation,
+                    power=args.power,
+                )
 
             def on_record(record):
                 writer(record)
@@ -353,7 +360,29 @@ def _add_run_options(parser) -> None:
         "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
     )
     parser.add_argument(
-        "--trials", type=_bounded(int, 1, 10**9), default=20_000, help="trials per case in statistical checks (>= 1)"
+        "--trials",
+        type=_bounded(int, 1, 10**10),
+        default=None,
+        help="the most trials one case of a statistical check may run (default 100,000; --thorough 40,000,000); "
+        "positions it leaves short of the declared deviation are NOT_RUN",
+    )
+    parser.add_argument(
+        "--deviation",
+        type=_bounded(float, 0, 1, open_interval=True),
+        default=None,
+        help="the total-variation deviation every counted statistical test must detect and certify "
+        "(default 0.05; --thorough 0.003)",
+    )
+    parser.add_argument(
+        "--power",
+        type=_bounded(float, 0, 1, open_interval=True),
+        default=None,
+        help="probability of detecting --deviation, and of a conforming engine certifying it (default 0.9)",
+    )
+    parser.add_argument(
+        "--thorough",
+        action="store_true",
+        help="for GPUs: statistical checks sized for TV 0.003 with up to 40,000,000 trials per case",
     )
     parser.add_argument(
         "--alpha",
@@ -472,6 +501,15 @@ def main(argv=None) -> int:
     lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks")
     lst.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
+    if hasattr(args, "thorough"):  # the statistical defaults follow --thorough
+        power, cap = (
+            (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
+            if args.thorough
+            else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
+        )
+        args.deviation = power.deviation if args.deviation is None else args.deviation
+        args.power = power.power if args.power is None else args.power
+        args.trials = cap if args.trials is None else args.trials
     try:
         return args.func(args)
     except (UsageError, EngineUsageError, FileNotFoundError) as exc:

@@ -352,6 +352,7 @@ def reproduction(engine_args: str, profile_arg: str = "") -> Callable[[Check, Co
     def line(check: Check, ctx: Context) -> str:
         return (
             f"specconform run {engine_args} --check {shlex.quote(check.name)} --seed {ctx.seed} --trials {ctx.trials}"
+            f" --deviation {ctx.deviation} --power {ctx.power}"
             + (f" --profile {shlex.quote(profile_arg)}" if profile_arg else "")
         )
 
