@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from . import checks as checks_module
-from . import reports, runner, spec, vectors
+from . import reports, runner, spec, stats, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
 from .adapters.http import API_PROFILES
 from .core import Context
@@ -188,7 +188,12 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
 
                 def ctx_for(info, profile=profile):
                     return Context(
-                        profile=profile or info.profile, seed=args.seed, trials=args.trials, alpha=args.alpha
+                        profile=profile or info.profile,
+                        seed=args.seed,
+                        trials=args.trials,
+                        alpha=args.alpha,
+                        deviation=args.deviation,
+                        power=args.power,
                     )
 
                 def on_record(record, progress=progress):
@@ -204,6 +209,7 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
                         timeout_s=args.timeout,
                         on_record=on_record,
                         reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
+                        run_dir=run_dir,
                     )
                 finally:
                     engine.stop()
@@ -284,6 +290,33 @@ def cmd_zoo(args) -> int:
     print("\n".join(lines))
     print(f"reports in {run_dir}")
     return 0 if all(z["caught"] for z in table) else 1
+
+
+def cmd_replay(args) -> int:
+    """Re-run a standalone vector file (a minimal reproduction) against one engine."""
+    from . import reproductions
+    from .adapters import make_engine
+
+    check_engine_spec(args.engine, {})
+    try:
+        document = reproductions.load(args.file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    engine = make_engine(args.engine, {})
+    failed = 0
+    recorded = document.get("fingerprint", "")
+    for result in reproductions.replay(engine, document):
+        if result.fingerprint:
+            failed += 1
+            same = (
+                ""
+                if not recorded
+                else (" (as recorded)" if result.fingerprint == recorded else f" (recorded {recorded})")
+            )
+            print(f"FAIL {result.fingerprint}{same} {result.name}: {result.evidence}")
+        else:
+            print(f"PASS {result.name}: {result.evidence}")
+    return 1 if failed else 0
 
 
 def cmd_report(args) -> int:
@@ -446,7 +479,29 @@ def _add_run_options(parser) -> None:
         "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
     )
     parser.add_argument(
-        "--trials", type=_bounded(int, 1, 10**9), default=20_000, help="trials per case in statistical checks (>= 1)"
+        "--trials",
+        type=_bounded(int, 1, 10**10),
+        default=None,
+        help="the most trials one case of a statistical check may run (default 100,000; --thorough 40,000,000); "
+        "positions it leaves short of the declared deviation are NOT_RUN",
+    )
+    parser.add_argument(
+        "--deviation",
+        type=_bounded(float, 0, 1, open_interval=True),
+        default=None,
+        help="the total-variation deviation every counted statistical test must detect and certify "
+        "(default 0.05; --thorough 0.003)",
+    )
+    parser.add_argument(
+        "--power",
+        type=_bounded(float, 0, 1, open_interval=True),
+        default=None,
+        help="probability of detecting --deviation, and of a conforming engine certifying it (default 0.9)",
+    )
+    parser.add_argument(
+        "--thorough",
+        action="store_true",
+        help="for GPUs: statistical checks sized for TV 0.003 with up to 40,000,000 trials per case",
     )
     parser.add_argument(
         "--alpha",
@@ -519,6 +574,12 @@ def build_parser() -> argparse.ArgumentParser:
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
     _add_run_options(zoo)
     zoo.set_defaults(func=cmd_zoo)
+    rpl = sub.add_parser("replay", help="re-run a standalone vector file (a minimal reproduction) against an engine")
+    rpl.add_argument("file", help="a vector file, e.g. RUN_DIR/reproductions/<engine>--<check>--<requirement>.json")
+    rpl.add_argument(
+        "--engine", required=True, help="oracle, reference[:cuda[:triton]], zoo:<mutant> or module:factory"
+    )
+    rpl.set_defaults(func=cmd_replay)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
     rep.add_argument("run_dir", help="a run folder (one that holds results.jsonl)")
     rep.set_defaults(func=cmd_report)
@@ -579,6 +640,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "thorough"):  # the statistical defaults follow --thorough
+        power, cap = (
+            (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
+            if args.thorough
+            else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
+        )
+        args.deviation = power.deviation if args.deviation is None else args.deviation
+        args.power = power.power if args.power is None else args.power
+        args.trials = cap if args.trials is None else args.trials
     try:
         return args.func(args)
     except BrokenPipeError:  # the reader went away (`specconform list | head`): stop quietly, as cat does

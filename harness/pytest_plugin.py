@@ -41,7 +41,10 @@ def pytest_addoption(parser):
     )
     group.addoption("--specconform-expectations", help="YAML file of known failures")
     group.addoption("--specconform-seed", type=int, default=20261121, help="seed of every generated case")
-    group.addoption("--specconform-trials", type=int, default=20_000, help="trials per case in statistical checks")
+    group.addoption("--specconform-trials", type=int, default=100_000, help="the most trials one statistical case runs")
+    group.addoption(
+        "--specconform-deviation", type=float, default=0.05, help="the TV deviation statistical tests must certify"
+    )
     group.addoption(
         "--specconform-timeout", type=float, default=600, help="seconds per check (and for the factory) before TIMEOUT"
     )
@@ -100,6 +103,7 @@ class SpecconformItem(pytest.Item):
                 profile=state["profile"] or info.profile,
                 seed=option("--specconform-seed"),
                 trials=option("--specconform-trials"),
+                deviation=option("--specconform-deviation"),
             )
 
         (record,) = runner.run_checks(

@@ -2,68 +2,20 @@
 under the reference draws), the output contract, seeded independence, and calibrated distribution
 checks (specs/statistics.md).
 
-Cases are independent, so a check judges every case after a mismatch too; each case counts for the
+Generated cases come from the shared strategies (``harness.cases.rejection``, which documents why
+each is reachable). Cases are independent, so a check judges every case after a mismatch too; each case counts for the
 requirements it exercises, and a mismatch is blamed on the requirement of the first diverging request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from .. import stats
+from .. import cases, shrink, stats, vectors
+from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejection_cases, smaller_cases
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
-
-# The smallest total-variation deviation a distribution test must detect (power 0.99) to count as a
-# case: a position whose reached trials cannot detect it leaves its requirements NOT_RUN, never PASS.
-DETECTABLE_TV = 0.05
-
-
-def random_case(
-    rng,
-    *,
-    greedy: float,
-    forced: float = 0.0,
-    with_q: bool | None = None,
-    zero_draft=0.2,
-    vocab=None,
-    ties=False,
-    masks=True,
-) -> rs.RejectionCase:
-    V = int(vocab or rng.choice([1, 2, 5, 37, 64, 100, 257]))
-    B = int(rng.integers(1, 5))
-    K = [0 if rng.random() < zero_draft else int(rng.integers(1, 4)) for _ in range(B)]
-    rows = sum(K) + B
-    logits = rng.normal(scale=2.0, size=(rows, V))
-    if ties:
-        logits = np.round(logits)
-    if masks:
-        mask = rng.random((rows, V)) < 0.3
-        mask[np.arange(rows), rng.integers(0, V, rows)] = False
-        logits[mask] = -np.inf
-    temperature = [0.0 if rng.random() < greedy else float(rng.choice([0.5, 1.0, 1.5])) for _ in range(B)]
-    use_q = bool(rng.random() < 0.5) if with_q is None else with_q
-    q = None
-    if use_q and sum(K):
-        q = rng.dirichlet(np.ones(V), size=sum(K)).astype(np.float32).astype(np.float64)
-        q = q / q.sum(axis=1, keepdims=True)
-        drafts = [int(rng.choice(V, p=row / row.sum())) for row in q]
-    else:
-        drafts = [int(t) for t in rng.integers(0, V, sum(K))]
-    forced_ids = np.where(rng.random(rows) < forced, rng.integers(0, V, rows), -1) if forced else None
-    return rs.RejectionCase(
-        logits.astype(np.float32).astype(np.float64),
-        drafts,
-        K,
-        temperature,
-        q,
-        forced_ids,
-        seeds=rng.integers(0, 2**62, B),
-        positions=rng.integers(0, 2**40, B),
-    )
 
 
 def output_problem(case: rs.RejectionCase, tokens, num) -> tuple[str, str, str] | None:
@@ -154,41 +106,95 @@ _BLAME_ORDER = (
 )
 
 
-def exact_check(make_case: Callable, requirements: tuple[str, ...], cases: int = 150):
-    """Compare ``cases`` generated cases with the oracle token for token; every case is judged."""
+def judge_exact(
+    engine, case: rs.RejectionCase, requirements: tuple[str, ...], tie_break: str, tally: Tally | None = None
+) -> tuple[str, str, str] | None:
+    """Compare one case with the oracle: ``(requirement, mode, evidence)`` of its first violation or
+    None; the requests compared before it count in ``tally`` (when given). ``None`` as well for a case
+    that cannot be compared (``comparable`` says which)."""
+    expected, num, _ = rs.sample_case(case)
+    tokens, got_num = engine.rejection_sample(case)
+    problem = output_problem(case, tokens, got_num)
+    if problem:
+        return problem[0], problem[1], f"{problem[2]} ({_describe(case)})"
+    tokens = np.asarray(tokens)[:, : expected.shape[1]]
+    for i in range(case.batch_size):
+        tags = request_requirements(case, i, int(num[i]), tie_break) & set(requirements)
+        if tokens[i].tolist() != expected[i].tolist():
+            blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
+            return (
+                blame,
+                "token-differs-from-oracle",
+                f"request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} ({_describe(case)})",
+            )
+        if tally is not None:
+            tally.exercised(*tags)
+    return None
+
+
+def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
+    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3), or with a tie that the
+    profile lets the engine break either way."""
+    _, _, traces = rs.sample_case(case)
+    if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
+        return False
+    return not (tie_break == "any" and has_tie(case.target_logits))
+
+
+def _reproduction(engine, case, failure, requirements, tie_break) -> tuple[rs.RejectionCase, dict]:
+    """The failing case minimised on the same fingerprint, and its standalone vector document."""
+    rid, mode, _ = failure
+
+    def still_fails(candidate: rs.RejectionCase) -> bool:
+        try:
+            candidate.validate()
+            if not comparable(candidate, tie_break):
+                return False
+            found = judge_exact(engine, candidate, requirements, tie_break)
+        except Exception:  # invalid, or the engine fails otherwise: not the same failure
+            return False
+        return found is not None and found[:2] == (rid, mode)
+
+    minimal = shrink.minimise(case, smaller_cases, still_fails)
+    entry = vectors._exact_case("minimal", [rid, *[r for r in requirements if r != rid]], minimal)
+    entry["tie_break"] = tie_break
+    document = {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": f"{rid}/{mode}",
+        "original_size": case_size(case),
+        "minimal_size": case_size(minimal),
+        "exact": [entry],
+        "errors": [],
+    }
+    return minimal, document
+
+
+def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: int = 150):
+    """Compare ``count`` cases of ``family`` (drawn from ``ctx.seed``) with the oracle token for token;
+    every case is judged, and the first failure of each requirement is minimised into a reproduction."""
 
     def run(engine, ctx: Context) -> Outcome:
-        rng = np.random.default_rng(ctx.seed)
         tally = Tally(requirements)
         compared = skipped = 0
-        for n in range(cases):
-            case = make_case(rng)
-            expected, num, traces = rs.sample_case(case)
-            if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
-                skipped += 1  # within 1e-5 of a floating-point decision (RS-RNG-3)
-                continue
-            if ctx.profile.tie_break == "any" and has_tie(case.target_logits):
+        tie_break = ctx.profile.tie_break
+        for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, count)):
+            if not comparable(case, tie_break):
                 skipped += 1
                 continue
-            tokens, got_num = engine.rejection_sample(case)
             compared += 1
-            problem = output_problem(case, tokens, got_num)
-            if problem:
-                tally.violated(problem[0], problem[1], f"case {n}: {problem[2]} ({_describe(case)})")
+            failure = judge_exact(engine, case, requirements, tie_break, tally)
+            if failure is None:
                 continue
-            tokens = np.asarray(tokens)[:, : expected.shape[1]]
-            for i in range(case.batch_size):
-                tags = request_requirements(case, i, int(num[i]), ctx.profile.tie_break) & set(requirements)
-                if tokens[i].tolist() != expected[i].tolist():
-                    blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
-                    tally.violated(
-                        blame,
-                        "token-differs-from-oracle",
-                        f"case {n} request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} "
-                        f"({_describe(case)})",
-                    )
-                    break
-                tally.exercised(*tags)
+            rid, mode, evidence = failure
+            if rid in tally.failures:
+                tally.violated(rid, mode, "")
+                continue
+            minimal, document = _reproduction(engine, case, failure, requirements, tie_break)
+            shown = judge_exact(engine, minimal, requirements, tie_break)
+            if shown is not None and shown[:2] == (rid, mode):
+                evidence = f"{shown[2]}; minimised from case {n} ({case_size(case)} rows to {case_size(minimal)})"
+            tally.violated(rid, mode, f"case {n}: {evidence}", reproduction=document)
         return tally.outcome(f"{compared} cases compared with the oracle, {skipped} skipped at a rounding boundary")
 
     return run
@@ -204,14 +210,8 @@ def _describe(case: rs.RejectionCase) -> str:
 def output_contract(engine, ctx: Context) -> Outcome:
     requirements = ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3")
     tally = Tally(requirements)
-    rng = np.random.default_rng(ctx.seed)
-    for n in range(120):
-        V = int(rng.choice([1, 3, 37, 1000, 4097, 8193]))
-        case = random_case(rng, greedy=0.3, forced=0.1, vocab=V)
-        if rng.random() < 0.5:  # a zero-probability tail, the shape that once returned id V
-            case.target_logits[:, V // 2 + 1 :] = -np.inf
-            empty = ~np.isfinite(case.target_logits).any(axis=1)
-            case.target_logits[empty, 0] = 0.0
+    family = RejectionFamily(forced=True, masks=MASKS, vocabs=VOCABS)  # the tail mask once returned id V
+    for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, 120)):
         tokens, num = engine.rejection_sample(case)
         problem = output_problem(case, tokens, num)
         if problem:
@@ -220,7 +220,9 @@ def output_contract(engine, ctx: Context) -> Outcome:
         tally.exercised("RS-INPUT-1", "RS-LAYOUT-2", "RS-PROB-3")
         if np.isneginf(case.target_logits).any():
             tally.exercised("RS-INPUT-2")
-    return tally.outcome("120 cases: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree")
+    return tally.outcome(
+        "120 cases, V from 1 to 262,144: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree"
+    )
 
 
 def seeded_independence(engine, ctx: Context) -> Outcome:
@@ -270,8 +272,12 @@ def _engine_sampler(engine):
 def distribution_check(requirements: tuple[str, ...], one_hot: bool):
     """Calibrated G-tests of every position and of the accepted length (specs/statistics.md).
 
-    A position counts as a case of RS-PROB-5 only when the trials that reached it detect a deviation
-    of ``DETECTABLE_TV`` with power 0.99; the accepted-length test likewise for RS-PROB-6."""
+    The trials of each case follow from the declared ``Power(ctx.deviation, ctx.power)`` per position
+    (``stats.planned_trials``), capped at ``ctx.trials``. A position counts as a case of RS-PROB-5 (the
+    accepted length of RS-PROB-6) only when its test passes, the trials that reached it detect the
+    declared deviation with the declared power, and it certifies ``TV ≤ deviation``; otherwise it stays
+    uncounted, and a requirement no position counted for is NOT_RUN. STAT-POWER-1 and STAT-CERT-1 count
+    only for a case whose every reachable test was counted."""
 
     def run(engine, ctx: Context) -> Outcome:
         cases = [c for c in stats.standard_cases(large_vocab=1000) if c.pass_q]
@@ -280,66 +286,72 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
                 stats.DistributionCase(c.name + "-one-hot", c.target_logits, c.q, c.temperature, pass_q=False)
                 for c in cases
             ]
+        target = stats.Power(ctx.deviation, ctx.power)
         alpha_test = stats.family_alpha_test(ctx.alpha, cases)
-        sampler = _engine_sampler(engine)
         tally = Tally(requirements)
-        plots, certified, worst_p, underpowered = [], [], 1.0, 0
-        harness_requirements = [r for r in requirements if r.startswith("STAT-")]
+        plots, lines, trials, counted, uncounted, worst_p = [], [], [], 0, 0, 1.0
         for i, case in enumerate(cases):
-            report = stats.distribution_check(sampler, case, ctx.trials, alpha_test, ctx.seed + i)
-            tally.exercised(*harness_requirements)
-            if report.out_of_range:
-                tally.violated(
-                    "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{case.name}: {report.out_of_range} bad rows"
-                )
-            cells = min(case.target_logits.shape[1], 32)
-            for j, result in enumerate(report.positions):
-                detectable = stats.detectable_deviation(max(result.trials, 1), cells, alpha_test)
-                worst_p = min(worst_p, result.p_value) if result.trials else worst_p
-                if not result.passed:
-                    kind = "zero-probability-token" if result.zero_hits else "position-distribution"
-                    tally.violated(
-                        "RS-PROB-5",
-                        kind,
-                        f"{case.name} position {j}: p = {result.p_value:.3g} < α_test {alpha_test:.2g}, "
-                        f"{result.zero_hits} samples on p = 0 tokens, TV ≤ {result.tv_upper:.3f} "
-                        f"({result.trials} trials reached it)",
-                    )
-                elif result.trials and detectable <= DETECTABLE_TV:
-                    tally.exercised(*[r for r in ("RS-PROB-5", "RS-RNG-2", "RS-ONEHOT-2") if r in requirements])
-                    certified.append(result.tv_upper)
-                else:
-                    underpowered += 1
-            length = report.accepted_length
-            if not length.passed:
-                tally.violated(
-                    "RS-PROB-6",
-                    "accepted-length-law",
-                    f"{case.name}: accepted-length p = {length.p_value:.3g} < α_test {alpha_test:.2g}",
-                )
-            elif stats.detectable_deviation(max(length.trials, 1), case.K + 1, alpha_test) <= DETECTABLE_TV:
-                tally.exercised("RS-PROB-6")
-            else:
-                underpowered += 1
-            plots.append(
-                {
-                    "kind": "distribution",
-                    "case": case.name,
-                    "target": case.p.tolist(),
-                    "positions": [
-                        {"p_value": r.p_value, "tv_upper": r.tv_upper, "trials": r.trials} for r in report.positions
-                    ],
-                    "accepted_length": {"p_value": length.p_value, "trials": length.trials},
-                    "empirical": report.empirical,
-                    "lengths": report.lengths,
-                    "expected_lengths": report.expected_lengths,
-                }
-            )
+            n = stats.planned_trials(case, target, alpha_test, ctx.trials)
+            trials.append(n)
+            report = stats.distribution_check(_engine_sampler(engine), case, n, alpha_test, ctx.seed + i, target)
+            judge_report(report, requirements, tally)
+            lines += report.position_lines()
+            reachable = [j for j, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE]
+            tests = reachable + [report.accepted_length]
+            counted += sum(t.counted for t in tests)
+            uncounted += sum(not t.counted and not t.failed for t in tests)
+            worst_p = min([worst_p] + [t.result.p_value for t in tests if t.result.trials])
+            plots.append(_distribution_plot(case, report))
         summary = (
-            f"{len(cases)} cases × {ctx.trials} trials; smallest p {worst_p:.3g} at α_test {alpha_test:.2g}; "
-            f"{len(certified)} tests certify TV ≤ {max(certified, default=float('nan')):.3f}; "
-            f"{underpowered} tests could not detect TV {DETECTABLE_TV} (not counted)"
+            f"{len(cases)} cases, {min(trials)}..{max(trials)} trials each (sized for TV {target.deviation} at "
+            f"power {target.power}, at most {ctx.trials}); {counted} tests certify TV ≤ {target.deviation}, "
+            f"{uncounted} not counted; smallest p {worst_p:.3g} at α_test {alpha_test:.2g}\n" + "\n".join(lines)
         )
-        return tally.outcome(summary, p_value=worst_p, alpha=alpha_test, trials=ctx.trials, plots=plots)
+        return tally.outcome(summary, p_value=worst_p, alpha=alpha_test, trials=sum(trials), plots=plots)
 
     return run
+
+
+def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally) -> None:
+    """Count ``report``'s judged tests into ``tally`` for ``requirements``: failures violate RS-PROB-5,
+    RS-PROB-6 or RS-INPUT-1; a counted position exercises RS-PROB-5 and the position-level requirements
+    the check names; the harness's STAT-* requirements count once for a case whose every reachable test
+    was counted (STAT-POWER-1 can then not be PASS at trials that cannot reach the declared deviation)."""
+    if report.out_of_range:
+        tally.violated(
+            "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows"
+        )
+    per_position = [r for r in ("RS-PROB-5", "RS-RNG-2", "RS-ONEHOT-2") if r in requirements]
+    complete = True
+    for j, judgement in enumerate(report.positions):
+        if judgement.failed:
+            kind = "zero-probability-token" if judgement.result.zero_hits else "position-distribution"
+            tally.violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"))
+        elif judgement.counted:
+            tally.exercised(*per_position)
+        elif report.reach[j] > stats.UNREACHABLE:
+            complete = False
+    length = report.accepted_length
+    if length.failed:
+        tally.violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"))
+    elif length.counted:
+        tally.exercised(*[r for r in ("RS-PROB-6",) if r in requirements])
+    else:
+        complete = False
+    if complete:
+        tally.exercised(*[r for r in requirements if r.startswith("STAT-")])
+
+
+def _distribution_plot(case: stats.DistributionCase, report: stats.DistributionReport) -> dict:
+    return {
+        "kind": "distribution",
+        "case": case.name,
+        "target": case.p.tolist(),
+        "deviation": report.target.deviation,
+        "power": report.target.power,
+        "positions": [j.to_json() for j in report.positions],
+        "accepted_length": report.accepted_length.to_json(),
+        "empirical": report.empirical,
+        "lengths": report.lengths,
+        "expected_lengths": report.expected_lengths,
+    }
