@@ -1,0 +1,638 @@
+"""Mutation testing of the reference implementation and the oracle-backed engine, judged by the harness.
+
+Each mutant is one small change to one source file: an operator (``+`` for ``-``, ``and`` for ``or``, a
+dropped ``not``), a comparison (a boundary ``<`` for ``<=``, or its negation), a constant (``n`` for
+``n + 1`` and ``n - 1``, ``True`` for ``False``) or a dropped statement (a call, a ``raise``, an
+augmented assignment, a write into a tensor or attribute, a re-assignment of a bound name). The mutant is
+judged by the conformance checks, not by the project's unit tests: its file is written into a private copy
+of its top-level package, and ``python -m harness.mutation judge`` runs the checks against the engine in
+its own process (``harness.isolation``: a hang is a TIMEOUT) until the first check that is not passed.
+A mutant that some check fails (FAIL, ERROR or TIMEOUT) is KILLED; one that every check passes SURVIVED.
+
+Why an AST mutator of our own: mutmut 3 instruments functions with trampolines and decides through its
+own pytest run (no command of ours per mutant), and cosmic-ray's local runs mutate the working tree in
+place and report only the test command's exit code; neither records which check and requirement killed a
+mutant, which is what the score is about.
+
+``python -m harness.mutation run`` writes ``reports/mutation/<date>/``: ``mutants.jsonl`` (per mutant:
+file, line, operator, diff, status, the killing check and requirements, seconds) and ``summary.md``, with
+each survivor's classification from ``expectations/mutation-equivalent.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import fnmatch
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+KILLING = ("FAIL", "ERROR", "TIMEOUT")
+
+BINARY_SWAPS = {
+    ast.Add: ("+", "-"),
+    ast.Sub: ("-", "+"),
+    ast.Mult: ("*", "/"),
+    ast.Div: ("/", "*"),
+    ast.FloorDiv: ("//", "/"),
+    ast.Mod: ("%", "*"),
+    ast.LShift: ("<<", ">>"),
+    ast.RShift: (">>", "<<"),
+    ast.BitAnd: ("&", "|"),
+    ast.BitOr: ("|", "&"),
+    ast.BitXor: ("^", "|"),
+    ast.Pow: ("**", "*"),
+}
+# comparison: (symbol, boundary replacement or None, negation)
+COMPARE_SWAPS = {
+    ast.Lt: ("<", "<=", ">="),
+    ast.LtE: ("<=", "<", ">"),
+    ast.Gt: (">", ">=", "<="),
+    ast.GtE: (">=", ">", "<"),
+    ast.Eq: ("==", None, "!="),
+    ast.NotEq: ("!=", None, "=="),
+    ast.In: ("in", None, "not in"),
+    ast.NotIn: ("not in", None, "in"),
+    ast.Is: ("is", None, "is not"),
+    ast.IsNot: ("is not", None, "is"),
+}
+OPERATORS = ("binary", "boolean", "unary", "boundary", "negate-comparison", "constant", "drop-statement")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A file to mutate, the engine that judges it, the requirement area (id prefix) each function's code
+    implements, and the functions left alone (``skip``: name globs, each with its reason in ``why``)."""
+
+    path: str
+    engine: str
+    areas: dict[str, str]  # function-name glob -> requirement prefix ("TB-", "RS-", "AC-"); "*" = default
+    skip: tuple[str, ...] = ()
+    why: str = ""
+
+    def area(self, function: str) -> str:
+        return next((a for pattern, a in self.areas.items() if fnmatch.fnmatchcase(function, pattern)), "")
+
+
+TRITON_ONLY = "reached only with backend='triton' (GPU, or the Triton interpreter); the CPU path never runs them"
+TARGETS = (
+    Target(
+        "impl/thinking_budget.py",
+        "reference",
+        {"*": "TB-"},
+        ("ThinkingBudgetState._forced_triton",),
+        TRITON_ONLY,
+    ),
+    Target("impl/markers.py", "reference", {"*": "TB-"}),
+    Target(
+        "impl/rejection.py",
+        "reference",
+        {"*": "RS-"},
+        (
+            "PROGRAMS_PER_SM",
+            "WIDE_WARPS",
+            "NARROW_WARPS",
+            "_target_programs",
+            "_multi_processors",
+            "_launch_shape",
+            "_cdiv",
+            "_rejection_triton",
+            "triton_next_pow2",
+            "_block_size",
+        ),
+        TRITON_ONLY,
+    ),
+    Target("impl/counting.py", "reference", {"*": "AC-"}),
+    Target(
+        "impl/validation.py",
+        "reference",
+        {"*": ""},  # shared by every area: any requirement's check may kill it
+        ("describe", "_same_device"),
+        "describe only formats error text (no requirement constrains its wording); _same_device compares "
+        "CUDA device indices and is reached only with CUDA tensors",
+    ),
+    Target(
+        "harness/adapters/oracle.py",
+        "oracle",
+        {
+            "OracleEngine.budget_state": "TB-",
+            "OracleBudget.*": "TB-",
+            "OracleEngine.rejection_sample": "RS-",
+            "OracleEngine.count_emitted": "AC-",
+            "OracleEngine.acceptance_metrics": "AC-",
+            "*": "",
+        },
+    ),
+)
+
+# The checks every mutant is judged by: every kernel-level check except the statistical ones (seeded
+# draws are judged exactly by rejection/reference-draws; the distribution checks take most of a run).
+FAST_EXCLUDE = ("api.*", "rejection/distribution*")
+
+
+@dataclass
+class Mutant:
+    """One change: ``replacement`` replaces ``source[start:end]`` (byte offsets into the UTF-8 source)."""
+
+    path: str
+    function: str  # qualified name of the enclosing function or class ("<module>" at top level)
+    line: int
+    operator: str  # one of OPERATORS
+    original: str
+    replacement: str
+    start: int
+    end: int
+    key: str = ""  # stable across edits elsewhere in the file: path, function, operator, change, occurrence
+
+    def apply(self, source: str) -> str:
+        data = source.encode()
+        return (data[: self.start] + self.replacement.encode() + data[self.end :]).decode()
+
+    def diff(self, source: str) -> str:
+        return "".join(
+            difflib.unified_diff(
+                source.splitlines(True),
+                self.apply(source).splitlines(True),
+                f"a/{self.path}",
+                f"b/{self.path}",
+                n=0,
+            )
+        )
+
+
+class _Mutator(ast.NodeVisitor):
+    """Collects the mutants of one module (see the module docstring for the operators)."""
+
+    def __init__(self, source: str, path: str, skip: tuple[str, ...]):
+        self.data = source.encode()
+        self.path = path
+        self.skip = skip
+        self.line_starts = [0]
+        for line in self.data.splitlines(True):
+            self.line_starts.append(self.line_starts[-1] + len(line))
+        self.scope: list[str] = []
+        self.bound: list[set[str]] = [set()]
+        self.mutants: list[Mutant] = []
+
+    # -- positions ------------------------------------------------------------------------------
+
+    def _start(self, node) -> int:
+        return self.line_starts[node.lineno - 1] + node.col_offset
+
+    def _end(self, node) -> int:
+        return self.line_starts[node.end_lineno - 1] + node.end_col_offset
+
+    def _text(self, start: int, end: int) -> str:
+        return self.data[start:end].decode()
+
+    def _add(self, node, operator: str, start: int, end: int, replacement: str) -> None:
+        function = ".".join(self.scope) or "<module>"
+        original = self._text(start, end)
+        self.mutants.append(Mutant(self.path, function, node.lineno, operator, original, replacement, start, end))
+
+    def _token_between(self, left, right, symbol: str) -> tuple[int, int] | None:
+        """The span of operator ``symbol`` between the end of ``left`` and the start of ``right``."""
+        start, end = self._end(left), self._start(right)
+        gap = self._text(start, end)
+        core = gap.strip(" \t\r\n()\\")
+        if " ".join(core.split()) != symbol:
+            return None
+        offset = len(gap[: gap.index(core)].encode())
+        return start + offset, start + offset + len(core.encode())
+
+    # -- scopes ---------------------------------------------------------------------------------
+
+    def _skipped(self, name: str) -> bool:
+        qualified = ".".join([*self.scope, name])
+        return any(fnmatch.fnmatchcase(qualified, p) or fnmatch.fnmatchcase(name, p) for p in self.skip)
+
+    def _visit_scope(self, node, name: str, bound: set[str]) -> None:
+        if self._skipped(name):
+            return
+        self.scope.append(name)
+        self.bound.append(set(bound))
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        for statement in body:
+            self.visit(statement)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for default in [*node.args.defaults, *node.args.kw_defaults]:
+                if default is not None:
+                    self.visit(default)
+        self.bound.pop()
+        self.scope.pop()
+
+    def visit_Module(self, node):
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        for statement in body:
+            self.visit(statement)
+
+    def visit_FunctionDef(self, node):
+        args = node.args
+        names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        self._visit_scope(node, node.name, names)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        self._visit_scope(node, node.name, set())
+
+    # -- things left alone ----------------------------------------------------------------------
+
+    def visit_Import(self, node):
+        pass
+
+    visit_ImportFrom = visit_Import
+
+    def visit_JoinedStr(self, node):  # error-message text
+        pass
+
+    def visit_AnnAssign(self, node):
+        if node.value is not None:
+            self.visit(node.value)
+
+    def visit_If(self, node):
+        self.visit(node.test)
+        if "triton" in self._text(self._start(node.test), self._end(node.test)).lower():
+            for statement in node.orelse:
+                self.visit(statement)  # the Triton branch is not the CPU path
+            return
+        for statement in [*node.body, *node.orelse]:
+            self.visit(statement)
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def _drop(self, node) -> None:
+        self._add(node, "drop-statement", self._start(node), self._end(node), "pass")
+
+    def visit_Assign(self, node):
+        names = {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+        if "__all__" in names or any(self._skipped(name) for name in names):
+            return
+        writes_into = any(isinstance(t, (ast.Subscript, ast.Attribute)) for t in node.targets)
+        if writes_into or (names and names <= self.bound[-1]):
+            self._drop(node)
+        self.generic_visit(node)
+        self.bound[-1] |= names
+
+    def visit_AugAssign(self, node):
+        self._drop(node)
+        self.generic_visit(node)
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Call):
+            self._drop(node)
+        self.generic_visit(node)
+
+    def visit_Raise(self, node):
+        self._drop(node)  # its message is an f-string: nothing inside is mutated
+
+    def visit_For(self, node):
+        self.bound[-1] |= {t.id for t in ast.walk(node.target) if isinstance(t, ast.Name)}
+        self.generic_visit(node)
+
+    # -- expressions ----------------------------------------------------------------------------
+
+    def visit_BinOp(self, node):
+        swap = BINARY_SWAPS.get(type(node.op))
+        span = swap and self._token_between(node.left, node.right, swap[0])
+        if span:
+            self._add(node, "binary", *span, swap[1])
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node):
+        symbol, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+        for left, right in zip(node.values, node.values[1:]):
+            span = self._token_between(left, right, symbol)
+            if span:
+                self._add(node, "boolean", *span, other)
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node):
+        if isinstance(node.op, (ast.Not, ast.Invert, ast.USub)):
+            self._add(node, "unary", self._start(node), self._start(node.operand), "")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node):
+        lefts = [node.left, *node.comparators[:-1]]
+        for op, left, right in zip(node.ops, lefts, node.comparators):
+            symbol, boundary, negation = COMPARE_SWAPS[type(op)]
+            span = self._token_between(left, right, symbol)
+            if span is None:
+                continue
+            if boundary:
+                self._add(node, "boundary", *span, boundary)
+            self._add(node, "negate-comparison", *span, negation)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        value = node.value
+        start, end = self._start(node), self._end(node)
+        if isinstance(value, bool):
+            self._add(node, "constant", start, end, str(not value))
+        elif isinstance(value, (int, float)):
+            for changed in (value + 1, value - 1):
+                self._add(node, "constant", start, end, repr(changed))
+
+
+def mutants_of(source: str, path: str, skip: tuple[str, ...] = ()) -> list[Mutant]:
+    """Every mutant of ``source`` (the file at ``path``), in source order, each with its stable ``key``."""
+    mutator = _Mutator(source, path, skip)
+    mutator.visit(ast.parse(source))
+    mutants = sorted(mutator.mutants, key=lambda m: (m.start, m.end, m.operator, m.replacement))
+    seen: Counter = Counter()
+    for m in mutants:
+        change = f"{m.path}:{m.function}:{m.operator}:{m.original}->{m.replacement}"
+        seen[change] += 1
+        m.key = f"{change}#{seen[change]}"
+    return mutants
+
+
+# -- judging one mutant -------------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    """What the checks said of one mutant: KILLED (by ``check`` with ``status``, violating
+    ``requirements``; ``requirements`` is the check's own list for ERROR and TIMEOUT) or SURVIVED."""
+
+    status: str
+    check: str = ""
+    check_status: str = ""
+    requirements: list[str] = field(default_factory=list)
+    message: str = ""
+    checks_run: int = 0
+    seconds: float = 0.0
+
+
+def ordered_checks(checks, area: str):
+    """The checks of the mutated code's own area first (then the rest, in catalogue order)."""
+    return sorted(checks, key=lambda c: not any(r.startswith(area) for r in c.requirements) if area else 0)
+
+
+def judge_here(engine_spec: str, catalogue: str, exclude, area: str, timeout_s: float, seed: int) -> Verdict:
+    """Judge the engine importable from this process's ``sys.path``: run the catalogue's checks in order
+    (the area's first) in the engine's own process until one is not passed."""
+    from . import runner
+    from .core import Context
+    from .isolation import EngineProcess, _load_catalogue
+
+    checks = ordered_checks(runner.select(_load_catalogue(catalogue).values(), (), exclude), area)
+    engine = EngineProcess(engine_spec, catalogue=catalogue)
+    verdict = Verdict("SURVIVED")
+    try:
+        for check in checks:
+            (record,) = runner.run_checks(
+                engine, [check], lambda info: Context(profile=info.profile, seed=seed), timeout_s=timeout_s
+            )
+            verdict.checks_run += 1
+            if record.status in KILLING:
+                first_line = record.message.splitlines()[0] if record.message else ""
+                return Verdict(
+                    "KILLED",
+                    check.name,
+                    record.status,
+                    record.violated or list(check.requirements),
+                    first_line[:300],
+                    verdict.checks_run,
+                )
+    finally:
+        engine.stop()
+    return verdict
+
+
+def judge_mutant(
+    mutant: Mutant,
+    source_root: Path,
+    work_dir: Path,
+    engine_spec: str,
+    *,
+    catalogue: str = "harness.checks:all_checks",
+    exclude=FAST_EXCLUDE,
+    area: str = "",
+    timeout_s: float = 120,
+    seed: int = 20261121,
+    python: str = sys.executable,
+) -> Verdict:
+    """Write ``mutant`` into a copy of its top-level package under ``work_dir`` (which shadows
+    ``source_root`` on the path) and judge it in a fresh interpreter; the copy is removed afterwards."""
+    top = Path(mutant.path).parts[0]
+    if work_dir.exists():
+        shutil.rmtree(work_dir)
+    work_dir.mkdir(parents=True)
+    original = source_root / top
+    if original.is_dir():
+        shutil.copytree(original, work_dir / top, ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        shutil.copy2(original, work_dir / top)
+    path = work_dir / mutant.path
+    path.write_text(mutant.apply((source_root / mutant.path).read_text()))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work_dir), str(source_root), str(REPO)]))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    command = [python, "-m", "harness.mutation", "judge", "--engine", engine_spec, "--catalogue", catalogue]
+    command += [f"--exclude={pattern}" for pattern in exclude]
+    command += ["--area", area, "--timeout", str(timeout_s), "--seed", str(seed)]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command, cwd=work_dir, env=env, capture_output=True, text=True, timeout=timeout_s * 40, check=False
+        )
+    except subprocess.TimeoutExpired:
+        verdict = Verdict("KILLED", "(whole run)", "TIMEOUT", message=f"the judge ran past {timeout_s * 40:.0f} s")
+    else:
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            raise RuntimeError(f"the judge of {mutant.key} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        verdict = Verdict(**json.loads(lines[-1]))
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    verdict.seconds = round(time.monotonic() - started, 1)
+    return verdict
+
+
+# -- a whole run ----------------------------------------------------------------------------------------
+
+
+def load_equivalent(path: Path) -> dict[str, str]:
+    """``expectations/mutation-equivalent.yaml``: mutant key -> why the mutant cannot change behaviour."""
+    if not path.exists():
+        return {}
+    entries = yaml.safe_load(path.read_text()) or []
+    return {entry["key"]: entry["why"] for entry in entries}
+
+
+def sample(mutants: list[Mutant], fraction: float, seed: int) -> list[Mutant]:
+    """A deterministic sample of ``fraction`` of the mutants, stratified by file and operator."""
+    if fraction >= 1:
+        return mutants
+    strata: dict[tuple, list[Mutant]] = {}
+    for m in mutants:
+        strata.setdefault((m.path, m.operator), []).append(m)
+    chosen = []
+    for key, group in sorted(strata.items()):
+        rng = random.Random(f"{seed}:{key}")
+        chosen += rng.sample(group, max(1, round(len(group) * fraction)))
+    return sorted(chosen, key=lambda m: (m.path, m.start, m.operator, m.replacement))
+
+
+def summary(results: list[dict], equivalent: dict[str, str], meta: dict) -> str:
+    """The Markdown summary: the score, per file and operator, and every survivor with its class."""
+    killed = [r for r in results if r["status"] == "KILLED"]
+    survivors = [r for r in results if r["status"] == "SURVIVED"]
+    equivalents = [r for r in survivors if r["key"] in equivalent]
+    gaps = [r for r in survivors if r["key"] not in equivalent]
+    judged = len(results) - len(equivalents)
+    score = len(killed) / judged if judged else float("nan")
+    off_area = [r for r in killed if r["area"] and not any(q.startswith(r["area"]) for q in r["requirements"])]
+    lines = [
+        "# Mutation score",
+        "",
+        f"Run {meta['started']} on {meta['machine']} ({meta['seconds']:.0f} s, {meta['workers']} worker(s)).",
+        f"Mutants generated: {meta['generated']}; judged: {len(results)} ({meta['sampling']}).",
+        f"Checks: every kernel-level check except {', '.join(meta['exclude'])}, the mutated area's first; "
+        "a mutant is judged until the first check that is not passed.",
+        "",
+        f"**Score: {len(killed)} killed of {judged} non-equivalent mutants = {100 * score:.1f} %** "
+        f"({len(equivalents)} equivalent, {len(gaps)} surviving non-equivalent).",
+        f"Killed on a requirement outside the mutated code's area: {len(off_area)} of {len(killed)} "
+        "(area by file and function; validation.py and module-level code have none).",
+        "",
+        "| file | operator | mutants | killed | equivalent | survived (gap) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    groups: dict[tuple, Counter] = {}
+    for r in results:
+        kind = "killed" if r["status"] == "KILLED" else "equivalent" if r["key"] in equivalent else "gap"
+        groups.setdefault((r["path"], r["operator"]), Counter())[kind] += 1
+    for (path, operator), n in sorted(groups.items()):
+        lines.append(f"| {path} | {operator} | {sum(n.values())} | {n['killed']} | {n['equivalent']} | {n['gap']} |")
+    by_status = Counter(r["check_status"] for r in killed)
+    lines += ["", "Killed by status: " + ", ".join(f"{s} {n}" for s, n in sorted(by_status.items())), ""]
+    lines += ["## Survivors", ""]
+    for r in survivors:
+        why = equivalent.get(r["key"])
+        lines.append(
+            f"- `{r['path']}:{r['line']}` {r['operator']} `{r['original']}` → `{r['replacement']}` "
+            f"({r['function']}): " + (f"equivalent: {why}" if why else "**not killed: a gap**")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> int:
+    equivalent = load_equivalent(Path(args.equivalent))
+    targets = [t for t in TARGETS if not args.target or t.path in args.target]
+    planned: list[tuple[Target, Mutant]] = []
+    generated = 0
+    for target in targets:
+        mutants = mutants_of((REPO / target.path).read_text(), target.path, target.skip)
+        mutants = [m for m in mutants if not args.operator or m.operator in args.operator]
+        generated += len(mutants)
+        planned += [(target, m) for m in sample(mutants, args.fraction, args.seed)]
+    if args.key:
+        planned = [(t, m) for t, m in planned if m.key in args.key]
+    out = Path(args.report_dir) / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True)
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="specconform-mutation-"))
+    baselines = {}
+    for target in targets:  # the unmutated code must pass every check, or no kill means anything
+        if target.engine not in baselines:
+            unchanged = Mutant(target.path, "<module>", 0, "none", "", "", 0, 0, "baseline")
+            verdict = judge_mutant(unchanged, REPO, scratch / "baseline", target.engine, timeout_s=args.timeout)
+            baselines[target.engine] = asdict(verdict)
+            if verdict.status != "SURVIVED":
+                raise SystemExit(f"the unmutated {target.engine} engine does not pass every check: {verdict}")
+    print(f"{len(planned)} of {generated} mutants to judge; results in {out}", file=sys.stderr, flush=True)
+
+    def one(index: int) -> dict:
+        target, mutant = planned[index]
+        area = target.area(mutant.function)
+        verdict = judge_mutant(
+            mutant, REPO, scratch / f"w{index}", target.engine, area=area, timeout_s=args.timeout, seed=args.seed
+        )
+        source = (REPO / mutant.path).read_text()
+        entry = {k: v for k, v in asdict(mutant).items() if k not in ("start", "end")}
+        entry.update(asdict(verdict), engine=target.engine, area=area, diff=mutant.diff(source))
+        killer = f"  <- {verdict.check} {verdict.check_status} {','.join(verdict.requirements)}"
+        print(
+            f"[{index + 1}/{len(planned)}] {verdict.status:8} {verdict.seconds:6.1f} s {mutant.key}"
+            + (killer if verdict.check else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+        return entry
+
+    results = []
+    with ThreadPoolExecutor(args.workers) as pool, (out / "mutants.jsonl").open("w") as sink:
+        for entry in pool.map(one, range(len(planned))):
+            sink.write(json.dumps(entry) + "\n")
+            sink.flush()
+            results.append(entry)
+    shutil.rmtree(scratch, ignore_errors=True)
+    meta = {
+        "started": out.name,
+        "machine": f"{os.cpu_count()} CPU cores (load average {os.getloadavg()[0]:.1f} at the end)",
+        "seconds": time.monotonic() - started,
+        "workers": args.workers,
+        "generated": generated,
+        "sampling": f"a {args.fraction:.0%} sample stratified by file and operator, seed {args.seed}"
+        if args.fraction < 1
+        else "all of them",
+        "exclude": list(FAST_EXCLUDE),
+        "baselines": baselines,
+        "check_timeout_s": args.timeout,
+    }
+    (out / "summary.md").write_text(summary(results, equivalent, meta))
+    (out / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print((out / "summary.md").read_text())
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.mutation", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    go = sub.add_parser("run", help="generate, judge and report the mutants of every target")
+    go.add_argument("--target", action="append", help="only this file (repeatable), e.g. impl/markers.py")
+    go.add_argument("--operator", action="append", choices=OPERATORS, help="only this operator (repeatable)")
+    go.add_argument("--key", action="append", help="only the mutant with this key (repeatable)")
+    go.add_argument("--fraction", type=float, default=1.0, help="judge this fraction of the mutants (stratified)")
+    go.add_argument("--workers", type=int, default=1)
+    go.add_argument("--timeout", type=float, default=60, help="seconds per check (a hang is a TIMEOUT)")
+    go.add_argument("--seed", type=int, default=20261121)
+    go.add_argument("--report-dir", default="reports/mutation")
+    go.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
+    one = sub.add_parser("judge", help="(internal) judge the engine on this process's path; prints a JSON verdict")
+    one.add_argument("--engine", required=True)
+    one.add_argument("--catalogue", default="harness.checks:all_checks")
+    one.add_argument("--exclude", action="append", default=[])
+    one.add_argument("--area", default="")
+    one.add_argument("--timeout", type=float, default=120)
+    one.add_argument("--seed", type=int, default=20261121)
+    args = parser.parse_args(argv)
+    if args.command == "judge":
+        verdict = judge_here(args.engine, args.catalogue, args.exclude, args.area, args.timeout, args.seed)
+        print(json.dumps(asdict(verdict)))
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
