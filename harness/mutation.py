@@ -73,19 +73,26 @@ COMPARE_SWAPS = {
 OPERATORS = ("binary", "boolean", "unary", "boundary", "negate-comparison", "constant", "drop-statement")
 
 
+BUDGET = ("TB-", ("budget",))
+REJECTION = ("RS-", ("rejection",))
+ANY = ("", ())  # shared code: any requirement, every check
+
+
 @dataclass(frozen=True)
 class Target:
-    """A file to mutate, the engine that judges it, the requirement area (id prefix) each function's code
-    implements, and the functions left alone (``skip``: name globs, each with its reason in ``why``)."""
+    """A file to mutate, the engine that judges it and, per function (name globs, first match), the
+    requirement area its code implements (an id prefix) and the engine capabilities through which a check
+    can reach it: only checks that need one of them can observe the mutant (``()``: every check).
+    ``skip``: functions (and module-level names) left alone, for the reason ``why``."""
 
     path: str
     engine: str
-    areas: dict[str, str]  # function-name glob -> requirement prefix ("TB-", "RS-", "AC-"); "*" = default
+    scopes: dict[str, tuple[str, tuple[str, ...]]]
     skip: tuple[str, ...] = ()
     why: str = ""
 
-    def area(self, function: str) -> str:
-        return next((a for pattern, a in self.areas.items() if fnmatch.fnmatchcase(function, pattern)), "")
+    def scope(self, function: str) -> tuple[str, tuple[str, ...]]:
+        return next((s for pattern, s in self.scopes.items() if fnmatch.fnmatchcase(function, pattern)), ANY)
 
 
 TRITON_ONLY = "reached only with backend='triton' (GPU, or the Triton interpreter); the CPU path never runs them"
@@ -93,15 +100,15 @@ TARGETS = (
     Target(
         "impl/thinking_budget.py",
         "reference",
-        {"*": "TB-"},
+        {"<module>": ANY, "*": BUDGET},
         ("ThinkingBudgetState._forced_triton",),
         TRITON_ONLY,
     ),
-    Target("impl/markers.py", "reference", {"*": "TB-"}),
+    Target("impl/markers.py", "reference", {"<module>": ANY, "*": BUDGET}),
     Target(
         "impl/rejection.py",
         "reference",
-        {"*": "RS-"},
+        {"<module>": ANY, "*": REJECTION},
         (
             "PROGRAMS_PER_SM",
             "WIDE_WARPS",
@@ -116,11 +123,15 @@ TARGETS = (
         ),
         TRITON_ONLY,
     ),
-    Target("impl/counting.py", "reference", {"*": "AC-"}),
+    Target(
+        "impl/counting.py",
+        "reference",
+        {"AcceptanceStats*": ("AC-", ("metrics",)), "<module>": ANY, "*": ("AC-", ("counting", "metrics"))},
+    ),
     Target(
         "impl/validation.py",
         "reference",
-        {"*": ""},  # shared by every area: any requirement's check may kill it
+        {"*": ANY},
         ("describe", "_same_device"),
         "describe only formats error text (no requirement constrains its wording); _same_device compares "
         "CUDA device indices and is reached only with CUDA tensors",
@@ -129,12 +140,12 @@ TARGETS = (
         "harness/adapters/oracle.py",
         "oracle",
         {
-            "OracleEngine.budget_state": "TB-",
-            "OracleBudget.*": "TB-",
-            "OracleEngine.rejection_sample": "RS-",
-            "OracleEngine.count_emitted": "AC-",
-            "OracleEngine.acceptance_metrics": "AC-",
-            "*": "",
+            "OracleEngine.budget_state": BUDGET,
+            "OracleBudget*": BUDGET,
+            "OracleEngine.rejection_sample": REJECTION,
+            "OracleEngine.count_emitted": ("AC-", ("counting",)),
+            "OracleEngine.acceptance_metrics": ("AC-", ("metrics",)),
+            "*": ANY,
         },
     ),
 )
@@ -383,19 +394,21 @@ class Verdict:
     seconds: float = 0.0
 
 
-def ordered_checks(checks, area: str):
-    """The checks of the mutated code's own area first (then the rest, in catalogue order)."""
-    return sorted(checks, key=lambda c: not any(r.startswith(area) for r in c.requirements) if area else 0)
+def ordered_checks(checks, area: str, needs: tuple[str, ...] = ()):
+    """The checks that need one of ``needs`` (all of them if none is named), those of the mutated code's
+    own ``area`` first, then the rest in catalogue order."""
+    reach = [c for c in checks if not needs or set(c.needs) & set(needs)]
+    return sorted(reach, key=lambda c: not any(r.startswith(area) for r in c.requirements) if area else 0)
 
 
-def judge_here(engine_spec: str, catalogue: str, exclude, area: str, timeout_s: float, seed: int) -> Verdict:
-    """Judge the engine importable from this process's ``sys.path``: run the catalogue's checks in order
-    (the area's first) in the engine's own process until one is not passed."""
+def judge_here(engine_spec: str, catalogue: str, exclude, area: str, needs, timeout_s: float, seed: int) -> Verdict:
+    """Judge the engine importable from this process's ``sys.path``: run the catalogue's checks that can
+    reach the mutated code (the area's first) in the engine's own process until one is not passed."""
     from . import runner
     from .core import Context
     from .isolation import EngineProcess, _load_catalogue
 
-    checks = ordered_checks(runner.select(_load_catalogue(catalogue).values(), (), exclude), area)
+    checks = ordered_checks(runner.select(_load_catalogue(catalogue).values(), (), exclude), area, tuple(needs))
     engine = EngineProcess(engine_spec, catalogue=catalogue)
     verdict = Verdict("SURVIVED")
     try:
@@ -428,7 +441,8 @@ def judge_mutant(
     catalogue: str = "harness.checks:all_checks",
     exclude=FAST_EXCLUDE,
     area: str = "",
-    timeout_s: float = 120,
+    needs: tuple[str, ...] = (),
+    timeout_s: float = 60,
     seed: int = 20261121,
     python: str = sys.executable,
 ) -> Verdict:
@@ -449,6 +463,7 @@ def judge_mutant(
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     command = [python, "-m", "harness.mutation", "judge", "--engine", engine_spec, "--catalogue", catalogue]
     command += [f"--exclude={pattern}" for pattern in exclude]
+    command += [f"--needs={capability}" for capability in needs]
     command += ["--area", area, "--timeout", str(timeout_s), "--seed", str(seed)]
     started = time.monotonic()
     try:
@@ -507,8 +522,10 @@ def summary(results: list[dict], equivalent: dict[str, str], meta: dict) -> str:
         "",
         f"Run {meta['started']} on {meta['machine']} ({meta['seconds']:.0f} s, {meta['workers']} worker(s)).",
         f"Mutants generated: {meta['generated']}; judged: {len(results)} ({meta['sampling']}).",
-        f"Checks: every kernel-level check except {', '.join(meta['exclude'])}, the mutated area's first; "
-        "a mutant is judged until the first check that is not passed.",
+        f"Checks: every kernel-level check except {', '.join(meta['exclude'])} that needs an engine capability "
+        "through which the mutated code is reached (every check for shared code), the mutated area's first; "
+        "a mutant is judged until the first check that is not passed. Baselines (the unmutated code, every "
+        f"check): {', '.join(f'{e} {s}' for e, s in meta['baselines'].items())}.",
         "",
         f"**Score: {len(killed)} killed of {judged} non-equivalent mutants = {100 * score:.1f} %** "
         f"({len(equivalents)} equivalent, {len(gaps)} surviving non-equivalent).",
@@ -545,44 +562,49 @@ def run(args) -> int:
         mutants = mutants_of((REPO / target.path).read_text(), target.path, target.skip)
         mutants = [m for m in mutants if not args.operator or m.operator in args.operator]
         generated += len(mutants)
-        planned += [(target, m) for m in sample(mutants, args.fraction, args.seed)]
-    if args.key:
-        planned = [(t, m) for t, m in planned if m.key in args.key]
+        chosen = [m for m in mutants if m.key in args.key] if args.key else sample(mutants, args.fraction, args.seed)
+        planned += [(target, m) for m in chosen]
+    # The unmutated code is judged alongside (all checks): it must pass them all, or no kill means anything.
+    engines = {t.engine: t for t in targets}
+    jobs = [(t, Mutant(t.path, "<module>", 0, "none", "", "", 0, 0, "baseline")) for t in engines.values()]
+    jobs += planned
     out = Path(args.report_dir) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True)
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="specconform-mutation-"))
-    baselines = {}
-    for target in targets:  # the unmutated code must pass every check, or no kill means anything
-        if target.engine not in baselines:
-            unchanged = Mutant(target.path, "<module>", 0, "none", "", "", 0, 0, "baseline")
-            verdict = judge_mutant(unchanged, REPO, scratch / "baseline", target.engine, timeout_s=args.timeout)
-            baselines[target.engine] = asdict(verdict)
-            if verdict.status != "SURVIVED":
-                raise SystemExit(f"the unmutated {target.engine} engine does not pass every check: {verdict}")
     print(f"{len(planned)} of {generated} mutants to judge; results in {out}", file=sys.stderr, flush=True)
 
     def one(index: int) -> dict:
-        target, mutant = planned[index]
-        area = target.area(mutant.function)
+        target, mutant = jobs[index]
+        area, needs = target.scope(mutant.function) if mutant.key != "baseline" else ANY
         verdict = judge_mutant(
-            mutant, REPO, scratch / f"w{index}", target.engine, area=area, timeout_s=args.timeout, seed=args.seed
+            mutant,
+            REPO,
+            scratch / f"w{index}",
+            target.engine,
+            area=area,
+            needs=needs,
+            timeout_s=args.timeout,
+            seed=args.seed,
         )
         source = (REPO / mutant.path).read_text()
         entry = {k: v for k, v in asdict(mutant).items() if k not in ("start", "end")}
-        entry.update(asdict(verdict), engine=target.engine, area=area, diff=mutant.diff(source))
+        entry.update(asdict(verdict), engine=target.engine, area=area, needs=list(needs), diff=mutant.diff(source))
         killer = f"  <- {verdict.check} {verdict.check_status} {','.join(verdict.requirements)}"
         print(
-            f"[{index + 1}/{len(planned)}] {verdict.status:8} {verdict.seconds:6.1f} s {mutant.key}"
+            f"[{index + 1}/{len(jobs)}] {verdict.status:8} {verdict.seconds:6.1f} s {mutant.key}"
             + (killer if verdict.check else ""),
             file=sys.stderr,
             flush=True,
         )
         return entry
 
-    results = []
+    results, baselines = [], {}
     with ThreadPoolExecutor(args.workers) as pool, (out / "mutants.jsonl").open("w") as sink:
-        for entry in pool.map(one, range(len(planned))):
+        for entry in pool.map(one, range(len(jobs))):
+            if entry["key"] == "baseline":
+                baselines[entry["engine"]] = entry
+                continue
             sink.write(json.dumps(entry) + "\n")
             sink.flush()
             results.append(entry)
@@ -593,15 +615,21 @@ def run(args) -> int:
         "seconds": time.monotonic() - started,
         "workers": args.workers,
         "generated": generated,
-        "sampling": f"a {args.fraction:.0%} sample stratified by file and operator, seed {args.seed}"
+        "sampling": f"the mutants named by --key ({len(planned)})"
+        if args.key
+        else f"a {args.fraction:.0%} sample stratified by file and operator, seed {args.seed}"
         if args.fraction < 1
         else "all of them",
         "exclude": list(FAST_EXCLUDE),
-        "baselines": baselines,
+        "baselines": {engine: entry["status"] for engine, entry in baselines.items()},
         "check_timeout_s": args.timeout,
     }
-    (out / "summary.md").write_text(summary(results, equivalent, meta))
     (out / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
+    broken = {engine: entry for engine, entry in baselines.items() if entry["status"] != "SURVIVED"}
+    if broken:
+        print(f"the unmutated code fails a check, so this run judges nothing: {broken}", file=sys.stderr)
+        return 1
+    (out / "summary.md").write_text(summary(results, equivalent, meta))
     print((out / "summary.md").read_text())
     return 0
 
@@ -624,11 +652,12 @@ def main(argv=None) -> int:
     one.add_argument("--catalogue", default="harness.checks:all_checks")
     one.add_argument("--exclude", action="append", default=[])
     one.add_argument("--area", default="")
+    one.add_argument("--needs", action="append", default=[], help="only checks that need this capability")
     one.add_argument("--timeout", type=float, default=120)
     one.add_argument("--seed", type=int, default=20261121)
     args = parser.parse_args(argv)
     if args.command == "judge":
-        verdict = judge_here(args.engine, args.catalogue, args.exclude, args.area, args.timeout, args.seed)
+        verdict = judge_here(args.engine, args.catalogue, args.exclude, args.area, args.needs, args.timeout, args.seed)
         print(json.dumps(asdict(verdict)))
         return 0
     return run(args)
