@@ -486,12 +486,21 @@ def judge_mutant(
 # -- a whole run ----------------------------------------------------------------------------------------
 
 
-def load_equivalent(path: Path) -> dict[str, str]:
-    """``expectations/mutation-equivalent.yaml``: mutant key -> why the mutant cannot change behaviour."""
+CLASSES = ("equivalent", "unreachable")
+
+
+def load_classified(path: Path) -> dict[str, dict]:
+    """``expectations/mutation-equivalent.yaml``: mutant key -> ``{"class", "why"}``. ``equivalent``: no
+    input can tell the mutant from the original; ``unreachable``: only inputs outside the canonical interface
+    (``specs/interface.py``) or another device reach the changed code, so no conformance case can."""
     if not path.exists():
         return {}
-    entries = yaml.safe_load(path.read_text()) or []
-    return {entry["key"]: entry["why"] for entry in entries}
+    classified = {}
+    for entry in yaml.safe_load(path.read_text()) or []:
+        if entry.get("class") not in CLASSES or not entry.get("why"):
+            raise ValueError(f"{path}: entry {entry.get('key')!r} needs a class in {CLASSES} and a why")
+        classified[entry["key"]] = {"class": entry["class"], "why": entry["why"]}
+    return classified
 
 
 def sample(mutants: list[Mutant], fraction: float, seed: int) -> list[Mutant]:
@@ -508,14 +517,16 @@ def sample(mutants: list[Mutant], fraction: float, seed: int) -> list[Mutant]:
     return sorted(chosen, key=lambda m: (m.path, m.start, m.operator, m.replacement))
 
 
-def summary(results: list[dict], equivalent: dict[str, str], meta: dict) -> str:
+def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str:
     """The Markdown summary: the score, per file and operator, and every survivor with its class."""
+
+    def kind(r):
+        return "killed" if r["status"] == "KILLED" else classified.get(r["key"], {}).get("class", "gap")
+
+    n = Counter(kind(r) for r in results)
     killed = [r for r in results if r["status"] == "KILLED"]
-    survivors = [r for r in results if r["status"] == "SURVIVED"]
-    equivalents = [r for r in survivors if r["key"] in equivalent]
-    gaps = [r for r in survivors if r["key"] not in equivalent]
-    judged = len(results) - len(equivalents)
-    score = len(killed) / judged if judged else float("nan")
+    non_equivalent = len(results) - n["equivalent"]
+    reachable = non_equivalent - n["unreachable"]
     off_area = [r for r in killed if r["area"] and not any(q.startswith(r["area"]) for q in r["requirements"])]
     lines = [
         "# Mutation score",
@@ -527,34 +538,48 @@ def summary(results: list[dict], equivalent: dict[str, str], meta: dict) -> str:
         "a mutant is judged until the first check that is not passed. Baselines (the unmutated code, every "
         f"check): {', '.join(f'{e} {s}' for e, s in meta['baselines'].items())}.",
         "",
-        f"**Score: {len(killed)} killed of {judged} non-equivalent mutants = {100 * score:.1f} %** "
-        f"({len(equivalents)} equivalent, {len(gaps)} surviving non-equivalent).",
+        f"**Score: {len(killed)} killed of {non_equivalent} non-equivalent mutants = "
+        f"{100 * len(killed) / max(non_equivalent, 1):.1f} %**; of the {reachable} that a canonical case can reach: "
+        f"{100 * len(killed) / max(reachable, 1):.1f} %. Survivors: {n['equivalent']} equivalent, "
+        f"{n['unreachable']} unreachable through the canonical interface, {n['gap']} not classified (gaps).",
         f"Killed on a requirement outside the mutated code's area: {len(off_area)} of {len(killed)} "
-        "(area by file and function; validation.py and module-level code have none).",
+        "(area by file and function: TB, RS or AC; validation.py and module-level code have none).",
         "",
-        "| file | operator | mutants | killed | equivalent | survived (gap) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| file | operator | mutants | killed | equivalent | unreachable | gap |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     groups: dict[tuple, Counter] = {}
     for r in results:
-        kind = "killed" if r["status"] == "KILLED" else "equivalent" if r["key"] in equivalent else "gap"
-        groups.setdefault((r["path"], r["operator"]), Counter())[kind] += 1
-    for (path, operator), n in sorted(groups.items()):
-        lines.append(f"| {path} | {operator} | {sum(n.values())} | {n['killed']} | {n['equivalent']} | {n['gap']} |")
+        groups.setdefault((r["path"], r["operator"]), Counter())[kind(r)] += 1
+    for (path, operator), c in sorted(groups.items()):
+        lines.append(
+            f"| {path} | {operator} | {sum(c.values())} | {c['killed']} | {c['equivalent']} | {c['unreachable']} "
+            f"| {c['gap']} |"
+        )
     by_status = Counter(r["check_status"] for r in killed)
-    lines += ["", "Killed by status: " + ", ".join(f"{s} {n}" for s, n in sorted(by_status.items())), ""]
+    lines += ["", "Killed by status: " + ", ".join(f"{s} {k}" for s, k in sorted(by_status.items())), ""]
     lines += ["## Survivors", ""]
-    for r in survivors:
-        why = equivalent.get(r["key"])
+    for r in results:
+        if r["status"] == "KILLED":
+            continue
+        entry = classified.get(r["key"])
         lines.append(
             f"- `{r['path']}:{r['line']}` {r['operator']} `{r['original']}` → `{r['replacement']}` "
-            f"({r['function']}): " + (f"equivalent: {why}" if why else "**not killed: a gap**")
+            f"({r['function']}): " + (f"{entry['class']}: {entry['why']}" if entry else "**not killed: a gap**")
         )
     return "\n".join(lines) + "\n"
 
 
+def report(run_dir: Path, classified: dict[str, dict]) -> str:
+    """(Re-)render ``summary.md`` of a run from its ``mutants.jsonl`` and ``run.json``."""
+    results = [json.loads(line) for line in (run_dir / "mutants.jsonl").read_text().splitlines() if line]
+    text = summary(results, classified, json.loads((run_dir / "run.json").read_text()))
+    (run_dir / "summary.md").write_text(text)
+    return text
+
+
 def run(args) -> int:
-    equivalent = load_equivalent(Path(args.equivalent))
+    classified = load_classified(Path(args.equivalent))
     targets = [t for t in TARGETS if not args.target or t.path in args.target]
     planned: list[tuple[Target, Mutant]] = []
     generated = 0
@@ -629,8 +654,7 @@ def run(args) -> int:
     if broken:
         print(f"the unmutated code fails a check, so this run judges nothing: {broken}", file=sys.stderr)
         return 1
-    (out / "summary.md").write_text(summary(results, equivalent, meta))
-    print((out / "summary.md").read_text())
+    print(report(out, classified))
     return 0
 
 
@@ -647,6 +671,9 @@ def main(argv=None) -> int:
     go.add_argument("--seed", type=int, default=20261121)
     go.add_argument("--report-dir", default="reports/mutation")
     go.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
+    again = sub.add_parser("report", help="re-render a run's summary.md with the current classification")
+    again.add_argument("run_dir")
+    again.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
     one = sub.add_parser("judge", help="(internal) judge the engine on this process's path; prints a JSON verdict")
     one.add_argument("--engine", required=True)
     one.add_argument("--catalogue", default="harness.checks:all_checks")
@@ -659,6 +686,9 @@ def main(argv=None) -> int:
     if args.command == "judge":
         verdict = judge_here(args.engine, args.catalogue, args.exclude, args.area, args.needs, args.timeout, args.seed)
         print(json.dumps(asdict(verdict)))
+        return 0
+    if args.command == "report":
+        print(report(Path(args.run_dir), load_classified(Path(args.equivalent))))
         return 0
     return run(args)
 

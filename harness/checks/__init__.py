@@ -127,6 +127,14 @@ def kernel_checks() -> list[Check]:
             scope="section",
         ),
         _check(
+            "budget/batch-errors",
+            "tb.batch",
+            ("TB-BATCH-4",),
+            ("budget",),
+            "removing, moving from or swapping with a slot that a removal emptied is an error naming the slot",
+            budget.batch_errors_check,
+        ),
+        _check(
             "budget/api",
             "tb.api",
             ("TB-API-1", "TB-API-2", "TB-API-3"),
