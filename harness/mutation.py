@@ -558,6 +558,15 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
         )
     by_status = Counter(r["check_status"] for r in killed)
     lines += ["", "Killed by status: " + ", ".join(f"{s} {k}" for s, k in sorted(by_status.items())), ""]
+    reran = [r for r in results if r.get("rerun")]
+    if reran:
+        lines += ["## Survivors that got a new case", ""]
+        lines += [
+            f"- `{r['path']}:{r['line']}` {r['operator']} `{r['original']}` → `{r['replacement']}`: {r['status']} "
+            f"by {r['check'] or 'no check'} {','.join(r['requirements'])} in re-run {r['rerun']}"
+            for r in reran
+        ]
+        lines.append("")
     lines += ["## Survivors", ""]
     for r in results:
         if r["status"] == "KILLED":
@@ -570,9 +579,16 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
     return "\n".join(lines) + "\n"
 
 
-def report(run_dir: Path, classified: dict[str, dict]) -> str:
-    """(Re-)render ``summary.md`` of a run from its ``mutants.jsonl`` and ``run.json``."""
-    results = [json.loads(line) for line in (run_dir / "mutants.jsonl").read_text().splitlines() if line]
+def _read(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "mutants.jsonl").read_text().splitlines() if line]
+
+
+def report(run_dir: Path, classified: dict[str, dict], reruns: tuple[Path, ...] = ()) -> str:
+    """(Re-)render ``summary.md`` of a run from its ``mutants.jsonl`` and ``run.json``; the verdicts of
+    ``reruns`` (runs of some of its mutants with ``--key``, after a case was added) replace the run's own."""
+    results = _read(run_dir)
+    newer = {entry["key"]: {**entry, "rerun": rerun.name} for rerun in reruns for entry in _read(rerun)}
+    results = [newer.get(entry["key"], entry) for entry in results]
     text = summary(results, classified, json.loads((run_dir / "run.json").read_text()))
     (run_dir / "summary.md").write_text(text)
     return text
@@ -673,6 +689,7 @@ def main(argv=None) -> int:
     go.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
     again = sub.add_parser("report", help="re-render a run's summary.md with the current classification")
     again.add_argument("run_dir")
+    again.add_argument("--rerun", action="append", default=[], help="a run of some of its mutants (--key)")
     again.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
     one = sub.add_parser("judge", help="(internal) judge the engine on this process's path; prints a JSON verdict")
     one.add_argument("--engine", required=True)
@@ -688,7 +705,8 @@ def main(argv=None) -> int:
         print(json.dumps(asdict(verdict)))
         return 0
     if args.command == "report":
-        print(report(Path(args.run_dir), load_classified(Path(args.equivalent))))
+        reruns = tuple(Path(d) for d in args.rerun)
+        print(report(Path(args.run_dir), load_classified(Path(args.equivalent)), reruns))
         return 0
     return run(args)
 
