@@ -583,14 +583,26 @@ def _read(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "mutants.jsonl").read_text().splitlines() if line]
 
 
-def report(run_dir: Path, classified: dict[str, dict], reruns: tuple[Path, ...] = ()) -> str:
-    """(Re-)render ``summary.md`` of a run from its ``mutants.jsonl`` and ``run.json``; the verdicts of
-    ``reruns`` (runs of some of its mutants with ``--key``, after a case was added) replace the run's own."""
-    results = _read(run_dir)
+def report(
+    run_dirs: list[Path], classified: dict[str, dict], reruns: tuple[Path, ...] = (), out: Path | None = None
+) -> str:
+    """(Re-)render the summary of one run, or of several runs over disjoint targets, from their
+    ``mutants.jsonl`` and ``run.json``; the verdicts of ``reruns`` (runs of some of their mutants with
+    ``--key``, after a case was added) replace the runs' own. Written to ``out`` (default: the first run's
+    ``summary.md``)."""
+    results = [entry for run_dir in run_dirs for entry in _read(run_dir)]
     newer = {entry["key"]: {**entry, "rerun": rerun.name} for rerun in reruns for entry in _read(rerun)}
     results = [newer.get(entry["key"], entry) for entry in results]
-    text = summary(results, classified, json.loads((run_dir / "run.json").read_text()))
-    (run_dir / "summary.md").write_text(text)
+    parts = [json.loads((run_dir / "run.json").read_text()) for run_dir in run_dirs]
+    meta = {
+        **parts[0],
+        "started": " + ".join(part["started"] for part in parts),
+        "seconds": sum(part["seconds"] for part in parts),
+        "generated": sum(part["generated"] for part in parts),
+        "baselines": {engine: status for part in parts for engine, status in part["baselines"].items()},
+    }
+    text = summary(results, classified, meta)
+    (out or run_dirs[0] / "summary.md").write_text(text)
     return text
 
 
@@ -670,7 +682,7 @@ def run(args) -> int:
     if broken:
         print(f"the unmutated code fails a check, so this run judges nothing: {broken}", file=sys.stderr)
         return 1
-    print(report(out, classified))
+    print(report([out], classified))
     return 0
 
 
@@ -688,7 +700,8 @@ def main(argv=None) -> int:
     go.add_argument("--report-dir", default="reports/mutation")
     go.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
     again = sub.add_parser("report", help="re-render a run's summary.md with the current classification")
-    again.add_argument("run_dir")
+    again.add_argument("run_dirs", nargs="+", help="one run, or several over disjoint targets")
+    again.add_argument("--out", help="the summary file (default: the first run's summary.md)")
     again.add_argument("--rerun", action="append", default=[], help="a run of some of its mutants (--key)")
     again.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
     one = sub.add_parser("judge", help="(internal) judge the engine on this process's path; prints a JSON verdict")
@@ -706,7 +719,8 @@ def main(argv=None) -> int:
         return 0
     if args.command == "report":
         reruns = tuple(Path(d) for d in args.rerun)
-        print(report(Path(args.run_dir), load_classified(Path(args.equivalent)), reruns))
+        out = Path(args.out) if args.out else None
+        print(report([Path(d) for d in args.run_dirs], load_classified(Path(args.equivalent)), reruns, out))
         return 0
     return run(args)
 
