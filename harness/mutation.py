@@ -401,14 +401,16 @@ def ordered_checks(checks, area: str, needs: tuple[str, ...] = ()):
     return sorted(reach, key=lambda c: not any(r.startswith(area) for r in c.requirements) if area else 0)
 
 
-def judge_here(engine_spec: str, catalogue: str, exclude, area: str, needs, timeout_s: float, seed: int) -> Verdict:
+def judge_here(
+    engine_spec: str, catalogue: str, exclude, area: str, needs, timeout_s: float, seed: int, include=()
+) -> Verdict:
     """Judge the engine importable from this process's ``sys.path``: run the catalogue's checks that can
     reach the mutated code (the area's first) in the engine's own process until one is not passed."""
     from . import runner
     from .core import Context
     from .isolation import EngineProcess, _load_catalogue
 
-    checks = ordered_checks(runner.select(_load_catalogue(catalogue).values(), (), exclude), area, tuple(needs))
+    checks = ordered_checks(runner.select(_load_catalogue(catalogue).values(), include, exclude), area, tuple(needs))
     engine = EngineProcess(engine_spec, catalogue=catalogue)
     verdict = Verdict("SURVIVED")
     try:
@@ -440,6 +442,7 @@ def judge_mutant(
     *,
     catalogue: str = "harness.checks:all_checks",
     exclude=FAST_EXCLUDE,
+    include=(),
     area: str = "",
     needs: tuple[str, ...] = (),
     timeout_s: float = 60,
@@ -462,7 +465,7 @@ def judge_mutant(
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work_dir), str(source_root), str(REPO)]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     command = [python, "-m", "harness.mutation", "judge", "--engine", engine_spec, "--catalogue", catalogue]
-    command += [f"--exclude={pattern}" for pattern in exclude]
+    command += [f"--exclude={pattern}" for pattern in exclude] + [f"--check={pattern}" for pattern in include]
     command += [f"--needs={capability}" for capability in needs]
     command += ["--area", area, "--timeout", str(timeout_s), "--seed", str(seed)]
     started = time.monotonic()
@@ -637,6 +640,7 @@ def run(args) -> int:
             target.engine,
             area=area,
             needs=needs,
+            include=tuple(args.check or ()),
             timeout_s=args.timeout,
             seed=args.seed,
         )
@@ -674,6 +678,7 @@ def run(args) -> int:
         if args.fraction < 1
         else "all of them",
         "exclude": list(FAST_EXCLUDE),
+        "checks": list(args.check or ()),
         "baselines": {engine: entry["status"] for engine, entry in baselines.items()},
         "check_timeout_s": args.timeout,
     }
@@ -693,6 +698,7 @@ def main(argv=None) -> int:
     go.add_argument("--target", action="append", help="only this file (repeatable), e.g. impl/markers.py")
     go.add_argument("--operator", action="append", choices=OPERATORS, help="only this operator (repeatable)")
     go.add_argument("--key", action="append", help="only the mutant with this key (repeatable)")
+    go.add_argument("--check", action="append", help="only the checks matching this glob (repeatable)")
     go.add_argument("--fraction", type=float, default=1.0, help="judge this fraction of the mutants (stratified)")
     go.add_argument("--workers", type=int, default=1)
     go.add_argument("--timeout", type=float, default=60, help="seconds per check (a hang is a TIMEOUT)")
@@ -708,13 +714,16 @@ def main(argv=None) -> int:
     one.add_argument("--engine", required=True)
     one.add_argument("--catalogue", default="harness.checks:all_checks")
     one.add_argument("--exclude", action="append", default=[])
+    one.add_argument("--check", action="append", default=[])
     one.add_argument("--area", default="")
     one.add_argument("--needs", action="append", default=[], help="only checks that need this capability")
     one.add_argument("--timeout", type=float, default=120)
     one.add_argument("--seed", type=int, default=20261121)
     args = parser.parse_args(argv)
     if args.command == "judge":
-        verdict = judge_here(args.engine, args.catalogue, args.exclude, args.area, args.needs, args.timeout, args.seed)
+        verdict = judge_here(
+            args.engine, args.catalogue, args.exclude, args.area, args.needs, args.timeout, args.seed, args.check
+        )
         print(json.dumps(asdict(verdict)))
         return 0
     if args.command == "report":
