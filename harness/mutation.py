@@ -534,12 +534,14 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
     lines = [
         "# Mutation score",
         "",
-        f"Run {meta['started']} on {meta['machine']} ({meta['seconds']:.0f} s, {meta['workers']} worker(s)).",
-        f"Mutants generated: {meta['generated']}; judged: {len(results)} ({meta['sampling']}).",
-        f"Checks: every kernel-level check except {', '.join(meta['exclude'])} that needs an engine capability "
+        f"Judged {len(results)} mutants in {len(meta['parts'])} run(s):",
+        "",
+        *[f"- {part}" for part in meta["parts"]],
+        "",
+        f"Checks: every kernel-level check except {', '.join(FAST_EXCLUDE)} that needs an engine capability "
         "through which the mutated code is reached (every check for shared code), the mutated area's first; "
-        "a mutant is judged until the first check that is not passed. Baselines (the unmutated code, every "
-        f"check): {', '.join(f'{e} {s}' for e, s in meta['baselines'].items())}.",
+        "a mutant is judged until the first check that is not passed. A baseline (the unmutated code, the same "
+        "checks) runs alongside each run.",
         "",
         f"**Score: {len(killed)} killed of {non_equivalent} non-equivalent mutants = "
         f"{100 * len(killed) / max(non_equivalent, 1):.1f} %**; of the {reachable} that a canonical case can reach: "
@@ -586,6 +588,21 @@ def _read(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "mutants.jsonl").read_text().splitlines() if line]
 
 
+def _describe_run(run_dir: Path) -> str:
+    """One line on a run: what it judged, how, and whether it finished (``run.json`` is written at its end)."""
+    meta_path = run_dir / "run.json"
+    judged = len(_read(run_dir))
+    if not meta_path.exists():
+        return f"`{run_dir.name}`: {judged} mutants judged, then stopped (no run.json; its log is log.txt)"
+    meta = json.loads(meta_path.read_text())
+    baselines = ", ".join(f"{engine} {status}" for engine, status in meta["baselines"].items())
+    return (
+        f"`{run_dir.name}`: {judged} of {meta['generated']} generated mutants ({meta['sampling']}), "
+        f"{meta['seconds']:.0f} s on {meta['machine']}, {meta['workers']} worker(s), {meta['check_timeout_s']:g} s "
+        f"per check; baselines {baselines}" + (f"; checks {', '.join(meta['checks'])}" if meta.get("checks") else "")
+    )
+
+
 def report(
     run_dirs: list[Path], classified: dict[str, dict], reruns: tuple[Path, ...] = (), out: Path | None = None
 ) -> str:
@@ -593,18 +610,13 @@ def report(
     ``mutants.jsonl`` and ``run.json``; the verdicts of ``reruns`` (runs of some of their mutants with
     ``--key``, after a case was added) replace the runs' own. Written to ``out`` (default: the first run's
     ``summary.md``)."""
-    results = [entry for run_dir in run_dirs for entry in _read(run_dir)]
+    judged: dict[str, dict] = {}
+    for run_dir in run_dirs:  # a mutant judged by two runs counts once, with its first verdict
+        for entry in _read(run_dir):
+            judged.setdefault(entry["key"], entry)
     newer = {entry["key"]: {**entry, "rerun": rerun.name} for rerun in reruns for entry in _read(rerun)}
-    results = [newer.get(entry["key"], entry) for entry in results]
-    parts = [json.loads((run_dir / "run.json").read_text()) for run_dir in run_dirs]
-    meta = {
-        **parts[0],
-        "started": " + ".join(part["started"] for part in parts),
-        "seconds": sum(part["seconds"] for part in parts),
-        "generated": sum(part["generated"] for part in parts),
-        "baselines": {engine: status for part in parts for engine, status in part["baselines"].items()},
-    }
-    text = summary(results, classified, meta)
+    results = [newer.get(key, entry) for key, entry in judged.items()]
+    text = summary(results, classified, {"parts": [_describe_run(run_dir) for run_dir in run_dirs]})
     (out or run_dirs[0] / "summary.md").write_text(text)
     return text
 
