@@ -164,6 +164,14 @@ def kernel_checks() -> list[Check]:
             lambda rng: random_case(rng, greedy=1.0, forced=0.4),
         ),
         _check(
+            "rejection/invalid-ids",
+            "rs.input",
+            ("RS-INPUT-5",),
+            ("rejection", "input-validation"),
+            "forced and draft ids just outside their allowed ranges are errors naming the field",
+            rejection.invalid_ids_check,
+        ),
+        _check(
             "rejection/output-contract",
             "rs.input",
             ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3"),
