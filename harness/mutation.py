@@ -520,6 +520,11 @@ def sample(mutants: list[Mutant], fraction: float, seed: int) -> list[Mutant]:
     return sorted(chosen, key=lambda m: (m.path, m.start, m.operator, m.replacement))
 
 
+def _short(text: str, width: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str:
     """The Markdown summary: the score, per file and operator, and every survivor with its class."""
 
@@ -565,10 +570,15 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
     lines += ["", "Killed by status: " + ", ".join(f"{s} {k}" for s, k in sorted(by_status.items())), ""]
     reran = [r for r in results if r.get("rerun")]
     if reran:
-        lines += ["## Survivors that got a new case", ""]
+        lines += ["## Re-judged (after a new case, or with a longer limit per check after a TIMEOUT)", ""]
         lines += [
-            f"- `{r['path']}:{r['line']}` {r['operator']} `{r['original']}` → `{r['replacement']}`: {r['status']} "
-            f"by {r['check'] or 'no check'} {','.join(r['requirements'])} in re-run {r['rerun']}"
+            f"- `{r['path']}:{r['line']}` {r['operator']} `{_short(r['original'])}` → `{r['replacement']}`: "
+            + (
+                f"KILLED by {r['check']} ({r['check_status']}) on {','.join(r['requirements'])}"
+                if r["check"]
+                else "SURVIVED"
+            )
+            + f" in re-run `{r['rerun']}`"
             for r in reran
         ]
         lines.append("")
@@ -578,7 +588,7 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
             continue
         entry = classified.get(r["key"])
         lines.append(
-            f"- `{r['path']}:{r['line']}` {r['operator']} `{r['original']}` → `{r['replacement']}` "
+            f"- `{r['path']}:{r['line']}` {r['operator']} `{_short(r['original'])}` → `{r['replacement']}` "
             f"({r['function']}): " + (f"{entry['class']}: {entry['why']}" if entry else "**not killed: a gap**")
         )
     return "\n".join(lines) + "\n"
@@ -626,12 +636,13 @@ def run(args) -> int:
     targets = [t for t in TARGETS if not args.target or t.path in args.target]
     planned: list[tuple[Target, Mutant]] = []
     generated = 0
+    judged = {entry["key"] for run_dir in args.skip_judged or () for entry in _read(Path(run_dir))}
     for target in targets:
         mutants = mutants_of((REPO / target.path).read_text(), target.path, target.skip)
         mutants = [m for m in mutants if not args.operator or m.operator in args.operator]
         generated += len(mutants)
         chosen = [m for m in mutants if m.key in args.key] if args.key else sample(mutants, args.fraction, args.seed)
-        planned += [(target, m) for m in chosen]
+        planned += [(target, m) for m in chosen if m.key not in judged]
     # The unmutated code is judged alongside (all checks): it must pass them all, or no kill means anything.
     engines = {t.engine: t for t in targets}
     jobs = [(t, Mutant(t.path, "<module>", 0, "none", "", "", 0, 0, "baseline")) for t in engines.values()]
@@ -711,6 +722,7 @@ def main(argv=None) -> int:
     go.add_argument("--operator", action="append", choices=OPERATORS, help="only this operator (repeatable)")
     go.add_argument("--key", action="append", help="only the mutant with this key (repeatable)")
     go.add_argument("--check", action="append", help="only the checks matching this glob (repeatable)")
+    go.add_argument("--skip-judged", action="append", help="leave out the mutants this run folder judged")
     go.add_argument("--fraction", type=float, default=1.0, help="judge this fraction of the mutants (stratified)")
     go.add_argument("--workers", type=int, default=1)
     go.add_argument("--timeout", type=float, default=60, help="seconds per check (a hang is a TIMEOUT)")
