@@ -5,11 +5,16 @@ Endpoints: ``/v1/chat/completions`` (streaming and not), ``/v1/completions``, ``
 ``message.reasoning`` (and ``reasoning_content`` when configured); usage with
 ``completion_tokens_details.reasoning_tokens``; ``return_token_ids`` returns ``prompt_token_ids``
 and per-choice ``token_ids`` as vLLM does. Invalid requests get HTTP 400 naming the field.
+
+Parsing a request (the chat template, the tokenizer) runs in a worker thread, never on the event loop, so
+a large prompt does not hold up other clients; a prompt whose text alone is too long for the model's context
+(no token spans more than ``ServedModel.max_token_bytes`` bytes) is refused before it is tokenized.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import secrets
 import time
@@ -39,6 +44,23 @@ class ServedModel:
     engine: Engine
     tokenizer: object
     reasoning: bool  # has reasoning markers: budgets allowed, reasoning split out
+
+    @functools.cached_property
+    def max_token_bytes(self) -> int:
+        """The most UTF-8 bytes of text one token can stand for (an undecodable byte counts as U+FFFD's 3)."""
+        decode = self.tokenizer.decode
+        return max(len(decode([token]).encode()) for token in range(len(self.tokenizer)))
+
+    def check_text_length(self, field: str, text_bytes: int) -> None:
+        """Refuse, before tokenizing, text of ``text_bytes`` bytes that cannot fit the context in any tokens."""
+        positions = self.engine.context_length - self.engine.k
+        at_least = -(-text_bytes // self.max_token_bytes)
+        if at_least > positions:
+            raise BadRequest(
+                field,
+                f"{field} holds {text_bytes} bytes of text, at least {at_least} tokens (no token spans more than "
+                f"{self.max_token_bytes} bytes); this model's context holds {positions}",
+            )
 
 
 def split_reasoning(prompt_ids, output_ids, start, end, final: bool) -> tuple[list[int], list[int], int]:
@@ -134,6 +156,7 @@ def _prompt_ids(body, model: ServedModel, chat: bool) -> list[int]:
                 "messages", f"messages must be a non-empty list of {{role, content}} objects; got {messages!r:.80}"
             )
         texts = [_message_text(i, m) for i, m in enumerate(messages)]
+        model.check_text_length("messages", sum(len(text.encode()) for text in texts))
         kwargs = body.get("chat_template_kwargs") or {}
         if not isinstance(kwargs, dict):
             raise BadRequest("chat_template_kwargs", f"chat_template_kwargs must be an object; got {kwargs!r:.80}")
@@ -152,6 +175,7 @@ def _prompt_ids(body, model: ServedModel, chat: bool) -> list[int]:
         return tokenizer.encode(text, add_special_tokens=False)
     prompt = body.get("prompt")
     if isinstance(prompt, str):
+        model.check_text_length("prompt", len(prompt.encode()))
         prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
         if not prompt_ids:
             raise BadRequest("prompt", "prompt must hold at least one token; got an empty string")
@@ -285,11 +309,17 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
             else None
         )
 
-    def _submit(model, request, chat) -> asyncio.Queue:
-        """Hand ``request`` to the engine; the queue receives an item after each of its steps."""
+    def _submit(model, request, chat, stream: bool) -> asyncio.Queue:
+        """Hand ``request`` to the engine; the queue receives an item after each of its steps (``stream``) or
+        once it is done."""
         loop = asyncio.get_running_loop()
         updates: asyncio.Queue = asyncio.Queue()
-        request.on_tokens = lambda r: loop.call_soon_threadsafe(updates.put_nowait, len(r.output))
+
+        def on_tokens(r):
+            if stream or r.done.is_set():
+                loop.call_soon_threadsafe(updates.put_nowait, len(r.output))
+
+        request.on_tokens = on_tokens
         try:
             model.engine.submit(request)
         except ValueError as exc:  # the engine's own check; _parse already covers it
@@ -309,10 +339,10 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
 
     async def _complete(http: Request, chat: bool):
         body = await _body(http)
-        model, request, top = _parse(body, served, chat)
+        model, request, top = await asyncio.to_thread(_parse, body, served, chat)  # tokenizing is heavy work
         want_ids = bool(body.get("return_token_ids"))
         want_logprobs = bool(body.get("logprobs"))
-        updates = _submit(model, request, chat)
+        updates = _submit(model, request, chat, bool(body.get("stream")))
         if body.get("stream"):
             return StreamingResponse(
                 _stream(model, request, updates, chat, want_ids, body), media_type="text/event-stream"
@@ -425,10 +455,10 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         body = await _body(http)
         if not isinstance(body, dict):
             raise BadRequest("body", f"the request body must be a JSON object; got {body!r:.80}")
-        _model(body, served)
+        model = _model(body, served)
         if not isinstance(body.get("prompt"), str):
             raise BadRequest("prompt", f"prompt must be a string; got {body.get('prompt')!r:.80}")
-        tokens = served[body["model"]].tokenizer.encode(body["prompt"], add_special_tokens=False)
+        tokens = await asyncio.to_thread(model.tokenizer.encode, body["prompt"], add_special_tokens=False)
         return {"tokens": tokens, "count": len(tokens)}
 
     @app.post("/v1/chat/completions")

@@ -4,29 +4,44 @@ One engine thread owns a persistent batch of slots. Every step it admits waiting
 slots and condenses finished ones away (a real ``impl.BatchUpdate``: removed, added, moved), drafts
 ``K`` tokens per sampled request from a noisy copy of the target (``q`` = its softmax), verifies
 them with ``impl.rejection_sample`` under the budget's forced rows, and commits. Each forward pass runs
-the whole batch at once in float64, each request over its own key/value cache (``forward.py``), so a
-request's logits do not depend on the rest of the batch. The draft rows' logits are the target's: the
-K + 1 passes of a step (the new context token, then each draft) give both.
+the whole batch at once in float64 over one key/value pool with a row per request (``forward.py``), so
+a request's logits do not depend on the rest of the batch; the prompts of newly admitted requests run in
+a pass of their own, so they do not pad every decoding request to the prompt's length. The draft rows'
+logits are the target's: the K + 1 passes of a step (the new context token, then each draft) give both.
+The drafts' noise and draws are counter-based (``impl.rng``, keyed by the request's seed and position), so
+the whole batch drafts in a few tensor operations and a request drafts the same alone or in any batch.
 
 Requests are validated before they enter the batch (``Engine.check``), so a bad request fails alone.
 A request cancelled by its client (``Request.cancel``) leaves the batch at the next step.
+
+Faults: a step computes everything before it commits anything (cached lengths, budget state, outputs), so
+a step that raises can be examined. A forward pass that raises is run again for each of its requests alone;
+those that fail alone fail with the error and the rest of the batch carries on, untouched. A fault that no
+single request reproduces, or one in a batch-wide stage (drafting, forced rows, rejection sampling, the
+budget update), cannot be attributed: every request in the batch fails with an error that says so and
+names the stage, and the engine starts again from an empty batch. A fault while delivering one request's
+tokens fails that request only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 import impl
+from impl import rng
 
-from .forward import KVCache, forward
+from .forward import KVPool, forward
 from .model import TinyModel
+
+PURPOSE_DRAFT_NOISE = (3, 4)  # counter-based streams of the drafts' Gaussian noise (Box-Muller pair)
+PURPOSE_DRAFT_SAMPLE = 5  # ... and of their exponential race, distinct from impl.rng's own purposes
 
 
 @dataclass
@@ -43,12 +58,49 @@ class Request:
     error: str | None = None
     done: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)
-    cache: KVCache | None = field(default=None, repr=False)  # the engine's keys and values of this request
+    row: int | None = field(default=None, repr=False)  # its row of the engine's key/value pool, while in the batch
+    cached: int = field(default=0, repr=False)  # how many of its tokens that row holds
     id: int = field(default_factory=itertools.count().__next__)
 
     def cancel(self) -> None:
         """Stop generating (the client went away); the engine drops the request at its next step."""
         self.cancelled.set()
+
+    def fail(self, error: str) -> None:
+        """End the request with ``error`` (from the engine thread) and tell its client."""
+        if self.done.is_set():
+            return
+        self.error, self.finish_reason = error, "error"
+        self.done.set()
+        with contextlib.suppress(Exception):  # if its client cannot be told, it sees ``done`` when it next looks
+            self.on_tokens(self)
+
+
+class StepFault(Exception):
+    """A step failed in ``stage``; ``culprits`` are the requests that fail alone (empty: not attributable)."""
+
+    def __init__(self, stage: str, cause: Exception, culprits: Sequence[Request] = ()):
+        super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
+        self.stage, self.cause, self.culprits = stage, cause, list(culprits)
+
+
+@contextlib.contextmanager
+def _stage(name: str):
+    """Run the body as stage ``name`` of a step: any exception but a StepFault becomes a StepFault of it."""
+    try:
+        yield
+    except StepFault:
+        raise
+    except Exception as exc:
+        raise StepFault(name, exc) from exc
+
+
+def _uniforms(seeds: torch.Tensor, positions: torch.Tensor, purpose: int, vocab_size: int) -> torch.Tensor:
+    """Counter-based uniforms ``[B, vocab_size]`` float64 in (0, 1) of the streams ``(seed, position, purpose)``;
+    ``seeds``, ``positions``: ``[B]`` int64."""
+    index = torch.arange(vocab_size, device=seeds.device)
+    bits = rng.mix32(rng.stream_key(seeds, positions, purpose)[:, None] ^ index) >> 8
+    return (bits.double() + 0.5) * 2.0**-24
 
 
 class Engine:
@@ -71,15 +123,24 @@ class Engine:
         self.model = AutoModelForCausalLM.from_pretrained(tiny.path, dtype=torch.float64).to(self.device).eval()
         self.context_length = self.model.config.max_position_embeddings
         self.vocab_size = self.model.config.vocab_size
-        self.budget = impl.ThinkingBudgetState(
-            tiny.start_token_ids, tiny.end_token_ids, max_num_reqs, max_spec_len=max(self.k, 1), device=self.device
-        )
+        self.pool = KVPool(self.model, max_num_reqs, self.context_length + self.k + 1)
+        self._empty_batch()
         self.waiting: queue.Queue[Request] = queue.Queue()
-        self.slots: list[Request | None] = []
         self.wake = threading.Event()
         self.steps = 0
         self.thread = threading.Thread(target=self._loop, name="specconform-engine", daemon=True)
         self.thread.start()
+
+    def _empty_batch(self) -> None:
+        self.slots: list[Request] = []
+        self.free_rows = list(range(self.max_num_reqs))
+        self.budget = impl.ThinkingBudgetState(
+            self.tiny.start_token_ids,
+            self.tiny.end_token_ids,
+            self.max_num_reqs,
+            max_spec_len=max(self.k, 1),
+            device=self.device,
+        )
 
     def check(self, request: Request) -> None:
         """Raise ValueError naming the field if ``request`` cannot run here; nothing is changed."""
@@ -115,36 +176,40 @@ class Engine:
                 self.wake.clear()
             try:
                 self._step()
-            except Exception as exc:  # fail the requests in flight, keep serving
-                for request in self.slots:
-                    if request is not None and not request.done.is_set():
-                        request.error = f"{type(exc).__name__}: {exc}"
-                        request.finish_reason = "error"
-                        request.done.set()
-                        request.on_tokens(request)
-                self.slots = []
-                self.budget = impl.ThinkingBudgetState(
-                    self.tiny.start_token_ids,
-                    self.tiny.end_token_ids,
-                    self.max_num_reqs,
-                    max_spec_len=max(self.k, 1),
-                    device=self.device,
-                )
+            except StepFault as fault:
+                self._fail(fault)
+            except Exception as exc:  # a bug outside every stage: nothing is known about the batch
+                self._fail(StepFault("the engine's step loop", exc))
+
+    def _fail(self, fault: StepFault) -> None:
+        """Fail the culprits alone (nothing of the step was committed), or else the whole batch, clearly."""
+        if fault.culprits:
+            for request in fault.culprits:
+                request.fail(f"this request failed alone in {fault}")
+            return
+        batch = [request for request in self.slots if not request.done.is_set()]
+        for request in batch:
+            request.fail(
+                f"engine fault not attributable to one request, in {fault}; every request of the batch "
+                f"({len(batch)}) failed and the engine starts again from an empty batch"
+            )
+        self._empty_batch()
 
     def _sync_batch(self) -> None:
         for request in self.slots:
-            if request is not None and request.cancelled.is_set() and not request.done.is_set():
+            if request.cancelled.is_set() and not request.done.is_set():
                 request.finish_reason = "cancelled"
                 request.done.set()
-        removed = [i for i, r in enumerate(self.slots) if r is not None and r.done.is_set()]
-        live = [i for i, r in enumerate(self.slots) if r is not None and not r.done.is_set()]
+        removed = [i for i, r in enumerate(self.slots) if r.done.is_set()]
+        live = [i for i, r in enumerate(self.slots) if not r.done.is_set()]
         holes = sorted(removed)
         added = []
-        slots = list(self.slots)
+        slots: list[Request | None] = list(self.slots)
         for i in removed:
-            slots[i].cache = None  # its keys and values are no longer needed
+            self.free_rows.append(slots[i].row)
+            slots[i].row = None
             slots[i] = None
-        while len(live) + len(added) < self.max_num_reqs and not self.waiting.empty():
+        while len(live) < self.max_num_reqs and not self.waiting.empty():  # live counts the added ones too
             request = self.waiting.get()
             if request.cancelled.is_set():  # abandoned before it started
                 request.finish_reason = "cancelled"
@@ -154,6 +219,7 @@ class Engine:
             if index == len(slots):
                 slots.append(None)
             slots[index] = request
+            request.row, request.cached = self.free_rows.pop(), 0
             added.append(impl.AddedRequest(index, request.budget, request.prompt_token_ids))
             live.append(index)
         live.sort()
@@ -165,80 +231,118 @@ class Engine:
             live = sorted(live[:-1] + [hole])
         self.slots = slots[: len(live)]
         if removed or added or moved:
-            self.budget.sync_batch(impl.BatchUpdate(len(live), tuple(removed), tuple(added), tuple(moved)))
+            with _stage("updating the batch's budget state (sync_batch)"):
+                self.budget.sync_batch(impl.BatchUpdate(len(live), tuple(removed), tuple(added), tuple(moved)))
 
-    def _draft(self, request: Request, rng: np.random.Generator, logits: torch.Tensor) -> tuple[int, np.ndarray]:
-        """One draft token from the noisy target ``logits [V]``, and the distribution it was drawn from."""
-        noisy = logits.cpu().numpy() + self.draft_noise * rng.standard_normal(logits.shape[0])
-        if request.temperature == 0:
-            token = int(np.argmax(noisy))
-            q = np.zeros_like(noisy)
-            q[token] = 1.0
-            return token, q
-        z = noisy / request.temperature
-        q = np.exp(z - z.max())
-        q = q / q.sum()
-        return int(rng.choice(len(q), p=q)), q
+    def _forward(self, stage: str, requests: list[Request], lengths: list[int], tokens: list[list[int]]):
+        """``forward`` over ``requests``; if it raises, each request runs alone to find the ones that fail."""
+        rows = [request.row for request in requests]
+        try:
+            return forward(self.model, self.pool, rows, lengths, tokens)
+        except Exception as exc:
+            culprits = []
+            for i, request in enumerate(requests):
+                try:
+                    forward(self.model, self.pool, rows[i : i + 1], lengths[i : i + 1], tokens[i : i + 1])
+                except Exception:
+                    culprits.append(request)
+            raise StepFault(stage, exc, culprits) from exc
+
+    def _draft(self, logits: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A draft token per slot from the noisy target ``logits [B, V]`` float64 at context ``positions [B]``
+        int64, and the distribution ``q [B, V]`` float64 it was drawn from (one-hot for greedy requests)."""
+        seeds = torch.tensor([request.seed for request in self.slots], dtype=torch.int64, device=self.device)
+        temperature = torch.tensor([request.temperature for request in self.slots], dtype=torch.float64)
+        temperature = temperature.to(self.device)[:, None]
+        vocab = logits.shape[1]
+        first, second = (_uniforms(seeds, positions, purpose, vocab) for purpose in PURPOSE_DRAFT_NOISE)
+        noisy = logits + self.draft_noise * torch.sqrt(-2 * torch.log(first)) * torch.cos(2 * torch.pi * second)
+        q = torch.softmax(noisy / torch.where(temperature > 0, temperature, 1.0), dim=1)
+        race = q / -torch.log(_uniforms(seeds, positions, PURPOSE_DRAFT_SAMPLE, vocab))  # argmax: a draw from q
+        tokens = torch.where(temperature[:, 0] > 0, race.argmax(dim=1), noisy.argmax(dim=1))
+        q = torch.where(temperature > 0, q, torch.nn.functional.one_hot(tokens, vocab).double())
+        return tokens, q
 
     def _step(self) -> None:
         self._sync_batch()
         if not self.slots:
             return
-        contexts = [request.prompt_token_ids + request.output for request in self.slots]
-        for request in self.slots:
-            if request.cache is None:
-                request.cache = KVCache(self.model, self.context_length + self.k + 1)
-        caches = [request.cache for request in self.slots]
-        # Target rows per slot: after the context, then after each draft (the draft model is the noisy target).
-        first = forward(self.model, caches, [c[cache.length :] for c, cache in zip(contexts, caches)])
-        rows = [[logits[-1]] for logits in first]
-        rngs = [np.random.default_rng([r.seed, len(c)]) for r, c in zip(self.slots, contexts)]
-        slot_drafts, slot_probs = [[] for _ in self.slots], [[] for _ in self.slots]
-        for _ in range(self.k):
-            for request, rng, slot_rows, drafted, drawn_from in zip(self.slots, rngs, rows, slot_drafts, slot_probs):
-                token, q = self._draft(request, rng, slot_rows[-1])
-                drafted.append(token)
-                drawn_from.append(q)
-            for slot_rows, logits in zip(rows, forward(self.model, caches, [[d[-1]] for d in slot_drafts])):
-                slot_rows.append(logits[-1])
-        target = torch.cat([torch.stack(slot_rows) for slot_rows in rows]).float()
-        drafts = [token for d in slot_drafts for token in d]
-        probs = [q for drawn_from in slot_probs for q in drawn_from]
-        num_drafts = [len(d) for d in slot_drafts]
-        num = torch.tensor(num_drafts, device=self.device)
-        draft_ids = torch.tensor(drafts, dtype=torch.int64, device=self.device)
-        forced = self.budget.forced_tokens(num, draft_ids)
-        out = impl.rejection_sample(
-            target,
-            draft_ids,
-            num,
-            draft_probs=torch.tensor(np.array(probs), dtype=torch.float32, device=self.device) if probs else None,
-            temperature=torch.tensor([r.temperature for r in self.slots], dtype=torch.float32, device=self.device),
-            seeds=torch.tensor([r.seed for r in self.slots], dtype=torch.int64, device=self.device),
-            positions=torch.tensor([len(c) for c in contexts], dtype=torch.int64, device=self.device),
-            forced_token_ids=forced,
-            max_spec_len=self.k,
-        )
-        self.budget.update_state(out.token_ids)
-        log_probs = torch.log_softmax(target.double(), dim=1)
-        tokens = out.token_ids.cpu().tolist()
-        for request, context, emitted in zip(self.slots, contexts, out.num_emitted.cpu().tolist()):
-            request.cache.crop(len(context) + emitted - 1)  # keep the accepted drafts, drop the rejected ones
-        offset = 0
-        for request, row, k in zip(self.slots, tokens, num_drafts):
-            for j, token in enumerate(row):
-                if token == -1:
-                    break
-                if token == self.tiny.eos_token_id:
-                    request.finish_reason = "stop"
-                    break
-                request.output.append(token)
-                request.logprobs.append(float(log_probs[offset + j, token]))
-                if len(request.output) >= request.max_tokens:
-                    request.finish_reason = "length"
-                    break
-            offset += k + 1
-            if request.finish_reason:
-                request.done.set()
-            request.on_tokens(request)
+        slots, k = self.slots, self.k
+        contexts = [request.prompt_token_ids + request.output for request in slots]
+        lengths = [request.cached for request in slots]
+        # Newly admitted prompts run apart from the decoding requests, which then stay one token wide.
+        last: list[torch.Tensor | None] = [None] * len(slots)
+        for stage, group in (
+            ("reading the prompts of newly admitted requests", [i for i, n in enumerate(lengths) if n == 0]),
+            ("the batch's forward pass", [i for i, n in enumerate(lengths) if n > 0]),
+        ):
+            if group:
+                passed = self._forward(
+                    stage,
+                    [slots[i] for i in group],
+                    [lengths[i] for i in group],
+                    [contexts[i][lengths[i] :] for i in group],
+                )
+                for i, logits in zip(group, passed):
+                    last[i] = logits[-1]
+        rows = [torch.stack(last)]  # [B, V] per position: after the context, then after each draft
+        lengths = [len(context) for context in contexts]
+        positions = torch.tensor(lengths, dtype=torch.int64, device=self.device)
+        drafts, probs = [], []
+        for j in range(k):
+            with _stage("drafting"):
+                tokens, q = self._draft(rows[-1], positions + j)
+            drafts.append(tokens)
+            probs.append(q)
+            passed = self._forward(
+                "the forward pass of the drafts", slots, [n + j for n in lengths], [[t] for t in tokens.tolist()]
+            )
+            rows.append(torch.stack([logits[-1] for logits in passed]))
+        width = k + 1
+        with _stage("forced rows and rejection sampling"):
+            target = torch.stack(rows, dim=1).reshape(len(slots) * width, -1).float()  # slot-major rows
+            num = torch.full((len(slots),), k, dtype=torch.int64, device=self.device)
+            draft_ids = torch.stack(drafts, dim=1).reshape(-1) if k else torch.zeros(0, dtype=torch.int64)
+            forced = self.budget.forced_tokens(num, draft_ids.to(self.device))
+            out = impl.rejection_sample(
+                target,
+                draft_ids.to(self.device),
+                num,
+                draft_probs=torch.stack(probs, dim=1).reshape(len(slots) * k, -1).float() if k else None,
+                temperature=torch.tensor([r.temperature for r in slots], dtype=torch.float32, device=self.device),
+                seeds=torch.tensor([r.seed for r in slots], dtype=torch.int64, device=self.device),
+                positions=positions,
+                forced_token_ids=forced,
+                max_spec_len=k,
+            )
+            chosen = out.token_ids.long()
+            log_probs = torch.log_softmax(target.double(), dim=1).view(len(slots), width, -1)
+            log_probs = log_probs.gather(2, chosen.clamp(min=0)[..., None])[..., 0].tolist()
+            tokens, emitted = chosen.tolist(), out.num_emitted.tolist()
+        # Commit: nothing above changed any state a request or the next step can see.
+        with _stage("the budget update (update_state); the batch's budget state may be half-updated"):
+            self.budget.update_state(out.token_ids)
+        for request, context, row, logp, n in zip(slots, contexts, tokens, log_probs, emitted):
+            try:
+                self._deliver(request, len(context) + n - 1, row, logp)
+            except Exception as exc:
+                request.fail(f"this request failed alone while its tokens were delivered: {type(exc).__name__}: {exc}")
         self.steps += 1
+
+    def _deliver(self, request: Request, cached: int, row: list[int], logp: list[float]) -> None:
+        """Commit one request's step: its cache keeps the accepted drafts, its output takes ``row``."""
+        request.cached = cached
+        for token, lp in zip(row, logp):
+            if token == -1:
+                break
+            if token == self.tiny.eos_token_id:
+                request.finish_reason = "stop"
+                break
+            request.output.append(token)
+            request.logprobs.append(lp)
+            if len(request.output) >= request.max_tokens:
+                request.finish_reason = "length"
+                break
+        if request.finish_reason:
+            request.done.set()
+        request.on_tokens(request)

@@ -1,46 +1,54 @@
-"""Batched incremental forward passes of the tiny Qwen3 model, with a key/value cache per request.
+"""Batched incremental forward passes of the tiny Qwen3 model over one key/value pool shared by the batch.
 
-Each request keeps its own cache; a step runs every request's new tokens in one batch. The model's own
-modules compute everything but the attention, which reads the cached keys of each request (padded to the
-longest cache, masked) and then its new tokens causally. A request's logits therefore do not depend on the
-other requests in the batch (up to the order of additions of exact zeros at padded positions).
+The pool has one row per request slot of the engine. A pass runs every request's new tokens in one batch:
+the model's own modules compute everything but the attention, which gathers the cached keys of each
+request's row (padded to the longest, masked) in one indexing operation and then attends to its new tokens
+causally. A pass only writes keys and values past each request's cached length; the caller owns the lengths
+and advances them when it commits a step, so a pass that fails changes nothing a request can see. A
+request's logits do not depend on the other requests in the batch (up to additions of exact zeros at masked
+positions).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from transformers.models.qwen3.modeling_qwen3 import apply_rotary_pos_emb
 
 
-class KVCache:
-    """Keys and values of one request: ``[layers, 2, kv_heads, capacity, head_dim]`` float, ``length`` filled."""
+class KVPool:
+    """Keys and values of up to ``rows`` requests: ``tensor [rows, layers, 2, kv_heads, capacity, head_dim]``
+    in the model's dtype, on its device. Which positions of a row are valid is the caller's to track."""
 
-    def __init__(self, model, capacity: int):
+    def __init__(self, model, rows: int, capacity: int):
         config = model.config
-        shape = (config.num_hidden_layers, 2, config.num_key_value_heads, capacity, config.head_dim)
+        shape = (rows, config.num_hidden_layers, 2, config.num_key_value_heads, capacity, config.head_dim)
         self.tensor = torch.zeros(shape, dtype=model.dtype, device=model.device)
-        self.length = 0
-
-    def crop(self, length: int) -> None:
-        """Forget everything after the first ``length`` positions (rejected drafts)."""
-        self.length = min(self.length, length)
+        self.capacity = capacity
 
 
 @torch.no_grad()
-def forward(model, caches: list[KVCache], new_tokens: list[list[int]]) -> list[torch.Tensor]:
-    """Run ``new_tokens[i]`` (at least one each) after ``caches[i]``; append their keys and values.
+def forward(
+    model, pool: KVPool, rows: Sequence[int], lengths: Sequence[int], new_tokens: Sequence[Sequence[int]]
+) -> list[torch.Tensor]:
+    """Run ``new_tokens[i]`` (at least one each) after the first ``lengths[i]`` cached positions of pool row
+    ``rows[i]``; write their keys and values at positions ``lengths[i]`` onwards.
 
     Returns per request the logits ``[len(new_tokens[i]), V]`` (the model's dtype).
     """
     inner, device = model.model, model.device
     batch, width = len(new_tokens), max(len(tokens) for tokens in new_tokens)
-    cached = max(cache.length for cache in caches)
-    ids = torch.zeros((batch, width), dtype=torch.int64)
-    lengths = torch.tensor([cache.length for cache in caches])
-    for row, tokens in enumerate(new_tokens):
-        ids[row, : len(tokens)] = torch.tensor(tokens)
-    ids, lengths = ids.to(device), lengths.to(device)
+    if any(not tokens for tokens in new_tokens):
+        raise ValueError("every request of a forward pass needs at least one new token")
+    if max(n + len(t) for n, t in zip(lengths, new_tokens)) > pool.capacity:
+        raise ValueError(f"a request would pass the key/value pool's {pool.capacity} positions")
+    cached = max(lengths)
+    ids = torch.tensor([list(tokens) + [0] * (width - len(tokens)) for tokens in new_tokens], device=device)
+    widths = torch.tensor([len(tokens) for tokens in new_tokens], device=device)
+    lengths = torch.tensor(lengths, device=device)
+    rows = torch.tensor(rows, device=device)
     columns = torch.arange(width, device=device)
     positions = lengths[:, None] + columns[None, :]
     # key j of the cached part is visible if j < length; new key u is visible to new query t if u <= t
@@ -51,10 +59,7 @@ def forward(model, caches: list[KVCache], new_tokens: list[list[int]]) -> list[t
         ],
         dim=2,
     )[:, None]
-    past = torch.zeros((batch, *caches[0].tensor.shape[:-2], cached, caches[0].tensor.shape[-1]), dtype=model.dtype)
-    past = past.to(device)
-    for row, cache in enumerate(caches):
-        past[row, ..., : cache.length, :] = cache.tensor[..., : cache.length, :]
+    past = pool.tensor[rows, :, :, :, :cached]  # [batch, layers, 2, kv_heads, cached, head_dim]
     hidden = inner.embed_tokens(ids)
     position_embeddings = inner.rotary_emb(hidden, positions)
     new_kv = []
@@ -67,16 +72,15 @@ def forward(model, caches: list[KVCache], new_tokens: list[list[int]]) -> list[t
         value = attention.v_proj(x).view(shape).transpose(1, 2)
         query, key = apply_rotary_pos_emb(query, key, *position_embeddings)
         new_kv.append(torch.stack([key, value], dim=1))  # [batch, 2, kv_heads, width, head_dim]
-        keys = torch.cat([past[:, index, 0], key], dim=2).repeat_interleave(attention.num_key_value_groups, dim=1)
-        values = torch.cat([past[:, index, 1], value], dim=2).repeat_interleave(attention.num_key_value_groups, dim=1)
-        out = F.scaled_dot_product_attention(query, keys, values, attn_mask=visible, scale=attention.scaling)
+        keys = torch.cat([past[:, index, 0], key], dim=2)
+        values = torch.cat([past[:, index, 1], value], dim=2)
+        out = F.scaled_dot_product_attention(
+            query, keys, values, attn_mask=visible, scale=attention.scaling, enable_gqa=True
+        )
         hidden = hidden + attention.o_proj(out.transpose(1, 2).reshape(batch, width, -1))
         hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
     logits = model.lm_head(inner.norm(hidden))
     written = torch.stack(new_kv, dim=1)  # [batch, layers, 2, kv_heads, width, head_dim]
-    out = []
-    for row, (cache, tokens) in enumerate(zip(caches, new_tokens)):
-        cache.tensor[..., cache.length : cache.length + len(tokens), :] = written[row, ..., : len(tokens), :]
-        cache.length += len(tokens)
-        out.append(logits[row, : len(tokens)])
-    return out
+    request, column = (columns[None, :] < widths[:, None]).nonzero(as_tuple=True)
+    pool.tensor[rows[request], :, :, :, lengths[request] + column] = written[request, :, :, :, column]
+    return [logits[row, : len(tokens)] for row, tokens in enumerate(new_tokens)]

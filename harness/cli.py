@@ -8,8 +8,10 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from . import checks as checks_module
-from . import reports, runner, spec, vectors
+from . import reports, runner, spec, stats, vectors
 from .adapters import UsageError, check_engine_spec
 from .core import Context
 from .isolation import EngineProcess, EngineUsageError
@@ -87,7 +89,14 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
             engine = EngineProcess(engine_spec, api_options)
 
             def ctx_for(info, profile=profile):
-                return Context(profile=profile or info.profile, seed=args.seed, trials=args.trials, alpha=args.alpha)
+                return Context(
+                    profile=profile or info.profile,
+                    seed=args.seed,
+                    trials=args.trials,
+                    alpha=args.alpha,
+                    deviation=args.deviation,
+                    power=args.power,
+                )
 
             def on_record(record):
                 writer(record)
@@ -208,6 +217,51 @@ def cmd_diff(args) -> int:
     return 1 if new_failures else 0
 
 
+def cmd_bench_diff(args) -> int:
+    from . import benchdiff
+
+    new = benchdiff.resolve(args.new)
+    if new is None:
+        raise UsageError(f"{args.new!r} is neither a bench JSON file nor a folder holding bench-*.json")
+    old = benchdiff.resolve(args.baseline, exclude=new)
+    if old is None:
+        print(f"no baseline yet: {args.baseline} holds no other bench run to compare {new} with; nothing compared")
+        return 0
+    text, regressions = benchdiff.markdown(old, new, args.min_change)
+    print(text, end="")
+    return 1 if regressions else 0
+
+
+def cmd_history(args) -> int:
+    from . import history
+
+    md, page = history.write(args.dirs, Path(args.out))
+    print(f"wrote {md} and {page}")
+    return 0
+
+
+def cmd_pin(args) -> int:
+    """Rewrite an expectation file so that it pins today's failures by requirement and fingerprint."""
+    path = Path(args.expectations)
+    records = [r for run_dir in args.run_dirs for r in runner.read_records(run_dir)]
+    entries = runner.pin_expectations(records, runner.load_expectations(path))
+    text = path.read_text()
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    engine = (yaml.safe_load(text) or {}).get("engine")
+    body = yaml.safe_dump(
+        {**({"engine": engine} if engine else {}), "expectations": entries},
+        sort_keys=False,
+        allow_unicode=True,
+        width=120,
+    )
+    if args.write:
+        path.write_text(header + body)
+        print(f"pinned {len(entries)} expectation(s) in {path}")
+    else:
+        print(header + body, end="")
+    return 0
+
+
 def cmd_vectors(args) -> int:
     if args.write:
         for path in vectors.write_all():
@@ -278,7 +332,29 @@ def _add_run_options(parser) -> None:
         "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
     )
     parser.add_argument(
-        "--trials", type=_bounded(int, 1, 10**9), default=20_000, help="trials per case in statistical checks (>= 1)"
+        "--trials",
+        type=_bounded(int, 1, 10**10),
+        default=None,
+        help="the most trials one case of a statistical check may run (default 100,000; --thorough 40,000,000); "
+        "positions it leaves short of the declared deviation are NOT_RUN",
+    )
+    parser.add_argument(
+        "--deviation",
+        type=_bounded(float, 0, 1, open_interval=True),
+        default=None,
+        help="the total-variation deviation every counted statistical test must detect and certify "
+        "(default 0.05; --thorough 0.003)",
+    )
+    parser.add_argument(
+        "--power",
+        type=_bounded(float, 0, 1, open_interval=True),
+        default=None,
+        help="probability of detecting --deviation, and of a conforming engine certifying it (default 0.9)",
+    )
+    parser.add_argument(
+        "--thorough",
+        action="store_true",
+        help="for GPUs: statistical checks sized for TV 0.003 with up to 40,000,000 trials per case",
     )
     parser.add_argument(
         "--alpha",
@@ -350,6 +426,31 @@ def main(argv=None) -> int:
     dif.add_argument("old")
     dif.add_argument("new")
     dif.set_defaults(func=cmd_diff)
+    bdiff = sub.add_parser(
+        "bench-diff", help="compare two `specconform bench` runs: a regression only beyond the measured spread"
+    )
+    bdiff.add_argument("baseline", help="a bench-*.json, or a folder (its newest bench-*.json other than NEW)")
+    bdiff.add_argument("new", help="a bench-*.json, or a folder (its newest bench-*.json)")
+    bdiff.add_argument(
+        "--min-change",
+        type=_bounded(float, 0, 10),
+        default=0.05,
+        help="smallest relative change called a regression, whatever the spread (default: %(default)s)",
+    )
+    bdiff.set_defaults(func=cmd_bench_diff)
+    hist = sub.add_parser("history", help="trends across conformance and bench runs (Markdown and HTML)")
+    hist.add_argument("dirs", nargs="+", help="folders holding run folders (results.jsonl) and bench-*.json files")
+    hist.add_argument(
+        "--out", default="reports/history", help="where history.md and history.html go (default: %(default)s)"
+    )
+    hist.set_defaults(func=cmd_history)
+    pin = sub.add_parser(
+        "pin", help="pin an expectation file's failures by requirement and fingerprint, from runs' results"
+    )
+    pin.add_argument("run_dirs", nargs="+", help="run folders whose failures the file must cover")
+    pin.add_argument("--expectations", required=True, help="the YAML file whose reasons are carried over")
+    pin.add_argument("--write", action="store_true", help="rewrite the file (default: print it)")
+    pin.set_defaults(func=cmd_pin)
     vec = sub.add_parser("vectors", help="verify (or --write) the golden vectors")
     vec.add_argument("--write", action="store_true")
     vec.set_defaults(func=cmd_vectors)
@@ -366,6 +467,15 @@ def main(argv=None) -> int:
     lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks")
     lst.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
+    if hasattr(args, "thorough"):  # the statistical defaults follow --thorough
+        power, cap = (
+            (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
+            if args.thorough
+            else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
+        )
+        args.deviation = power.deviation if args.deviation is None else args.deviation
+        args.power = power.power if args.power is None else args.power
+        args.trials = cap if args.trials is None else args.trials
     try:
         return args.func(args)
     except (UsageError, EngineUsageError, FileNotFoundError) as exc:

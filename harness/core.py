@@ -135,13 +135,17 @@ class Tally:
 
 @dataclass
 class Context:
-    """What a check runs with: the profile it judges against, the seed of every generated case,
-    trials per case and the family-wise α of statistical checks."""
+    """What a check runs with: the profile it judges against, the seed of every generated case, and for
+    statistical checks the most trials one case may run, the family-wise α, and the declared power: the
+    smallest total-variation ``deviation`` every counted test detects with probability ``power`` and
+    certifies a conforming engine within (specs/statistics.md)."""
 
     profile: Profile
     seed: int = 20261121
-    trials: int = 20_000
+    trials: int = 100_000  # stats.DEFAULT_MAX_TRIALS
     alpha: float = 1e-6
+    deviation: float = 0.05  # stats.DEFAULT_POWER
+    power: float = 0.9
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,10 @@ def pytest_addoption(parser):
     group.addoption("--specconform-check", action="append", default=[], help="only checks matching this glob")
     group.addoption("--specconform-expectations", help="YAML file of known failures")
     group.addoption("--specconform-seed", type=int, default=20261121)
-    group.addoption("--specconform-trials", type=int, default=20_000)
+    group.addoption("--specconform-trials", type=int, default=100_000, help="the most trials one statistical case runs")
+    group.addoption(
+        "--specconform-deviation", type=float, default=0.05, help="the TV deviation statistical tests must certify"
+    )
 
 
 def pytest_configure(config):
@@ -53,6 +56,7 @@ class SpecconformItem(pytest.Item):
                 profile=profile or info.profile,
                 seed=option("--specconform-seed"),
                 trials=option("--specconform-trials"),
+                deviation=option("--specconform-deviation"),
             )
 
         (record,) = runner.run_checks(state["engine"], [self.check], ctx_for, expectations=state["expectations"])

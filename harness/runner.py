@@ -23,6 +23,7 @@ from .core import (
     ERROR,
     FAIL,
     NOT_CLAIMED,
+    NOT_RUN,
     PASS,
     PRECONDITION_FAILED,
     STATUSES,
@@ -42,16 +43,16 @@ class Expectation:
     """A known result (RUN-EXPECT-1), keyed like web-platform-tests' metadata.
 
     ``check`` is a name or glob; ``requirement`` narrows it to one requirement's result (absent: the
-    check's own status); ``fingerprint`` pins the way of failing (``<requirement>/<mode>``), so that a
-    different failure under an expected FAIL is reported as unexpected; ``conditions`` are globs on
-    the record's ``engine``, ``engine_version`` and ``device``."""
+    check's own status); ``fingerprints`` pin the ways of failing (``<requirement>/<mode>``; one or a
+    list in YAML), so that a different failure under an expected FAIL is reported as unexpected;
+    ``conditions`` are globs on the record's ``engine``, ``engine_version`` and ``device``."""
 
     check: str
     status: str
     reason: str
     link: str = ""
     requirement: str = ""
-    fingerprint: str = ""
+    fingerprints: tuple[str, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
 
     def applies(self, record: dict, requirement: str = "") -> bool:
@@ -62,7 +63,7 @@ class Expectation:
         )
 
     def met_by(self, status: str, fingerprint: str) -> bool:
-        return status == self.status and (not self.fingerprint or self.fingerprint == fingerprint)
+        return status == self.status and (not self.fingerprints or fingerprint in self.fingerprints)
 
 
 _CONDITION_KEYS = ("engine", "engine_version", "device")
@@ -70,7 +71,8 @@ _CONDITION_KEYS = ("engine", "engine_version", "device")
 
 def load_expectations(path: str | Path | None) -> list[Expectation]:
     """An engine's expectation file: ``expectations: [{check, status, reason, link?, requirement?,
-    fingerprint?, if?: {engine|engine_version|device: glob}}]``; a bad entry is an error naming it."""
+    fingerprint?: one or a list, if?: {engine|engine_version|device: glob}}]``; a bad entry is an error
+    naming it."""
     if not path:
         return []
     path = Path(path)
@@ -88,10 +90,15 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
         unknown = set(conditions) - set(_CONDITION_KEYS)
         if unknown:
             raise ValueError(f"{path}: expectation {i} has conditions on {sorted(unknown)}; allowed: {_CONDITION_KEYS}")
-        fingerprint = entry.get("fingerprint", "")
+        fingerprints = entry.get("fingerprint") or []
+        fingerprints = [fingerprints] if isinstance(fingerprints, str) else fingerprints
         requirement = entry.get("requirement", "")
-        if fingerprint and requirement and not fingerprint.startswith(requirement + "/"):
-            raise ValueError(f"{path}: expectation {i}: fingerprint {fingerprint!r} is not of {requirement}")
+        for fingerprint in fingerprints:
+            if not isinstance(fingerprint, str) or not fingerprint.startswith(requirement + "/"):
+                raise ValueError(
+                    f"{path}: expectation {i}: fingerprint {fingerprint!r} is not '<requirement>/<mode>'"
+                    + (f" of {requirement}" if requirement else " (a fingerprint needs a requirement)")
+                )
         out.append(
             Expectation(
                 entry["check"],
@@ -99,7 +106,7 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
                 entry["reason"],
                 entry.get("link", ""),
                 requirement,
-                fingerprint,
+                tuple(fingerprints),
                 tuple(sorted(conditions.items())),
             )
         )
@@ -177,6 +184,55 @@ def _expect(record: Record, expectations: list[Expectation]) -> None:
         if result["status"] == FAIL and not (expectation and expectation.met_by(FAIL, result["fingerprint"])):
             unexpected.append(rid)
     record.unexpected = unexpected
+
+
+def pin_expectations(records: list[dict], expectations: list[Expectation]) -> list[dict]:
+    """Expectation entries that pin every bad result of ``records`` by requirement and fingerprint.
+
+    Each failed requirement becomes ``{check, requirement, status, fingerprint, reason, link?, if?}``
+    (the fingerprints of several runs of one engine merged into a list) and each ERROR or TIMEOUT
+    check ``{check, status, reason, link?, if?}``. The reason, link and conditions come from the entry
+    in ``expectations`` that covers the result today: a check glob, or a requirement entry whose
+    fingerprints (if it has any) include this one. A bad result that no entry explains is an error
+    naming it, and nothing is returned: a reason written for one failure is never carried to another."""
+    pinned: dict[tuple, dict] = {}
+    unexplained: list[str] = []
+
+    def pin(source: Expectation, key: tuple, **fields) -> None:
+        out = pinned.setdefault(key, {**fields, "reason": source.reason})
+        if source.link:
+            out["link"] = source.link
+        if source.conditions:
+            out["if"] = dict(source.conditions)
+
+    for record in records:
+        whole = next((e for e in expectations if e.applies(record)), None)
+        if record["status"] in (ERROR, TIMEOUT):
+            if whole and whole.met_by(record["status"], ""):
+                pin(whole, (record["check"], "", whole.conditions), check=record["check"], status=record["status"])
+            else:
+                unexplained.append(f"{record['check']} ({record['status']})")
+        for rid, result in record.get("results", {}).items():
+            if result["status"] != FAIL:
+                continue
+            source = next((e for e in expectations if e.applies(record, rid)), None) or whole
+            if source is None or not source.met_by(FAIL, result["fingerprint"]):
+                unexplained.append(f"{record['check']} {result['fingerprint'] or rid}")
+                continue
+            key = (record["check"], rid, source.conditions)
+            pin(source, key, check=record["check"], requirement=rid, status=FAIL, fingerprint=[])
+            if result["fingerprint"] not in pinned[key]["fingerprint"]:
+                pinned[key]["fingerprint"] = sorted([*pinned[key]["fingerprint"], result["fingerprint"]])
+    if unexplained:
+        raise ValueError(
+            f"{len(unexplained)} bad result(s) have no expectation to take a reason from: "
+            + "; ".join(unexplained)
+            + " (write an entry with its cause first)"
+        )
+    for entry in pinned.values():
+        if len(entry.get("fingerprint", ())) == 1:
+            entry["fingerprint"] = entry["fingerprint"][0]
+    return list(pinned.values())
 
 
 def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[Check]:
@@ -268,6 +324,7 @@ def reproduction(engine_args: str, profile_arg: str = "") -> Callable[[Check, Co
     def line(check: Check, ctx: Context) -> str:
         return (
             f"specconform run {engine_args} --check {shlex.quote(check.name)} --seed {ctx.seed} --trials {ctx.trials}"
+            f" --deviation {ctx.deviation} --power {ctx.power}"
             + (f" --profile {shlex.quote(profile_arg)}" if profile_arg else "")
         )
 
@@ -303,7 +360,24 @@ def read_records(path: str | Path) -> list[dict]:
         path = path / "results.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no results at {str(path)!r} (a run folder holds results.jsonl)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [_upgraded(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _upgraded(record: dict) -> dict:
+    """A record of the format before per-requirement results (a check status and its ``violated``
+    list) in today's format, so that old published runs can be re-rendered and compared: each
+    requirement gets the check's status (a violated one FAIL, the others of a failed check NOT_RUN)
+    and one case when judged, as that format counted judged checks, not cases."""
+    if "results" in record:
+        return record
+    status, violated = record["status"], record.get("violated") or []
+    results = {}
+    for rid in record["requirements"]:
+        own = FAIL if rid in violated else (NOT_RUN if status == FAIL else status)
+        results[rid] = {"status": own, "cases": int(own in (PASS, FAIL)), "evidence": "", "fingerprint": ""}
+    expected = record.get("expected_status") == status
+    unexpected = [] if expected or status not in (FAIL, ERROR, TIMEOUT) else (violated or ["check"])
+    return {**record, "results": results, "unexpected": unexpected}
 
 
 def missing_records(run_dir: Path, records: list[dict]) -> list[str]:

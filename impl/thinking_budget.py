@@ -29,6 +29,7 @@ __all__ = ["AddedRequest", "BatchUpdate", "Move", "ThinkingBudgetState", "valida
 
 TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
 NUM_FIELDS = 7
+NO_MARKER = -2  # what a token id outside [0, 2**31 - 1] becomes in the int32 matching: no marker id (nor -1)
 SCOPES = ("request", "section")
 
 
@@ -45,6 +46,12 @@ def validate_budget(value, field_name: str = "budget") -> int | None:
     if value < 0:
         raise ValueError(f"{field_name} must be an integer >= 0, -1 or None; got {value!r}")
     return value
+
+
+def _matchable(ids: torch.Tensor) -> torch.Tensor:
+    """``ids`` (any integer dtype) as the int32 the marker matching reads: an id outside ``[0, 2**31 - 1]``,
+    which no marker holds, becomes ``NO_MARKER`` instead of wrapping onto a marker id."""
+    return torch.where((ids < 0) | (ids > INT32_MAX), NO_MARKER, ids).to(torch.int32)
 
 
 def _marker(tokens, field_name: str) -> list[int]:
@@ -352,9 +359,8 @@ class ThinkingBudgetState:
         fields = [f.clone() for f in self.state[:, : self.batch_size]]
         live = fields[TRACKED] != 0
         for c in range(tokens.shape[1]):
-            column = tokens[:, c].to(torch.int32)
-            live = live & (column != -1)
-            self._feed_torch(fields, column, live)
+            live = live & (tokens[:, c] != -1)
+            self._feed_torch(fields, _matchable(tokens[:, c]), live)
         self.state[:, : self.batch_size] = torch.stack(fields)
 
     # -- torch backend ---------------------------------------------------------------------------
@@ -393,7 +399,7 @@ class ThinkingBudgetState:
         k = num_draft.long()
         row0 = torch.cumsum(k + 1, 0) - k - 1
         draft0 = row0 - torch.arange(self.batch_size, device=self.device)
-        padded = torch.cat([drafts.to(torch.int32), torch.zeros(1, dtype=torch.int32, device=self.device)])
+        padded = torch.cat([_matchable(drafts), torch.zeros(1, dtype=torch.int32, device=self.device)])
         out = torch.empty(num_rows, dtype=torch.int32, device=self.device)
         for j in range(self.max_spec_len):
             live = j < k

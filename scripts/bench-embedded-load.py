@@ -1,21 +1,24 @@
 """Load benchmark of the embedded engine: how continuous batching scales with concurrent clients.
 
 Starts the embedded server in its own process (``specconform serve``), then for each client count N
-(default 8 and 64) sends N distinct greedy requests at once (mixed thinking budgets, half streamed, half
+(default 8, 32 and 64) sends N distinct greedy requests at once (mixed thinking budgets, half streamed, half
 not, alternating the plain and the speculative model) and reports the wall time of the whole wave and the
 latency percentiles. Every response is then compared with the same request run alone: a difference means a
 crossed or batch-dependent response, and the script exits non-zero. Waves of different sizes alternate
 against the same server, ``--repeats`` times; each size reports the median wave and the spread (slowest /
-fastest), so their times compare like with like on the same machine.
+fastest), so their times compare like with like on the same machine. The clients are coroutines sharing one
+asynchronous HTTP client (a connection per request), so the load generator itself costs little of the CPU that
+the server shares with it.
 
-    PYTHONPATH=$PWD python scripts/bench-embedded-load.py [--clients 8 64] [--max-tokens 24] [--repeats 3]
+    PYTHONPATH=$PWD python scripts/bench-embedded-load.py [--clients 8 32 64] [--max-tokens 24] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import asyncio
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -42,38 +45,53 @@ def body(i: int, max_tokens: int) -> dict:
     return request
 
 
-def ask(base_url: str, request: dict) -> tuple[list[int], str, float]:
+async def ask(client: httpx.AsyncClient, base_url: str, request: dict) -> tuple[list[int], str, float]:
     """``(token ids, finish reason, latency in seconds)`` of one request, streamed or not."""
     began = time.perf_counter()
-    with httpx.Client(timeout=600) as client:
-        if not request["stream"]:
-            response = client.post(f"{base_url}/chat/completions", json=request)
-            response.raise_for_status()
-            choice = response.json()["choices"][0]
-            return choice["token_ids"], choice["finish_reason"], time.perf_counter() - began
-        ids, finish = [], None
-        with client.stream("POST", f"{base_url}/chat/completions", json=request) as response:
-            response.raise_for_status()
-            for line in response.iter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                choice = json.loads(line[len("data: ") :])["choices"][0]
-                ids += choice.get("token_ids", [])
-                finish = choice["finish_reason"] or finish
-        return ids, finish, time.perf_counter() - began
+    if not request["stream"]:
+        response = await client.post(f"{base_url}/chat/completions", json=request)
+        response.raise_for_status()
+        choice = response.json()["choices"][0]
+        return choice["token_ids"], choice["finish_reason"], time.perf_counter() - began
+    ids, finish = [], None
+    async with client.stream("POST", f"{base_url}/chat/completions", json=request) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            choice = json.loads(line[len("data: ") :])["choices"][0]
+            ids += choice.get("token_ids", [])
+            finish = choice["finish_reason"] or finish
+    return ids, finish, time.perf_counter() - began
 
 
-def wave(base_url: str, clients: int, max_tokens: int) -> tuple[float, list[tuple[list[int], str, float]]]:
+async def wave(
+    client: httpx.AsyncClient, base_url: str, clients: int, max_tokens: int
+) -> tuple[float, list[tuple[list[int], str, float]]]:
     requests = [body(i, max_tokens) for i in range(clients)]
     began = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
-        results = list(pool.map(lambda r: ask(base_url, r), requests))
-    return time.perf_counter() - began, results
+    results = await asyncio.gather(*(ask(client, base_url, r) for r in requests))
+    return time.perf_counter() - began, list(results)
+
+
+async def measure(base_url: str, args) -> tuple[dict, list]:
+    """Waves of every size, ``args.repeats`` times, then each request alone."""
+    # A fresh connection per request: one kept alive past the server's keep-alive timeout may be closed under it.
+    limits = httpx.Limits(max_connections=max(args.clients), max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+        await ask(client, base_url, body(0, 2))  # warm up both paths
+        await ask(client, base_url, body(3, 2))
+        waves = {n: [] for n in args.clients}
+        for _ in range(args.repeats):
+            for n in args.clients:
+                waves[n].append(await wave(client, base_url, n, args.max_tokens))
+        alone = [await ask(client, base_url, body(i, args.max_tokens)) for i in range(max(args.clients))]
+    return waves, alone
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--clients", type=int, nargs="+", default=[8, 32, 64])
     parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -92,13 +110,9 @@ def main() -> int:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the embedded server did not start") from None
                 time.sleep(0.5)
-        ask(base_url, body(0, 2))  # warm up both paths
-        ask(base_url, body(3, 2))
-        waves = {n: [] for n in args.clients}
-        for _ in range(args.repeats):
-            for n in args.clients:
-                waves[n].append(wave(base_url, n, args.max_tokens))
-        alone = [ask(base_url, body(i, args.max_tokens)) for i in range(max(args.clients))]
+        load_before = os.getloadavg()[0]
+        waves, alone = asyncio.run(measure(base_url, args))
+        load_after = os.getloadavg()[0]
     finally:
         server.terminate()
         server.wait(60)
@@ -113,12 +127,15 @@ def main() -> int:
         print(
             f"{n:3d} clients: median {medians[n]:6.2f} s wall (spread {walls[-1] / walls[0]:.2f}x over "
             f"{len(walls)}), {tokens / medians[n]:6.1f} tokens/s, latency p50 {statistics.median(latencies):.2f} s, "
-            f"max {latencies[-1]:.2f} s; {len(mismatched)} differ from their solo run {mismatched[:8]}"
+            f"p95 {statistics.quantiles(latencies, n=20)[-1]:.2f} s, max {latencies[-1]:.2f} s; "
+            f"{len(mismatched)} differ from their solo run {mismatched[:8]}"
         )
+    print(f"load average (1 min) {load_before:.1f} at the start, {load_after:.1f} at the end, on {os.cpu_count()} CPUs")
     solo = sum(r[2] for r in alone)
     print(f"{len(alone)} requests one at a time: {solo:.2f} s")
-    first, last = min(args.clients), max(args.clients)
-    print(f"{last} clients take {medians[last] / medians[first]:.2f}x the time of {first} (medians)")
+    first = min(args.clients)
+    for n in sorted(args.clients)[1:]:
+        print(f"{n} clients take {medians[n] / medians[first]:.2f}x the time of {first} (medians)")
     return 1 if crossed else 0
 
 

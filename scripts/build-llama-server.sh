@@ -11,7 +11,7 @@ if [ ! -x "$server" ]; then
   mkdir -p "$cache"
   if [ ! -d "$source_tree" ]; then
     echo "downloading the llama-cpp-python $version source distribution" >&2
-    python -m pip download --quiet --no-deps --no-binary :all: -d "$cache" "llama-cpp-python==$version"
+    python -m pip download --quiet --no-deps --no-binary llama-cpp-python -d "$cache" "llama-cpp-python==$version"
     tar -xzf "$cache/llama_cpp_python-$version.tar.gz" -C "$cache"
   fi
   echo "building llama-server from $source_tree (several minutes on two cores)" >&2

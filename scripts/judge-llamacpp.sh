@@ -22,7 +22,8 @@ start_server() {  # start_server NAME ARGS...: llama-server on $port, waits for 
   shift
   "$server" --host 127.0.0.1 --port "$port" -c 4096 -np 4 --jinja --verbose "$@" > "$log/$name.log" 2>&1 &
   pid=$!
-  for _ in $(seq 120); do
+  local deadline=$((SECONDS + ${HEALTH_TIMEOUT_S:-300}))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     if ! kill -0 "$pid" 2> /dev/null; then
       echo "llama-server ($name) exited before it was healthy; its log:" >&2
       tail -n 20 "$log/$name.log" >&2
@@ -31,7 +32,7 @@ start_server() {  # start_server NAME ARGS...: llama-server on $port, waits for 
     if curl -sf "http://127.0.0.1:$port/health" > /dev/null; then return; fi
     sleep 0.5
   done
-  echo "llama-server ($name) did not answer /health within 60 s; see $log/$name.log" >&2
+  echo "llama-server ($name) did not answer /health within ${HEALTH_TIMEOUT_S:-300} s (HEALTH_TIMEOUT_S); see $log/$name.log" >&2
   exit 1
 }
 

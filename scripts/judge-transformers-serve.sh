@@ -9,7 +9,9 @@ HF_HUB_OFFLINE=1 transformers serve --host 127.0.0.1 --port "$port" "$model" > /
 server=$!
 trap 'kill $server 2> /dev/null' EXIT
 healthy=0
-for _ in $(seq 120); do
+health_timeout_s=${HEALTH_TIMEOUT_S:-300}  # importing transformers takes minutes on a loaded two-core machine
+deadline=$((SECONDS + health_timeout_s))
+while [ "$SECONDS" -lt "$deadline" ]; do
   if ! kill -0 "$server" 2> /dev/null; then
     echo "transformers serve exited before it was healthy; its log:" >&2
     tail -n 20 /tmp/transformers-serve.log >&2
@@ -19,9 +21,9 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 if [ "$healthy" != 1 ]; then
-  echo "transformers serve did not answer /health on port $port within 60 s; see /tmp/transformers-serve.log" >&2
+  echo "transformers serve did not answer /health on port $port within $health_timeout_s s (HEALTH_TIMEOUT_S); see /tmp/transformers-serve.log" >&2
   exit 1
 fi
 specconform run --engine openai --base-url "http://127.0.0.1:$port/v1" --model "$model" \
-  --api-profile transformers-serve --check 'api.*' --expectations expectations/transformers-5.23.yaml \
+  --engine-name "transformers-serve-$version" --api-profile transformers-serve --check 'api.*' --expectations expectations/transformers-5.23.yaml \
   --report-dir "reports/engines/transformers-$version" "$@"

@@ -148,7 +148,9 @@ class ApiEngine:
         for server in servers:
             listing = self.http.get(f"{server}/models")
             try:
-                listings.append(",".join(m["id"] for m in listing.json().get("data", [])))
+                served = [m["id"] for m in listing.json().get("data", [])]
+                # the models judged here (a server may serve others, e.g. another tokenizer variant)
+                listings.append(",".join([m for m in served if m in self.base_urls] or served))
             except ValueError:  # /models is no requirement of this spec; some servers fail it
                 listings.append(f"unknown (GET /models: HTTP {listing.status_code})")
         self.version = ",".join(listings)

@@ -136,7 +136,10 @@ def multitoken_end(engine, ctx: Context) -> Outcome:
         return blocked
     if len(engine.end_ids) < 2:
         return uniform_outcome(
-            PRECONDITION_FAILED, f"{engine.api.end_text!r} is one token for {engine.api.model}", ("API-BUDGET-7",)
+            PRECONDITION_FAILED,
+            f"{engine.api.end_text!r} is one token for {engine.api.model}: this check needs an end marker of "
+            "several tokens (not a defect; a model whose end marker is several tokens judges it)",
+            ("API-BUDGET-7",),
         )
     tally = Tally(("API-BUDGET-7",))
     for seed in range(4):

@@ -17,10 +17,6 @@ from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
 
-# The smallest total-variation deviation a distribution test must detect (power 0.99) to count as a
-# case: a position whose reached trials cannot detect it leaves its requirements NOT_RUN, never PASS.
-DETECTABLE_TV = 0.05
-
 
 def random_case(
     rng,
@@ -270,8 +266,12 @@ def _engine_sampler(engine):
 def distribution_check(requirements: tuple[str, ...], one_hot: bool):
     """Calibrated G-tests of every position and of the accepted length (specs/statistics.md).
 
-    A position counts as a case of RS-PROB-5 only when the trials that reached it detect a deviation
-    of ``DETECTABLE_TV`` with power 0.99; the accepted-length test likewise for RS-PROB-6."""
+    The trials of each case follow from the declared ``Power(ctx.deviation, ctx.power)`` per position
+    (``stats.planned_trials``), capped at ``ctx.trials``. A position counts as a case of RS-PROB-5 (the
+    accepted length of RS-PROB-6) only when its test passes, the trials that reached it detect the
+    declared deviation with the declared power, and it certifies ``TV ≤ deviation``; otherwise it stays
+    uncounted, and a requirement no position counted for is NOT_RUN. STAT-POWER-1 and STAT-CERT-1 count
+    only for a case whose every reachable test was counted."""
 
     def run(engine, ctx: Context) -> Outcome:
         cases = [c for c in stats.standard_cases(large_vocab=1000) if c.pass_q]
@@ -280,67 +280,28 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
                 stats.DistributionCase(c.name + "-one-hot", c.target_logits, c.q, c.temperature, pass_q=False)
                 for c in cases
             ]
+        target = stats.Power(ctx.deviation, ctx.power)
         alpha_test = stats.family_alpha_test(ctx.alpha, cases)
-        sampler = _engine_sampler(engine)
         tally = Tally(requirements)
-        plots, certified, worst_p, underpowered = [], [], 1.0, 0
-        harness_requirements = [r for r in requirements if r.startswith("STAT-")]
+        plots, lines, trials, counted, uncounted, worst_p = [], [], [], 0, 0, 1.0
         for i, case in enumerate(cases):
-            report = stats.distribution_check(sampler, case, ctx.trials, alpha_test, ctx.seed + i)
-            tally.exercised(*harness_requirements)
-            if report.out_of_range:
-                tally.violated(
-                    "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{case.name}: {report.out_of_range} bad rows"
-                )
-            cells = min(case.target_logits.shape[1], 32)
-            for j, result in enumerate(report.positions):
-                detectable = stats.detectable_deviation(max(result.trials, 1), cells, alpha_test)
-                worst_p = min(worst_p, result.p_value) if result.trials else worst_p
-                if not result.passed:
-                    kind = "zero-probability-token" if result.zero_hits else "position-distribution"
-                    tally.violated(
-                        "RS-PROB-5",
-                        kind,
-                        f"{case.name} position {j}: p = {result.p_value:.3g} < α_test {alpha_test:.2g}, "
-                        f"{result.zero_hits} samples on p = 0 tokens, TV ≤ {result.tv_upper:.3f} "
-                        f"({result.trials} trials reached it)",
-                    )
-                elif result.trials and detectable <= DETECTABLE_TV:
-                    tally.exercised(*[r for r in ("RS-PROB-5", "RS-RNG-2", "RS-ONEHOT-2") if r in requirements])
-                    certified.append(result.tv_upper)
-                else:
-                    underpowered += 1
-            length = report.accepted_length
-            if not length.passed:
-                tally.violated(
-                    "RS-PROB-6",
-                    "accepted-length-law",
-                    f"{case.name}: accepted-length p = {length.p_value:.3g} < α_test {alpha_test:.2g}",
-                )
-            elif stats.detectable_deviation(max(length.trials, 1), case.K + 1, alpha_test) <= DETECTABLE_TV:
-                tally.exercised("RS-PROB-6")
-            else:
-                underpowered += 1
-            plots.append(
-                {
-                    "kind": "distribution",
-                    "case": case.name,
-                    "target": case.p.tolist(),
-                    "positions": [
-                        {"p_value": r.p_value, "tv_upper": r.tv_upper, "trials": r.trials} for r in report.positions
-                    ],
-                    "accepted_length": {"p_value": length.p_value, "trials": length.trials},
-                    "empirical": report.empirical,
-                    "lengths": report.lengths,
-                    "expected_lengths": report.expected_lengths,
-                }
-            )
+            n = stats.planned_trials(case, target, alpha_test, ctx.trials)
+            trials.append(n)
+            report = stats.distribution_check(_engine_sampler(engine), case, n, alpha_test, ctx.seed + i, target)
+            judge_report(report, requirements, tally)
+            lines += report.position_lines()
+            reachable = [j for j, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE]
+            tests = reachable + [report.accepted_length]
+            counted += sum(t.counted for t in tests)
+            uncounted += sum(not t.counted and not t.failed for t in tests)
+            worst_p = min([worst_p] + [t.result.p_value for t in tests if t.result.trials])
+            plots.append(_distribution_plot(case, report))
         summary = (
-            f"{len(cases)} cases × {ctx.trials} trials; smallest p {worst_p:.3g} at α_test {alpha_test:.2g}; "
-            f"{len(certified)} tests certify TV ≤ {max(certified, default=float('nan')):.3f}; "
-            f"{underpowered} tests could not detect TV {DETECTABLE_TV} (not counted)"
+            f"{len(cases)} cases, {min(trials)}..{max(trials)} trials each (sized for TV {target.deviation} at "
+            f"power {target.power}, at most {ctx.trials}); {counted} tests certify TV ≤ {target.deviation}, "
+            f"{uncounted} not counted; smallest p {worst_p:.3g} at α_test {alpha_test:.2g}\n" + "\n".join(lines)
         )
-        return tally.outcome(summary, p_value=worst_p, alpha=alpha_test, trials=ctx.trials, plots=plots)
+        return tally.outcome(summary, p_value=worst_p, alpha=alpha_test, trials=sum(trials), plots=plots)
 
     return run
 
@@ -369,3 +330,48 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
                 continue
             tally.violated("RS-INPUT-5", "invalid-id-accepted", f"{change} was accepted")
     return tally.outcome("ids just outside the allowed ranges are rejected naming the field")
+
+
+def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally) -> None:
+    """Count ``report``'s judged tests into ``tally`` for ``requirements``: failures violate RS-PROB-5,
+    RS-PROB-6 or RS-INPUT-1; a counted position exercises RS-PROB-5 and the position-level requirements
+    the check names; the harness's STAT-* requirements count once for a case whose every reachable test
+    was counted (STAT-POWER-1 can then not be PASS at trials that cannot reach the declared deviation)."""
+    if report.out_of_range:
+        tally.violated(
+            "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows"
+        )
+    per_position = [r for r in ("RS-PROB-5", "RS-RNG-2", "RS-ONEHOT-2") if r in requirements]
+    complete = True
+    for j, judgement in enumerate(report.positions):
+        if judgement.failed:
+            kind = "zero-probability-token" if judgement.result.zero_hits else "position-distribution"
+            tally.violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"))
+        elif judgement.counted:
+            tally.exercised(*per_position)
+        elif report.reach[j] > stats.UNREACHABLE:
+            complete = False
+    length = report.accepted_length
+    if length.failed:
+        tally.violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"))
+    elif length.counted:
+        tally.exercised(*[r for r in ("RS-PROB-6",) if r in requirements])
+    else:
+        complete = False
+    if complete:
+        tally.exercised(*[r for r in requirements if r.startswith("STAT-")])
+
+
+def _distribution_plot(case: stats.DistributionCase, report: stats.DistributionReport) -> dict:
+    return {
+        "kind": "distribution",
+        "case": case.name,
+        "target": case.p.tolist(),
+        "deviation": report.target.deviation,
+        "power": report.target.power,
+        "positions": [j.to_json() for j in report.positions],
+        "accepted_length": report.accepted_length.to_json(),
+        "empirical": report.empirical,
+        "lengths": report.lengths,
+        "expected_lengths": report.expected_lengths,
+    }

@@ -1,19 +1,25 @@
-"""Golden-vector replay (RUN-RECORD-2): each vector is one case for the requirements it names.
+"""Golden-vector replay (RUN-RECORD-2): every group of every vector file, each vector one case for the
+requirements it names.
 
 A vector that replays exactly exercises all of them; one that does not is a failure of its first
 (primary) requirement, and its other requirements stay NOT_RUN: the case no longer says anything
-about them.
+about them. The statistical groups (``distributions``, ``sampled_drafts``) are judged like the
+distribution checks: sized by the declared power, and a test that cannot certify the declared deviation
+counts for nothing (NOT_RUN).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from specs.interface import BatchUpdate
 
-from .. import spec, vectors
+from .. import spec, stats, vectors
 from ..core import Check, Context, Outcome, Tally
 from ..oracle import rejection as rs
+from . import rejection
 
 
 def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
@@ -71,29 +77,164 @@ def _rejection_error(engine, entry) -> tuple[str, str] | None:
     )
 
 
+def _count_row(engine, entry) -> tuple[str, str] | None:
+    num, broken, out_of_vocab = (
+        np.asarray(x) for x in engine.count_emitted(np.array([entry["row"]]), entry["vocab_size"])
+    )
+    got = (int(num[0]), bool(broken[0]), bool(out_of_vocab[0]))
+    problems = entry["expected_problems"]
+    expected = (entry["expected_num_emitted"], "hole" in problems, "out_of_vocab" in problems)
+    if got != expected:
+        return (
+            "count-differs",
+            f"row {entry['row']}: (num_emitted, broken_prefix, out_of_vocab) = {got}, expected {expected}",
+        )
+    return None
+
+
+def _metrics(engine, entry) -> tuple[str, str] | None:
+    """The aggregate metrics the engine interface returns, against the vector's ``expected`` ones; the
+    vector's per-step and raw counts are not observable through ``acceptance_metrics``."""
+    steps = [(s["num_draft_tokens"], s["row"]) for s in entry["steps"]]
+    got = engine.acceptance_metrics(steps, entry["eos_token_ids"])
+    expected = entry["expected"]
+    differ = [
+        f"{name} {got[name]}, expected {expected[name]}"
+        for name in ("acceptance_rate", "mean_acceptance_length")
+        if not np.isclose(got[name], expected[name], rtol=1e-9, atol=1e-12)
+    ]
+    if [int(x) for x in got["accepted_per_position"]] != expected["accepted_per_position"]:
+        differ.append(
+            f"accepted_per_position {list(got['accepted_per_position'])}, expected {expected['accepted_per_position']}"
+        )
+    return ("metrics-differ", "; ".join(differ)) if differ else None
+
+
+def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
+    """A replay that matches or not: the vector exercises all its requirements, or fails its first."""
+
+    def run(engine, ctx: Context, entry, requirements) -> Outcome:
+        tally = Tally(requirements)
+        failure = replay_one(engine, entry)
+        if failure:
+            tally.violated(requirements[0], failure[0], failure[1])
+        else:
+            tally.exercised(*requirements)
+        return tally.outcome("replayed exactly" if not failure else "the vector did not replay")
+
+    return run
+
+
+def _vector_probs(rows) -> np.ndarray:
+    return np.array(rows, dtype=np.float64)
+
+
+def _log(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(p)
+
+
+def _fixed_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
+    """Statistical replay of a ``distributions`` vector: drafts fixed, the emitted row's distribution over
+    the vector's outcomes (``expected_distribution``) G-tested and certified against the declared power;
+    an emitted row outside the outcomes is a sample on a zero-probability cell (STAT-TEST-2)."""
+    target = stats.Power(ctx.deviation, ctx.power)
+    p = _vector_probs(entry["p"])  # [K + 1, V]
+    K, V = len(entry["drafts"]), p.shape[1]
+    outcomes = entry["expected_distribution"]
+    probs = np.array([o["probability"] for o in outcomes] + [0.0])  # [outcomes + 1]: the last cell is "other"
+    codes = np.array([_row_code(o["emitted"], K, V) for o in outcomes])  # [outcomes], int
+    trials = min(stats.trials_needed(probs, target, ctx.alpha), ctx.trials)
+    rng = np.random.default_rng(ctx.seed)
+    counts = np.zeros(len(probs))
+    q = None if entry["q"] is None else _vector_probs(entry["q"])
+    done = 0
+    while done < trials:
+        b = min(65536, trials - done)
+        case = rs.RejectionCase(
+            np.tile(_log(p), (b, 1)),
+            np.tile(entry["drafts"], b),
+            np.full(b, K),
+            np.ones(b),
+            None if q is None else np.tile(q, (b, 1)),
+            seeds=rng.integers(0, 2**62, size=b),
+            positions=np.zeros(b, dtype=np.int64),
+        )
+        tokens = np.asarray(engine.rejection_sample(case)[0])[:, : K + 1]
+        seen = _row_codes(tokens, V)[:, None] == codes[None, :]  # [b, outcomes]
+        cells = np.where(seen.any(axis=1), seen.argmax(axis=1), len(outcomes))
+        counts += np.bincount(cells, minlength=len(probs))
+        done += b
+    judgement = stats.judge(stats.g_test(counts, probs, ctx.alpha), probs, target)
+    tally = Tally(requirements)
+    line = judgement.line(f"{entry['name']}: emitted rows")
+    if judgement.failed:
+        tally.violated(requirements[0], "emitted-row-distribution", line)
+    elif judgement.counted:
+        tally.exercised(*requirements)
+    return tally.outcome(line, p_value=judgement.result.p_value, alpha=ctx.alpha, trials=trials)
+
+
+def _row_code(row, K: int, V: int) -> int:
+    padded = list(row) + [-1] * (K + 1 - len(row))
+    return sum((t + 1) * (V + 1) ** j for j, t in enumerate(padded))
+
+
+def _row_codes(tokens: np.ndarray, V: int) -> np.ndarray:
+    """One integer per row of ``tokens [B, K + 1]`` (int, -1 padded); ids outside [-1, V) map to -1."""
+    bad = ((tokens < -1) | (tokens >= V)).any(axis=1)
+    weights = (V + 1) ** np.arange(tokens.shape[1], dtype=np.int64)
+    return np.where(bad, -1, ((tokens + 1) * weights).sum(axis=1))
+
+
+def _sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
+    """Statistical replay of a ``sampled_drafts`` vector: drafts drawn from ``q``, every position tested
+    against ``expected_position_marginals`` and the accepted length against ``expected_accepted_length``,
+    each judged against the declared power (``rejection.judge_report``)."""
+    p = _vector_probs(entry["p"])
+    case = stats.DistributionCase(
+        entry["name"],
+        _log(p),
+        _vector_probs(entry["q"]),
+        expected_positions=_vector_probs(entry["expected_position_marginals"]),
+        expected_lengths=_vector_probs(entry["expected_accepted_length"]),
+    )
+    target = stats.Power(ctx.deviation, ctx.power)
+    alpha_test = stats.sidak(ctx.alpha, stats.tests_per_case(case.K))
+    trials = stats.planned_trials(case, target, alpha_test, ctx.trials)
+    report = stats.distribution_check(rejection._engine_sampler(engine), case, trials, alpha_test, ctx.seed, target)
+    tally = Tally(requirements)
+    rejection.judge_report(report, requirements, tally)
+    tests = [j for j in report.positions if j.result.trials] + [report.accepted_length]
+    return tally.outcome(
+        "\n".join(report.position_lines()),
+        p_value=min(t.result.p_value for t in tests),
+        alpha=alpha_test,
+        trials=trials,
+    )
+
+
 _GROUPS = (
-    ("thinking-budget", "scenarios", _budget_scenario, ("budget",)),
-    ("thinking-budget", "errors", _budget_error, ("budget",)),
-    ("rejection", "exact", _rejection_exact, ("rejection",)),
-    ("rejection", "errors", _rejection_error, ("rejection", "input-validation")),
+    ("thinking-budget", "scenarios", _exactly(_budget_scenario), ("budget",)),
+    ("thinking-budget", "errors", _exactly(_budget_error), ("budget",)),
+    ("rejection", "exact", _exactly(_rejection_exact), ("rejection",)),
+    ("rejection", "distributions", _fixed_drafts, ("rejection",)),
+    ("rejection", "sampled_drafts", _sampled_drafts, ("rejection",)),
+    ("rejection", "errors", _exactly(_rejection_error), ("rejection", "input-validation")),
+    ("counting", "rows", _exactly(_count_row), ("counting",)),
+    ("counting", "metrics", _exactly(_metrics), ("metrics",)),
 )
 
 
 def vector_checks(registry: dict) -> list[Check]:
-    """One check per golden vector, in file order."""
+    """One check per golden vector, in file order (every group of every vector file)."""
     checks = []
-    for kind, group, replay_one, needs in _GROUPS:
+    for kind, group, replay, needs in _GROUPS:
         for entry in spec.load_vectors(kind)[group]:
             requirements = tuple(entry["requirements"])
 
-            def run(engine, ctx: Context, replay_one=replay_one, entry=entry, requirements=requirements) -> Outcome:
-                tally = Tally(requirements)
-                failure = replay_one(engine, entry)
-                if failure:
-                    tally.violated(requirements[0], failure[0], failure[1])
-                else:
-                    tally.exercised(*requirements)
-                return tally.outcome("replayed exactly" if not failure else "the vector did not replay")
+            def run(engine, ctx: Context, replay=replay, entry=entry, requirements=requirements) -> Outcome:
+                return replay(engine, ctx, entry, requirements)
 
             extra = ("reference-draws",) if "RS-RNG-3" in requirements else ()
             checks.append(

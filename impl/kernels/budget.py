@@ -15,6 +15,13 @@ from .layout import first_row
 
 
 @triton.jit
+def _matchable(token):
+    """A token id of any integer dtype as the int32 the matching reads; an id outside [0, 2**31 - 1], which no
+    marker holds, becomes -2 (no marker id, nor the -1 padding) instead of wrapping (``thinking_budget.NO_MARKER``)."""
+    return tl.where((token < 0) | (token > 2147483647), -2, token).to(tl.int32)
+
+
+@triton.jit
 def _load_state(state_ptr, state_stride, slot):
     """One slot's fields: TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT."""
     fields = state_ptr + slot
@@ -129,7 +136,7 @@ def forced_rows_kernel(
             live = j < k
             forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
             tl.store(out_ptr + row0 + j, forced, mask=live)
-            token = tl.load(draft_ids_ptr + draft0 + j, mask=live, other=0).to(tl.int32)
+            token = _matchable(tl.load(draft_ids_ptr + draft0 + j, mask=live, other=0))
             in_section, start_m, end_m, count, spent = _feed(
                 in_section,
                 start_m,
@@ -176,8 +183,9 @@ def advance_committed_kernel(
     tracked, _, in_section, start_m, end_m, count, spent = _load_state(state_ptr, state_stride, slot)
     live = tracked != 0
     for c in range(width):
-        token = tl.load(tokens_ptr + slot * tokens_stride + c).to(tl.int32)
-        live = live & (token != -1)
+        raw = tl.load(tokens_ptr + slot * tokens_stride + c)
+        live = live & (raw != -1)
+        token = _matchable(raw)
         in_section, start_m, end_m, count, spent = _feed(
             in_section,
             start_m,

@@ -5,7 +5,7 @@
 #
 #   INSTALL=0           skip install.sh (specconform is installed already)
 #   FETCH_BASELINE=1    fetch the baseline from GitHub (fetch-baseline.sh); elsewhere put the last good
-#                       run's results.jsonl (and pytest-benchmark/) into BASELINE_DIR yourself
+#                       run's results.jsonl (and perf/bench-*.json) into BASELINE_DIR yourself
 #   BENCH=1             run the benchmarks (CUDA)
 # and the variables of each script (install.sh, conformance.sh, gate.sh, bench.sh).
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The verdict: one Markdown report of the steps that ran (verdict first, then the baseline diff, then
+# The verdict: one Markdown report of the steps that ran (verdict first, then the baseline and bench diffs, then
 # the run's summary.md), appended to $GITHUB_STEP_SUMMARY when set and written to
 # $REPORT_DIR/ci/verdict.md. Exits 1 unless the conformance run ran and every step that ran passed.
 #
@@ -28,10 +28,12 @@ fi
   echo
   printf '%s\n' "${lines[@]}"
   echo
-  if [ -f "$STATE_DIR/gate.md" ]; then
-    sed 's/^#/##/' "$STATE_DIR/gate.md"
-    echo
-  fi
+  for details in gate bench; do
+    if [ -f "$STATE_DIR/$details.md" ]; then
+      sed 's/^#/##/' "$STATE_DIR/$details.md"
+      echo
+    fi
+  done
   if [ -f "$STATE_DIR/conformance.run-dir" ] && [ -f "$(cat "$STATE_DIR/conformance.run-dir")/summary.md" ]; then
     sed 's/^#/##/' "$(cat "$STATE_DIR/conformance.run-dir")/summary.md"
   fi

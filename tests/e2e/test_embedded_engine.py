@@ -53,6 +53,8 @@ def test_embedded_engine_passes_every_api_check(variant):
     assert [
         (r.check, r.status, r.message[:300]) for r in records if r.status not in ("PASS", "PRECONDITION_FAILED")
     ] == []
+    other = "multi" if variant == "single" else "single"  # the version names the models judged, not every one served
+    assert f"tiny-think-{variant}" in records[0].engine_version and other not in records[0].engine_version
 
 
 def test_64_concurrent_clients_get_their_own_responses(base_url):

@@ -314,3 +314,122 @@ def test_fuzz_request_bodies_never_500_never_harm_a_neighbour(base_url):
         neighbours.stop.set()
         neighbours.thread.join(300)
     assert neighbours.runs >= 1 and neighbours.failures == []
+
+
+# -- concurrency: no crossed responses; heavy parsing off the event loop --------------------------------------
+
+
+def _ask(base_url, body):
+    if body.get("stream"):
+        return _stream(base_url, body)
+    response = httpx.post(f"{base_url}/chat/completions", json=body, timeout=300)
+    assert response.status_code == 200, response.text[:300]
+    choice = response.json()["choices"][0]
+    return choice["token_ids"], choice["finish_reason"]
+
+
+def test_concurrent_greedy_requests_get_their_solo_responses(base_url, submitted, steps):
+    """Distinct greedy requests in flight together (those of MODEL all in its engine's first step), streamed
+    and not, on the plain and the speculative engine: each client gets exactly its own solo response."""
+    bodies = [
+        {
+            "model": MODEL if i % 3 else "tiny-think-single-spec",
+            "messages": [{"role": "user", "content": f"check the sum {i} then the final value"}],
+            "max_tokens": 6 + i,
+            "temperature": 0,
+            "return_token_ids": True,
+            "stream": i % 2 == 1,
+            **({"thinking_token_budget": i % 4} if i % 5 else {}),
+        }
+        for i in range(12)
+    ]
+    results = [None] * len(bodies)
+
+    def run(i):
+        results[i] = _ask(base_url, bodies[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for _ in range(sum(body["model"] == MODEL for body in bodies)):
+        submitted.get(timeout=120)
+    steps.release(10_000)
+    for thread in threads:
+        thread.join(300)
+    alone = [_ask(base_url, body) for body in bodies]
+    assert results == alone
+    assert all(finish in ("stop", "length") for _, finish in results)
+
+
+class GatedTokenizer:
+    """The served tokenizer, but a chat whose text holds GATED waits inside the chat template until released."""
+
+    def __init__(self, inner):
+        self.inner, self.entered, self.release = inner, threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def __len__(self):
+        return len(self.inner)
+
+    def apply_chat_template(self, messages, **kwargs):
+        if any("GATED" in message["content"] for message in messages):
+            self.entered.set()
+            assert self.release.wait(120), "the test never released the gated request"
+        return self.inner.apply_chat_template(messages, **kwargs)
+
+
+def test_a_large_prompt_is_parsed_off_the_event_loop(server, base_url, monkeypatch):
+    """While one request's prompt is inside the tokenizer, another client is served from start to end: parsing
+    runs in a worker thread (on the event loop, the short request could not be answered until the gate opens)."""
+    model = server.server.config.app.state.served[MODEL]
+    gated = GatedTokenizer(model.tokenizer)
+    monkeypatch.setattr(model, "tokenizer", gated)
+    large = {"model": MODEL, "messages": [{"role": "user", "content": "GATED " + "so the answer " * 100}]}
+    responses = {}
+    thread = threading.Thread(
+        target=lambda: responses.update(
+            large=httpx.post(f"{base_url}/chat/completions", json={**large, "max_tokens": 4}, timeout=300)
+        )
+    )
+    thread.start()
+    assert gated.entered.wait(120), "the large request never reached the tokenizer"
+    short = httpx.post(
+        f"{base_url}/chat/completions", json={"model": MODEL, "messages": USER, "max_tokens": 4}, timeout=60
+    )
+    assert short.status_code == 200 and thread.is_alive() and "large" not in responses  # served meanwhile
+    gated.release.set()
+    thread.join(300)
+    assert responses["large"].status_code == 200, responses["large"].text[:300]
+
+
+class CountingTokenizer(GatedTokenizer):
+    """Counts the texts of more than 100 kB that reach the chat template or the encoder."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.large = 0
+
+    def apply_chat_template(self, messages, **kwargs):
+        self.large += sum(len(message["content"]) > 100_000 for message in messages)
+        return self.inner.apply_chat_template(messages, **kwargs)
+
+    def encode(self, text, **kwargs):
+        self.large += len(text) > 100_000
+        return self.inner.encode(text, **kwargs)
+
+
+@pytest.mark.parametrize("path,field", [("chat/completions", "messages"), ("completions", "prompt")])
+def test_a_prompt_too_long_for_the_context_is_refused_before_tokenizing(server, base_url, monkeypatch, path, field):
+    model = server.server.config.app.state.served[MODEL]
+    counting = CountingTokenizer(model.tokenizer)
+    monkeypatch.setattr(model, "tokenizer", counting)
+    text = "so the answer " * 15_000  # 210 kB
+    body = {"model": MODEL, "max_tokens": 4}
+    body.update({"messages": [{"role": "user", "content": text}]} if field == "messages" else {"prompt": text})
+    response = httpx.post(f"{base_url}/{path}", json=body, timeout=60)
+    assert response.status_code == 400, response.text[:300]
+    error = response.json()["error"]
+    assert error["param"] == field and "210000 bytes" in error["message"] and "context holds" in error["message"]
+    assert counting.large == 0

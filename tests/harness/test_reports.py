@@ -2,7 +2,7 @@
 
 import xml.etree.ElementTree as ET
 
-from harness import reports
+from harness import reports, runner
 
 
 def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), violated=(), p=None, plots=()):
@@ -41,13 +41,86 @@ def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), viol
     }
 
 
-def test_markdown_lists_failures_first_with_classes_requirements_and_uncovered():
-    records = [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",)), _record("c", "NOT_CLAIMED")]
+def test_markdown_lists_checks_failures_first_with_classes_requirements_and_uncovered():
+    records = [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",)), _record("c", "ERROR")]
     text = reports.markdown(records, ["API-BUDGET-1"])
-    assert text.index("`b`") < text.index("`c`") < text.index("`a`")  # FAIL, NOT_CLAIMED, PASS
+    checks = text.split("## Checks judged")[1]
+    assert checks.index("`b`") < checks.index("`c`") < checks.index("`a`")  # FAIL, ERROR, PASS
     assert "## Per conformance class" in text and "## Per requirement" in text
-    assert "| TB-FORCE-1 | MUST | FAIL (2) |"  # two checks exercised it, one failed in text
+    assert "| TB-FORCE-1 | MUST | FAIL (2) |" in text  # two checks judged a case of it (the ERROR none)
     assert "Not yet covered by any check** (1): API-BUDGET-1" in text
+
+
+def _first_ten(records, missing=()) -> str:
+    return "\n".join(reports.markdown(records, [], missing).splitlines()[:10])
+
+
+def test_the_first_ten_lines_of_a_passing_run_give_the_verdict_per_engine():
+    records = [_record("a", "PASS"), _record("b", "PASS", engine="f", cls="rs.greedy", reqs=("RS-GREEDY-1",))]
+    records.append(_record("c", "NOT_CLAIMED", engine="f"))
+    head = _first_ten(records)
+    assert "**Verdict: PASS**: no unexpected failure" in head
+    assert "| e | **CONFORMS**: 1 of 1 claimed classes conform |" in head
+    assert "| f | **CONFORMS**: 1 of 1 claimed classes conform |" in head  # tb.core not claimed by f
+
+
+def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
+    records = [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",)), _record("c", "PASS", engine="f")]
+    head = _first_ten(records)
+    assert "**Verdict: FAIL**: 1 unexpected failure in e (first: `b` on TB-FORCE-1);" in head
+    assert "| e | **FAILS**: 1 unexpected failure; 0 of 1 claimed classes conform |" in head
+    assert "| f | **CONFORMS**" in head
+    text = reports.markdown(records, [])
+    assert (
+        text.index("## Unexpected failures")
+        < text.index("- **e** `b` FAIL on TB-FORCE-1: FAIL msg.")
+        < text.index("## e")
+    )  # the failure with its evidence, before any engine's details
+
+
+def test_the_first_ten_lines_of_a_run_with_expected_failures_say_they_are_known():
+    failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
+    failed.update(unexpected=[], expected_status="FAIL", expectation_reason="the engine's design")
+    head = _first_ten([_record("a", "PASS"), failed])
+    assert "**Verdict: PASS**: no unexpected failure" in head and "1 known failure (expected)" in head
+    assert "| e | **KNOWN FAILURES** only (1, all expected); 0 of 1 claimed classes conform |" in head
+    known = reports.markdown([_record("a", "PASS"), failed], []).split("## Known failures (expected)")[1]
+    assert "`b` FAIL on TB-FORCE-1: FAIL msg." in known and "Cause: the engine's design" in known
+
+
+def test_an_incomplete_run_fails_its_verdict():
+    assert "**Verdict: FAIL**" in _first_ten([_record("a", "PASS")], missing=["e: b"])
+
+
+def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_each():
+    blocked = _record("b", "PRECONDITION_FAILED", cls="api.budget", reqs=("API-BUDGET-7",))
+    blocked["results"]["API-BUDGET-7"]["evidence"] = "'</think>' is one token"
+    records = [_record("a", "PASS", cls="api.budget", reqs=("API-BUDGET-1",)), blocked]
+    records += [_record(f"n{i}", "NOT_CLAIMED", cls="tb.core", reqs=(f"TB-FORCE-{i}",)) for i in (1, 2)]
+    text = reports.markdown(records, [])
+    assert "- api.budget: **judged in part** (1 of 2 requirements PASS; API-BUDGET-7 PRECONDITION_FAILED " in text
+    assert "'</think>' is one token" in text.split("## Per conformance class")[1]  # the roll-up says why
+    assert text.count("- tb.core: not claimed") == 1  # one line for the class, not one per check
+
+
+def test_the_uncovered_count_agrees_with_the_requirement_table():
+    uncovered = ["RS-INPUT-6", "TB-FORCE-6"]
+    text = reports.markdown([_record("a", "PASS")], uncovered)
+    table = text.split("## Per requirement")[1].split("**Not yet covered")[0]
+    assert sum("| not covered |" in line for line in table.splitlines()) == len(uncovered)
+    assert f"Not yet covered by any check** ({len(uncovered)})" in text
+    assert "| RUN-" not in table  # runner requirements bind the runner; they are named once, below
+
+
+def test_old_records_without_per_requirement_results_are_read():
+    old = {
+        k: v for k, v in _record("b", "FAIL", violated=("TB-FORCE-1",)).items() if k not in ("results", "unexpected")
+    }
+    old["requirements"] = ["TB-FORCE-1", "TB-FORCE-2"]
+    (record,) = [runner._upgraded(old)]
+    assert record["results"]["TB-FORCE-1"]["status"] == "FAIL" and record["unexpected"] == ["TB-FORCE-1"]
+    assert record["results"]["TB-FORCE-2"]["status"] == "NOT_RUN"
+    assert "**FAILS**" in reports.markdown([record], [])
 
 
 def test_junit_parses_and_counts():
@@ -74,7 +147,24 @@ def test_html_is_self_contained_with_plots():
         zoo_table=[{"mutant": "m", "description": "d", "breaks": "TB-FORCE-1", "caught": True, "caught_by": ["a"]}],
     )
     assert page.count("<svg") == 3 and "catch table" in page
-    assert "<script" not in page and 'src="http' not in page and 'href="http' not in page  # nothing fetched
+    assert "src=" not in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")  # nothing fetched
+
+
+def test_html_filters_and_links_each_failure_to_evidence_reproduction_and_spec_text():
+    failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
+    failed["reproduction"] = "repro/b-TB-FORCE-1.json"
+    page = reports.html_report([_record("a", "PASS"), failed, _record("c", "NOT_CLAIMED", cls="rs.greedy")], [])
+    assert page.index("Verdict: FAIL") < page.index("<h2>Unexpected failures</h2>") < page.index("Per requirement")
+    failures = page.split("<h2>Unexpected failures</h2>")[1].split("</ul>")[0]
+    row = failures.split("href='#check-")[1].split("'")[0]
+    assert f"<tr id='check-{row}'" in page and "<code>b</code>" in page.split(f"<tr id='check-{row}'")[1][:400]
+    assert "href='repro/b-TB-FORCE-1.json'" in failures and "href='#spec-TB-FORCE-1'" in failures
+    spec_text = page.split("<dt id='spec-TB-FORCE-1'>")[1].split("</dd>")[0]
+    assert "specs/thinking-budget.md" in spec_text and "the only token allowed is" in spec_text
+    for control in ("f-status", "f-class", "f-engine", "f-req"):
+        assert f"id='{control}'" in page
+    assert "function applyFilters()" in page
+    assert 'data-statuses="|NOT_CLAIMED|" data-cls="|rs.greedy|"' in page  # what the filters match rows on
 
 
 def test_diff_lists_new_failures_first_then_fixes_then_statistics():

@@ -91,6 +91,43 @@ def test_expectations_pin_a_failure_by_requirement_and_fingerprint(tmp_path):
             _expectations(tmp_path, bad)
 
 
+@pytest.mark.req("RUN-EXPECT-1")
+def test_pinning_turns_check_level_expectations_into_fingerprints_and_never_moves_a_reason(tmp_path):
+    known = _expectations(
+        tmp_path, "  - {check: 'fai*', status: FAIL, reason: known bug, link: 'https://example.invalid/2'}\n"
+    )
+    records = [r.to_json() for r in _run(["pass", "fail"])]
+    (entry,) = runner.pin_expectations(records, known)
+    assert entry == {
+        "check": "fail",
+        "requirement": "TB-FORCE-1",
+        "status": "FAIL",
+        "fingerprint": "TB-FORCE-1/left-a-forced-row-free",
+        "reason": "known bug",
+        "link": "https://example.invalid/2",
+    }
+    path = tmp_path / "pinned.yaml"
+    path.write_text("expectations:\n" + "".join(f"  - {json.dumps(entry)}\n"))
+    (failed,) = _run(["fail"], expectations=runner.load_expectations(path))
+    assert not failed.regression
+    other_mode = _expectations(
+        tmp_path,
+        "  - {check: fail, requirement: TB-FORCE-1, status: FAIL, fingerprint: TB-FORCE-1/forced-a-free-row,"
+        " reason: an older bug}\n",
+    )
+    with pytest.raises(ValueError, match="TB-FORCE-1/left-a-forced-row-free"):
+        runner.pin_expectations(records, other_mode)  # that reason explains another failure
+    with pytest.raises(ValueError, match="no expectation"):
+        runner.pin_expectations(records, [])
+    either_mode = _expectations(
+        tmp_path,
+        "  - {check: fail, requirement: TB-FORCE-1, status: FAIL, reason: two known ways,"
+        " fingerprint: [TB-FORCE-1/forced-a-free-row, TB-FORCE-1/left-a-forced-row-free]}\n",
+    )
+    (failed,) = _run(["fail"], expectations=either_mode)
+    assert not failed.regression
+
+
 def _records(run_dir):
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 

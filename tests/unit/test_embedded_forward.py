@@ -6,7 +6,7 @@ import torch
 pytest.importorskip("transformers", reason="the embedded engine needs transformers")
 
 from embedded import model as tiny_model  # noqa: E402
-from embedded.forward import KVCache, forward  # noqa: E402
+from embedded.forward import KVPool, forward  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -22,16 +22,25 @@ def test_cached_batched_steps_equal_the_full_forward_of_each_sequence(model):
     long, short = (torch.randint(0, vocab, (n,), generator=generator).tolist() for n in (30, 12))
     with torch.no_grad():
         expected = [model(input_ids=torch.tensor([s])).logits[0] for s in (long, short)]
-    caches = [KVCache(model, 64), KVCache(model, 64)]
-    got = [list(rows) for rows in forward(model, caches, [long[:20], short[:5]])]
+    pool = KVPool(model, 3, 64)
+    rows = [2, 0]  # any rows of the pool, in any order
+    got = [list(logits) for logits in forward(model, pool, rows, [0, 0], [long[:20], short[:5]])]
     for i in range(5, 12):  # one token each per step, the short sequence from a shorter cache
-        rows = forward(model, caches, [[long[i + 15]], [short[i]]])
-        got[0].append(rows[0][0])
-        got[1].append(rows[1][0])
-    caches[1].crop(8)  # rejected drafts: forget positions 8.. and run them again
-    again = forward(model, caches[1:], [short[8:]])[0]
-    for rows, full in zip(got, expected):
-        assert torch.allclose(torch.stack(rows), full[: len(rows)], rtol=0, atol=1e-12)
+        logits = forward(model, pool, rows, [i + 15, i], [[long[i + 15]], [short[i]]])
+        got[0].append(logits[0][0])
+        got[1].append(logits[1][0])
+    # rejected drafts: positions 8.. of the short sequence are forgotten by running them again from length 8
+    again = forward(model, pool, rows[1:], [8], [short[8:]])[0]
+    for logits, full in zip(got, expected):
+        assert torch.allclose(torch.stack(logits), full[: len(logits)], rtol=0, atol=1e-12)
     assert torch.allclose(again, expected[1][8:], rtol=0, atol=1e-12)
-    alone = forward(model, [KVCache(model, 64)], [long[:20]])[0]
+    alone = forward(model, KVPool(model, 1, 64), [0], [0], [long[:20]])[0]
     assert torch.allclose(alone, torch.stack(got[0][:20]), rtol=0, atol=1e-12)  # alone as in a batch
+
+
+def test_a_pass_beyond_the_pool_raises_and_writes_nothing(model):
+    pool = KVPool(model, 1, 8)
+    before = pool.tensor.clone()
+    with pytest.raises(ValueError, match="8 positions"):
+        forward(model, pool, [0], [4], [[1, 2, 3, 4, 5]])
+    assert torch.equal(pool.tensor, before)

@@ -323,3 +323,48 @@ def test_fuzz_rejection_sample_raises_a_named_error_or_emits_only_vocabulary_ids
         return
     tokens = out.token_ids
     assert bool(((tokens == -1) | ((tokens >= 0) & (tokens < V))).all()), tokens
+
+
+@pytest.mark.req("TB-SPEC-1", "TB-API-3")
+@pytest.mark.parametrize("offset", [2**31, 2**32, 2**40, -(2**32)])
+def test_ids_beyond_int32_never_wrap_onto_a_marker(target, offset):
+    """Draft and committed ids ``END[i] + offset`` would wrap onto the end marker in int32; no marker holds such
+    an id, so they are ordinary thinking tokens, as in the oracle (which matches Python integers)."""
+    device, backend = target
+    state = impl.ThinkingBudgetState(START, END, 2, max_spec_len=2, device=device, backend=backend)
+    model = tb.BudgetBatch(START, END, 2)
+    update = impl.BatchUpdate(1, added=(impl.AddedRequest(0, 3, [5, 1]),))
+    state.sync_batch(update)
+    model.apply(update)
+    hostile = [END[0] + offset, END[1] + offset]
+    drafts = torch.tensor(hostile, dtype=torch.int64, device=device)
+    got = state.forced_tokens(torch.tensor([2], device=device), drafts).cpu().tolist()
+    assert got == model.forced_rows([2], hostile) == [-1, -1, -1]
+    state.update_state(torch.tensor([hostile + [7]], dtype=torch.int64, device=device))
+    model.commit([hostile + [7]])
+    assert state.forced_tokens().cpu().tolist() == model.forced_rows() == [END[0]]  # 3 thinking tokens: forced
+
+
+TOKEN_IDS = st.one_of(
+    st.integers(0, 4),
+    st.sampled_from([END[0] + 2**31, END[1] + 2**32, START[0] + 2**32, END[0] - 2**32, 2**63 - 1, -(2**63), -2]),
+)
+
+
+@given(st.lists(st.tuples(st.lists(TOKEN_IDS, min_size=4, max_size=4), st.integers(0, 3)), min_size=1, max_size=4))
+@settings(max_examples=100, deadline=None)
+def test_fuzz_budget_steps_with_any_int64_ids_follow_the_oracle(steps):
+    """Drafts and committed tokens anywhere in int64 (ids that wrap onto a marker in int32 included): the forced
+    rows before and after every commit are the oracle's."""
+    state = impl.ThinkingBudgetState(START, END, 2, max_spec_len=2)
+    model = tb.BudgetBatch(START, END, 2)
+    update = impl.BatchUpdate(2, added=(impl.AddedRequest(0, 1, [5, 1]), impl.AddedRequest(1, 4, [1])))
+    state.sync_batch(update)
+    model.apply(update)
+    for ids, committed in steps:
+        drafts = torch.tensor(ids, dtype=torch.int64)
+        assert state.forced_tokens(torch.tensor([2, 2]), drafts).tolist() == model.forced_rows([2, 2], ids)
+        rows = [ids[:2][:committed] + [-1] * (3 - committed), ids[2:][:committed] + [-1] * (3 - committed)]
+        state.update_state(torch.tensor(rows, dtype=torch.int64))
+        model.commit(rows)
+        assert state.forced_tokens().tolist() == model.forced_rows()

@@ -38,9 +38,9 @@ def test_small_cells_are_pooled():
 
 @pytest.mark.req("STAT-POWER-1")
 def test_power_calculation_matches_its_inverse_and_detects_the_deviation():
-    n = stats.trials_for_power(0.01, 32, 1e-6)
+    n = stats.trials_for_power(0.01, 32, 1e-6, power=0.99)
     assert 200_000 < n < 300_000  # about 25 / eps^2 for 32 cells
-    assert stats.detectable_deviation(n, 32, 1e-6) == pytest.approx(0.01, rel=1e-3)
+    assert stats.detectable_deviation(n, 32, 1e-6, power=0.99) == pytest.approx(0.01, rel=1e-3)
     # Simulate the deviation: half the mass of one cell moved to another, TV = 0.05, at the N for 0.05.
     p = np.full(8, 1 / 8)
     shifted = p.copy()
@@ -52,19 +52,92 @@ def test_power_calculation_matches_its_inverse_and_detects_the_deviation():
     assert caught >= 190
 
 
+# A target whose first two cells hold half the mass, so that the least detectable deviation at TV ε
+# (p'/p = 1 ± 2ε on the two halves: it minimises χ²(p'‖p) for its TV) can be planted exactly.
+HALVES = np.array([0.3, 0.2, 0.2, 0.15, 0.1, 0.05])
+
+
+def _least_detectable(p: np.ndarray, epsilon: float) -> np.ndarray:
+    shifted = p.copy()
+    shifted[:2] *= 1 + 2 * epsilon
+    shifted[2:] *= 1 - 2 * epsilon
+    return shifted
+
+
+def _binomial_slack(rate: float, reps: int) -> float:
+    return 3 * np.sqrt(rate * (1 - rate) / reps)
+
+
+@pytest.mark.req("STAT-POWER-1", "STAT-TEST-1")
+def test_the_sized_test_keeps_its_level_under_the_null():
+    # At the trials sized for TV 0.05 (power 0.9, alpha 0.01), a sampler of exactly p fails at most
+    # alpha of the time, within three binomial standard deviations.
+    alpha, reps = 0.01, 2000
+    n = stats.trials_for_power(0.05, len(HALVES), alpha, 0.9)
+    rng = np.random.default_rng(5)
+    alarms = sum(not stats.g_test(rng.multinomial(n, HALVES), HALVES, alpha).passed for _ in range(reps))
+    assert alarms / reps <= alpha + _binomial_slack(alpha, reps)
+
+
+@pytest.mark.req("STAT-POWER-1")
+def test_the_sized_test_detects_the_least_detectable_deviation_with_its_power():
+    target, alpha, reps = stats.Power(0.05, 0.9), 0.01, 1000
+    shifted = _least_detectable(HALVES, target.deviation)
+    assert 0.5 * np.abs(shifted - HALVES).sum() == pytest.approx(target.deviation)
+    n = stats.trials_for_power(target.deviation, len(HALVES), alpha, target.power)
+    rng = np.random.default_rng(6)
+    caught = sum(not stats.g_test(rng.multinomial(n, shifted), HALVES, alpha).passed for _ in range(reps))
+    assert caught / reps >= target.power - _binomial_slack(target.power, reps)
+
+
+@pytest.mark.req("STAT-POWER-1", "STAT-CERT-1")
+def test_a_conforming_sampler_certifies_the_deviation_with_the_declared_power():
+    # At trials_to_certify a sampler of exactly p gets tv_upper <= eps at least `power` of the time.
+    target, delta, reps = stats.Power(0.05, 0.9), 1e-6, 1000
+    n = stats.trials_to_certify(HALVES, target.deviation, delta, target.power)
+    rng = np.random.default_rng(7)
+    certified = sum(
+        stats.g_test(rng.multinomial(n, HALVES), HALVES, delta).tv_upper <= target.deviation for _ in range(reps)
+    )
+    assert certified / reps >= target.power - _binomial_slack(target.power, reps)
+
+
 @pytest.mark.req("STAT-CERT-1")
-def test_tv_upper_bound_covers_the_true_distance():
+@pytest.mark.parametrize("cells,trials", [(6, 300), (300, 400)])  # few cells; many, most pooled by the G-test
+def test_tv_upper_bound_covers_the_true_distance(cells, trials):
+    # An engine at TV about 0.1 from p, part of it on two cells where p is 0: the bound at confidence
+    # 1 - delta misses the true distance at most delta of the time (within binomial slack).
     rng = np.random.default_rng(3)
-    p = rng.dirichlet(np.ones(10))
-    misses = 0
-    for _ in range(300):
-        result = stats.g_test(rng.multinomial(2000, p), p, 0.01)
-        misses += result.tv_upper < 0.0
-    assert misses == 0
-    shifted = np.roll(p, 1)
-    true_tv = 0.5 * np.abs(shifted - p).sum()
-    for _ in range(50):
-        assert stats.g_test(rng.multinomial(2000, shifted), p, 0.01).tv_upper >= true_tv
+    delta, reps = 0.05, 1000
+    p = np.zeros(cells + 2)
+    p[:cells] = rng.dirichlet(np.ones(cells))
+    engine = np.full(cells + 2, 0.025)
+    engine[:cells] = 0.85 * p[:cells] + 0.1 * rng.dirichlet(np.ones(cells))
+    true_tv = 0.5 * np.abs(engine - p).sum()
+    misses = sum(stats.g_test(rng.multinomial(trials, engine), p, delta).tv_upper < true_tv for _ in range(reps))
+    assert misses / reps <= delta + _binomial_slack(delta, reps)
+
+
+@pytest.mark.req("STAT-POWER-1")
+def test_a_test_short_of_its_trials_does_not_count():
+    target, alpha = stats.Power(0.05, 0.9), 1e-6
+    needed = stats.trials_needed(HALVES, target, alpha)
+    rng = np.random.default_rng(8)
+    short = stats.judge(stats.g_test(rng.multinomial(needed // 4, HALVES), HALVES, alpha), HALVES, target)
+    assert not short.failed and not short.counted and "needed" in short.reason
+    enough = stats.judge(stats.g_test(rng.multinomial(4 * needed, HALVES), HALVES, alpha), HALVES, target)
+    assert enough.counted and enough.result.tv_upper <= target.deviation
+    assert enough.detects <= target.deviation
+
+
+def test_positions_are_sized_by_how_often_they_are_reached():
+    case = stats.standard_cases()[0]  # reverse-ranked: positions reached with probability 1, 0.4, 0.16
+    target, alpha = stats.Power(0.05, 0.9), 1e-6
+    reach = case.reach()
+    np.testing.assert_allclose(reach, [1.0, 0.4, 0.16], atol=0.01)
+    trials = stats.planned_trials(case, target, alpha, 10**9)
+    assert trials * reach[2] >= stats.trials_needed(case.p[2], target, alpha)  # the rarest position reaches it
+    assert stats.planned_trials(case, target, alpha, 1000) == 1000  # the cap binds
 
 
 @pytest.mark.req("STAT-CASE-1", "STAT-CASE-2", "STAT-TEST-4", "RS-PROB-5", "RS-PROB-6")
@@ -75,6 +148,6 @@ def test_the_oracle_passes_every_standard_case():
         report = stats.distribution_check(rs.sample_arrays, case, trials=3000, alpha_test=alpha, seed=11)
         assert report.passed, (
             case.name,
-            [(r.statistic, r.p_value, r.zero_hits) for r in report.positions],
+            [(r.result.statistic, r.result.p_value, r.result.zero_hits) for r in report.positions],
             report.accepted_length,
         )
