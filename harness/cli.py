@@ -111,6 +111,7 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
                     timeout_s=args.timeout,
                     on_record=on_record,
                     reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
+                    run_dir=run_dir,
                 )
             finally:
                 engine.stop()
@@ -191,6 +192,33 @@ def cmd_zoo(args) -> int:
     print("\n".join(lines))
     print(f"reports in {run_dir}")
     return 0 if all(z["caught"] for z in table) else 1
+
+
+def cmd_replay(args) -> int:
+    """Re-run a standalone vector file (a minimal reproduction) against one engine."""
+    from . import reproductions
+    from .adapters import make_engine
+
+    check_engine_spec(args.engine, {})
+    try:
+        document = reproductions.load(args.file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    engine = make_engine(args.engine, {})
+    failed = 0
+    recorded = document.get("fingerprint", "")
+    for result in reproductions.replay(engine, document):
+        if result.fingerprint:
+            failed += 1
+            same = (
+                ""
+                if not recorded
+                else (" (as recorded)" if result.fingerprint == recorded else f" (recorded {recorded})")
+            )
+            print(f"FAIL {result.fingerprint}{same} {result.name}: {result.evidence}")
+        else:
+            print(f"PASS {result.name}: {result.evidence}")
+    return 1 if failed else 0
 
 
 def cmd_report(args) -> int:
@@ -416,6 +444,12 @@ def main(argv=None) -> int:
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
     _add_run_options(zoo)
     zoo.set_defaults(func=cmd_zoo)
+    rpl = sub.add_parser("replay", help="re-run a standalone vector file (a minimal reproduction) against an engine")
+    rpl.add_argument("file", help="a vector file, e.g. RUN_DIR/reproductions/<engine>--<check>--<requirement>.json")
+    rpl.add_argument(
+        "--engine", required=True, help="oracle, reference[:cuda[:triton]], zoo:<mutant> or module:factory"
+    )
+    rpl.set_defaults(func=cmd_replay)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
     rep.add_argument("run_dir")
     rep.set_defaults(func=cmd_report)
