@@ -138,6 +138,14 @@ def kernel_checks() -> list[Check]:
             scope="section",
         ),
         _check(
+            "budget/batch-errors",
+            "tb.batch",
+            ("TB-BATCH-4",),
+            ("budget",),
+            "removing, moving from or swapping with a slot that a removal emptied is an error naming the slot",
+            budget.batch_errors_check,
+        ),
+        _check(
             "budget/api",
             "tb.api",
             ("TB-API-1", "TB-API-2", "TB-API-3"),
@@ -165,6 +173,14 @@ def kernel_checks() -> list[Check]:
             ("RS-FORCE-1",),
             "forced rows are one-hot before verification",
             RejectionFamily(greedy="all", forced=True),
+        ),
+        _check(
+            "rejection/invalid-ids",
+            "rs.input",
+            ("RS-INPUT-5",),
+            ("rejection", "input-validation"),
+            "forced and draft ids just outside their allowed ranges are errors naming the field",
+            rejection.invalid_ids_check,
         ),
         _check(
             "rejection/output-contract",

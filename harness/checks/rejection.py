@@ -312,6 +312,32 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
     return run
 
 
+def invalid_ids_check(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-5 at both ends of the allowed ranges: a forced id below -1 or equal to V and a draft id below -1
+    or equal to V are errors naming the field (a ValueError), never tokens."""
+    tally = Tally(("RS-INPUT-5",))
+    vocab = 6
+    logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
+    cases = {
+        "forced_token_ids": ({"forced_token_ids": [-2, -1, -1]}, {"forced_token_ids": [-1, -1, vocab]}),
+        "draft_token_ids": ({"draft_token_ids": [-2, 1]}, {"draft_token_ids": [1, vocab]}),
+    }
+    for field_name, changes in cases.items():
+        for change in changes:
+            fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
+            case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+            try:
+                engine.rejection_sample(case)
+            except (ValueError, rs.InvalidCase) as exc:
+                if field_name in str(exc):
+                    tally.exercised("RS-INPUT-5")
+                else:
+                    tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
+                continue
+            tally.violated("RS-INPUT-5", "invalid-id-accepted", f"{change} was accepted")
+    return tally.outcome("ids just outside the allowed ranges are rejected naming the field")
+
+
 def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally) -> None:
     """Count ``report``'s judged tests into ``tally`` for ``requirements``: failures violate RS-PROB-5,
     RS-PROB-6 or RS-INPUT-1; a counted position exercises RS-PROB-5 and the position-level requirements
