@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shlex
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -12,7 +16,8 @@ import yaml
 
 from . import checks as checks_module
 from . import reports, runner, spec, stats, vectors
-from .adapters import UsageError, check_engine_spec
+from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
+from .adapters.http import API_PROFILES
 from .core import Context
 from .isolation import EngineProcess, EngineUsageError
 from .profiles import load_profile
@@ -28,19 +33,109 @@ def _run_dir(base: str) -> Path:
     return path
 
 
-def _progress(quiet: bool, total: int):
-    done = {"n": 0}
+# the environment that silences third-party chatter (transformers' logging and its "Loading weights"
+# bars, huggingface_hub's bars) in this process and in every engine process it starts
+QUIET_ENVIRONMENT = {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TQDM_DISABLE": "1",
+}
 
-    def report(record: runner.Record) -> None:
-        done["n"] += 1
-        if not quiet:
-            print(
-                f"[{done['n']}/{total}] {record.status:19} {record.engine}: {record.check} ({record.duration_s:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
+HEARTBEAT_S = 10.0  # without a bar, the longest silence on stderr while a check runs
 
-    return report
+
+class Progress:
+    """Progress on stderr over ``plan`` (``[(engine spec, check name)]`` in run order): a tqdm bar with
+    the running check and an estimate when stderr is a terminal (and ``CI`` is unset); otherwise one
+    line per finished check, and a line every ``HEARTBEAT_S`` seconds naming the check still running;
+    nothing when ``quiet``. Use as a context manager; call it with each record."""
+
+    def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None):
+        self.plan = plan
+        self.stream = stream or sys.stderr
+        self.enabled = not quiet
+        self.done = 0
+        self.bar = None
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._ticker = None
+        if self.enabled and self.stream.isatty() and not os.environ.get("CI"):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=len(plan), file=self.stream, unit="check", dynamic_ncols=True, disable=False)
+
+    def __enter__(self):
+        if self.enabled:
+            self._announce()
+            self._ticker = threading.Thread(target=self._tick, name="specconform-progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        if self.bar is not None:
+            self.bar.close()
+
+    def _running(self) -> str:
+        engine, check = self.plan[self.done] if self.done < len(self.plan) else ("", "")
+        return f"{engine}: {check}"
+
+    def _announce(self) -> None:
+        """Name the check now running in the bar's postfix (a log hears of it from the heartbeat: a line
+        at the start would precede the one line of a usage error found when the engine starts)."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(self._running(), refresh=True)
+
+    def _line(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def _tick(self) -> None:
+        """Keep the bar's clock moving, or say every ``HEARTBEAT_S`` which check is still running."""
+        last = self.done
+        since = time.monotonic()
+        interval = 1.0 if self.bar is not None else HEARTBEAT_S
+        while not self._stop.wait(interval):
+            with self._lock:
+                if self.done >= len(self.plan):
+                    continue
+                if self.bar is not None:
+                    self.bar.refresh()
+                    continue
+                if self.done != last:
+                    last, since = self.done, time.monotonic()
+                self._line(
+                    f"[{self.done}/{len(self.plan)}] still running {self._running()} "
+                    f"({time.monotonic() - since:.0f} s; run {time.monotonic() - self.started:.0f} s)"
+                )
+
+    def __call__(self, record: runner.Record) -> None:
+        with self._lock:
+            self.done += 1
+            if not self.enabled:
+                return
+            line = f"[{self.done}/{len(self.plan)}] {record.status:19} {record.engine}: {record.check} "
+            line += f"({record.duration_s:.1f} s)"
+            if self.bar is not None:
+                if record.status not in ("PASS", "NOT_CLAIMED"):
+                    self.bar.write(line, file=self.stream)  # what needs a look stays on screen
+                self.bar.update(1)
+                self._announce()
+            else:
+                self._line(line)
+
+
+def quiet_third_parties() -> None:
+    """Silence third-party chatter here and in the engine processes started from now on."""
+    os.environ.update(QUIET_ENVIRONMENT)
+    with contextlib.suppress(ImportError):
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
 
 
 def _engine_args(engine_spec: str, api_options: dict) -> str:
@@ -83,37 +178,41 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
     api_options = _api_options(args)
     runner.write_manifest(run_dir, list(engine_specs), selected)
     writer = runner.RecordWriter(run_dir / "results.jsonl")
-    progress = _progress(args.quiet, len(selected) * len(engine_specs))
+    if args.quiet:
+        quiet_third_parties()
+    plan = [(engine_spec, check.name) for engine_spec in engine_specs for check in selected]
     try:
-        for engine_spec in engine_specs:
-            engine = EngineProcess(engine_spec, api_options)
+        with Progress(plan, args.quiet) as progress:
+            for engine_spec in engine_specs:
+                engine = EngineProcess(engine_spec, api_options)
 
-            def ctx_for(info, profile=profile):
-                return Context(
-                    profile=profile or info.profile,
-                    seed=args.seed,
-                    trials=args.trials,
-                    alpha=args.alpha,
-                    deviation=args.deviation,
-                    power=args.power,
-                )
+                def ctx_for(info, profile=profile):
+                    return Context(
+                        profile=profile or info.profile,
+                        seed=args.seed,
+                        trials=args.trials,
+                        alpha=args.alpha,
+                        deviation=args.deviation,
+                        power=args.power,
+                    )
 
-            def on_record(record):
-                writer(record)
-                progress(record)
+                def on_record(record, progress=progress):
+                    writer(record)
+                    progress(record)
 
-            try:
-                runner.run_checks(
-                    engine,
-                    selected,
-                    ctx_for,
-                    expectations=expectations,
-                    timeout_s=args.timeout,
-                    on_record=on_record,
-                    reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
-                )
-            finally:
-                engine.stop()
+                try:
+                    runner.run_checks(
+                        engine,
+                        selected,
+                        ctx_for,
+                        expectations=expectations,
+                        timeout_s=args.timeout,
+                        on_record=on_record,
+                        reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
+                        run_dir=run_dir,
+                    )
+                finally:
+                    engine.stop()
     finally:  # whatever happened, render what was measured
         writer.close()
         records = runner.read_records(run_dir)
@@ -191,6 +290,33 @@ def cmd_zoo(args) -> int:
     print("\n".join(lines))
     print(f"reports in {run_dir}")
     return 0 if all(z["caught"] for z in table) else 1
+
+
+def cmd_replay(args) -> int:
+    """Re-run a standalone vector file (a minimal reproduction) against one engine."""
+    from . import reproductions
+    from .adapters import make_engine
+
+    check_engine_spec(args.engine, {})
+    try:
+        document = reproductions.load(args.file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    engine = make_engine(args.engine, {})
+    failed = 0
+    recorded = document.get("fingerprint", "")
+    for result in reproductions.replay(engine, document):
+        if result.fingerprint:
+            failed += 1
+            same = (
+                ""
+                if not recorded
+                else (" (as recorded)" if result.fingerprint == recorded else f" (recorded {recorded})")
+            )
+            print(f"FAIL {result.fingerprint}{same} {result.name}: {result.evidence}")
+        else:
+            print(f"PASS {result.name}: {result.evidence}")
+    return 1 if failed else 0
 
 
 def cmd_report(args) -> int:
@@ -321,12 +447,33 @@ def _bounded(kind, low, high, open_interval=False):
     return parse
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it has one (not for flags and options that default to nothing)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or isinstance(action.default, list):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``specconform run: ...``) and exit 2, and
+    whose help shows every option's default."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _add_run_options(parser) -> None:
     parser.add_argument(
         "--check",
         action="append",
         help="only checks whose name, class or requirement id "
-        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*'",
+        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*' (default: every check)",
     )
     parser.add_argument(
         "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
@@ -366,24 +513,29 @@ def _add_run_options(parser) -> None:
         "--timeout",
         type=_bounded(float, 0, 7 * 86400, open_interval=True),
         default=600,
-        help="seconds per check before TIMEOUT (> 0)",
+        help="seconds per check before TIMEOUT, in (0, 604800): there is no 'no limit'",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr and no third-party chatter (progress is a bar on a terminal, "
+        "one line per check otherwise)",
+    )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
         prog="specconform",
         description="Conformance harness for thinking budgets, "
-        "speculative-decoding rejection sampling and accepted-token counting.",
+        "speculative-decoding rejection sampling and accepted-token counting. Exit status: 0 conforming "
+        "(or as expected), 1 an unexpected failure or a missing record, 2 a usage error.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="judge engines against the specification")
     run.add_argument(
         "--engine",
         action="append",
-        help="oracle, reference[:cuda[:triton]], embedded[:single|multi], "
-        "openai, zoo:<mutant> or module:factory (repeatable; default: reference, oracle and the "
+        help=f"{', '.join(ENGINE_FORMS)} (repeatable; default: reference, oracle and the "
         "embedded engine with both tokenizer variants)",
     )
     run.add_argument("--base-url", help="with --engine openai: the server's base URL, e.g. http://host:8000/v1")
@@ -398,33 +550,45 @@ def main(argv=None) -> int:
         help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
     )
     run.add_argument(
-        "--engine-name", help="with --engine openai: the engine's name in reports (default: http:<api profile>)"
+        "--engine-name",
+        help="with --engine openai: the engine's name in reports (default: <api profile>:<model>@<host:port>, "
+        "or openai:<model>@<host:port> without --api-profile)",
     )
     run.add_argument(
         "--api-profile",
-        choices=("vllm", "sglang", "llamacpp", "transformers-serve"),
-        help="with --engine openai: the engine's request and reasoning fields",
+        choices=tuple(API_PROFILES),
+        help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
     )
     run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
     run.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
     run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
-    run.add_argument("--report-dir", default="reports/runs")
+    run.add_argument(
+        "--report-dir",
+        default="reports/runs",
+        help="where each run's folder (results.jsonl, summary.md, junit.xml, report.html) is made",
+    )
     _add_run_options(run)
     run.set_defaults(func=cmd_run)
     zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
-    zoo.add_argument("--report-dir", default="reports/zoo")
-    zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
+    zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
+    zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
     _add_run_options(zoo)
     zoo.set_defaults(func=cmd_zoo)
+    rpl = sub.add_parser("replay", help="re-run a standalone vector file (a minimal reproduction) against an engine")
+    rpl.add_argument("file", help="a vector file, e.g. RUN_DIR/reproductions/<engine>--<check>--<requirement>.json")
+    rpl.add_argument(
+        "--engine", required=True, help="oracle, reference[:cuda[:triton]], zoo:<mutant> or module:factory"
+    )
+    rpl.set_defaults(func=cmd_replay)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
-    rep.add_argument("run_dir")
+    rep.add_argument("run_dir", help="a run folder (one that holds results.jsonl)")
     rep.set_defaults(func=cmd_report)
     summ = sub.add_parser("summary", help="the cross-engine table of several runs (Markdown on stdout)")
-    summ.add_argument("run_dirs", nargs="+")
+    summ.add_argument("run_dirs", nargs="+", help="run folders (each holds results.jsonl)")
     summ.set_defaults(func=cmd_summary)
     dif = sub.add_parser("diff", help="compare two runs: new failures first, then fixes, then statistics")
-    dif.add_argument("old")
-    dif.add_argument("new")
+    dif.add_argument("old", help="the earlier run folder")
+    dif.add_argument("new", help="the later run folder")
     dif.set_defaults(func=cmd_diff)
     bdiff = sub.add_parser(
         "bench-diff", help="compare two `specconform bench` runs: a regression only beyond the measured spread"
@@ -452,21 +616,30 @@ def main(argv=None) -> int:
     pin.add_argument("--write", action="store_true", help="rewrite the file (default: print it)")
     pin.set_defaults(func=cmd_pin)
     vec = sub.add_parser("vectors", help="verify (or --write) the golden vectors")
-    vec.add_argument("--write", action="store_true")
+    vec.add_argument("--write", action="store_true", help="regenerate the golden vectors instead of verifying them")
     vec.set_defaults(func=cmd_vectors)
     ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
-    ben.add_argument("--out", help="directory for the JSON results (default reports/perf/<gpu>)")
+    ben.add_argument("--out", help="directory for the JSON results (default: reports/perf/<gpu>)")
     ben.set_defaults(func=cmd_bench)
     srv = sub.add_parser("serve", help="serve the embedded reference engine (OpenAI-compatible) on loopback")
-    srv.add_argument("--host", default="127.0.0.1")
-    srv.add_argument("--port", type=int, default=8000)
-    srv.add_argument("--speculative-tokens", type=int, default=3)
-    srv.add_argument("--device", default="cpu")
+    srv.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    srv.add_argument("--port", type=_bounded(int, 1, 65535), default=8000, help="the TCP port to listen on")
+    srv.add_argument(
+        "--speculative-tokens",
+        type=_bounded(int, 1, 64),
+        default=3,
+        help="draft tokens per step of the -spec models",
+    )
+    srv.add_argument("--device", default="cpu", help="the torch device the tiny models run on (cpu, cuda)")
     srv.set_defaults(func=cmd_serve)
     lst = sub.add_parser("list", help="list the checks or the requirements")
-    lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks")
+    lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks", help="what to list")
     lst.set_defaults(func=cmd_list)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if hasattr(args, "thorough"):  # the statistical defaults follow --thorough
         power, cap = (
             (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
@@ -478,7 +651,11 @@ def main(argv=None) -> int:
         args.trials = cap if args.trials is None else args.trials
     try:
         return args.func(args)
-    except (UsageError, EngineUsageError, FileNotFoundError) as exc:
+    except BrokenPipeError:  # the reader went away (`specconform list | head`): stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail again
+        return 128 + signal.SIGPIPE
+    except (UsageError, EngineUsageError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
         print(f"specconform {args.command}: {exc}", file=sys.stderr)
         return 2
     except ValueError as exc:  # a profile, expectations file or argument the user gave is malformed

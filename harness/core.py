@@ -38,15 +38,21 @@ class RequirementResult:
     """One requirement's verdict within one check: PASS only when ``cases > 0`` and none violated it.
 
     ``fingerprint`` names the failure mode (``<requirement>/<mode>``) so that an expectation can pin
-    one way of failing; ``evidence`` is the first violating case, for people."""
+    one way of failing; ``evidence`` is the first violating case, for people; ``reproduction`` is that
+    case minimised, as a standalone golden-vector document (the runner writes it into the run folder
+    and keeps its path here)."""
 
     status: str
     cases: int = 0
     evidence: str = ""
     fingerprint: str = ""
+    reproduction: dict | str | None = None
 
     def to_json(self) -> dict:
-        return {"status": self.status, "cases": self.cases, "evidence": self.evidence, "fingerprint": self.fingerprint}
+        data = {"status": self.status, "cases": self.cases, "evidence": self.evidence, "fingerprint": self.fingerprint}
+        if self.reproduction is not None:
+            data["reproduction"] = self.reproduction
+        return data
 
 
 @dataclass
@@ -85,15 +91,16 @@ class Tally:
     def __init__(self, requirements: Sequence[str]):
         self.requirements = tuple(requirements)
         self.cases = dict.fromkeys(self.requirements, 0)
-        self.failures: dict[str, tuple[str, str]] = {}
+        self.failures: dict[str, tuple[str, str, dict | None]] = {}
 
     def exercised(self, *ids: str) -> None:
         for rid in ids:
             self._known(rid)
             self.cases[rid] += 1
 
-    def violated(self, rid: str, mode: str, evidence: str) -> None:
-        """``mode`` names the way of failing without case-specific values (it becomes the fingerprint).
+    def violated(self, rid: str, mode: str, evidence: str, reproduction: dict | None = None) -> None:
+        """``mode`` names the way of failing without case-specific values (it becomes the fingerprint);
+        ``reproduction`` is the failing case minimised, as a golden-vector document (kept for the first).
 
         A check may find a requirement it does not cover broken (an id outside the vocabulary seen by a
         greedy check): that requirement joins the results, with this failure as its only case."""
@@ -101,7 +108,7 @@ class Tally:
             self.requirements += (rid,)
             self.cases[rid] = 0
         self.exercised(rid)
-        self.failures.setdefault(rid, (mode, evidence))
+        self.failures.setdefault(rid, (mode, evidence, reproduction))
 
     def _known(self, rid: str) -> None:
         if rid not in self.cases:
@@ -115,8 +122,8 @@ class Tally:
         results = {}
         for rid in self.requirements:
             if rid in self.failures:
-                mode, evidence = self.failures[rid]
-                results[rid] = RequirementResult(FAIL, self.cases[rid], evidence, f"{rid}/{mode}")
+                mode, evidence, reproduction = self.failures[rid]
+                results[rid] = RequirementResult(FAIL, self.cases[rid], evidence, f"{rid}/{mode}", reproduction)
             elif self.cases[rid]:
                 results[rid] = RequirementResult(PASS, self.cases[rid])
             else:

@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import multiprocessing
 import signal
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -43,6 +44,18 @@ class EngineInfo:
     profile: Profile
 
 
+def device_name(device) -> str:
+    """The engine's device as records name it: a CUDA device with its GPU's name
+    (``cuda:0 NVIDIA H100 80GB HBM3``), anything else as the engine gives it."""
+    text = str(device)
+    torch = sys.modules.get("torch")  # an engine on a CUDA device has imported torch already
+    if not text.startswith("cuda") or torch is None or not torch.cuda.is_available():
+        return text
+    index = torch.device(text).index
+    index = torch.cuda.current_device() if index is None else index
+    return f"cuda:{index} {torch.cuda.get_device_name(index)}"
+
+
 BOOT_LIMIT_S = 300  # the child's own imports (torch), before the engine's factory runs
 
 
@@ -67,7 +80,7 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
             ("error", f"the engine's factory raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}")
         )
         return
-    conn.send(("ready", EngineInfo(str(engine.name), str(engine.version), str(engine.device), engine.profile)))
+    conn.send(("ready", EngineInfo(str(engine.name), str(engine.version), device_name(engine.device), engine.profile)))
     while True:
         request = conn.recv()
         if request is None:

@@ -7,9 +7,16 @@ Each check becomes a test item named ``specconform[<check>]`` with its requireme
 ``requirement`` markers (``-m`` cannot select on arguments, but ``-k`` can on the name). FAIL,
 ERROR and TIMEOUT fail the item; NOT_CLAIMED and PRECONDITION_FAILED skip it; a failure listed
 in the expectations file is an xfail, and its unexpected pass is reported as XPASS(strict).
+
+With an engine named and no test paths given, the session judges the engine only: the tests of the
+folder it runs in are collected only when their paths are named. Every mistake in the options (an
+engine that cannot be named or built, a profile, an expectations file, a pattern that matches no
+check) is one usage error: pytest's ``ERROR:`` line and exit status 4, before any check runs.
 """
 
 from __future__ import annotations
+
+import shlex
 
 import pytest
 
@@ -17,25 +24,66 @@ from . import checks as checks_module
 from . import runner
 from .adapters import check_engine_spec
 from .core import Context
-from .isolation import EngineProcess
+from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("specconform", "specconform conformance checks")
-    group.addoption("--specconform-engine", help="engine adapter to judge: module:factory, reference, oracle")
+    group.addoption(
+        "--specconform-engine",
+        help="engine to judge: module:factory, reference, oracle, embedded, zoo:<mutant> (default: none, the "
+        "plugin stays idle)",
+    )
     group.addoption("--specconform-profile", help="profile name or YAML file (default: the engine's own)")
-    group.addoption("--specconform-check", action="append", default=[], help="only checks matching this glob")
+    group.addoption(
+        "--specconform-check", action="append", default=[], help="only checks matching this glob (repeatable)"
+    )
     group.addoption("--specconform-expectations", help="YAML file of known failures")
-    group.addoption("--specconform-seed", type=int, default=20261121)
+    group.addoption("--specconform-seed", type=int, default=20261121, help="seed of every generated case")
     group.addoption("--specconform-trials", type=int, default=100_000, help="the most trials one statistical case runs")
     group.addoption(
         "--specconform-deviation", type=float, default=0.05, help="the TV deviation statistical tests must certify"
     )
+    group.addoption(
+        "--specconform-timeout", type=float, default=600, help="seconds per check (and for the factory) before TIMEOUT"
+    )
 
 
 def pytest_configure(config):
+    """Validate every specconform option before anything is collected: a mistake is one usage error."""
     config.addinivalue_line("markers", "requirement(id): a specconform requirement id the item covers")
+    engine_spec = config.getoption("--specconform-engine")
+    if not engine_spec:
+        return
+    option = config.getoption
+    try:
+        check_engine_spec(engine_spec)
+        profile = load_profile(option("--specconform-profile")) if option("--specconform-profile") else None
+        expectations = runner.load_expectations(option("--specconform-expectations"))
+    except (ValueError, OSError) as exc:  # UsageError is a ValueError; a missing file an OSError
+        raise pytest.UsageError(f"specconform: {exc}") from None
+    patterns = option("--specconform-check")
+    selected = runner.select(checks_module.all_checks(), patterns)
+    if not selected:
+        raise pytest.UsageError(
+            f"specconform: --specconform-check {' '.join(patterns)} matches no check (`specconform list` shows them)"
+        )
+    if option("--specconform-timeout") <= 0:
+        raise pytest.UsageError(
+            f"specconform: --specconform-timeout must be > 0, got {option('--specconform-timeout')}"
+        )
+    engine = EngineProcess(engine_spec)  # one engine process for the session, restarted if it dies
+    config.add_cleanup(engine.stop)
+    config._specconform = {"engine": engine, "expectations": expectations, "profile": profile, "checks": selected}
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With an engine named and no test paths given, the session judges the engine only: the tests of
+    the folder it runs in (``testpaths``, the invocation folder) are not collected. Named paths are."""
+    if not config.getoption("--specconform-engine"):
+        return None
+    return True if config.args_source != pytest.Config.ArgsSource.ARGS else None
 
 
 class SpecconformItem(pytest.Item):
@@ -49,17 +97,31 @@ class SpecconformItem(pytest.Item):
     def runtest(self):
         state = self.config._specconform
         option = self.config.getoption
-        profile = load_profile(option("--specconform-profile")) if option("--specconform-profile") else None
 
         def ctx_for(info):
             return Context(
-                profile=profile or info.profile,
+                profile=state["profile"] or info.profile,
                 seed=option("--specconform-seed"),
                 trials=option("--specconform-trials"),
                 deviation=option("--specconform-deviation"),
             )
 
-        (record,) = runner.run_checks(state["engine"], [self.check], ctx_for, expectations=state["expectations"])
+        (record,) = runner.run_checks(
+            state["engine"],
+            [self.check],
+            ctx_for,
+            expectations=state["expectations"],
+            timeout_s=option("--specconform-timeout"),
+            reproduce=lambda check, ctx: (
+                f"pytest --specconform-engine {shlex.quote(self.engine_spec)} --specconform-check "
+                f"{shlex.quote(check.name)} --specconform-seed {ctx.seed} --specconform-trials {ctx.trials}"
+                + (
+                    f" --specconform-profile {shlex.quote(option('--specconform-profile'))}"
+                    if option("--specconform-profile")
+                    else ""
+                )
+            ),
+        )
         self.user_properties.append(("specconform", record.to_json()))
         if record.expected_status and record.expected_status != "PASS":
             if record.status == record.expected_status:
@@ -90,21 +152,38 @@ class SpecconformFailure(Exception):
         self.record = record
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect
 def pytest_collection_modifyitems(session, config, items):
-    engine_spec = config.getoption("--specconform-engine")
-    if not engine_spec:
+    state = getattr(config, "_specconform", None)
+    if state is None:
         return
-    check_engine_spec(engine_spec)
-    engine = EngineProcess(engine_spec)  # one engine process for the session, restarted if it dies
-    config.add_cleanup(engine.stop)
-    config._specconform = {
-        "engine": engine,
-        "expectations": runner.load_expectations(config.getoption("--specconform-expectations")),
-    }
-    selected = runner.select(checks_module.all_checks(), config.getoption("--specconform-check"))
-    for check in selected:
-        items.append(
-            SpecconformItem.from_parent(
-                session, name=f"specconform[{check.name}]", check=check, engine_spec=engine_spec
-            )
+    checks = [
+        SpecconformItem.from_parent(
+            session,
+            name=f"specconform[{check.name}]",
+            nodeid=f"specconform[{check.name}]",
+            check=check,
+            engine_spec=state["engine"].engine_spec,
         )
+        for check in state["checks"]
+    ]
+    # counted as collected, like the items of a file
+    config.hook.pytest_collectreport(report=pytest.CollectReport("specconform", "passed", None, checks))
+    items.extend(checks)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """Start the engine once before the first check: an engine that cannot be built (a factory that is
+    missing or raises) is one usage error, not one failure per check."""
+    state = getattr(session.config, "_specconform", None)
+    if state is None or session.config.option.collectonly:
+        return
+    if not any(isinstance(item, SpecconformItem) for item in session.items):
+        return
+    try:
+        state["engine"].start(session.config.getoption("--specconform-timeout"))
+    except (EngineUsageError, EngineFailure) as exc:
+        raise pytest.UsageError(
+            f"specconform: engine {state['engine'].engine_spec!r} cannot be judged: {exc}"
+        ) from None

@@ -834,34 +834,30 @@ def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
         and r["p_value"] != before[k]["p_value"]
     ]
     gone = [r for k, r in before.items() if k not in after]
-    lines = [f"# specconform diff: {len(new_failures)} new failures, {len(fixes)} fixes", ""]
-    lines += (
-        ["## New failures", ""]
-        + [
+    sections = {
+        "New failures": [
+            # the whole first line of the evidence: a cut would end a list of ids mid-way
             f"- `{check}` {rid} ({engine}): {r['status']} "
-            f"{_first_line(r['results'].get(rid, {}).get('evidence') or r['message'])}"
+            f"{((r['results'].get(rid, {}).get('evidence') or r['message'] or '').splitlines() or [''])[0]}"
             for (engine, check, rid), r in new_failures
-        ]
-        + [""]
-    )
-    lines += (
-        ["## Fixes", ""]
-        + [
+        ],
+        "Fixes": [
             f"- `{check}` {rid} ({engine}): now "
             f"{after[(engine, check)]['results'].get(rid, {}).get('status', after[(engine, check)]['status'])}"
             for (engine, check, rid), _ in fixes
-        ]
-        + [""]
-    )
-    lines += (
-        ["## Changes in statistics", ""]
-        + [f"- `{r['check']}` ({r['engine']}): p {b['p_value']:.3g} → {r['p_value']:.3g}" for b, r in stats]
-        + [""]
-    )
-    lines += ["## Other status changes", ""] + [
-        f"- `{r['check']}` ({r['engine']}): {b['status']} → {r['status']}" for b, r in other
-    ]
-    lines += [f"- `{r['check']}` ({r['engine']}): no longer run" for r in gone] + [""]
+        ],
+        "Changes in statistics": [
+            f"- `{r['check']}` ({r['engine']}): p {b['p_value']:.3g} → {r['p_value']:.3g}" for b, r in stats
+        ],
+        "Other status changes": [f"- `{r['check']}` ({r['engine']}): {b['status']} → {r['status']}" for b, r in other]
+        + [f"- `{r['check']}` ({r['engine']}): no longer run" for r in gone],
+    }
+    lines = [f"# specconform diff: {len(new_failures)} new failures, {len(fixes)} fixes", ""]
+    for title, entries in sections.items():  # a section with nothing in it is left out
+        if entries:
+            lines += [f"## {title}", "", *entries, ""]
+    if not any(sections.values()):
+        lines += ["No change in any status or statistic.", ""]
     return "\n".join(lines), len(new_failures)
 
 

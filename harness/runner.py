@@ -138,6 +138,7 @@ class Record:
     expectation_link: str = ""
     unexpected: list[str] = field(default_factory=list)  # what no expectation covers: requirement ids or "check"
     plots: list = field(default_factory=list)
+    reproduction: str = ""  # the first failing requirement's minimal reproduction, relative to the run folder
 
     @property
     def violated(self) -> list[str]:
@@ -255,9 +256,12 @@ def run_checks(
     timeout_s: float | None = 600,
     on_record: Callable[[Record], None] = lambda record: None,
     reproduce: Callable[[Check, Context], str] = lambda check, ctx: "",
+    run_dir: Path | None = None,
 ) -> list[Record]:
     """Run ``checks`` in order against ``engine`` (started on first use); ``ctx_for`` builds each
-    check's context from the engine's own name, version and profile. Every check gets a record."""
+    check's context from the engine's own name, version and profile. Every check gets a record.
+
+    A failure's minimal reproduction is written into ``run_dir`` (``write_reproductions``)."""
     expectations = list(expectations)
     records: list[Record] = []
     failures_in_a_row = 0
@@ -312,10 +316,34 @@ def run_checks(
             trials=outcome.trials,
             plots=outcome.plots,
         )
+        if run_dir is not None:
+            write_reproductions(run_dir, record)
         _expect(record, expectations)
         records.append(record)
         on_record(record)
     return records
+
+
+def _file_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def write_reproductions(run_dir: Path, record: Record) -> None:
+    """Write each requirement's minimal reproduction (a golden-vector document) to
+    ``run_dir/reproductions/<engine>--<check>--<requirement>.json`` and keep its path, relative to the
+    run folder, in the result; the evidence names the file and the command that replays it."""
+    for rid, result in record.results.items():
+        document = result.get("reproduction")
+        if not isinstance(document, dict):
+            continue
+        relative = Path("reproductions") / _file_name(f"{record.engine}--{record.check}--{rid}.json")
+        document = {"check": record.check, "engine": record.engine, "requirement": rid, "seed": record.seed, **document}
+        (run_dir / relative.parent).mkdir(parents=True, exist_ok=True)
+        (run_dir / relative).write_text(json.dumps(document, indent=1) + "\n")
+        result["reproduction"] = str(relative)
+        record.reproduction = record.reproduction or str(relative)
+        command = f"specconform replay {relative} --engine {shlex.quote(record.engine_spec)}"
+        result["evidence"] += f" [minimal reproduction: {relative}; {command}]"
 
 
 def reproduction(engine_args: str, profile_arg: str = "") -> Callable[[Check, Context], str]:

@@ -407,7 +407,7 @@ def budget_vectors() -> dict:
             S1,
             E1,
             name="natural-close-then-reopen-request-scope",
-            reqs=["TB-NATURAL-1", "TB-SCOPE-1"],
+            reqs=["TB-SCOPE-1", "TB-NATURAL-1"],
             desc="A natural close after 1 thinking token leaves 4 for the next section.",
         )
     )

@@ -256,10 +256,9 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
 
     device = logits.device
     batch, vocab = num_draft.shape[0], logits.shape[1]
-    out = torch.empty((batch, width), dtype=torch.int32, device=device)
-    num_emitted = torch.empty(batch, dtype=torch.int32, device=device)
     if batch == 0:
-        return RejectionOutput(out, num_emitted)
+        empty = torch.empty((0, width), dtype=torch.int32, device=device)
+        return RejectionOutput(empty, empty[:, 0])
     logits = logits.contiguous()
     layout_block = min(1024, max(triton_next_pow2(batch), 16))
     drafts = drafts if drafts.numel() else num_draft  # a placeholder: no draft is ever read
@@ -269,11 +268,15 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
     stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch * width, device)
     race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
     stat_size = batch * width * stat_splits
-    # float32: split max, split sum, race best and fallback; int32: split argument, race arguments, counters
+    # float32: split max, split sum, race best and fallback; int32: the output, the emitted counts, split
+    # argument, race arguments, counters (two allocations per call: host time counts at small batches)
     floats = torch.empty(2 * stat_size + 2 * batch * race_splits, dtype=torch.float32, device=device)
-    ints = torch.empty(stat_size + 2 * batch * race_splits + batch, dtype=torch.int32, device=device)
+    outputs = batch * width + batch
+    ints = torch.empty(outputs + stat_size + 2 * batch * race_splits + batch, dtype=torch.int32, device=device)
+    out, num_emitted = ints[: batch * width].view(batch, width), ints[batch * width : outputs]
     stat_max, stat_sum, race = floats[:stat_size], floats[stat_size : 2 * stat_size], floats[2 * stat_size :]
-    stat_arg, race_arg, counters = ints[:stat_size], ints[stat_size:-batch], ints[-batch:]
+    stat_arg = ints[outputs : outputs + stat_size]
+    race_arg, counters = ints[outputs + stat_size : -batch], ints[-batch:]
     kernels.row_pass_kernel[(batch, width, stat_splits)](
         logits,
         logits.stride(0),

@@ -38,6 +38,8 @@ def require_tensor(name: str, value, kind: str, device: torch.device | None = No
 
 def _same_device(a: torch.device, b: torch.device) -> bool:
     """``cuda`` and ``cuda:0`` name the same device when 0 is the current one."""
+    if a == b:
+        return True
     if a.type != b.type:
         return False
     current = torch.cuda.current_device() if a.type == "cuda" else 0

@@ -9,6 +9,7 @@ The runner calls it inside the engine's own process (``harness.isolation``).
 from __future__ import annotations
 
 import importlib
+import urllib.parse
 
 from ..core import missing_methods
 
@@ -35,7 +36,9 @@ ENGINE_FORMS = (
     "embedded[:single|multi]",
     "openai (with --base-url and --model)",
     "zoo:<mutant>",
-    "module:factory",
+    "harness.adapters.vllm:make (vLLM's legacy model runner, in process)",
+    "harness.adapters.vllm_mrv2:make (vLLM's model runner v2, in process)",
+    "module:factory (an engine team's own adapter)",
 )
 
 
@@ -62,8 +65,12 @@ def _build(spec: str, api_options: dict | None):
         if not options.get("base_url") or not options.get("model"):
             raise UsageError("--engine openai needs --base-url and --model")
         base_url = options.pop("base_url")
-        profile_name = options.pop("api_profile", None) or "vllm"
-        name = options.pop("engine_name", None)
+        named_profile = options.pop("api_profile", None)
+        profile_name = named_profile or "vllm"  # vLLM's request fields unless told otherwise
+        # the name says only what is known: the API profile the user named (else plain "openai"), the model, the server
+        name = options.pop("engine_name", None) or (
+            f"{named_profile or 'openai'}:{options['model']}@{urllib.parse.urlsplit(base_url).netloc or base_url}"
+        )
         return ApiEngine(base_url, ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options), name=name)
     if spec == "oracle":
         from .oracle import OracleEngine

@@ -1,22 +1,37 @@
 """The adapter for engines judged through their OpenAI-compatible HTTP API (specs/openai-api.md).
 
 An ``ApiEngine`` wraps a base URL and an ``ApiProfile`` that names the engine's request field for
-the budget, its reasoning field, and its models. Token ids are observed as the engine returns them
-(vLLM's ``return_token_ids``, or llama-server's ``__verbose`` field when it runs with ``--verbose``);
+the budget, its reasoning field, and its models. Every chat completion, streamed or not, goes through
+the official ``openai`` client, as the engine's users reach it: the engine's own fields (token ids,
+the reasoning field, the budget) travel as the client's extra fields, and a response the client
+cannot parse is the server's failure (``UnparsableResponse``). Raw HTTP (``httpx2``, the client's own
+transport) is used only for what the client cannot express: ``/tokenize``, ``/metrics``, ``/version``.
+Token ids are observed as the engine returns them (vLLM's ``return_token_ids``, or llama-server's
+``__verbose`` field when it runs with ``--verbose``);
 what the engine cannot show (no token ids, no spec-decode model, no model without markers) is
 missing from its capabilities, and the checks (``harness.checks.api``) then say PRECONDITION_FAILED.
 """
 
 from __future__ import annotations
 
-import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-import httpx
+import httpx2
 
 from .. import profiles, spec
 from . import UsageError
+
+# ``openai`` is imported where it is used: it takes seconds to import, and every engine process and
+# `specconform list` import this module.
+
+# the parameters the client names; every other request field is sent as one of its extra fields
+_CLIENT_PARAMETERS = ("model", "messages", "max_tokens", "temperature", "seed", "stream", "stream_options")
+
+
+class UnparsableResponse(Exception):
+    """The server answered, but the ``openai`` client could not read the answer: the server fails."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,8 @@ class ApiEngine:
     ``plain_base_url``) for engines that serve one model each."""
 
     def __init__(self, base_url: str, api: ApiProfile, name: str | None = None):
+        import openai
+
         self.base_url = base_url.rstrip("/")
         self.api = api
         self.name = name or f"http:{api.name}"
@@ -149,7 +166,18 @@ class ApiEngine:
                 self.base_urls[model] = (url or base_url).rstrip("/")
         servers = list(dict.fromkeys(self.base_urls.values()))
         self.device = " ".join(servers)
-        self.http = httpx.Client(timeout=120)
+        self.http = httpx2.Client(timeout=120)
+        # one client per server; a server started with --api-key reads it from OPENAI_API_KEY, as the client does
+        self.clients = {
+            server: openai.OpenAI(
+                base_url=server,
+                api_key=os.environ.get("OPENAI_API_KEY") or "specconform",
+                http_client=self.http,
+                max_retries=0,
+                timeout=120,
+            )
+            for server in servers
+        }
         self._tokenized: dict[str, list[int]] = {}
         listings = []
         for server in servers:
@@ -163,7 +191,7 @@ class ApiEngine:
         self.version = ",".join(listings)
         try:  # vLLM and SGLang say their version at /version beside /v1
             said = self.http.get(f"{self.base_url.rsplit('/v1', 1)[0]}/version").json().get("version")
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except (httpx2.HTTPError, ValueError, AttributeError):
             said = None
         if said:
             self.version = f"{said} ({self.version})"
@@ -178,7 +206,11 @@ class ApiEngine:
         )
 
     def _probe(self) -> set[str]:
+        """The capabilities a first request shows; ``probe_problem`` says why one is missing."""
+        import openai
+
         found = set()
+        self.probe_problem = ""
         try:
             response = self.complete(self.api.model, budget=None, max_tokens=2, temperature=0)
             if "token_ids" in response["choices"][0]:
@@ -186,8 +218,8 @@ class ApiEngine:
             self.start_ids = self.tokenize(self.api.start_text)
             self.end_ids = self.tokenize(self.api.end_text)
             found.add("marker-ids")
-        except (httpx.HTTPError, KeyError, ValueError):
-            pass
+        except (openai.APIError, httpx2.HTTPError, UnparsableResponse, KeyError, ValueError) as error:
+            self.probe_problem = f"{type(error).__name__}: {error}"
         if self.api.spec_model:
             found.add("spec-model")
         if self.api.plain_model:
@@ -243,15 +275,40 @@ class ApiEngine:
             target[last] = budget
         return body
 
-    def complete(self, model, budget, max_tokens, temperature, seed=None, raw=False, **kwargs):
-        response = self.http.post(
-            f"{self.url_of(model)}/chat/completions",
-            json=self.request_body(model, budget, max_tokens, temperature, seed, **kwargs),
-        )
+    def _create(self, model, body: dict, raw: bool = False):
+        """``chat.completions.create`` on ``model``'s server with ``body`` (``request_body``): the client's
+        own parameters by name, the engine's fields as extra fields."""
+
+        named = {key: body[key] for key in _CLIENT_PARAMETERS if key in body}
+        extra = {key: value for key, value in body.items() if key not in _CLIENT_PARAMETERS}
+        completions = self.clients[self.url_of(model)].chat.completions
         if raw:
-            return response
-        response.raise_for_status()
-        data = response.json()
+            return completions.with_raw_response.create(**named, extra_body=extra)
+        return completions.create(**named, extra_body=extra)
+
+    def complete(self, model, budget, max_tokens, temperature, seed=None, raw=False, **kwargs):
+        """The response as a dict (``ChatCompletion.model_dump()``: the client's fields and every extra
+        field the engine sent). ``raw``: the HTTP response itself (``status_code``, ``text``), errors
+        included. Raises ``UnparsableResponse`` when the client cannot read a successful response."""
+        import openai
+
+        body = self.request_body(model, budget, max_tokens, temperature, seed, **kwargs)
+        if raw:
+            try:
+                return self._create(model, body, raw=True).http_response
+            except openai.APIStatusError as error:
+                return error.response
+        try:
+            completion = self._create(model, body)
+            if not isinstance(completion.choices, list):
+                raise TypeError(f"choices is {completion.choices!r}, not a list of choices")
+            data = completion.model_dump()
+        except (openai.APIStatusError, openai.APIConnectionError):
+            raise  # an HTTP error or no answer: not a matter of parsing
+        except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as error:
+            raise UnparsableResponse(
+                f"{model}: the openai client could not parse the response: {type(error).__name__}: {error}"
+            ) from None
         verbose = data.get("__verbose")
         if self.api.token_ids == "verbose" and verbose and "tokens" in verbose and data.get("choices"):
             data["choices"][0]["token_ids"] = verbose["tokens"]
@@ -259,25 +316,30 @@ class ApiEngine:
         return data
 
     def stream(self, model, budget, max_tokens, temperature, seed=None):
-        """Concatenated stream: token ids (None where the engine streams none), reasoning, content,
-        finish reason, usage."""
+        """Concatenated stream, read chunk by chunk through the client: token ids (None where the engine
+        streams none), reasoning, content, finish reason, usage (a dict, or None)."""
+        import openai
+
         streams_ids = self.api.token_ids == "return_token_ids"
         out = {"token_ids": [] if streams_ids else None, "reasoning": "", "content": "", "finish_reason": None}
         out["usage"] = None
         body = self.request_body(model, budget, max_tokens, temperature, seed, stream=True)
-        with self.http.stream("POST", f"{self.url_of(model)}/chat/completions", json=body) as response:
-            response.raise_for_status()
-            for line in response.iter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                chunk = json.loads(line[6:])
-                if chunk.get("usage"):
-                    out["usage"] = chunk["usage"]
-                for choice in chunk.get("choices", []):
-                    if streams_ids:
-                        out["token_ids"] += choice.get("token_ids") or []
-                    delta = choice.get("delta", {})
-                    out["reasoning"] += delta.get(self.api.reasoning_field) or ""
-                    out["content"] += delta.get("content") or ""
-                    out["finish_reason"] = choice.get("finish_reason") or out["finish_reason"]
+        try:
+            with self._create(model, body) as chunks:
+                for chunk in chunks:
+                    if chunk.usage:
+                        out["usage"] = chunk.usage.model_dump()
+                    for choice in chunk.choices or []:
+                        if streams_ids:
+                            out["token_ids"] += getattr(choice, "token_ids", None) or []
+                        if choice.delta is not None:
+                            out["reasoning"] += getattr(choice.delta, self.api.reasoning_field, None) or ""
+                            out["content"] += choice.delta.content or ""
+                        out["finish_reason"] = choice.finish_reason or out["finish_reason"]
+        except (openai.APIStatusError, openai.APIConnectionError):
+            raise
+        except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as error:
+            raise UnparsableResponse(
+                f"{model}: the openai client could not parse the stream: {type(error).__name__}: {error}"
+            ) from None
         return out

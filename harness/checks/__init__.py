@@ -9,11 +9,13 @@ checks (``rejection``); API-level checks over HTTP (``api``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import spec
+from ..cases.rejection import RejectionFamily
 from ..core import Check
 from . import api, budget, counting, rejection
 from .budget import BudgetFamily
-from .rejection import random_case
 from .vectors import vector_checks
 
 _REGISTRY = spec.load_registry()
@@ -34,8 +36,8 @@ def _budget(name, cls, requirements, description, family, *, needs=("budget",), 
     )
 
 
-def _exact(name, cls, requirements, description, make_case, needs=("rejection",)) -> Check:
-    return _check(name, cls, requirements, needs, description, rejection.exact_check(make_case, tuple(requirements)))
+def _exact(name, cls, requirements, description, family: RejectionFamily, needs=("rejection",)) -> Check:
+    return _check(name, cls, requirements, needs, description, rejection.exact_check(family, tuple(requirements)))
 
 
 _STATISTICAL = (
@@ -108,8 +110,17 @@ def kernel_checks() -> list[Check]:
             "budget/batch",
             "tb.batch",
             ("TB-BATCH-1", "TB-BATCH-2", "TB-BATCH-3", "TB-BATCH-5"),
-            "removals, additions into holes, condensing moves, moves onto occupied slots and SWAPs",
-            BudgetFamily(marker_lengths=(2, 2), alphabet=4, drafts=True, batch_ops=True, prompt="open", steps=60),
+            "removals, additions into holes and onto occupied slots, condensing moves, moves onto occupied "
+            "slots, SWAPs; max_num_reqs 1 to 256",
+            BudgetFamily(
+                marker_lengths=(2, 2),
+                alphabet=4,
+                drafts=True,
+                batch_ops=True,
+                prompt="open",
+                steps=60,
+                max_num_reqs=(1, 256),
+            ),
         ),
         _budget(
             "budget/scope-request",
@@ -128,6 +139,14 @@ def kernel_checks() -> list[Check]:
             scope="section",
         ),
         _check(
+            "budget/batch-errors",
+            "tb.batch",
+            ("TB-BATCH-4",),
+            ("budget",),
+            "removing, moving from or swapping with a slot that a removal emptied is an error naming the slot",
+            budget.batch_errors_check,
+        ),
+        _check(
             "budget/api",
             "tb.api",
             ("TB-API-1", "TB-API-2", "TB-API-3"),
@@ -140,21 +159,29 @@ def kernel_checks() -> list[Check]:
             "rs.greedy",
             ("RS-GREEDY-1", "RS-GREEDY-2", "RS-GREEDY-3"),
             "greedy cases with ties and masks equal the oracle",
-            lambda rng: random_case(rng, greedy=1.0, ties=True),
+            RejectionFamily(greedy="all", ties=True),
         ),
         _exact(
             "rejection/zero-draft",
             "rs.zero-draft",
             ("RS-ZERO-1",),
             "zero-draft requests emit exactly one token",
-            lambda rng: random_case(rng, greedy=1.0, zero_draft=0.7),
+            RejectionFamily(greedy="all", zero_drafts="most"),
         ),
         _exact(
             "rejection/forced",
             "rs.forced",
             ("RS-FORCE-1",),
             "forced rows are one-hot before verification",
-            lambda rng: random_case(rng, greedy=1.0, forced=0.4),
+            RejectionFamily(greedy="all", forced=True),
+        ),
+        _check(
+            "rejection/invalid-ids",
+            "rs.input",
+            ("RS-INPUT-5",),
+            ("rejection", "input-validation"),
+            "forced and draft ids just outside their allowed ranges are errors naming the field",
+            rejection.invalid_ids_check,
         ),
         _check(
             "rejection/output-contract",
@@ -169,7 +196,7 @@ def kernel_checks() -> list[Check]:
             "rs.seeded",
             ("RS-RNG-3", "RS-PROB-1", "RS-PROB-2", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1"),
             "mixed batches equal the oracle under the reference draws",
-            lambda rng: random_case(rng, greedy=0.3, forced=0.1),
+            RejectionFamily(greedy="mixed", forced=True),
             needs=("rejection", "reference-draws"),
         ),
         _check(
@@ -218,7 +245,7 @@ def kernel_checks() -> list[Check]:
             "ac.count",
             ("AC-COUNT-1", "AC-COUNT-5"),
             "num_emitted equals the first placeholder of every row the sampler writes",
-            lambda rng: random_case(rng, greedy=1.0, zero_draft=0.3),
+            RejectionFamily(greedy="all"),
         ),
         _check(
             "counting/validated",
@@ -242,7 +269,7 @@ def kernel_checks() -> list[Check]:
 def api_checks() -> list[Check]:
     """Every API-level check (``harness.checks.api``), in run order."""
     http = ("http",)
-    return [
+    checks = [
         _check(
             "api/budget-holds",
             "api.budget",
@@ -331,6 +358,8 @@ def api_checks() -> list[Check]:
             api.spec_counters_agree,
         ),
     ]
+    # a response the openai client cannot parse is a failure of the server, not an error of the check
+    return [replace(check, run=api.client_parses(check.run, check.requirements)) for check in checks]
 
 
 def all_checks() -> list[Check]:

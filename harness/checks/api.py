@@ -9,16 +9,35 @@ independent.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from .. import stats
+from ..adapters.http import UnparsableResponse
 from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
 
 if TYPE_CHECKING:
     from ..adapters.http import SpecCounters
+
+
+def client_parses(run, requirements: tuple[str, ...]):
+    """``run`` (a check over an ``ApiEngine``), where a response the ``openai`` client cannot parse
+    fails every requirement the check judges, with the client's error as the evidence."""
+
+    @functools.wraps(run)
+    def judged(engine, ctx: Context) -> Outcome:
+        try:
+            return run(engine, ctx)
+        except UnparsableResponse as error:
+            tally = Tally(requirements)
+            for rid in requirements:
+                tally.violated(rid, "response-unparsable", str(error))
+            return tally.outcome(f"a response the openai client cannot parse: {error}")
+
+    return judged
 
 
 def _violation(engine, prompt_ids, output_ids, budget) -> str:
@@ -73,7 +92,10 @@ def _precondition(engine, requirements, *, ids=True, spec_model=False, plain_mod
     capabilities = engine.profile.capabilities
     missing = []
     if ids and not {"token-ids", "marker-ids"} <= capabilities:
-        missing.append("the engine returns no token ids or marker ids")
+        problem = getattr(engine, "probe_problem", "")
+        missing.append(
+            "the engine returns no token ids or marker ids" + (f" (probing it: {problem})" if problem else "")
+        )
     if spec_model and "spec-model" not in capabilities:
         missing.append("the profile names no speculative-decoding model")
     if plain_model and "plain-model" not in capabilities:

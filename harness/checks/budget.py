@@ -1,41 +1,31 @@
 """Thinking-budget checks: persistent-batch scenarios compared with the oracle row by row,
 whole generations judged by naive segmentation, and the budget API.
 
-Scenarios are reachable: a request proposes drafts only once it has committed a token of output
-(drafts come from a sampled token in every engine), and the start and end markers share no token
-id (no reasoning parser has such markers). Every compared row counts as a case for the
-requirements it exercises (``row_requirements``); a scenario stops at its first diverging row (its
-state is no longer comparable) and the next scenario goes on, so one failure never hides another
-requirement's verdict.
+Scenarios come from the shared strategies (``harness.cases.budget``), which document why each is
+reachable for a real engine. Every compared row counts as a case for the requirements it exercises
+(``row_requirements``); a scenario stops at its first diverging row (its state is no longer
+comparable) and the next scenario goes on, so one failure never hides another requirement's verdict.
+The first failing scenario of each requirement is minimised (``harness.shrink``) to one that fails
+on the same fingerprint, and that minimal scenario, in the golden-vector format, is the evidence and
+the reproduction (``specconform replay FILE --engine E``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from specs.interface import AddedRequest, BatchUpdate, Move
 
+from .. import cases, shrink
+from ..cases.budget import BudgetFamily, BudgetScenario, scenarios, smaller, unreachable
 from ..core import Context, Outcome, Tally
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
+from ..vectors import FORMAT_VERSION
 
-
-@dataclass
-class BudgetFamily:
-    """How a family of scenarios is drawn."""
-
-    marker_lengths: tuple[int, int] = (1, 1)  # max lengths of S and E
-    alphabet: int = 6  # token ids 0..alphabet-1: S from the lower half, E from the upper half
-    drafts: bool = False
-    batch_ops: bool = False
-    prompt: str = "plain"  # plain | open | partial
-    budgets: tuple = (None, -1, 0, 1, 2, 3, 8)
-    steps: int = 40
-    scenarios: int = 30
-    max_reqs: int = 4
-    max_spec: int = 3
+__all__ = ["BudgetFamily", "replay_scenario", "reproduction_document", "scenario_check"]
 
 
 @dataclass
@@ -46,40 +36,6 @@ class _Slot:
     prompt_partial: bool = False  # the prompt ended inside a partial S or E (TB-PROMPT-3)
     moved: str = ""  # "SWAP" or "UNIDIRECTIONAL" when a move touched the slot in this step's update
     added: bool = False  # added by this step's update
-
-
-@dataclass
-class _Step:
-    update: BatchUpdate | None
-    num: list[int]
-    drafts: list[int]
-    expected: list[int]
-    got: list[int] = field(default_factory=list)
-
-
-def _draw_markers(rng, family: BudgetFamily) -> tuple[list[int], list[int]]:
-    half = family.alphabet // 2
-    start = rng.integers(0, half, rng.integers(1, family.marker_lengths[0] + 1))
-    end = rng.integers(half, family.alphabet, rng.integers(1, family.marker_lengths[1] + 1))
-    return [int(t) for t in start], [int(t) for t in end]
-
-
-def _tokens(rng, family: BudgetFamily, low: int, high: int) -> list[int]:
-    return [int(t) for t in rng.integers(0, family.alphabet, rng.integers(low, high))]
-
-
-def _draw_prompt(rng, family: BudgetFamily, start, end) -> list[int]:
-    body = _tokens(rng, family, 0, 6)
-    if family.prompt == "open":
-        return body + start + _tokens(rng, family, 0, 5)
-    if family.prompt == "partial":
-        choice = rng.integers(0, 3)
-        if choice == 0:
-            return body + start[: max(len(start) - 1, 0)]
-        if choice == 1:
-            return body + start + _tokens(rng, family, 0, 4) + end[: max(len(end) - 1, 0)]
-        return body + start + _tokens(rng, family, 0, 4)
-    return body
 
 
 def _self_overlapping(marker: tuple[int, ...]) -> bool:
@@ -170,184 +126,209 @@ def _mode(expected: int, got: int | None, end: tuple[int, ...]) -> str:
     return "forced-the-wrong-token"
 
 
-class _Scenario:
-    """One scenario: the oracle beside the engine, step by step."""
+@dataclass
+class Divergence:
+    """The first row where an engine's forced rows left the oracle's, blamed on one requirement."""
 
-    def __init__(self, engine, rng, family: BudgetFamily, scope: str):
-        self.rng, self.family = rng, family
-        self.start, self.end = _draw_markers(rng, family)
-        self.model = tb.BudgetBatch(self.start, self.end, family.max_reqs, scope)
-        self.state = engine.budget_state(self.start, self.end, family.max_reqs, scope, max_spec_len=family.max_spec)
-        self.slots = [_Slot() for _ in range(family.max_reqs)]
-        self.size = 0
-        self.history: list[_Step] = []
+    requirement: str
+    mode: str
+    step: int
+    where: tuple[int, int, int] | None  # (slot, row within the slot, flat row); None: the layout differs
+    expected: list[int]
+    got: list[int]
 
-    def _update(self, first: bool) -> BatchUpdate:
-        rng, family = self.rng, self.family
-        removed = [s for s in range(self.size) if family.batch_ops and rng.random() < 0.25]
-        live = [s for s in range(self.size) if s not in removed]
-        holes = sorted(removed)
-        added = []
-        while len(live) + len(added) < family.max_reqs and (first or rng.random() < 0.5):
-            slot = holes.pop(0) if holes else self.size + sum(a.index >= self.size for a in added)
-            budget = family.budgets[rng.integers(0, len(family.budgets))]
-            added.append(AddedRequest(slot, budget, tuple(_draw_prompt(rng, family, self.start, self.end))))
-            if not family.batch_ops and len(added) >= family.max_reqs:
-                break
-        live = sorted(live + [a.index for a in added])
-        moved = []
-        while live and live[-1] >= len(live):  # condense into the holes
-            hole = min(set(range(len(live))) - set(live))
-            moved.append((live[-1], hole, Move.UNIDIRECTIONAL))
-            live = sorted(live[:-1] + [hole])
-        if family.batch_ops and len(live) >= 2 and rng.random() < 0.6:
-            a, b = (int(x) for x in rng.choice(live, 2, replace=False))
-            moved.append((a, b, Move.SWAP))
-        if family.batch_ops and len(live) >= 2 and rng.random() < 0.3:  # a move onto an occupied slot
-            src, dst = (int(x) for x in rng.choice(live, 2, replace=False))
-            moved.append((src, dst, Move.UNIDIRECTIONAL))
-            live.remove(src)
-            if src < max(live):  # condense again: the last live slot fills the vacated source
-                last = max(live)
-                moved.append((last, src, Move.UNIDIRECTIONAL))
-                live = sorted([s for s in live if s != last] + [src])
-        return BatchUpdate(len(live), tuple(removed), tuple(added), tuple(moved))
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.requirement}/{self.mode}"
 
-    def _apply(self, update: BatchUpdate) -> None:
-        for slot in self.slots:
+
+def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> None:
+    """Follow ``update`` in the per-slot tags (added, moved, prompt ending inside a marker)."""
+    for s in update.removed:
+        slots[s] = _Slot()
+    for a in update.added:
+        probe = tb.RequestBudget.from_prompt(model.start, model.end, 0, list(a.prompt_token_ids), model.scope)
+        slots[a.index] = _Slot(prompt_partial=bool(probe.start_matched or probe.end_matched), added=True)
+    for src, dst, kind in update.moved:
+        if kind is Move.SWAP:
+            slots[src], slots[dst] = slots[dst], slots[src]
+            slots[src].moved = slots[dst].moved = "SWAP"
+        else:
+            slots[dst], slots[src] = slots[src], _Slot()
+            slots[dst].moved = "UNIDIRECTIONAL"
+
+
+def replay_scenario(
+    engine, vector: dict, requirements: tuple[str, ...], tally: Tally | None = None
+) -> Divergence | None:
+    """Drive ``engine`` through a budget scenario in the golden-vector format beside the oracle;
+    each compared row counts in ``tally`` (when given); returns the first divergence or None.
+
+    The engine gets ``max_spec_len`` from the vector when it names one (generated scenarios do),
+    otherwise the largest draft count of its steps."""
+    start, end, scope = vector["start_token_ids"], vector["end_token_ids"], vector["scope"]
+    max_num_reqs = vector["max_num_reqs"]
+    max_spec = vector.get(
+        "max_spec_len", max((max(s["num_draft_tokens"], default=0) for s in vector["steps"]), default=0)
+    )
+    model = tb.BudgetBatch(start, end, max_num_reqs, scope)
+    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec)
+    slots = [_Slot() for _ in range(max_num_reqs)]
+    for index, step in enumerate(vector["steps"]):
+        for slot in slots:
             slot.moved, slot.added = "", False
-        for s in update.removed:
-            self.slots[s] = _Slot()
-        for a in update.added:
-            probe = tb.RequestBudget.from_prompt(
-                self.model.start, self.model.end, 0, list(a.prompt_token_ids), self.model.scope
-            )
-            self.slots[a.index] = _Slot(prompt_partial=bool(probe.start_matched or probe.end_matched), added=True)
-        for src, dst, kind in update.moved:
-            if kind is Move.SWAP:
-                self.slots[src], self.slots[dst] = self.slots[dst], self.slots[src]
-                self.slots[src].moved = self.slots[dst].moved = "SWAP"
-            else:
-                self.slots[dst], self.slots[src] = self.slots[src], _Slot()
-                self.slots[dst].moved = "UNIDIRECTIONAL"
-        self.model.apply(update)
-        self.state.sync_batch(update)
-        self.size = update.batch_size
+        update = None if step["update"] is None else BatchUpdate.from_json(step["update"])
+        if update is not None:
+            _track(slots, model, update)
+            model.apply(update)
+        try:
+            state.sync_batch(update)
+        except ValueError:  # the update is valid: the oracle applied it first
+            blame = "TB-BATCH-1" if "TB-BATCH-1" in requirements else requirements[0]
+            return Divergence(blame, "valid-update-rejected", index, None, [], [])
+        num, flat = list(step["num_draft_tokens"]), list(step["draft_token_ids"])
+        expected = model.forced_rows(num, flat)
+        got = [int(x) for x in state.forced_tokens(num, flat)]
+        divergence = _compare(model, slots, requirements, tally, index, num, flat, expected, got, tuple(end))
+        if divergence:
+            return divergence
+        committed = step["sampled_token_ids"]
+        for slot, row in zip(slots, committed):
+            slot.output += sum(1 for t in row if t != -1)
+        model.commit(committed)
+        state.update_state(committed)
+    return None
 
-    def _drafts(self) -> list[list[int]]:
-        family, rng = self.family, self.rng
-        return [
-            _tokens(rng, family, 0, family.max_spec + 1)
-            if family.drafts and self.slots[s].output > 0 and rng.random() < 0.8
-            else []
-            for s in range(self.size)
-        ]
 
-    def _commit(self, drafts: list[list[int]], expected: list[int]) -> list[list[int]]:
-        """What a conforming sampler commits: an accepted run of drafts (forced rows obeyed), then one token."""
-        committed, offset = [], 0
-        for slot, d in enumerate(drafts):
-            rows = expected[offset : offset + len(d) + 1]
-            offset += len(d) + 1
-            accept = int(self.rng.integers(0, len(d) + 1))
-            tokens = []
-            for j in range(len(d) + 1):
-                if j < accept and rows[j] in (-1, d[j]):
-                    tokens.append(d[j])
-                    continue
-                tokens.append(rows[j] if rows[j] != -1 else int(self.rng.integers(0, self.family.alphabet)))
+def _compare(model, slots, requirements, tally, step, num, flat, expected, got, end) -> Divergence | None:
+    if len(got) != len(expected):
+        layout = "TB-SPEC-4" if 0 in num else "TB-BATCH-5"
+        blame = layout if layout in requirements else requirements[0]
+        return Divergence(blame, "wrong-number-of-rows", step, None, expected, got)
+    misplaced = sorted(expected) == sorted(got) and expected != got  # the right forced tokens in the wrong rows
+    if sum(num) == 0 and misplaced and "TB-SPEC-4" in requirements:
+        return Divergence("TB-SPEC-4", "rows-misplaced", step, None, expected, got)
+    row = offset = 0
+    for slot, k in enumerate(num):
+        drafts = flat[offset : offset + k]
+        offset += k
+        state = model.state(slot)
+        probe = state.clone() if state is not None else None
+        for j in range(k + 1):
+            if j and tb.observable_rows(expected[row - j : row + k + 1 - j], drafts) <= j:
+                row += k + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
                 break
-            self.slots[slot].output += len(tokens)
-            committed.append(tokens + [-1] * (self.family.max_spec + 1 - len(tokens)))
-        return committed
-
-    def run(self, tally: Tally, requirements: tuple[str, ...], label: str) -> bool:
-        """Drive the scenario; every compared row is a case; stop at the first diverging row (True)."""
-        for step in range(self.family.steps):
-            update = None
-            if step == 0 or (self.family.batch_ops and self.rng.random() < 0.3):
-                update = self._update(first=step == 0)
-                try:
-                    self._apply(update)
-                except ValueError as exc:  # the update is valid: the oracle applied it first
-                    blame = "TB-BATCH-1" if "TB-BATCH-1" in requirements else requirements[0]
-                    tally.violated(blame, "valid-update-rejected", f"{label} step {step}: {update.to_json()}: {exc}")
-                    return True
-            drafts = self._drafts()
-            num = [len(d) for d in drafts]
-            flat = [t for d in drafts for t in d]
-            expected = self.model.forced_rows(num, flat)
-            got = [int(x) for x in self.state.forced_tokens(num, flat)]
-            self.history.append(_Step(update, num, flat, expected, got))
-            if not self._compare(tally, requirements, label, step, drafts, expected, got):
-                return True
-            committed = self._commit(drafts, expected)
-            self.model.commit(committed)
-            self.state.update_state(committed)
-            for slot in self.slots:
-                slot.moved, slot.added = "", False
-        return False
-
-    def _compare(self, tally, requirements, label, step, drafts, expected, got) -> bool:
-        if len(got) != len(expected):
-            layout = "TB-SPEC-4" if 0 in [len(d) for d in drafts] else "TB-BATCH-5"
-            blame = layout if layout in requirements else requirements[0]
-            tally.violated(blame, "wrong-number-of-rows", self._evidence(label, step, None, expected, got))
-            return False
-        misplaced = sorted(expected) == sorted(got) and expected != got  # the right forced tokens in the wrong rows
-        if all(len(d) == 0 for d in drafts) and misplaced and "TB-SPEC-4" in requirements:
-            tally.violated("TB-SPEC-4", "rows-misplaced", self._evidence(label, step, None, expected, got))
-            return False
-        row = 0
-        for slot, d in enumerate(drafts):
-            state = self.model.state(slot)
-            probe = state.clone() if state is not None else None
-            for j in range(len(d) + 1):
-                if j and tb.observable_rows(expected[row - j : row + len(d) + 1 - j], d) <= j:
-                    row += len(d) + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
-                    break
-                tags = row_requirements(probe, self.slots[slot], j, len(d), expected[row]) & set(requirements)
-                if got[row] != expected[row]:
-                    blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
-                    if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
-                        blame = "TB-SPEC-1" if "TB-SPEC-1" in tags else blame  # forced vs free: which state
-                    mode = _mode(expected[row], got[row], tuple(self.end))
-                    tally.violated(blame, mode, self._evidence(label, step, (slot, j, row), expected, got))
-                    return False
+            tags = row_requirements(probe, slots[slot], j, k, expected[row]) & set(requirements)
+            if got[row] != expected[row]:
+                blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
+                if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
+                    blame = "TB-SPEC-1" if "TB-SPEC-1" in tags else blame  # forced vs free: which state
+                return Divergence(blame, _mode(expected[row], got[row], end), step, (slot, j, row), expected, got)
+            if tally is not None:
                 tally.exercised(*tags)
-                if probe is not None and j < len(d):
-                    probe.feed(d[j])
-                row += 1
-        return True
+            if probe is not None and j < k:
+                probe.feed(drafts[j])
+            row += 1
+    return None
 
-    def _evidence(self, label, step, where, expected, got) -> str:
-        """The failing case in full: markers, what was added, the update history and the step's rows."""
-        place = "" if where is None else f" slot {where[0]} row {where[1]} (flat row {where[2]})"
-        history = "; ".join(
-            f"step {i}: " + (f"update {s.update.to_json()} " if s.update else "") + f"drafts {s.num}/{s.drafts}"
-            for i, s in enumerate(self.history[:-1])
-        )
-        return (
-            f"{label} step {step}{place}: forced rows {got}, expected {expected} "
-            f"(S={self.start}, E={self.end}, scope {self.model.scope}; drafts {self.history[-1].num}/"
-            f"{self.history[-1].drafts}; history: {history or 'none'})"
-        )
+
+def _describe_update(update: dict) -> str:
+    parts = [f"remove {update['removed']}"] if update["removed"] else []
+    parts += [f"add slot {a['index']} budget {a['budget']} prompt {a['prompt_token_ids']}" for a in update["added"]]
+    parts += [f"move {src}->{dst} {kind}" for src, dst, kind in update["moved"]]
+    return f"batch_size {update['batch_size']}" + "".join(f", {p}" for p in parts)
+
+
+def describe(vector: dict, divergence: Divergence) -> str:
+    """The case in one line: markers, scope, every step's update and drafts, then the diverging row
+    with the expected and observed forced rows."""
+    steps = []
+    for index, step in enumerate(vector["steps"][: divergence.step + 1]):
+        text = f"step {index}: "
+        if step["update"] is not None:
+            text += f"update ({_describe_update(step['update'])}); "
+        text += f"drafts per slot {step['num_draft_tokens']} ids {step['draft_token_ids']}"
+        if index < divergence.step:
+            text += f", committed {[[t for t in row if t != -1] for row in step['sampled_token_ids']]}"
+        steps.append(text)
+    place = "" if divergence.where is None else " slot {} row {} (flat row {})".format(*divergence.where)
+    seen = (
+        "the engine rejected this valid update"
+        if divergence.mode == "valid-update-rejected"
+        else f"forced rows {divergence.got}, expected {divergence.expected}"
+    )
+    return (
+        f"S={vector['start_token_ids']} E={vector['end_token_ids']} scope {vector['scope']} "
+        f"max_num_reqs {vector['max_num_reqs']}; {'; '.join(steps)}; at step {divergence.step}{place}: {seen}"
+    )
+
+
+def reproduction_document(vector: dict, divergence: Divergence, original_size: int, minimal_size: int) -> dict:
+    """A standalone thinking-budget vector file holding the minimal scenario and the fingerprint
+    it fails on (``specconform replay`` re-runs it)."""
+    return {
+        "format": FORMAT_VERSION,
+        "kind": "thinking-budget",
+        "fingerprint": divergence.fingerprint,
+        "original_size": original_size,
+        "minimal_size": minimal_size,
+        "scenarios": [vector],
+        "errors": [],
+    }
+
+
+def _minimal(engine, scenario: BudgetScenario, divergence: Divergence, requirements, max_spec) -> BudgetScenario:
+    def still_fails(candidate: BudgetScenario) -> bool:
+        if unreachable(candidate):
+            return False
+        try:
+            vector = candidate.vector("candidate", list(requirements))
+        except ValueError:  # an update the oracle rejects: not a valid scenario
+            return False
+        vector["max_spec_len"] = max_spec
+        try:
+            found = replay_scenario(engine, vector, requirements)
+        except Exception:  # the engine fails otherwise on this candidate: not the same failure
+            return False
+        return found is not None and found.fingerprint == divergence.fingerprint
+
+    return shrink.minimise(scenario, smaller, still_fails)
 
 
 def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None):
-    """A check body: ``family.scenarios`` scenarios, each compared with the oracle row by row."""
+    """A check body: ``family.scenarios`` scenarios drawn from ``ctx.seed``, each compared with the
+    oracle row by row; the first failure of each requirement is minimised into a reproduction."""
 
     def run(engine, ctx: Context) -> Outcome:
-        rng = np.random.default_rng(ctx.seed)
         tally = Tally(requirements)
-        diverged = 0
-        for n in range(family.scenarios):
-            scenario = _Scenario(engine, rng, family, scope or ctx.profile.scope)
-            diverged += scenario.run(tally, requirements, f"scenario {n}")
-        return tally.outcome(
-            f"{family.scenarios} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle"
-        )
+        drawn = cases.draw(scenarios(family, scope or ctx.profile.scope), ctx.seed, family.scenarios)
+        diverged = count = 0
+        for n, scenario in enumerate(drawn):
+            count += 1
+            vector = scenario.vector(f"scenario-{n}", list(requirements))
+            vector["max_spec_len"] = family.max_spec
+            divergence = replay_scenario(engine, vector, requirements, tally)
+            if divergence is None:
+                continue
+            diverged += 1
+            if divergence.requirement in tally.failures:
+                tally.violated(divergence.requirement, divergence.mode, "")
+                continue
+            minimal = _minimal(engine, scenario, divergence, requirements, family.max_spec)
+            reduced = minimal.vector(f"minimal-{n}", list(requirements), f"minimised from scenario {n}")
+            reduced["max_spec_len"] = family.max_spec
+            shown = replay_scenario(engine, reduced, requirements) or divergence
+            if shown.fingerprint != divergence.fingerprint:  # the engine is not deterministic: keep the original
+                reduced, shown, minimal = vector, divergence, scenario
+            tally.violated(
+                divergence.requirement,
+                divergence.mode,
+                f"scenario {n} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
+                reproduction=reproduction_document(reduced, shown, scenario.size, minimal.size),
+            )
+        return tally.outcome(f"{count} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle")
 
+    run.family = family  # the cases it draws, for tests of the strategies
     return run
 
 
@@ -424,6 +405,37 @@ def api_check(engine, ctx: Context) -> Outcome:
             continue
         tally.violated("TB-API-3", "empty-marker-accepted", f"empty marker accepted: S={start} E={end}")
     return tally.outcome("invalid budgets and markers rejected naming the field; -1 and None untracked")
+
+
+def batch_errors_check(engine, ctx: Context) -> Outcome:
+    """TB-BATCH-4 on slots that a removal emptied: a later removal of, move from or SWAP with such a slot,
+    in the same update or the next, raises a ValueError that names the slot."""
+    tally = Tally(("TB-BATCH-4",))
+    full = BatchUpdate(3, added=tuple(AddedRequest(slot, slot + 1, (1,)) for slot in range(3)))
+    emptied = BatchUpdate(2, removed=(2,))
+    cases = {
+        "move from a slot removed in the same update": [
+            BatchUpdate(3, removed=(2,), moved=((2, 3, Move.UNIDIRECTIONAL),))
+        ],
+        "SWAP with a slot removed in the same update": [BatchUpdate(3, removed=(2,), moved=((0, 2, Move.SWAP),))],
+        "removal of a slot removed the step before": [emptied, BatchUpdate(2, removed=(2,))],
+        "move from a slot removed the step before": [emptied, BatchUpdate(3, moved=((2, 0, Move.SWAP),))],
+    }
+    for case, updates in cases.items():
+        state = engine.budget_state([1], [2], 4, ctx.profile.scope)
+        state.sync_batch(full)
+        for update in updates[:-1]:
+            state.sync_batch(update)
+        try:
+            state.sync_batch(updates[-1])
+        except ValueError as exc:
+            if "2" in str(exc):
+                tally.exercised("TB-BATCH-4")
+            else:
+                tally.violated("TB-BATCH-4", "error-does-not-name-slot", f"{case}: rejected as {exc}")
+            continue
+        tally.violated("TB-BATCH-4", "emptied-slot-accepted", f"{case}: {updates[-1].to_json()} was accepted")
+    return tally.outcome("updates naming a slot emptied by a removal are rejected naming the slot")
 
 
 LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)

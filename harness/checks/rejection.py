@@ -2,64 +2,20 @@
 under the reference draws), the output contract, seeded independence, and calibrated distribution
 checks (specs/statistics.md).
 
-Cases are independent, so a check judges every case after a mismatch too; each case counts for the
+Generated cases come from the shared strategies (``harness.cases.rejection``, which documents why
+each is reachable). Cases are independent, so a check judges every case after a mismatch too; each case counts for the
 requirements it exercises, and a mismatch is blamed on the requirement of the first diverging request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from .. import stats
+from .. import cases, shrink, stats, vectors
+from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejection_cases, smaller_cases
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
-
-
-def random_case(
-    rng,
-    *,
-    greedy: float,
-    forced: float = 0.0,
-    with_q: bool | None = None,
-    zero_draft=0.2,
-    vocab=None,
-    ties=False,
-    masks=True,
-) -> rs.RejectionCase:
-    V = int(vocab or rng.choice([1, 2, 5, 37, 64, 100, 257]))
-    B = int(rng.integers(1, 5))
-    K = [0 if rng.random() < zero_draft else int(rng.integers(1, 4)) for _ in range(B)]
-    rows = sum(K) + B
-    logits = rng.normal(scale=2.0, size=(rows, V))
-    if ties:
-        logits = np.round(logits)
-    if masks:
-        mask = rng.random((rows, V)) < 0.3
-        mask[np.arange(rows), rng.integers(0, V, rows)] = False
-        logits[mask] = -np.inf
-    temperature = [0.0 if rng.random() < greedy else float(rng.choice([0.5, 1.0, 1.5])) for _ in range(B)]
-    use_q = bool(rng.random() < 0.5) if with_q is None else with_q
-    q = None
-    if use_q and sum(K):
-        q = rng.dirichlet(np.ones(V), size=sum(K)).astype(np.float32).astype(np.float64)
-        q = q / q.sum(axis=1, keepdims=True)
-        drafts = [int(rng.choice(V, p=row / row.sum())) for row in q]
-    else:
-        drafts = [int(t) for t in rng.integers(0, V, sum(K))]
-    forced_ids = np.where(rng.random(rows) < forced, rng.integers(0, V, rows), -1) if forced else None
-    return rs.RejectionCase(
-        logits.astype(np.float32).astype(np.float64),
-        drafts,
-        K,
-        temperature,
-        q,
-        forced_ids,
-        seeds=rng.integers(0, 2**62, B),
-        positions=rng.integers(0, 2**40, B),
-    )
 
 
 def sample_output(engine, profile, case: rs.RejectionCase) -> tuple[np.ndarray, np.ndarray]:
@@ -161,41 +117,100 @@ _BLAME_ORDER = (
 )
 
 
-def exact_check(make_case: Callable, requirements: tuple[str, ...], cases: int = 150):
-    """Compare ``cases`` generated cases with the oracle token for token; every case is judged."""
+def judge_exact(
+    engine,
+    case: rs.RejectionCase,
+    requirements: tuple[str, ...],
+    tie_break: str,
+    tally: Tally | None = None,
+    profile=None,
+) -> tuple[str, str, str] | None:
+    """Compare one case with the oracle: ``(requirement, mode, evidence)`` of its first violation or
+    None; the requests compared before it count in ``tally`` (when given). ``None`` as well for a case
+    that cannot be compared (``comparable`` says which)."""
+    expected, num, _ = rs.sample_case(case)
+    tokens, got_num = sample_output(engine, profile, case) if profile else engine.rejection_sample(case)
+    problem = output_problem(case, tokens, got_num)
+    if problem:
+        return problem[0], problem[1], f"{problem[2]} ({_describe(case)})"
+    tokens = np.asarray(tokens)[:, : expected.shape[1]]
+    for i in range(case.batch_size):
+        tags = request_requirements(case, i, int(num[i]), tie_break) & set(requirements)
+        if tokens[i].tolist() != expected[i].tolist():
+            blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
+            return (
+                blame,
+                "token-differs-from-oracle",
+                f"request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} ({_describe(case)})",
+            )
+        if tally is not None:
+            tally.exercised(*tags)
+    return None
+
+
+def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
+    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3), or with a tie that the
+    profile lets the engine break either way."""
+    _, _, traces = rs.sample_case(case)
+    if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
+        return False
+    return not (tie_break == "any" and has_tie(case.target_logits))
+
+
+def _reproduction(engine, case, failure, requirements, tie_break, profile) -> tuple[rs.RejectionCase, dict]:
+    """The failing case minimised on the same fingerprint, and its standalone vector document."""
+    rid, mode, _ = failure
+
+    def still_fails(candidate: rs.RejectionCase) -> bool:
+        try:
+            candidate.validate()
+            if not comparable(candidate, tie_break):
+                return False
+            found = judge_exact(engine, candidate, requirements, tie_break, profile=profile)
+        except Exception:  # invalid, or the engine fails otherwise: not the same failure
+            return False
+        return found is not None and found[:2] == (rid, mode)
+
+    minimal = shrink.minimise(case, smaller_cases, still_fails)
+    entry = vectors._exact_case("minimal", [rid, *[r for r in requirements if r != rid]], minimal)
+    entry["tie_break"] = tie_break
+    document = {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": f"{rid}/{mode}",
+        "original_size": case_size(case),
+        "minimal_size": case_size(minimal),
+        "exact": [entry],
+        "errors": [],
+    }
+    return minimal, document
+
+
+def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: int = 150):
+    """Compare ``count`` cases of ``family`` (drawn from ``ctx.seed``) with the oracle token for token;
+    every case is judged, and the first failure of each requirement is minimised into a reproduction."""
 
     def run(engine, ctx: Context) -> Outcome:
-        rng = np.random.default_rng(ctx.seed)
         tally = Tally(requirements)
         compared = skipped = 0
-        for n in range(cases):
-            case = make_case(rng)
-            expected, num, traces = rs.sample_case(case)
-            if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
-                skipped += 1  # within 1e-5 of a floating-point decision (RS-RNG-3)
-                continue
-            if ctx.profile.tie_break == "any" and has_tie(case.target_logits):
+        tie_break = ctx.profile.tie_break
+        for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, count)):
+            if not comparable(case, tie_break):
                 skipped += 1
                 continue
-            tokens, got_num = sample_output(engine, ctx.profile, case)
             compared += 1
-            problem = output_problem(case, tokens, got_num)
-            if problem:
-                tally.violated(problem[0], problem[1], f"case {n}: {problem[2]} ({_describe(case)})")
+            failure = judge_exact(engine, case, requirements, tie_break, tally, ctx.profile)
+            if failure is None:
                 continue
-            tokens = np.asarray(tokens)[:, : expected.shape[1]]
-            for i in range(case.batch_size):
-                tags = request_requirements(case, i, int(num[i]), ctx.profile.tie_break) & set(requirements)
-                if tokens[i].tolist() != expected[i].tolist():
-                    blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
-                    tally.violated(
-                        blame,
-                        "token-differs-from-oracle",
-                        f"case {n} request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} "
-                        f"({_describe(case)})",
-                    )
-                    break
-                tally.exercised(*tags)
+            rid, mode, evidence = failure
+            if rid in tally.failures:
+                tally.violated(rid, mode, "")
+                continue
+            minimal, document = _reproduction(engine, case, failure, requirements, tie_break, ctx.profile)
+            shown = judge_exact(engine, minimal, requirements, tie_break, profile=ctx.profile)
+            if shown is not None and shown[:2] == (rid, mode):
+                evidence = f"{shown[2]}; minimised from case {n} ({case_size(case)} rows to {case_size(minimal)})"
+            tally.violated(rid, mode, f"case {n}: {evidence}", reproduction=document)
         return tally.outcome(f"{compared} cases compared with the oracle, {skipped} skipped at a rounding boundary")
 
     return run
@@ -211,14 +226,8 @@ def _describe(case: rs.RejectionCase) -> str:
 def output_contract(engine, ctx: Context) -> Outcome:
     requirements = ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3")
     tally = Tally(requirements)
-    rng = np.random.default_rng(ctx.seed)
-    for n in range(120):
-        V = int(rng.choice([1, 3, 37, 1000, 4097, 8193]))
-        case = random_case(rng, greedy=0.3, forced=0.1, vocab=V)
-        if rng.random() < 0.5:  # a zero-probability tail, the shape that once returned id V
-            case.target_logits[:, V // 2 + 1 :] = -np.inf
-            empty = ~np.isfinite(case.target_logits).any(axis=1)
-            case.target_logits[empty, 0] = 0.0
+    family = RejectionFamily(forced=True, masks=MASKS, vocabs=VOCABS)  # the tail mask once returned id V
+    for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, 120)):
         try:
             tokens, num = sample_output(engine, ctx.profile, case)
         except (ValueError, rs.InvalidCase) as exc:
@@ -234,7 +243,9 @@ def output_contract(engine, ctx: Context) -> Outcome:
         tally.exercised("RS-INPUT-1", "RS-LAYOUT-2", "RS-PROB-3")
         if np.isneginf(case.target_logits).any():
             tally.exercised("RS-INPUT-2")
-    return tally.outcome("120 cases: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree")
+    return tally.outcome(
+        "120 cases, V from 1 to 262,144: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree"
+    )
 
 
 def seeded_independence(engine, ctx: Context) -> Outcome:
@@ -532,6 +543,32 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
         return tally.outcome(summary, p_value=worst_p, alpha=alpha_test, trials=sum(trials), plots=plots)
 
     return run
+
+
+def invalid_ids_check(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-5 at both ends of the allowed ranges: a forced id below -1 or equal to V and a draft id below -1
+    or equal to V are errors naming the field (a ValueError), never tokens."""
+    tally = Tally(("RS-INPUT-5",))
+    vocab = 6
+    logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
+    cases = {
+        "forced_token_ids": ({"forced_token_ids": [-2, -1, -1]}, {"forced_token_ids": [-1, -1, vocab]}),
+        "draft_token_ids": ({"draft_token_ids": [-2, 1]}, {"draft_token_ids": [1, vocab]}),
+    }
+    for field_name, changes in cases.items():
+        for change in changes:
+            fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
+            case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+            try:
+                engine.rejection_sample(case)
+            except (ValueError, rs.InvalidCase) as exc:
+                if field_name in str(exc):
+                    tally.exercised("RS-INPUT-5")
+                else:
+                    tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
+                continue
+            tally.violated("RS-INPUT-5", "invalid-id-accepted", f"{change} was accepted")
+    return tally.outcome("ids just outside the allowed ranges are rejected naming the field")
 
 
 def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally) -> None:

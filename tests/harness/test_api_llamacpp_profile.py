@@ -1,4 +1,4 @@
-"""The llamacpp API profile against a scripted stand-in for llama-server (httpx.MockTransport).
+"""The llamacpp API profile against a scripted stand-in for llama-server (httpx2.MockTransport).
 
 llama-server returns generated ids only in ``__verbose.tokens`` (with ``--verbose``, asked for with
 ``return_tokens``), tokenizes ``content``, streams no ids, and re-arms its budget per section. The
@@ -7,13 +7,14 @@ stand-in speaks that dialect; one variant honours the budget, one lets a token t
 
 import json
 
-import httpx
+import httpx2
 import pytest
 
 from harness import checks
 from harness.adapters import http as api
 from harness.core import FAIL, PASS, Context
 from harness.profiles import canonical
+from tests.harness.test_api_spec_counters import route_clients
 
 START, END, NEWLINE, THINK, ANSWER = 50, 51, 9, 7, 8
 PROMPT = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n"
@@ -22,13 +23,13 @@ TOKENS = {"<think>": [START], "</think>": [END], PROMPT: PROMPT_IDS}
 
 
 def fake_llama_server(overrun: int, seen: list):
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         if request.url.path == "/v1/models":
-            return httpx.Response(200, json={"data": [{"id": "tiny.gguf"}]})
+            return httpx2.Response(200, json={"data": [{"id": "tiny.gguf"}]})
         body = json.loads(request.content)
         seen.append((request.url.path, body))
         if request.url.path == "/tokenize":
-            return httpx.Response(200, json={"tokens": TOKENS[body["content"]]})
+            return httpx2.Response(200, json={"tokens": TOKENS[body["content"]]})
         budget, n = body.get("reasoning_budget_tokens", -1), body["max_tokens"]
         thinking = n if budget == -1 else max(budget - 1, 0) + overrun
         ids = ([THINK] * thinking + [END] + [ANSWER] * n)[:n]
@@ -36,9 +37,9 @@ def fake_llama_server(overrun: int, seen: list):
             chunks = [{"choices": [{"index": 0, "delta": {"reasoning_content": "t" * min(thinking, n)}}]}]
             chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
             text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-            return httpx.Response(200, text=text)
+            return httpx2.Response(200, text=text)
         message = {"role": "assistant", "content": "", "reasoning_content": "t" * min(thinking, n)}
-        return httpx.Response(
+        return httpx2.Response(
             200,
             json={
                 "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
@@ -47,16 +48,15 @@ def fake_llama_server(overrun: int, seen: list):
             },
         )
 
-    return httpx.MockTransport(handle)
+    return httpx2.MockTransport(handle)
 
 
 @pytest.fixture
 def llamacpp_engine(monkeypatch):
     def make(overrun: int):
         seen = []
-        real_client = httpx.Client
         transport = fake_llama_server(overrun, seen)
-        monkeypatch.setattr(httpx, "Client", lambda **kwargs: real_client(transport=transport, **kwargs))
+        route_clients(monkeypatch, transport)
         profile = api.ApiProfile(name="llamacpp", model="tiny", **api.API_PROFILES["llamacpp"])
         return api.ApiEngine("http://llama.test/v1", profile, name="llamacpp-test"), seen
 

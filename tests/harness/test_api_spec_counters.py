@@ -1,4 +1,4 @@
-"""API-SPEC-3 and per-role servers against a scripted stand-in for vLLM (httpx.MockTransport).
+"""API-SPEC-3 and per-role servers against a scripted stand-in for vLLM (httpx2.MockTransport).
 
 vLLM serves one model per server, so the stand-in is two hosts: ``think.test`` serves the model
 without speculation and ``spec.test`` the same model with n-gram speculation and Prometheus
@@ -10,7 +10,7 @@ committed; each broken one miscounts as a real engine did.
 
 import json
 
-import httpx
+import httpx2
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
@@ -59,28 +59,28 @@ class SpecServer:
 
 
 def fake_vllm(spec_server: SpecServer | None, seen: list):
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         host, path = request.url.host, request.url.path
         model = "tiny-think-spec" if host == "spec.test" else "tiny-think"
         seen.append((host, path))
         if path == "/v1/models":
-            return httpx.Response(200, json={"data": [{"id": model}]})
+            return httpx2.Response(200, json={"data": [{"id": model}]})
         if path == "/version":
-            return httpx.Response(200, json={"version": "0.32.0"})
+            return httpx2.Response(200, json={"version": "0.32.0"})
         if path == "/metrics":
             if host != "spec.test" or spec_server is None:
-                return httpx.Response(404)
-            return httpx.Response(200, text=generate_latest(spec_server.registry).decode())
+                return httpx2.Response(404)
+            return httpx2.Response(200, text=generate_latest(spec_server.registry).decode())
         body = json.loads(request.content)
         if path == "/tokenize":
-            return httpx.Response(200, json={"tokens": {"<think>": [START], "</think>": [END]}[body["prompt"]]})
+            return httpx2.Response(200, json={"tokens": {"<think>": [START], "</think>": [END]}[body["prompt"]]})
         assert body["model"] == model, (host, body["model"])
         if host == "spec.test" and spec_server is not None:
             ids = spec_server.generate(body["max_tokens"], body["temperature"])
         else:
             ids = [WORD] * body["max_tokens"]
         message = {"role": "assistant", "content": "", "reasoning": "w" * len(ids)}
-        return httpx.Response(
+        return httpx2.Response(
             200,
             json={
                 "choices": [{"index": 0, "message": message, "finish_reason": "length", "token_ids": ids}],
@@ -89,17 +89,29 @@ def fake_vllm(spec_server: SpecServer | None, seen: list):
             },
         )
 
-    return httpx.MockTransport(handle)
+    return httpx2.MockTransport(handle)
+
+
+_NETWORK_CLIENT = httpx2.Client
+
+
+def route_clients(monkeypatch, transport: httpx2.BaseTransport) -> None:
+    """Every ``httpx2`` client made from now on (the adapter's, which its openai clients share) talks to
+    ``transport``."""
+
+    class RoutedClient(_NETWORK_CLIENT):
+        def __init__(self, **kwargs):
+            super().__init__(transport=transport, **kwargs)
+
+    monkeypatch.setattr(httpx2, "Client", RoutedClient)
 
 
 @pytest.fixture
 def vllm_engine(monkeypatch):
-    real_client = httpx.Client
-
     def make(spec_server: SpecServer | None):
         seen = []
         transport = fake_vllm(spec_server, seen)
-        monkeypatch.setattr(httpx, "Client", lambda **kwargs: real_client(transport=transport, **kwargs))
+        route_clients(monkeypatch, transport)
         profile = api.ApiProfile(
             name="vllm",
             model="tiny-think",

@@ -12,46 +12,17 @@ from hypothesis import strategies as st
 
 import impl
 import impl.rejection
+from harness.cases.rejection import MASKS, SMALL_VOCABS, RejectionFamily, rejection_cases
 from harness.oracle import rejection as rs
 
 MARGIN = 1e-5
 
 
-@st.composite
-def cases(draw, max_vocab=70):
-    V = draw(st.integers(1, max_vocab))
-    B = draw(st.integers(1, 4))
-    K = draw(st.lists(st.integers(0, 3), min_size=B, max_size=B))
-    rows = sum(K) + B
-    gen = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    logits = gen.normal(scale=draw(st.sampled_from([0.5, 2.0, 6.0])), size=(rows, V))
-    if draw(st.booleans()):  # -inf masks, leaving at least one finite entry per row
-        mask = gen.random((rows, V)) < 0.4
-        mask[np.arange(rows), gen.integers(0, V, rows)] = False
-        logits[mask] = -np.inf
-    if draw(st.booleans()):  # integer logits: ties
-        logits = np.round(logits)
-    temperature = [draw(st.sampled_from([0.0, 0.0, 0.4, 1.0, 1.7])) for _ in range(B)]
-    draft_probs = None
-    if draw(st.booleans()):
-        draft_probs = gen.dirichlet(np.full(V, draw(st.sampled_from([0.1, 1.0]))), size=sum(K))
-        draft_probs = (draft_probs / draft_probs.sum(axis=1, keepdims=True)).astype(np.float32).astype(np.float64)
-        drafts = [int(gen.choice(V, p=q / q.sum())) for q in draft_probs]
-    else:
-        drafts = gen.integers(0, V, sum(K)).tolist()
-    forced = None
-    if draw(st.booleans()):
-        forced = np.where(gen.random(rows) < 0.3, gen.integers(0, V, rows), -1)
-    return rs.RejectionCase(
-        logits.astype(np.float32).astype(np.float64),
-        drafts,
-        K,
-        temperature,
-        draft_probs,
-        forced,
-        seeds=gen.integers(0, 2**62, B),
-        positions=gen.integers(0, 2**40, B),
-    )
+def cases(vocabs=SMALL_VOCABS):
+    """The shared rejection cases (``harness.cases.rejection``): every draft kind, masks, ties, forced rows."""
+    plain = RejectionFamily(masks=MASKS, vocabs=vocabs)
+    rich = RejectionFamily(masks=MASKS, vocabs=vocabs, ties=True, forced=True, draft_probs="given")
+    return st.one_of(rejection_cases(plain), rejection_cases(rich))
 
 
 def run_impl(case, device, backend):
@@ -124,7 +95,7 @@ def test_multi_block_vocabulary_loops_match_the_oracle(target, monkeypatch, prog
     monkeypatch.setattr(impl.rejection, "_block_size", lambda vocab_size: 16)
     monkeypatch.setattr(impl.rejection, "_target_programs", lambda device: programs)
 
-    @given(cases(max_vocab=90))
+    @given(cases(vocabs=(1, 5, 16, 17, 37, 64, 90)))
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     def run(case):
         check_case(case, target)

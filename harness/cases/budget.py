@@ -1,0 +1,323 @@
+"""Thinking-budget scenarios: markers, prompts, budgets and a persistent batch driven step by step.
+
+A scenario is a program: the markers, the scope, ``max_num_reqs`` and, per step, an optional
+``BatchUpdate`` and what each live slot proposes (``SlotStep``: drafts, how many a sampler accepts,
+the token it emits where the row is free). ``harness.vectors.budget_scenario`` runs a program
+through the oracle and records it in the golden-vector format, so a generated case, its minimal
+reproduction and a checked-in vector are the same kind of object.
+
+Why every generated scenario is reachable for a real engine (specs/INTERPRETING.md, "Generated
+cases"):
+
+- **Markers**: ``S`` and ``E`` share no token id unless the family says ``disjoint_markers=False``
+  (no check does): a reasoning parser's markers are distinct strings whose tokenisations do not
+  share ids in any model we know. Multi-token and self-overlapping markers (``E = [a, a, b]``) are
+  how BPE tokenisers split ``<think>``/``</think>``.
+- **Prompts** are arbitrary token sequences: a chat template may open a section (``open``) or end
+  inside a marker (``partial``), and a user may type marker tokens anywhere.
+- **Budgets**: ``None`` and ``-1`` (untracked) and every integer in ``[0, 2^31 - 1]``, the range of
+  the int32 budget fields engines keep; small budgets are weighted because only they bind.
+- **Batches**: ``max_num_reqs`` in ``[1, 256]`` for the batch family; updates follow vLLM's
+  ``BatchUpdate`` contract (``vllm/v1/sample/logits_processor/interface.py``: removed, then added,
+  then moved; "added or moved requests may replace existing requests with the same index"). Adds
+  fill the lowest vacated slot first, then the end (as ``InputBatch.add_request`` does); an add onto
+  a vacated slot is announced in ``removed`` or not (vLLM's ``pop_removed`` takes it back), so adds
+  land on holes and on occupied slots; the batch is condensed by UNIDIRECTIONAL moves from the last
+  slot into the lowest hole; SWAPs and UNIDIRECTIONAL moves onto an occupied slot (which replace its
+  request) reorder it. After every update the live slots are exactly ``[0, batch_size)``.
+- **Drafts** only in a slot whose request has committed at least one token: drafts come from a
+  sampled token in every engine (vLLM's budget holder returns early on an empty output). A slot
+  with drafts may still propose zero of them in a step (speculation on, no drafts).
+- **Commits** are what a conforming sampler commits: an accepted prefix of the drafts that obeys the
+  forced rows, then one token (the forced one where the row is forced).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from specs.interface import AddedRequest, BatchUpdate, Move
+
+from ..vectors import SlotStep, budget_scenario
+
+MAX_BUDGET = 2**31 - 1
+PROMPT_KINDS = ("plain", "open", "partial")
+
+
+@dataclass(frozen=True)
+class BudgetFamily:
+    """How a family of scenarios is drawn: token ids ``0..alphabet-1`` (small, so that markers recur
+    and overlap), marker lengths up to ``marker_lengths``, ``max_num_reqs`` in the range
+    ``max_num_reqs``, up to ``steps`` steps and ``max_spec`` drafts per slot."""
+
+    marker_lengths: tuple[int, int] = (1, 1)
+    alphabet: int = 6
+    disjoint_markers: bool = True
+    drafts: bool = False
+    batch_ops: bool = False
+    prompt: str = "plain"
+    budgets: tuple = (None, -1, 0, 1, 2, 3, 8)
+    steps: int = 40
+    scenarios: int = 30
+    max_num_reqs: tuple[int, int] = (1, 4)
+    max_spec: int = 3
+
+    def __post_init__(self):
+        if self.prompt not in PROMPT_KINDS:
+            raise ValueError(f"prompt must be one of {PROMPT_KINDS}; got {self.prompt!r}")
+        if self.disjoint_markers and self.alphabet <= self.marker_lengths[0]:
+            raise ValueError(
+                f"alphabet {self.alphabet} leaves no id for E beside a start marker of length {self.marker_lengths[0]}"
+            )
+
+
+@dataclass(frozen=True)
+class BudgetScenario:
+    """One drawn scenario. ``steps[i] = (update or None, slot_steps)`` with one ``SlotStep`` per live
+    slot ``0..batch_size-1``."""
+
+    start: tuple[int, ...]
+    end: tuple[int, ...]
+    scope: str
+    max_num_reqs: int
+    steps: tuple[tuple[BatchUpdate | None, tuple[SlotStep, ...]], ...]
+
+    def vector(self, name: str, requirements: list[str], description: str = "") -> dict:
+        """The scenario run through the oracle, in the golden-vector format (``specs/vectors``)."""
+        return budget_scenario(
+            name,
+            list(requirements),
+            list(self.start),
+            list(self.end),
+            [(update, dict(enumerate(slots))) for update, slots in self.steps],
+            self.scope,
+            self.max_num_reqs,
+            description,
+        )
+
+    @property
+    def size(self) -> int:
+        """Steps + requests + removals + moves + drafts + prompt tokens: what a shrinker lowers."""
+        total = len(self.steps)
+        for update, slots in self.steps:
+            total += sum(len(s.drafts) for s in slots)
+            if update is not None:
+                total += len(update.removed) + len(update.moved)
+                total += sum(1 + len(a.prompt_token_ids) for a in update.added)
+        return total
+
+
+def markers(family: BudgetFamily) -> st.SearchStrategy[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """``(S, E)``: disjoint ids unless ``family.disjoint_markers`` is False."""
+
+    @st.composite
+    def pair(draw):
+        ids = st.integers(0, family.alphabet - 1)
+        start = tuple(draw(st.lists(ids, min_size=1, max_size=family.marker_lengths[0])))
+        rest = [t for t in range(family.alphabet) if t not in start] if family.disjoint_markers else None
+        end_ids = st.sampled_from(rest) if rest is not None else ids
+        end = tuple(draw(st.lists(end_ids, min_size=1, max_size=family.marker_lengths[1])))
+        return start, end
+
+    return pair()
+
+
+def budgets(family: BudgetFamily) -> st.SearchStrategy:
+    """The family's small budgets (they bind), twice as likely as any integer in ``[0, 2^31 - 1]``."""
+    small = st.sampled_from(family.budgets)
+    return st.one_of(small, small, st.integers(0, MAX_BUDGET))
+
+
+def prompts(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[int, ...]]:
+    """A prompt of the family's kind: ``plain`` (any ids), ``open`` (ends inside an open section) or
+    ``partial`` (ends inside S, inside E, or inside an open section)."""
+    token = st.integers(0, family.alphabet - 1)
+    body = st.lists(token, max_size=6)
+    tail = st.lists(token, max_size=4)
+    if family.prompt == "plain":
+        return body.map(tuple)
+    if family.prompt == "open":
+        return st.tuples(body, tail).map(lambda bt: (*bt[0], *start, *bt[1]))
+    return st.one_of(
+        body.map(lambda b: (*b, *start[:-1])),
+        st.tuples(body, tail).map(lambda bt: (*bt[0], *start, *bt[1], *end[:-1])),
+        st.tuples(body, tail).map(lambda bt: (*bt[0], *start, *bt[1])),
+    )
+
+
+def _condense(slots: dict[int, int], moved: list) -> None:
+    """Move the last live request into the lowest hole until the live slots are ``[0, n)``."""
+    while slots and max(slots) >= len(slots):
+        hole = min(set(range(len(slots))) - set(slots))
+        last = max(slots)
+        moved.append((last, hole, Move.UNIDIRECTIONAL))
+        slots[hole] = slots.pop(last)
+
+
+def _update(draw, family, requests, ages: list[int], max_num_reqs: int, must_add: bool):
+    """One ``BatchUpdate`` and the new per-slot ages (decode steps since each request was added).
+
+    Hypothesis draws the counts and the moves; which slots are removed and which of the scenario's
+    ``requests`` (``(budget, prompt)`` templates) each add places come from a drawn seed, so that a
+    batch of 256 stays small for Hypothesis."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    size = len(ages)
+    n_remove = draw(st.integers(0, size)) if family.batch_ops and size else 0
+    removed = sorted(int(s) for s in rng.choice(size, n_remove, replace=False)) if n_remove else []
+    slots = {s: age for s, age in enumerate(ages) if s not in removed}
+    free = max_num_reqs - len(slots)
+    low = 1 if must_add or not slots else 0  # engines never run a step without requests
+    n_add = draw(st.integers(low, free)) if family.batch_ops or low else 0
+    holes, end_slot, added = list(removed), size, []
+    for _ in range(n_add):
+        if holes:
+            slot = holes.pop(0)
+        else:
+            slot, end_slot = end_slot, end_slot + 1
+        budget, prompt = requests[int(rng.integers(0, len(requests)))]
+        added.append(AddedRequest(slot, budget, prompt))
+        slots[slot] = 0
+    if family.batch_ops and any(a.index in removed for a in added) and draw(st.booleans()):
+        # adds onto vacated slots that do not announce the removal: they replace the request there
+        unannounced = {a.index for a in added if a.index in removed and rng.random() < 0.5} or {added[0].index}
+        removed = [s for s in removed if s not in unannounced]
+    moved: list = []
+    _condense(slots, moved)
+    if family.batch_ops and len(slots) >= 2:
+        live = st.sampled_from(sorted(slots))
+        for src, dst, swap in draw(st.lists(st.tuples(live, live, st.booleans()), max_size=2)):
+            if src == dst or src not in slots or dst not in slots:
+                continue
+            if swap:
+                moved.append((src, dst, Move.SWAP))
+                slots[src], slots[dst] = slots[dst], slots[src]
+            else:  # onto an occupied slot: the moved request replaces the one there
+                moved.append((src, dst, Move.UNIDIRECTIONAL))
+                slots[dst] = slots.pop(src)
+                _condense(slots, moved)
+    update = BatchUpdate(len(slots), tuple(removed), tuple(added), tuple(moved))
+    return update, [slots[s] for s in range(len(slots))]
+
+
+def _slot_steps(rng: np.random.Generator, family: BudgetFamily, ages: list[int]) -> tuple[SlotStep, ...]:
+    """What each live slot proposes: drafts (only once it has output), accepted count, free token."""
+    out = []
+    for age in ages:
+        drafts: list[int] = []
+        if family.drafts and age > 0 and rng.random() < 0.8:
+            drafts = [int(t) for t in rng.integers(0, family.alphabet, rng.integers(0, family.max_spec + 1))]
+        out.append(SlotStep(drafts, int(rng.integers(0, len(drafts) + 1)), int(rng.integers(0, family.alphabet))))
+    return tuple(out)
+
+
+def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScenario]:
+    """Reachable scenarios of ``family`` under ``scope`` (see the module docstring)."""
+
+    @st.composite
+    def scenario(draw):
+        start, end = draw(markers(family))
+        low, high = family.max_num_reqs
+        max_num_reqs = draw(st.one_of(st.integers(low, min(high, 8)), st.integers(low, high)))
+        requests = draw(st.lists(st.tuples(budgets(family), prompts(family, start, end)), min_size=1, max_size=8))
+        ages: list[int] = []
+        steps = []
+        # wide batches run fewer steps: about as many rows as 8 slots over ``family.steps`` steps
+        step_count = draw(st.integers(1, max(3, min(family.steps, family.steps * 8 // max_num_reqs))))
+        for _ in range(step_count):
+            update = None
+            if not ages or (family.batch_ops and draw(st.integers(0, 9)) < 3):
+                update, ages = _update(draw, family, requests, ages, max_num_reqs, must_add=not ages)
+            rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+            steps.append((update, _slot_steps(rng, family, ages)))
+            ages = [age + 1 for age in ages]
+        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps))
+
+    return scenario()
+
+
+def unreachable(scenario: BudgetScenario, disjoint_markers: bool = True) -> str | None:
+    """Why no real engine reaches ``scenario`` (shared marker ids, drafts before any output, a batch
+    whose live slots are not ``[0, batch_size)``), or None."""
+    if disjoint_markers and set(scenario.start) & set(scenario.end):
+        return f"S={list(scenario.start)} and E={list(scenario.end)} share ids"
+    ages: dict[int, int] = {}
+    for index, (update, slot_steps) in enumerate(scenario.steps):
+        if update is not None:
+            for s in update.removed:
+                ages.pop(s, None)
+            for a in update.added:
+                ages[a.index] = 0
+            for src, dst, kind in update.moved:
+                if kind is Move.SWAP:
+                    ages[src], ages[dst] = ages.get(dst, 0), ages.get(src, 0)
+                else:
+                    ages[dst] = ages.pop(src, 0)
+            if sorted(ages) != list(range(update.batch_size)):
+                return f"step {index}: live slots {sorted(ages)} are not [0, {update.batch_size})"
+        if not ages:
+            return f"step {index}: a decode step without requests"
+        if len(slot_steps) != len(ages):
+            return f"step {index}: {len(slot_steps)} slot proposals for {len(ages)} live slots"
+        for slot, proposal in enumerate(slot_steps):
+            if proposal.drafts and ages[slot] == 0:
+                return f"step {index}: slot {slot} proposes drafts before its request has any output"
+        ages = {s: age + 1 for s, age in ages.items()}
+    return None
+
+
+def _without_slot(update: BatchUpdate, slot: int) -> BatchUpdate:
+    """Step 0's update without the request added at ``slot`` (later slots shift down by one)."""
+    added = tuple(
+        AddedRequest(a.index - (a.index > slot), a.budget, a.prompt_token_ids) for a in update.added if a.index != slot
+    )
+    return BatchUpdate(update.batch_size - 1, (), added, ())
+
+
+def smaller(scenario: BudgetScenario):
+    """Candidate reductions of ``scenario``, biggest first: shorter prefixes, one step fewer, one
+    request fewer (while only the first step changes the batch), fewer drafts, shorter prompts,
+    smaller budgets. A candidate may be invalid or unreachable; the caller judges that."""
+    steps = list(scenario.steps)
+
+    def with_steps(new_steps) -> BudgetScenario:
+        return BudgetScenario(scenario.start, scenario.end, scenario.scope, scenario.max_num_reqs, tuple(new_steps))
+
+    for k in range(1, len(steps)):
+        yield with_steps(steps[:k])
+    for i in range(1, len(steps)):
+        yield with_steps(steps[:i] + steps[i + 1 :])
+    first = steps[0][0]
+    if len(steps[0][1]) > 1 and first is not None and all(u is None for u, _ in steps[1:]) and not first.moved:
+        for slot in range(len(steps[0][1])):
+            yield with_steps(
+                [
+                    (_without_slot(first, slot) if i == 0 else None, slots[:slot] + slots[slot + 1 :])
+                    for i, (_, slots) in enumerate(steps)
+                ]
+            )
+    for i, (update, slots) in enumerate(steps):
+        for s, proposal in enumerate(slots):
+            if proposal.drafts:
+                for drafts in ([], proposal.drafts[:-1]):
+                    shorter = SlotStep(list(drafts), min(proposal.accept, len(drafts)), proposal.free_token)
+                    yield with_steps(steps[:i] + [(update, slots[:s] + (shorter,) + slots[s + 1 :])] + steps[i + 1 :])
+    for i, (update, slots) in enumerate(steps):
+        if update is None:
+            continue
+        for a_index, added in enumerate(update.added):
+            variants = []
+            if added.prompt_token_ids:
+                variants.append(AddedRequest(added.index, added.budget, tuple(added.prompt_token_ids[1:])))
+            if isinstance(added.budget, int) and added.budget > 0:
+                for lower in sorted({0, added.budget // 2, added.budget - 1}):
+                    variants.append(AddedRequest(added.index, lower, added.prompt_token_ids))
+            for variant in variants:
+                new_added = update.added[:a_index] + (variant,) + update.added[a_index + 1 :]
+                new_update = BatchUpdate(update.batch_size, update.removed, new_added, update.moved)
+                yield with_steps(steps[:i] + [(new_update, slots)] + steps[i + 1 :])
+    needed = max((u.batch_size for u, _ in steps if u is not None), default=1)
+    if needed < scenario.max_num_reqs:
+        yield BudgetScenario(scenario.start, scenario.end, scenario.scope, max(needed, 1), scenario.steps)
