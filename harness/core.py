@@ -243,3 +243,7 @@ def missing_methods(engine: Any) -> list[str]:
         for capability, protocol in CAPABILITY_PROTOCOLS.items()
         if capability in engine.profile.capabilities and not isinstance(engine, protocol)
     ]
+
+
+class UnparsableResponse(Exception):
+    """The server answered, but the ``openai`` client could not read the answer: the server fails."""

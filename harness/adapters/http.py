@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 import httpx2
 
 from .. import profiles, spec
+from ..core import UnparsableResponse
 from . import UsageError
 
 # ``openai`` is imported where it is used: it takes seconds to import, and every engine process and
@@ -28,10 +29,6 @@ from . import UsageError
 
 # the parameters the client names; every other request field is sent as one of its extra fields
 _CLIENT_PARAMETERS = ("model", "messages", "max_tokens", "temperature", "seed", "stream", "stream_options")
-
-
-class UnparsableResponse(Exception):
-    """The server answered, but the ``openai`` client could not read the answer: the server fails."""
 
 
 @dataclass(frozen=True)

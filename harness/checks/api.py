@@ -14,8 +14,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from .. import stats
-from ..adapters.http import UnparsableResponse
-from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
+from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, UnparsableResponse, uniform_outcome
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
 
