@@ -967,42 +967,69 @@ def counting_vectors() -> dict:
                 "expected_problems": sorted({p.kind for p in problems}),
             }
         )
-    steps = [
-        (3, [5, 6, 9, -1]),
-        (3, [9, -1, -1, -1]),
-        (0, [4]),
-        (2, [5, 2, 8]),
-        (3, [5, 2, 7, 8]),
-        (1, [-1, -1]),
-        (4, [1, 2, 3, 4, 5]),
+    with_eos = [
+        (3, [5, 6, 9, -1], None),
+        (3, [9, -1, -1, -1], None),
+        (0, [4], None),
+        (2, [5, 2, 8], None),
+        (3, [5, 2, 7, 8], None),
+        (1, [-1, -1], None),
+        (4, [1, 2, 3, 4, 5], None),
     ]
+    # max_tokens or a stop string trims an accepted run (commit limits), beside an end token among the
+    # request's stop_token_ids (7) that a limit cuts off before it is reached
+    with_stops = [
+        (3, [5, 6, 9, 4], 2),
+        (3, [5, 6, 9, -1], 3),
+        (2, [5, 6, 8], 1),
+        (4, [1, 7, 3, 4, 5], 4),
+        (4, [1, 3, 4, 7, 5], 3),
+        (2, [9, -1, -1], 1),
+        (0, [4], 1),
+    ]
+    metric_vectors = [
+        _metrics_vector(
+            "metrics-with-eos",
+            ["AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-COUNT-4"],
+            [2],
+            with_eos,
+        ),
+        _metrics_vector("metrics-with-stops", ["AC-STOP-1", "AC-METRIC-4", "AC-METRIC-5"], [7], with_stops),
+    ]
+    return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": metric_vectors}
+
+
+def _metrics_expectation(steps, eos_token_ids) -> tuple[list[int], dict]:
+    """Per-step accepted drafts and the aggregate metrics of ``(K, row, commit_limit)`` steps."""
     metrics = ac.AcceptanceMetrics(max_positions=4)
-    per_step = [metrics.observe(k, row, eos_token_ids=[2]) for k, row in steps]
-    metric_vector = {
-        "name": "metrics-with-eos",
-        "requirements": [
-            "AC-METRIC-1",
-            "AC-METRIC-2",
-            "AC-METRIC-3",
-            "AC-METRIC-4",
-            "AC-METRIC-5",
-            "AC-COUNT-4",
-        ],
-        "eos_token_ids": [2],
-        "steps": [{"num_draft_tokens": k, "row": row} for k, row in steps],
-        "expected_accepted_per_step": per_step,
-        "expected": {
-            "num_drafts": metrics.num_drafts,
-            "num_draft_tokens": metrics.num_draft_tokens,
-            "num_accepted_tokens": metrics.num_accepted_tokens,
-            "num_discarded": metrics.num_discarded,
-            "acceptance_rate": encode_float(metrics.acceptance_rate),
-            "mean_acceptance_length": encode_float(metrics.mean_acceptance_length),
-            "accepted_per_position": metrics.accepted_per_position,
-            "per_position_rates": [encode_float(x) for x in metrics.per_position_rates()],
-        },
+    per_step = [metrics.observe(k, row, eos_token_ids, limit) for k, row, limit in steps]
+    return per_step, {
+        "num_drafts": metrics.num_drafts,
+        "num_draft_tokens": metrics.num_draft_tokens,
+        "num_accepted_tokens": metrics.num_accepted_tokens,
+        "num_discarded": metrics.num_discarded,
+        "acceptance_rate": encode_float(metrics.acceptance_rate),
+        "mean_acceptance_length": encode_float(metrics.mean_acceptance_length),
+        "accepted_per_position": metrics.accepted_per_position,
+        "per_position_rates": [encode_float(x) for x in metrics.per_position_rates()],
     }
-    return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": [metric_vector]}
+
+
+def _metrics_vector(name: str, requirements: list[str], eos_token_ids: list[int], steps) -> dict:
+    """A metrics vector: ``expected`` counts committed tokens (AC-METRIC-4, AC-STOP-1);
+    ``expected_verified`` counts the untrimmed rows, for the declared ``acceptance_counting: verified``
+    variant (AC-STOP-2)."""
+    per_step, expected = _metrics_expectation(steps, eos_token_ids)
+    _, verified = _metrics_expectation([(k, row, None) for k, row, _ in steps], [])
+    return {
+        "name": name,
+        "requirements": requirements,
+        "eos_token_ids": eos_token_ids,
+        "steps": [{"num_draft_tokens": k, "row": row, "commit_limit": limit} for k, row, limit in steps],
+        "expected_accepted_per_step": per_step,
+        "expected": expected,
+        "expected_verified": verified,
+    }
 
 
 GENERATORS = {

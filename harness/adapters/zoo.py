@@ -501,6 +501,7 @@ class Mutant:
     description: str
     scope: str = "request"  # the profile's declared variants
     forced_logit: str = "one-hot"
+    acceptance_counting: str = "committed"
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -637,6 +638,17 @@ MUTANTS = (
         "AC-METRIC-4",
         "mean acceptance length counts tokens after an EOS inside the accepted run",
     ),
+    Mutant(
+        "commit-limit-ignored",
+        "AC-STOP-1",
+        "metrics count the tokens a max_tokens or stop-string limit trimmed from an accepted run",
+    ),
+    Mutant(
+        "declares-verified-counting-but-trims",
+        "AC-STOP-2",
+        "declares acceptance_counting: verified but trims its metrics at end tokens and commit limits",
+        acceptance_counting="verified",
+    ),
 )
 _SAMPLER_MUTATIONS = {
     "draft-probs-ignored": "ignore-draft-probs",
@@ -694,7 +706,11 @@ class MutantEngine(OracleEngine):
         super().__init__()
         self.mutant = mutant
         self.name = f"zoo:{mutant.name}"
-        self.profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
+        self.profile = replace(
+            profiles.canonical(mutant.scope),
+            forced_logit=mutant.forced_logit,
+            acceptance_counting=mutant.acceptance_counting,
+        )
         hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
@@ -753,12 +769,14 @@ class MutantEngine(OracleEngine):
         return num, broken, out_of_vocab
 
     def acceptance_metrics(self, steps, eos_token_ids):
+        if self.mutant.name == "commit-limit-ignored":
+            steps = [(k, row, None) for k, row, _ in steps]
         metrics = super().acceptance_metrics(
             steps, () if self.mutant.name == "mean-length-counts-after-eos" else eos_token_ids
         )
         if self.mutant.name == "acceptance-rate-counts-bonus":
-            drafted = sum(k for k, _ in steps)
-            drafts = sum(1 for k, row in steps if k and row[0] != -1)
+            drafted = sum(k for k, _, _ in steps)
+            drafts = sum(1 for k, row, _ in steps if k and row[0] != -1)
             metrics["acceptance_rate"] = metrics["acceptance_rate"] + drafts / drafted
         if self.mutant.name == "mean-length-without-bonus":
             metrics["mean_acceptance_length"] = metrics["mean_acceptance_length"] - 1.0

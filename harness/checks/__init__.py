@@ -258,9 +258,10 @@ def kernel_checks() -> list[Check]:
         _check(
             "counting/metrics",
             "ac.metrics",
-            ("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5"),
+            ("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-STOP-1", "AC-STOP-2"),
             ("metrics",),
-            "acceptance metrics equal their definitions, with and without EOS",
+            "acceptance metrics equal their definitions, without EOS, with EOS, with max_tokens and stop-string "
+            "limits (or untrimmed, under the declared verified counting)",
             counting.metrics_check,
         ),
     ]

@@ -212,7 +212,7 @@ def usage(engine, ctx: Context) -> Outcome:
     requirements = ("API-USAGE-1", "API-USAGE-2")
     if blocked := _precondition(engine, requirements):
         return blocked
-    tally = Tally(requirements)
+    tally = Tally(requirements, conditional=("API-USAGE-2",))  # judged only where the server reports it
     for budget in (None, 4):
         response = engine.complete(engine.api.model, budget, max_tokens=20, temperature=1.0, seed=ctx.seed)
         ids = response["choices"][0]["token_ids"]
