@@ -10,7 +10,6 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     scope: section             # variant: request (canonical) | section
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
-    acceptance_counting: verified  # variant (AC-STOP-2): committed (canonical) | verified
     capabilities: [budget, rejection, counting]
 """
 
@@ -45,8 +44,6 @@ FORCED_LOGITS = ("one-hot", "large-constant")
 # RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail
 # after num_emitted is unspecified and read through num_emitted)
 LAYOUTS = ("ragged", "padded")
-# AC-STOP-2: acceptance metrics over committed tokens (canonical) or over the rows the sampler verified
-ACCEPTANCE_COUNTINGS = ("committed", "verified")
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,6 @@ class Profile:
     tie_break: str = "lowest"
     forced_logit: str = "one-hot"
     layout: str = "ragged"
-    acceptance_counting: str = "committed"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
@@ -70,11 +66,6 @@ class Profile:
             )
         if self.layout not in LAYOUTS:
             raise ValueError(f"profile {self.name}: layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
-        if self.acceptance_counting not in ACCEPTANCE_COUNTINGS:
-            raise ValueError(
-                f"profile {self.name}: acceptance_counting must be one of {', '.join(ACCEPTANCE_COUNTINGS)}; "
-                f"got {self.acceptance_counting!r}"
-            )
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -95,7 +86,6 @@ class Profile:
             "tie_break": self.tie_break,
             "forced_logit": self.forced_logit,
             "layout": self.layout,
-            "acceptance_counting": self.acceptance_counting,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -135,6 +125,5 @@ def load_profile(name_or_path: str) -> Profile:
         tie_break=data.get("tie_break", base.tie_break),
         forced_logit=data.get("forced_logit", base.forced_logit),
         layout=data.get("layout", base.layout),
-        acceptance_counting=data.get("acceptance_counting", base.acceptance_counting),
         capabilities=frozenset(data.get("capabilities", base.capabilities)),
     )

@@ -999,36 +999,27 @@ def counting_vectors() -> dict:
     return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": metric_vectors}
 
 
-def _metrics_expectation(steps, eos_token_ids) -> tuple[list[int], dict]:
-    """Per-step accepted drafts and the aggregate metrics of ``(K, row, commit_limit)`` steps."""
+def _metrics_vector(name: str, requirements: list[str], eos_token_ids: list[int], steps) -> dict:
+    """A metrics vector over ``(K, row, commit_limit)`` steps: per-step accepted drafts and the aggregate
+    metrics over committed tokens (AC-METRIC-4, AC-STOP-1)."""
     metrics = ac.AcceptanceMetrics(max_positions=4)
     per_step = [metrics.observe(k, row, eos_token_ids, limit) for k, row, limit in steps]
-    return per_step, {
-        "num_drafts": metrics.num_drafts,
-        "num_draft_tokens": metrics.num_draft_tokens,
-        "num_accepted_tokens": metrics.num_accepted_tokens,
-        "num_discarded": metrics.num_discarded,
-        "acceptance_rate": encode_float(metrics.acceptance_rate),
-        "mean_acceptance_length": encode_float(metrics.mean_acceptance_length),
-        "accepted_per_position": metrics.accepted_per_position,
-        "per_position_rates": [encode_float(x) for x in metrics.per_position_rates()],
-    }
-
-
-def _metrics_vector(name: str, requirements: list[str], eos_token_ids: list[int], steps) -> dict:
-    """A metrics vector: ``expected`` counts committed tokens (AC-METRIC-4, AC-STOP-1);
-    ``expected_verified`` counts the untrimmed rows, for the declared ``acceptance_counting: verified``
-    variant (AC-STOP-2)."""
-    per_step, expected = _metrics_expectation(steps, eos_token_ids)
-    _, verified = _metrics_expectation([(k, row, None) for k, row, _ in steps], [])
     return {
         "name": name,
         "requirements": requirements,
         "eos_token_ids": eos_token_ids,
         "steps": [{"num_draft_tokens": k, "row": row, "commit_limit": limit} for k, row, limit in steps],
         "expected_accepted_per_step": per_step,
-        "expected": expected,
-        "expected_verified": verified,
+        "expected": {
+            "num_drafts": metrics.num_drafts,
+            "num_draft_tokens": metrics.num_draft_tokens,
+            "num_accepted_tokens": metrics.num_accepted_tokens,
+            "num_discarded": metrics.num_discarded,
+            "acceptance_rate": encode_float(metrics.acceptance_rate),
+            "mean_acceptance_length": encode_float(metrics.mean_acceptance_length),
+            "accepted_per_position": metrics.accepted_per_position,
+            "per_position_rates": [encode_float(x) for x in metrics.per_position_rates()],
+        },
     }
 
 

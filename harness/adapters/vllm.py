@@ -239,7 +239,7 @@ class VllmEngine:
 
     def acceptance_metrics(self, steps, eos_token_ids):
         """vLLM's counters over the sampler's rows: the scheduler counts them before its stop check
-        trims end tokens and commit limits (AC-STOP-2), so neither enters here."""
+        trims end tokens and commit limits (specs/accepted-tokens.md, AC-STOP-1), so neither enters here."""
         max_positions = max((k for k, _, _ in steps), default=1)
         scheduler = SimpleNamespace(log_stats=True, num_spec_tokens=max_positions)
         stats = None

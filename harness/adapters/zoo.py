@@ -510,7 +510,6 @@ class Mutant:
     description: str
     scope: str = "request"  # the profile's declared variants
     forced_logit: str = "one-hot"
-    acceptance_counting: str = "committed"
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -662,12 +661,6 @@ MUTANTS = (
         "AC-STOP-1",
         "metrics count the tokens a max_tokens or stop-string limit trimmed from an accepted run",
     ),
-    Mutant(
-        "declares-verified-counting-but-trims",
-        "AC-STOP-2",
-        "declares acceptance_counting: verified but trims its metrics at end tokens and commit limits",
-        acceptance_counting="verified",
-    ),
 )
 _SAMPLER_MUTATIONS = {
     "draft-probs-ignored": "ignore-draft-probs",
@@ -727,11 +720,7 @@ class MutantEngine(OracleEngine):
         super().__init__()
         self.mutant = mutant
         self.name = f"zoo:{mutant.name}"
-        self.profile = replace(
-            profiles.canonical(mutant.scope),
-            forced_logit=mutant.forced_logit,
-            acceptance_counting=mutant.acceptance_counting,
-        )
+        self.profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
         hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})

@@ -63,47 +63,38 @@ def _oracle_metrics(steps, eos) -> ac.AcceptanceMetrics:
 
 
 def _untrimmed(steps):
-    """The steps as the sampler verified them: no commit limit (AC-STOP-2)."""
+    """The steps as the sampler verified them, before a commit limit trims them."""
     return [(k, row, None) for k, row, _ in steps]
 
 
 def metrics_check(engine, ctx: Context) -> Outcome:
     """AC-METRIC-1..3 and 5 on a stream without EOS; AC-METRIC-4 on a stream where EOS ends accepted runs;
-    AC-STOP-1 on one where commit limits (``max_tokens``, stop strings) trim them too. Under the declared
-    ``acceptance_counting: verified`` variant the last two streams must count the untrimmed rows (AC-STOP-2)."""
-    verified = ctx.profile.acceptance_counting == "verified"
-    trimming = ("AC-STOP-2",) if verified else ("AC-METRIC-4", "AC-STOP-1")
-    tally = Tally(("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", *trimming, "AC-METRIC-5"))
+    AC-STOP-1 on one where commit limits (``max_tokens``, stop strings) trim them too."""
+    tally = Tally(("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-STOP-1", "AC-METRIC-5"))
     rng = np.random.default_rng(ctx.seed)
     for eos, limits in (([], False), ([3], False), ([3], True)):
         steps = _steps(rng, 3 if eos else None, limits)
-        if verified:
-            oracle = _oracle_metrics(_untrimmed(steps), [])
-        else:
-            oracle = _oracle_metrics(steps, eos)
+        oracle = _oracle_metrics(steps, eos)
         got = engine.acceptance_metrics(steps, eos)
         label = f"{len(steps)} steps {'with EOS 3' if eos else 'without EOS'}{' and commit limits' if limits else ''}"
         mean_ok = np.isclose(got["mean_acceptance_length"], oracle.mean_acceptance_length)
         if eos:  # only the trimming separates these streams from the first
-            rid = "AC-STOP-2" if verified else "AC-STOP-1" if limits else "AC-METRIC-4"
+            rid = "AC-STOP-1" if limits else "AC-METRIC-4"
             if mean_ok:
                 tally.exercised(rid)
                 continue
-            if verified:
-                mode, others = "trims-what-it-declares-verified", [_oracle_metrics(steps, eos)]
-            elif limits:  # past the limit, whether or not it also counts past EOS
+            if limits:  # past the limit, whether or not it also counts past EOS
                 mode = "counts-tokens-past-commit-limit"
                 others = [_oracle_metrics(_untrimmed(steps), eos), _oracle_metrics(_untrimmed(steps), [])]
             else:
                 mode, others = "counts-tokens-after-eos", [_oracle_metrics(steps, [])]
             matches = [o.mean_acceptance_length for o in others]
             explained = np.isclose(got["mean_acceptance_length"], matches).any()
-            other = matches[0]
             tally.violated(
                 rid if explained else "AC-METRIC-2",
                 mode if explained else "mean-length-differs",
                 f"{label}: mean acceptance length {got['mean_acceptance_length']}, expected "
-                f"{oracle.mean_acceptance_length} ({mode.replace('-', ' ')}: {other})",
+                f"{oracle.mean_acceptance_length} ({mode.replace('-', ' ')}: {matches[0]})",
             )
             continue
         judged = (
@@ -143,5 +134,4 @@ def metrics_check(engine, ctx: Context) -> Outcome:
             tally.violated(
                 "AC-METRIC-5", "not-a-sum-over-committed-tokens", f"{label}: drafts × mean length ≠ {committed}"
             )
-    counting = "verified rows (declared)" if verified else "committed tokens"
-    return tally.outcome(f"acceptance metrics over {counting}, without EOS, with EOS, with EOS and commit limits")
+    return tally.outcome("acceptance metrics over committed tokens, without EOS, with EOS, with EOS and commit limits")

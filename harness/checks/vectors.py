@@ -99,11 +99,12 @@ def _count_row(engine, entry) -> tuple[str, str] | None:
     return None
 
 
-def _metrics(engine, entry, expected) -> tuple[str, str] | None:
+def _metrics(engine, entry) -> tuple[str, str] | None:
     """The aggregate metrics the engine interface returns, against the vector's ``expected`` ones; the
     vector's per-step and raw counts are not observable through ``acceptance_metrics``."""
     steps = [(s["num_draft_tokens"], s["row"], s["commit_limit"]) for s in entry["steps"]]
     got = engine.acceptance_metrics(steps, entry["eos_token_ids"])
+    expected = entry["expected"]
     differ = [
         f"{name} {got[name]}, expected {expected[name]}"
         for name in ("acceptance_rate", "mean_acceptance_length")
@@ -114,20 +115,6 @@ def _metrics(engine, entry, expected) -> tuple[str, str] | None:
             f"accepted_per_position {list(got['accepted_per_position'])}, expected {expected['accepted_per_position']}"
         )
     return ("metrics-differ", "; ".join(differ)) if differ else None
-
-
-_TRIMMING = ("AC-METRIC-4", "AC-STOP-1")
-
-
-def _metrics_vector(engine, ctx: Context, entry, requirements) -> Outcome:
-    """A metrics vector against ``expected`` (committed tokens), or, under the declared
-    ``acceptance_counting: verified`` variant, against ``expected_verified`` (the untrimmed rows), which
-    then judges AC-STOP-2 in place of the trimming requirements (AC-METRIC-4, AC-STOP-1)."""
-    if ctx.profile.acceptance_counting == "verified":
-        judged = tuple(dict.fromkeys("AC-STOP-2" if r in _TRIMMING else r for r in requirements))
-        replay = _exactly(lambda e, x: _metrics(e, x, x["expected_verified"]))
-        return replay(engine, ctx, entry, judged)
-    return _exactly(lambda e, x: _metrics(e, x, x["expected"]))(engine, ctx, entry, requirements)
 
 
 def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
@@ -244,7 +231,7 @@ _GROUPS = (
     ("rejection", "sampled_drafts", _sampled_drafts, ("rejection",)),
     ("rejection", "errors", _exactly(_rejection_error), ("rejection", "input-validation")),
     ("counting", "rows", _exactly(_count_row), ("counting",)),
-    ("counting", "metrics", _metrics_vector, ("metrics",)),
+    ("counting", "metrics", _exactly(_metrics), ("metrics",)),
 )
 
 
