@@ -10,6 +10,8 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     scope: section             # variant: request (canonical) | section
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
+    verification: synthetic    # RUN-PROFILE-3: exact (canonical) or the name of a non-exact mode, which
+                               # claims none of EXACT_RULE_CLASSES
     capabilities: [budget, rejection, counting]
 """
 
@@ -44,6 +46,9 @@ FORCED_LOGITS = ("one-hot", "large-constant")
 # RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail
 # after num_emitted is unspecified and read through num_emitted)
 LAYOUTS = ("ragged", "padded")
+# RUN-PROFILE-3: the classes of the exact verification rules, which a profile in another verification mode
+# (vLLM's synthetic, fly or block; SGLang's relaxed thresholds) does not claim
+EXACT_RULE_CLASSES = ("rs.greedy", "rs.probabilistic", "rs.one-hot", "rs.mixed", "rs.seeded", "api.spec-decode")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class Profile:
     tie_break: str = "lowest"
     forced_logit: str = "one-hot"
     layout: str = "ragged"
+    verification: str = "exact"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
@@ -66,6 +72,16 @@ class Profile:
             )
         if self.layout not in LAYOUTS:
             raise ValueError(f"profile {self.name}: layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
+        if not isinstance(self.verification, str) or not self.verification:
+            raise ValueError(
+                f"profile {self.name}: verification must be exact or a mode's name; got {self.verification!r}"
+            )
+        exact_claims = sorted(set(self.classes) & set(EXACT_RULE_CLASSES))
+        if self.verification != "exact" and exact_claims:
+            raise ValueError(
+                f"profile {self.name}: verification {self.verification!r} is not exact, so the profile cannot claim "
+                f"{', '.join(exact_claims)} (drop_classes them)"
+            )
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -78,6 +94,11 @@ class Profile:
     def claims(self, cls: str) -> bool:
         return cls in self.classes
 
+    @property
+    def label(self) -> str:
+        """The name records and reports carry: a non-exact verification mode is stated beside it."""
+        return self.name if self.verification == "exact" else f"{self.name} (verification: {self.verification})"
+
     def to_json(self) -> dict:
         return {
             "name": self.name,
@@ -86,6 +107,7 @@ class Profile:
             "tie_break": self.tie_break,
             "forced_logit": self.forced_logit,
             "layout": self.layout,
+            "verification": self.verification,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -125,5 +147,6 @@ def load_profile(name_or_path: str) -> Profile:
         tie_break=data.get("tie_break", base.tie_break),
         forced_logit=data.get("forced_logit", base.forced_logit),
         layout=data.get("layout", base.layout),
+        verification=data.get("verification", base.verification),
         capabilities=frozenset(data.get("capabilities", base.capabilities)),
     )

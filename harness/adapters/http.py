@@ -28,7 +28,16 @@ from . import UsageError
 # `specconform list` import this module.
 
 # the parameters the client names; every other request field is sent as one of its extra fields
-_CLIENT_PARAMETERS = ("model", "messages", "max_tokens", "temperature", "seed", "stream", "stream_options")
+_CLIENT_PARAMETERS = (
+    "model",
+    "messages",
+    "max_tokens",
+    "temperature",
+    "seed",
+    "stream",
+    "stream_options",
+    "logit_bias",
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,9 @@ class ApiProfile:
     start_text: str = "<think>"
     end_text: str = "</think>"
     spec_tolerance: float = 0.15  # API-SPEC-2: largest first-token TV accepted as equivalent
+    # API-SPEC-4: sampling parameters the engine declares it does not apply with speculative decoding;
+    # they are not sent, and reports list them
+    unsupported_with_speculation: tuple[str, ...] = ()
     extra_body: dict = field(default_factory=dict)
 
 
@@ -247,13 +259,17 @@ class ApiEngine:
             self._tokenized[text] = response.json()["tokens"]
         return self._tokenized[text]
 
-    def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None):
+    def request_body(
+        self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None, sampling=None
+    ):
+        """The chat request; ``sampling``: further sampling parameters (``top_k``, ``min_p``, ``logit_bias``)."""
         body = {
             "model": model,
             "messages": messages or [{"role": "user", "content": "What is 12 times 7?"}],
             "max_tokens": max_tokens,
             "temperature": temperature,
             **self.api.extra_body,
+            **(sampling or {}),
         }
         if self.api.token_ids == "return_token_ids":
             body["return_token_ids"] = True

@@ -358,6 +358,14 @@ def api_checks() -> list[Check]:
             api.sampled_spec_equivalence,
         ),
         _check(
+            "api/sampling-params-with-speculation",
+            "api.spec-decode",
+            ("API-SPEC-4",),
+            http,
+            "top_k 1, min_p 1 and a +100 logit bias leave one token with speculation on, as without",
+            api.sampling_params_with_speculation,
+        ),
+        _check(
             "api/spec-counters-agree",
             "api.spec-decode",
             ("API-SPEC-3",),
