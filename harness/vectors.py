@@ -850,7 +850,7 @@ def rejection_vectors() -> dict:
             "reverse-ranked",
             np.array([[0.5, 0.25, 0.15, 0.1]] * 3),
             np.array([[0.1, 0.15, 0.25, 0.5]] * 2),
-            ["RS-PROB-5", "RS-PROB-6", "RS-ONEHOT-2"],
+            ["RS-PROB-5", "RS-PROB-6"],  # q is what the drafts are drawn from: RS-ONEHOT-2's premise, not judged
         ),
         (
             "disjoint",
