@@ -10,6 +10,7 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     scope: section             # variant: request (canonical) | section
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
+    forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
     capabilities: [budget, rejection, counting]
 """
 
@@ -44,6 +45,9 @@ FORCED_LOGITS = ("one-hot", "large-constant")
 # RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail
 # after num_emitted is unspecified and read through num_emitted)
 LAYOUTS = ("ragged", "padded")
+# TB-END-1: the budget forces the end marker itself (canonical) or a transition phrase then the end marker; an
+# engine that forces a phrase claims the class of TB-END-1/2 and is given F through budget_state(forced_token_ids=)
+FORCED_END_CLASSES = {"marker": None, "phrase": "tb.forced-phrase"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Profile:
     tie_break: str = "lowest"
     forced_logit: str = "one-hot"
     layout: str = "ragged"
+    forced_end: str = "marker"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
@@ -66,6 +71,11 @@ class Profile:
             )
         if self.layout not in LAYOUTS:
             raise ValueError(f"profile {self.name}: layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
+        if self.forced_end not in FORCED_END_CLASSES:
+            raise ValueError(
+                f"profile {self.name}: forced_end must be one of {', '.join(FORCED_END_CLASSES)}; "
+                f"got {self.forced_end!r}"
+            )
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -86,6 +96,7 @@ class Profile:
             "tie_break": self.tie_break,
             "forced_logit": self.forced_logit,
             "layout": self.layout,
+            "forced_end": self.forced_end,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -95,8 +106,21 @@ def canonical(scope: str = "request") -> Profile:
 
     The ``api.*`` classes belong to engines judged over HTTP (``harness.adapters.http``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
-    kernel = {c for c in spec.classes() if not c.startswith("api.")}
+    kernel = {c for c in spec.classes() if not c.startswith("api.")} - set(variant_classes())
     return Profile(f"canonical{'' if scope == 'request' else '-section'}", frozenset(kernel - {other}), scope=scope)
+
+
+def variant_classes() -> tuple[str, ...]:
+    """Classes claimed only with a declared variant other than the canonical one (``forced_end: phrase``)."""
+    return tuple(c for c in FORCED_END_CLASSES.values() if c)
+
+
+def with_forced_end(profile: Profile, forced_end: str) -> Profile:
+    """``profile`` declaring ``forced_end`` (TB-END-1), with the class that variant claims."""
+    classes = set(profile.classes) - set(variant_classes())
+    if FORCED_END_CLASSES.get(forced_end):
+        classes.add(FORCED_END_CLASSES[forced_end])
+    return replace(profile, classes=frozenset(classes), forced_end=forced_end)
 
 
 BUILTIN = {
@@ -117,8 +141,12 @@ def load_profile(name_or_path: str) -> Profile:
     scope = data.get("scope", base.scope)
     if scope != base.scope:
         classes = (classes - {SCOPE_CLASSES[base.scope]}) | {SCOPE_CLASSES[scope]}
+    forced_end = data.get("forced_end", base.forced_end)
+    if forced_end != base.forced_end and forced_end in FORCED_END_CLASSES:  # an unknown value: __post_init__ says so
+        classes = (classes - set(variant_classes())) | ({FORCED_END_CLASSES[forced_end]} - {None})
     return replace(
         base,
+        forced_end=forced_end,
         name=data.get("name", path.stem),
         classes=frozenset(classes),
         scope=scope,

@@ -22,8 +22,9 @@ class OracleEngine:
     def __init__(self):
         self.profile = profiles.canonical()
 
-    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
-        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope))
+    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None):
+        """``forced_token_ids``: a forced end sequence other than ``end`` (TB-END-1, profile ``forced_end: phrase``)."""
+        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids))
 
     def rejection_sample(self, case: rs.RejectionCase):
         tokens, num, _ = rs.sample_case(case)

@@ -34,7 +34,7 @@ cases"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import strategies as st
@@ -64,6 +64,7 @@ class BudgetFamily:
     scenarios: int = 30
     max_num_reqs: tuple[int, int] = (1, 4)
     max_spec: int = 3
+    phrase: int = 0  # > 0: a forced end sequence F = P + E with a transition phrase P of 1..phrase ids (TB-END-1)
 
     def __post_init__(self):
         if self.prompt not in PROMPT_KINDS:
@@ -84,6 +85,7 @@ class BudgetScenario:
     scope: str
     max_num_reqs: int
     steps: tuple[tuple[BatchUpdate | None, tuple[SlotStep, ...]], ...]
+    forced: tuple[int, ...] | None = None  # the forced end sequence F when it is not E (TB-END-1)
 
     def vector(self, name: str, requirements: list[str], description: str = "") -> dict:
         """The scenario run through the oracle, in the golden-vector format (``specs/vectors``)."""
@@ -96,6 +98,7 @@ class BudgetScenario:
             self.scope,
             self.max_num_reqs,
             description,
+            forced_token_ids=None if self.forced is None else list(self.forced),
         )
 
     @property
@@ -123,6 +126,20 @@ def markers(family: BudgetFamily) -> st.SearchStrategy[tuple[tuple[int, ...], tu
         return start, end
 
     return pair()
+
+
+def forced_sequences(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[int, ...] | None]:
+    """``F = P + E`` with a phrase ``P`` of ``1..family.phrase`` ids outside ``S`` that puts no other ``E`` in
+    ``F`` (an engine's transition phrase is text that neither opens nor closes a section); ``None`` without."""
+    if not family.phrase:
+        return st.none()
+    ids = [t for t in range(family.alphabet) if t not in start]
+    phrase = st.lists(st.sampled_from(ids), min_size=1, max_size=family.phrase)
+    return phrase.map(lambda p: (*p, *end)).filter(lambda f: not _end_inside(f, end))
+
+
+def _end_inside(forced: tuple[int, ...], end: tuple[int, ...]) -> bool:
+    return any(forced[i : i + len(end)] == end for i in range(len(forced) - len(end)))
 
 
 def budgets(family: BudgetFamily) -> st.SearchStrategy:
@@ -219,6 +236,7 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
     @st.composite
     def scenario(draw):
         start, end = draw(markers(family))
+        forced = draw(forced_sequences(family, start, end))
         low, high = family.max_num_reqs
         max_num_reqs = draw(st.one_of(st.integers(low, min(high, 8)), st.integers(low, high)))
         requests = draw(st.lists(st.tuples(budgets(family), prompts(family, start, end)), min_size=1, max_size=8))
@@ -233,7 +251,7 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
             rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
             steps.append((update, _slot_steps(rng, family, ages)))
             ages = [age + 1 for age in ages]
-        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps))
+        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps), forced)
 
     return scenario()
 
@@ -283,7 +301,7 @@ def smaller(scenario: BudgetScenario):
     steps = list(scenario.steps)
 
     def with_steps(new_steps) -> BudgetScenario:
-        return BudgetScenario(scenario.start, scenario.end, scenario.scope, scenario.max_num_reqs, tuple(new_steps))
+        return replace(scenario, steps=tuple(new_steps))
 
     for k in range(1, len(steps)):
         yield with_steps(steps[:k])
@@ -320,4 +338,4 @@ def smaller(scenario: BudgetScenario):
                 yield with_steps(steps[:i] + [(new_update, slots)] + steps[i + 1 :])
     needed = max((u.batch_size for u, _ in steps if u is not None), default=1)
     if needed < scenario.max_num_reqs:
-        yield BudgetScenario(scenario.start, scenario.end, scenario.scope, max(needed, 1), scenario.steps)
+        yield replace(scenario, max_num_reqs=max(needed, 1))

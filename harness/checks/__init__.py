@@ -138,6 +138,14 @@ def kernel_checks() -> list[Check]:
             BudgetFamily(alphabet=4, budgets=(0, 1, 2, 4)),
             scope="section",
         ),
+        # Forced versus natural end (TB-END-*): engines declaring ``forced_end: phrase``
+        _budget(
+            "budget/forced-phrase",
+            "tb.forced-phrase",
+            ("TB-END-1", "TB-END-2"),
+            "a transition phrase before E is forced; E alone, emitted or forced, closes the section",
+            BudgetFamily(marker_lengths=(2, 2), alphabet=5, phrase=3, drafts=True, prompt="open"),
+        ),
         _check(
             "budget/batch-errors",
             "tb.batch",

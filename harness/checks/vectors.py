@@ -19,7 +19,7 @@ from specs.interface import BatchUpdate
 from .. import spec, stats, vectors
 from ..core import Check, Context, Outcome, Tally
 from ..oracle import rejection as rs
-from . import rejection
+from . import budget, rejection
 
 
 def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
@@ -29,6 +29,7 @@ def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
         scenario["max_num_reqs"],
         scenario["scope"],
         max_spec_len=max((max(s["num_draft_tokens"], default=0) for s in scenario["steps"]), default=0),
+        **budget.forced_argument(scenario),
     )
     for index, step in enumerate(scenario["steps"]):
         try:
