@@ -28,7 +28,17 @@ from . import UsageError
 # `specconform list` import this module.
 
 # the parameters the client names; every other request field is sent as one of its extra fields
-_CLIENT_PARAMETERS = ("model", "messages", "max_tokens", "temperature", "seed", "stream", "stream_options")
+_CLIENT_PARAMETERS = (
+    "model",
+    "messages",
+    "max_tokens",
+    "temperature",
+    "seed",
+    "stream",
+    "stream_options",
+    "n",
+    "logprobs",
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +65,20 @@ class ApiProfile:
     start_text: str = "<think>"
     end_text: str = "</think>"
     spec_tolerance: float = 0.15  # API-SPEC-2: largest first-token TV accepted as equivalent
+    # API-LOGPROB-1: a forced token's logprob is the model's before the budget ("raw", vLLM's default
+    # logprobs_mode raw_logprobs) or the processed distribution's, where it is certain ("processed": 0)
+    forced_logprobs: str = "raw"
     extra_body: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.forced_logprobs not in FORCED_LOGPROBS:
+            raise ValueError(
+                f"API profile {self.name}: forced_logprobs must be one of {', '.join(FORCED_LOGPROBS)}; "
+                f"got {self.forced_logprobs!r}"
+            )
+
+
+FORCED_LOGPROBS = ("raw", "processed")
 
 
 API_PROFILES = {
@@ -247,13 +270,15 @@ class ApiEngine:
             self._tokenized[text] = response.json()["tokens"]
         return self._tokenized[text]
 
-    def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None):
+    def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None, fields=None):
+        """The chat request's body; ``fields``: further request fields (``n``, ``logprobs``, ...)."""
         body = {
             "model": model,
             "messages": messages or [{"role": "user", "content": "What is 12 times 7?"}],
             "max_tokens": max_tokens,
             "temperature": temperature,
             **self.api.extra_body,
+            **(fields or {}),
         }
         if self.api.token_ids == "return_token_ids":
             body["return_token_ids"] = True

@@ -314,6 +314,32 @@ def api_checks() -> list[Check]:
             "a multi-token end marker arrives whole and contiguous",
             api.multitoken_end,
         ),
+        # The budget meeting other request features (API-TRUNC-1, API-N-1, API-NOTHINK-1, API-LOGPROB-1)
+        _check(
+            "api/truncated-end-marker",
+            "api.budget",
+            ("API-TRUNC-1",),
+            http,
+            "max_tokens right before and inside the forced end marker: length, forced prefix, no content",
+            api.truncated_end,
+        ),
+        _check("api/n-choices", "api.budget", ("API-N-1",), http, "n = 2 with a budget", api.n_choices),
+        _check(
+            "api/budget-without-thinking",
+            "api.budget",
+            ("API-NOTHINK-1",),
+            http,
+            "a budget with enable_thinking false changes nothing the prompt closed",
+            api.budget_without_thinking,
+        ),
+        _check(
+            "api/forced-logprobs",
+            "api.budget",
+            ("API-LOGPROB-1",),
+            http,
+            "logprobs of forced tokens as the profile declares",
+            api.forced_logprobs,
+        ),
         _check(
             "api/usage",
             "api.usage",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import math
+import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -440,3 +442,214 @@ def spec_counters_agree(engine, ctx: Context) -> Outcome:
     if not tally.failed:
         summary += f"; mean acceptance length {1 + seen.accepted / seen.drafts:.3f}, request by request in agreement"
     return tally.outcome(summary)
+
+
+# The budget meeting other request features (specs/openai-api.md §5)
+
+
+def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
+    """Output positions the budget forces when the engine's returned ids are replayed through the oracle."""
+    state = tb.RequestBudget.from_prompt(
+        tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), budget, prompt_ids, engine.api.scope
+    )
+    forced = []
+    for i, token in enumerate(output_ids):
+        if state.forced_token() != -1:
+            forced.append(i)
+        state.feed(token)
+    return forced
+
+
+def truncated_end(engine, ctx: Context) -> Outcome:
+    """``max_tokens`` ending right before and inside the forced end marker (API-TRUNC-1): each seeded
+    generation is run once in full to find its first forced position, then cut at every point of its E."""
+    requirements = ("API-TRUNC-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    budget, model, cuts = 2, engine.api.model, 0
+    for seed in range(ctx.seed, ctx.seed + 3):
+        full = engine.complete(model, budget, max_tokens=budget + len(engine.end_ids) + 4, temperature=1.0, seed=seed)
+        forced = _forced_positions(engine, full["prompt_token_ids"], full["choices"][0]["token_ids"], budget)
+        if not forced:
+            continue  # the model closed the section itself: nothing is forced to cut into
+        for inside in range(len(engine.end_ids)):
+            max_tokens = forced[0] + inside
+            if max_tokens < 1:
+                continue
+            cuts += 1
+            response = engine.complete(model, budget, max_tokens=max_tokens, temperature=1.0, seed=seed)
+            choice, case = response["choices"][0], f"budget {budget} seed {seed} max_tokens {max_tokens}"
+            ids, prompt = choice["token_ids"], response["prompt_token_ids"]
+            usage = response.get("usage") or {}
+            reasoning_tokens = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+            _, generated, closed = _thinking(engine, prompt, ids)
+            problems = [
+                ("finish-reason-not-length", f"finish_reason {choice['finish_reason']!r}")
+                if choice["finish_reason"] != "length"
+                else None,
+                ("forced-position-not-honoured", _violation(engine, prompt, ids, budget))
+                if _violation(engine, prompt, ids, budget)
+                else None,
+                ("content-before-the-section-closed", f"content {choice['message'].get('content')!r}")
+                if not closed and (choice["message"].get("content") or "")
+                else None,
+                (
+                    "completion-tokens-differ",
+                    f"usage.completion_tokens {usage.get('completion_tokens')}, {len(ids)} ids",
+                )
+                if usage.get("completion_tokens") != len(ids)
+                else None,
+                (
+                    "reasoning-tokens-leave-out-forced",
+                    f"reasoning_tokens {reasoning_tokens}, {len(ids)} generated tokens in the open section",
+                )
+                if reasoning_tokens is not None and not closed and reasoning_tokens != len(ids)
+                else None,
+            ]
+            found = [p for p in problems if p]
+            for mode, evidence in found[:1]:
+                tally.violated("API-TRUNC-1", mode, f"{case} ({inside} of E's tokens returned): {evidence}; ids {ids}")
+            if not found:
+                tally.exercised("API-TRUNC-1")
+    return tally.outcome(f"{model}: {cuts} generations cut right before or inside the forced end marker")
+
+
+def _bad_request(call) -> tuple[object | None, str | None]:
+    """``(response, None)``, or ``(None, message)`` when the server answers HTTP 400."""
+    import openai
+
+    try:
+        return call(), None
+    except openai.BadRequestError as error:
+        return None, error.response.text
+
+
+def n_choices(engine, ctx: Context) -> Outcome:
+    """``n = 2`` with a budget, seeded and not (API-N-1): two choices each held by the budget, or a 400 naming n."""
+    requirements = ("API-N-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    budget, model = 2, engine.api.model
+    for seed in (ctx.seed, None):
+        case = f"n 2 budget {budget} " + ("unseeded" if seed is None else f"seed {seed}")
+        response, refusal = _bad_request(
+            lambda seed=seed: engine.complete(model, budget, max_tokens=8, temperature=1.0, seed=seed, fields={"n": 2})
+        )
+        if refusal is not None:
+            if re.search(r"\bn\b", refusal):
+                tally.exercised("API-N-1")
+            else:
+                tally.violated("API-N-1", "400-does-not-name-n", f"{case}: the 400 does not name n: {refusal[:200]}")
+            continue
+        choices = response["choices"]
+        if len(choices) != 2:
+            tally.violated("API-N-1", "fewer-choices", f"{case}: {len(choices)} choice(s) for n = 2")
+            continue
+        if any(c.get("token_ids") is None for c in choices):
+            return uniform_outcome(
+                PRECONDITION_FAILED, "the engine returns no token ids for every choice of n > 1", requirements
+            )
+        problems = [_violation(engine, response["prompt_token_ids"], c["token_ids"], budget) for c in choices]
+        for index, problem in enumerate(problems):
+            if problem:
+                tally.violated("API-N-1", "forced-position-not-honoured", f"{case}, choice {index}: {problem}")
+        if not any(problems):
+            tally.exercised("API-N-1")
+    return tally.outcome(f"{model}: n = 2 with a budget of {budget}, seeded and unseeded")
+
+
+NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+def budget_without_thinking(engine, ctx: Context) -> Outcome:
+    """Budgets 0 and 2 with ``enable_thinking: false`` (API-NOTHINK-1): accepted, and the output equals the
+    unbudgeted one unless it opens a section itself (then replayed against the oracle)."""
+    requirements = ("API-NOTHINK-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    model = engine.api.model
+    for seed in range(ctx.seed, ctx.seed + 3):
+        free = engine.complete(model, None, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING)
+        prompt, free_ids = free["prompt_token_ids"], free["choices"][0]["token_ids"]
+        closed = tb.RequestBudget.from_prompt(
+            tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), 0, prompt
+        )
+        if closed.in_section:
+            return uniform_outcome(
+                PRECONDITION_FAILED,
+                f"{model}'s chat template leaves the section open with enable_thinking false: nothing to judge",
+                requirements,
+            )
+        for budget in (0, 2):
+            case = f"enable_thinking false, budget {budget}, seed {seed}"
+            response, refusal = _bad_request(
+                lambda budget=budget, seed=seed: engine.complete(
+                    model, budget, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING
+                )
+            )
+            if refusal is not None:
+                tally.violated("API-NOTHINK-1", "budget-refused", f"{case}: HTTP 400: {refusal[:200]}")
+                continue
+            ids = response["choices"][0]["token_ids"]
+            if _violation(engine, response["prompt_token_ids"], ids, budget):
+                tally.violated(
+                    "API-NOTHINK-1",
+                    "forced-position-not-honoured",
+                    f"{case}: {_violation(engine, prompt, ids, budget)}",
+                )
+            elif _forced_positions(engine, prompt, free_ids, budget) or ids == free_ids:
+                tally.exercised("API-NOTHINK-1")  # equal, or the unbudgeted output opened a section the budget governs
+            else:
+                again = engine.complete(model, None, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING)
+                if again["choices"][0]["token_ids"] != free_ids:
+                    return uniform_outcome(
+                        PRECONDITION_FAILED, f"{case}: the same seeded request gives different outputs", requirements
+                    )
+                tally.violated(
+                    "API-NOTHINK-1", "closed-section-budgeted", f"{case}: {ids}; without the budget {free_ids}"
+                )
+    return tally.outcome(f"{model}: budgets 0 and 2 with enable_thinking false × 3 seeds")
+
+
+def forced_logprobs(engine, ctx: Context) -> Outcome:
+    """``logprobs`` with a budget (API-LOGPROB-1): one entry per returned token; forced tokens' logprobs as
+    the profile declares (``raw``: finite, at most 0; ``processed``: 0)."""
+    requirements = ("API-LOGPROB-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    declared, model = engine.api.forced_logprobs, engine.api.model
+    for seed in range(ctx.seed, ctx.seed + 3):
+        response = engine.complete(model, 1, max_tokens=8, temperature=1.0, seed=seed, fields={"logprobs": True})
+        choice, case = response["choices"][0], f"budget 1 seed {seed}"
+        ids = choice["token_ids"]
+        entries = (choice.get("logprobs") or {}).get("content")
+        if entries is None:
+            return uniform_outcome(PRECONDITION_FAILED, "the engine returns no logprobs", requirements)
+        if len(entries) != len(ids):
+            tally.violated(
+                "API-LOGPROB-1", "entries-not-one-per-token", f"{case}: {len(entries)} entries, {len(ids)} ids"
+            )
+            continue
+        forced = _forced_positions(engine, response["prompt_token_ids"], ids, 1)
+        for i in forced:
+            value = entries[i]["logprob"]
+            wrong = (
+                value is None or not math.isfinite(value) or value > 1e-9
+                if declared == "raw"
+                else value is None or abs(value) > 1e-6
+            )
+            if wrong:
+                tally.violated(
+                    "API-LOGPROB-1",
+                    f"forced-logprob-not-{declared}",
+                    f"{case}: position {i} (forced {ids[i]}) has logprob {value!r}; the profile declares {declared}",
+                )
+                break
+        else:
+            if forced:
+                tally.exercised("API-LOGPROB-1")
+    return tally.outcome(f"{model}: budget 1 × 3 seeds with logprobs (forced logprobs declared {declared})")
