@@ -1,0 +1,139 @@
+"""The budget meeting other request features (specs/openai-api.md §5: API-TRUNC-1, API-N-1, API-NOTHINK-1,
+API-LOGPROB-1), judged against a scripted stand-in for a vLLM-style server (httpx2.MockTransport).
+
+The stand-in honours a budget on a prompt-opened section with a two-token end marker; each mutation
+breaks one requirement the way an engine could, and its check must FAIL it while the honest server
+PASSes. The embedded engine's own runs of these checks are in tests/e2e/test_embedded_engine.py."""
+
+import json
+
+import httpx2
+import pytest
+
+from harness import checks
+from harness.adapters import http as api
+from harness.core import FAIL, PASS, Context
+from harness.profiles import canonical
+from tests.harness.test_api_spec_counters import route_clients
+
+START, END, NEWLINE, THINK, ANSWER = 50, [51, 52], 9, 7, 8
+TOKENS = {"<think>": [START], "</think>": END}
+THINKING_PROMPT = [1, 2, 3, START, NEWLINE]  # the newline after the start marker spends one budget token
+CLOSED_PROMPT = [1, 2, 3, START, NEWLINE, *END, NEWLINE]  # enable_thinking false: the prompt closes the section
+
+
+def _generate(body: dict, mutation: str) -> tuple[list[int], list[int], str]:
+    """``(prompt ids, output ids, finish reason)`` of one choice."""
+    budget, n = body.get("thinking_token_budget"), body["max_tokens"]
+    thinking = (body.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+    if not thinking:
+        ids = [ANSWER] * n
+        if mutation == "closed-section-budgeted" and budget is not None:
+            ids = ([ANSWER] * budget + END + [ANSWER] * n)[:n]  # counts the answer as thinking and closes again
+        return CLOSED_PROMPT, ids, "length"
+    if budget is None:
+        return THINKING_PROMPT, [THINK] * n, "length"
+    ids = [THINK] * max(budget - 1, 0) + END + [ANSWER] * n
+    finish = "length"
+    if mutation == "truncation-reported-as-stop" and max(budget - 1, 0) < n < max(budget - 1, 0) + len(END):
+        finish = "stop"  # a cut inside the forced marker taken for a stop
+    return THINKING_PROMPT, ids[:n], finish
+
+
+def _choice(index, prompt, ids, finish, body, mutation):
+    closed = any(ids[i : i + len(END)] == END for i in range(len(ids)))
+    cut = next((i for i in range(len(ids)) if ids[i : i + len(END)] == END), len(ids))
+    message = {
+        "role": "assistant",
+        "content": "a" * (len(ids) - cut - len(END)) if closed else "",
+        "reasoning": "t" * cut,
+    }
+    choice = {"index": index, "message": message, "finish_reason": finish, "token_ids": ids}
+    if body.get("logprobs"):
+        forced_value = float("-inf") if mutation == "forced-logprob-minus-inf" else -0.5
+        entries = [{"token": str(t), "logprob": forced_value if t in END else -1.5, "top_logprobs": []} for t in ids]
+        choice["logprobs"] = {"content": entries}
+    return choice
+
+
+def fake_server(mutation: str = ""):
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/v1/models":
+            return httpx2.Response(200, json={"data": [{"id": "tiny"}]})
+        body = json.loads(request.content)
+        if request.url.path == "/tokenize":
+            return httpx2.Response(200, json={"tokens": TOKENS[body["prompt"]]})
+        n = body.get("n") or 1
+        if n > 1 and mutation == "n-refused-without-naming-it":
+            return httpx2.Response(400, json={"error": {"message": "unsupported request", "type": "BadRequestError"}})
+        prompt, ids, finish = _generate(body, mutation)
+        count = 1 if mutation == "n-ignored" else n
+        choices = [_choice(i, prompt, ids, finish, body, mutation) for i in range(count)]
+        reasoning = sum(1 for t in ids if t == THINK)  # an open section's forced tokens are reasoning too:
+        open_section = prompt == THINKING_PROMPT and not any(ids[i : i + len(END)] == END for i in range(len(ids)))
+        if open_section and mutation != "reasoning-tokens-leave-out-forced":
+            reasoning = len(ids)
+        usage = {
+            "prompt_tokens": len(prompt),
+            "completion_tokens": len(ids),
+            "total_tokens": len(prompt) + len(ids),
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        }
+        response = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": choices,
+            "usage": usage,
+            "prompt_token_ids": prompt,
+        }
+        # json.dumps writes -inf as -Infinity, which Python's JSON readers (the openai client's) accept
+        return httpx2.Response(200, text=json.dumps(response), headers={"content-type": "application/json"})
+
+    return httpx2.MockTransport(handle)
+
+
+def judge(monkeypatch, check_name: str, mutation: str = "", **profile):
+    route_clients(monkeypatch, fake_server(mutation))
+    engine = api.ApiEngine("http://fake.test/v1", api.ApiProfile(name="fake", model="tiny", **profile), name="fake")
+    check = next(c for c in checks.api_checks() if c.name == check_name)
+    return check.run(engine, Context(canonical()))
+
+
+@pytest.mark.parametrize(
+    "check_name",
+    ["api/truncated-end-marker", "api/n-choices", "api/budget-without-thinking", "api/forced-logprobs"],
+)
+def test_the_honest_server_passes(monkeypatch, check_name):
+    outcome = judge(monkeypatch, check_name)
+    assert outcome.status == PASS, outcome.message
+    assert all(result.cases for result in outcome.requirements.values())
+
+
+@pytest.mark.parametrize(
+    "check_name, mutation, requirement, mode",
+    [
+        ("api/truncated-end-marker", "truncation-reported-as-stop", "API-TRUNC-1", "finish-reason-not-length"),
+        ("api/truncated-end-marker", "reasoning-tokens-leave-out-forced", "API-TRUNC-1", "reasoning-tokens"),
+        ("api/n-choices", "n-ignored", "API-N-1", "fewer-choices"),
+        ("api/n-choices", "n-refused-without-naming-it", "API-N-1", "400-does-not-name-n"),
+        ("api/budget-without-thinking", "closed-section-budgeted", "API-NOTHINK-1", "closed-section-budgeted"),
+        ("api/forced-logprobs", "forced-logprob-minus-inf", "API-LOGPROB-1", "forced-logprob-not-raw"),
+    ],
+)
+def test_each_mutation_fails_its_requirement(monkeypatch, check_name, mutation, requirement, mode):
+    outcome = judge(monkeypatch, check_name, mutation)
+    assert outcome.status == FAIL, outcome.message
+    assert outcome.requirements[requirement].status == FAIL
+    assert outcome.requirements[requirement].fingerprint.startswith(f"{requirement}/{mode}")
+
+
+def test_a_processed_declaration_fails_raw_logprobs_of_forced_tokens(monkeypatch):
+    outcome = judge(monkeypatch, "api/forced-logprobs", forced_logprobs="processed")
+    assert outcome.requirements["API-LOGPROB-1"].fingerprint == "API-LOGPROB-1/forced-logprob-not-processed"
+
+
+def test_an_unknown_forced_logprobs_declaration_is_refused_naming_the_field():
+    with pytest.raises(ValueError, match="forced_logprobs must be one of raw, processed; got 'cooked'"):
+        api.ApiProfile(name="fake", model="tiny", forced_logprobs="cooked")
