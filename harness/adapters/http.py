@@ -68,17 +68,21 @@ class ApiProfile:
     # API-LOGPROB-1: a forced token's logprob is the model's before the budget ("raw", vLLM's default
     # logprobs_mode raw_logprobs) or the processed distribution's, where it is certain ("processed": 0)
     forced_logprobs: str = "raw"
+    # API-UTF8-1: force where TB-FORCE-1 says ("force-immediately") or, after a token that ends inside a
+    # UTF-8 character, up to 3 positions later once the character is complete ("complete-character")
+    utf8_boundary: str = "force-immediately"
     extra_body: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.forced_logprobs not in FORCED_LOGPROBS:
-            raise ValueError(
-                f"API profile {self.name}: forced_logprobs must be one of {', '.join(FORCED_LOGPROBS)}; "
-                f"got {self.forced_logprobs!r}"
-            )
+        for name, allowed in (("forced_logprobs", FORCED_LOGPROBS), ("utf8_boundary", UTF8_BOUNDARIES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"API profile {self.name}: {name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}"
+                )
 
 
 FORCED_LOGPROBS = ("raw", "processed")
+UTF8_BOUNDARIES = ("force-immediately", "complete-character")
 
 
 API_PROFILES = {
@@ -97,6 +101,9 @@ API_PROFILES = {
         token_ids="verbose",
         tokenize_field="content",
         scope="section",  # llama.cpp re-arms a fresh budget on each new start marker
+        # common/reasoning-budget.cpp (lines 104-131 of the tree llama-cpp-python 0.3.36 vendors): a budget that
+        # runs out on a token whose piece ends inside a UTF-8 character waits before it forces
+        utf8_boundary="complete-character",
     ),
     # no thinking budget and no token ids: budget classes are not claimed, id-based checks cannot run
     "transformers-serve": dict(budget_field=None, reasoning_field="reasoning_content", token_ids=None),

@@ -341,6 +341,14 @@ def api_checks() -> list[Check]:
             api.forced_logprobs,
         ),
         _check(
+            "api/utf8-boundary",
+            "api.budget",
+            ("API-UTF8-1",),
+            http,
+            "a budget that runs out inside a UTF-8 character forces at once, or as late as the profile declares",
+            api.utf8_boundary,
+        ),
+        _check(
             "api/usage",
             "api.usage",
             ("API-USAGE-1", "API-USAGE-2"),

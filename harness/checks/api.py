@@ -653,3 +653,80 @@ def forced_logprobs(engine, ctx: Context) -> Outcome:
             if forced:
                 tally.exercised("API-LOGPROB-1")
     return tally.outcome(f"{model}: budget 1 × 3 seeds with logprobs (forced logprobs declared {declared})")
+
+
+UTF8_MAX_OVERRUN = 3  # a UTF-8 character has at most 4 bytes: at most 3 more tokens complete it
+
+
+def ends_inside_character(data: bytes) -> bool:
+    """Whether ``data`` ends inside a UTF-8 character: a lead byte in its last 3 bytes, followed only by
+    continuation bytes, and fewer of them than its character needs (stray continuation bytes are no
+    character: a decoder replaces them and goes on)."""
+    for back in range(1, min(UTF8_MAX_OVERRUN, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:
+            continue
+        need = 4 if byte >= 0xF0 else 3 if byte >= 0xE0 else 2 if byte >= 0xC0 else 1
+        return back < need
+    return False
+
+
+def utf8_boundary(engine, ctx: Context) -> Outcome:
+    """Budgets running out after a token that ends inside a UTF-8 character (API-UTF8-1), the bytes of
+    every token read from the engine's ``logprobs`` (``bytes``): forced at once, or under
+    ``complete-character`` at most 3 positions later and no later than the first character boundary. A
+    response counts only when its budget ran out inside a character (the case that tells the two apart)."""
+    requirements = ("API-UTF8-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    declared, model = engine.api.utf8_boundary, engine.api.model
+    allowed = UTF8_MAX_OVERRUN if declared == "complete-character" else 0
+    inside_cases = 0
+    for n, seed in enumerate(range(ctx.seed, ctx.seed + 32)):
+        budget = 2 + n % 3
+        response = engine.complete(
+            model, budget, max_tokens=budget + 8, temperature=1.0, seed=seed, fields={"logprobs": True}
+        )
+        choice, case = response["choices"][0], f"budget {budget} seed {seed}"
+        ids, entries = choice["token_ids"], (choice.get("logprobs") or {}).get("content")
+        if entries is None or any(e.get("bytes") is None for e in entries) or len(entries) != len(ids):
+            return uniform_outcome(
+                PRECONDITION_FAILED, "the engine's logprobs carry no bytes for every returned token", requirements
+            )
+        state = tb.RequestBudget.from_prompt(
+            tb.MarkerAutomaton(engine.start_ids),
+            tb.MarkerAutomaton(engine.end_ids),
+            budget,
+            response["prompt_token_ids"],
+            engine.api.scope,
+        )
+        generated, late, separated, mode, problem = b"", 0, False, "", ""
+        for i, (token, entry) in enumerate(zip(ids, entries)):
+            forced = state.forced_token()
+            inside = ends_inside_character(generated)
+            separated |= forced != -1 and inside and late == 0
+            if forced != -1 and token != forced:
+                if inside and late < allowed:
+                    late += 1  # complete-character: free while the character is incomplete, up to the bound
+                else:
+                    if not inside:
+                        mode = "overran-past-the-character" if late else "forced-position-not-honoured"
+                    else:
+                        mode = "overran-the-bound" if allowed else "waited-for-the-character"
+                    problem = (
+                        f"output position {i} is {token}, the budget forces {forced} ({late} position(s) late; the "
+                        f"bytes so far end {'inside' if inside else 'on'} a character; {declared} allows {allowed})"
+                    )
+                    break
+            state.feed(token)
+            generated += bytes(entry["bytes"])
+        if problem:
+            tally.violated("API-UTF8-1", mode, f"{case}: {problem}")
+        elif separated:
+            inside_cases += 1
+            tally.exercised("API-UTF8-1")
+    return tally.outcome(
+        f"{model}: 32 seeded requests, budgets 2 to 4; {inside_cases} ran out of budget inside a UTF-8 character "
+        f"(declared {declared})"
+    )

@@ -12,12 +12,19 @@ import pytest
 
 from harness import checks
 from harness.adapters import http as api
+from harness.checks import api as api_checks
 from harness.core import FAIL, PASS, Context
 from harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients
 
 START, END, NEWLINE, THINK, ANSWER = 50, [51, 52], 9, 7, 8
+LEAD, CONTINUATION = 60, 61  # the two bytes of "é" as byte-level tokens: the first ends inside a character
 TOKENS = {"<think>": [START], "</think>": END}
+BYTES = {START: b"<think>", 51: b"</", 52: b"think>", NEWLINE: b"\n", THINK: b"t", ANSWER: b"a", LEAD: b"\xc3"}
+BYTES[CONTINUATION] = b"\xa9"
+# what follows the lead byte before the forced end marker, by mutation: an engine that waits for the character,
+# and one that waits for a token whose own piece ends on a complete character (a continuation byte never does)
+WAIT = {"waits-for-the-character": [CONTINUATION], "waits-for-a-complete-piece": [CONTINUATION] * 4}
 THINKING_PROMPT = [1, 2, 3, START, NEWLINE]  # the newline after the start marker spends one budget token
 CLOSED_PROMPT = [1, 2, 3, START, NEWLINE, *END, NEWLINE]  # enable_thinking false: the prompt closes the section
 
@@ -33,7 +40,8 @@ def _generate(body: dict, mutation: str) -> tuple[list[int], list[int], str]:
         return CLOSED_PROMPT, ids, "length"
     if budget is None:
         return THINKING_PROMPT, [THINK] * n, "length"
-    ids = [THINK] * max(budget - 1, 0) + END + [ANSWER] * n
+    thinking = [THINK] * max(budget - 2, 0) + [LEAD] * (budget >= 2)  # the budget runs out inside "é"
+    ids = thinking + WAIT.get(mutation, []) + END + [ANSWER] * n
     finish = "length"
     if mutation == "truncation-reported-as-stop" and max(budget - 1, 0) < n < max(budget - 1, 0) + len(END):
         finish = "stop"  # a cut inside the forced marker taken for a stop
@@ -51,7 +59,15 @@ def _choice(index, prompt, ids, finish, body, mutation):
     choice = {"index": index, "message": message, "finish_reason": finish, "token_ids": ids}
     if body.get("logprobs"):
         forced_value = float("-inf") if mutation == "forced-logprob-minus-inf" else -0.5
-        entries = [{"token": str(t), "logprob": forced_value if t in END else -1.5, "top_logprobs": []} for t in ids]
+        entries = [
+            {
+                "token": str(t),
+                "logprob": forced_value if t in END else -1.5,
+                "bytes": list(BYTES[t]),
+                "top_logprobs": [],
+            }
+            for t in ids
+        ]
         choice["logprobs"] = {"content": entries}
     return choice
 
@@ -69,7 +85,7 @@ def fake_server(mutation: str = ""):
         prompt, ids, finish = _generate(body, mutation)
         count = 1 if mutation == "n-ignored" else n
         choices = [_choice(i, prompt, ids, finish, body, mutation) for i in range(count)]
-        reasoning = sum(1 for t in ids if t == THINK)  # an open section's forced tokens are reasoning too:
+        reasoning = sum(1 for t in ids if t in (THINK, LEAD, CONTINUATION))  # an open section's forced tokens too:
         open_section = prompt == THINKING_PROMPT and not any(ids[i : i + len(END)] == END for i in range(len(ids)))
         if open_section and mutation != "reasoning-tokens-leave-out-forced":
             reasoning = len(ids)
@@ -103,7 +119,13 @@ def judge(monkeypatch, check_name: str, mutation: str = "", **profile):
 
 @pytest.mark.parametrize(
     "check_name",
-    ["api/truncated-end-marker", "api/n-choices", "api/budget-without-thinking", "api/forced-logprobs"],
+    [
+        "api/truncated-end-marker",
+        "api/n-choices",
+        "api/budget-without-thinking",
+        "api/forced-logprobs",
+        "api/utf8-boundary",
+    ],
 )
 def test_the_honest_server_passes(monkeypatch, check_name):
     outcome = judge(monkeypatch, check_name)
@@ -120,10 +142,13 @@ def test_the_honest_server_passes(monkeypatch, check_name):
         ("api/n-choices", "n-refused-without-naming-it", "API-N-1", "400-does-not-name-n"),
         ("api/budget-without-thinking", "closed-section-budgeted", "API-NOTHINK-1", "closed-section-budgeted"),
         ("api/forced-logprobs", "forced-logprob-minus-inf", "API-LOGPROB-1", "forced-logprob-not-raw"),
+        ("api/utf8-boundary", "waits-for-the-character", "API-UTF8-1", "waited-for-the-character"),
+        ("api/utf8-boundary", "waits-for-a-complete-piece", "API-UTF8-1", "overran-past-the-character"),
     ],
 )
 def test_each_mutation_fails_its_requirement(monkeypatch, check_name, mutation, requirement, mode):
-    outcome = judge(monkeypatch, check_name, mutation)
+    declared = {"utf8_boundary": "complete-character"} if mutation == "waits-for-a-complete-piece" else {}
+    outcome = judge(monkeypatch, check_name, mutation, **declared)
     assert outcome.status == FAIL, outcome.message
     assert outcome.requirements[requirement].status == FAIL
     assert outcome.requirements[requirement].fingerprint.startswith(f"{requirement}/{mode}")
@@ -137,3 +162,28 @@ def test_a_processed_declaration_fails_raw_logprobs_of_forced_tokens(monkeypatch
 def test_an_unknown_forced_logprobs_declaration_is_refused_naming_the_field():
     with pytest.raises(ValueError, match="forced_logprobs must be one of raw, processed; got 'cooked'"):
         api.ApiProfile(name="fake", model="tiny", forced_logprobs="cooked")
+
+
+def test_waiting_for_the_character_passes_when_the_profile_declares_it(monkeypatch):
+    outcome = judge(monkeypatch, "api/utf8-boundary", "waits-for-the-character", utf8_boundary="complete-character")
+    assert outcome.status == PASS, outcome.message
+    assert outcome.requirements["API-UTF8-1"].cases > 0
+
+
+@pytest.mark.parametrize(
+    "data, inside",
+    [
+        (b"", False),
+        (b"a", False),
+        (b"\xc3", True),
+        (b"\xc3\xa9", False),
+        (b"\xe2\x82", True),
+        (b"\xe2\x82\xac", False),
+        (b"\xf0\x9f\x98", True),
+        (b"\xf0\x9f\x98\x80", False),
+        (b"\xa9", False),  # a stray continuation byte is no character
+        (b"a\xa9\xa9\xa9", False),
+    ],
+)
+def test_ends_inside_character(data, inside):
+    assert api_checks.ends_inside_character(data) is inside
