@@ -68,7 +68,7 @@ class ApiProfile:
     # API-LOGPROB-1: a forced token's logprob is the model's before the budget ("raw", vLLM's default
     # logprobs_mode raw_logprobs) or the processed distribution's, where it is certain ("processed": 0)
     forced_logprobs: str = "raw"
-    # API-UTF8-1: force where TB-FORCE-1 says ("force-immediately") or, after a token that ends inside a
+    # API-UTF-1: force where TB-FORCE-1 says ("force-immediately") or, after a token that ends inside a
     # UTF-8 character, up to 3 positions later once the character is complete ("complete-character")
     utf8_boundary: str = "force-immediately"
     extra_body: dict = field(default_factory=dict)

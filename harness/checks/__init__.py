@@ -343,7 +343,7 @@ def api_checks() -> list[Check]:
         _check(
             "api/utf8-boundary",
             "api.budget",
-            ("API-UTF8-1",),
+            ("API-UTF-1",),
             http,
             "a budget that runs out inside a UTF-8 character forces at once, or as late as the profile declares",
             api.utf8_boundary,

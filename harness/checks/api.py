@@ -672,11 +672,11 @@ def ends_inside_character(data: bytes) -> bool:
 
 
 def utf8_boundary(engine, ctx: Context) -> Outcome:
-    """Budgets running out after a token that ends inside a UTF-8 character (API-UTF8-1), the bytes of
+    """Budgets running out after a token that ends inside a UTF-8 character (API-UTF-1), the bytes of
     every token read from the engine's ``logprobs`` (``bytes``): forced at once, or under
     ``complete-character`` at most 3 positions later and no later than the first character boundary. A
     response counts only when its budget ran out inside a character (the case that tells the two apart)."""
-    requirements = ("API-UTF8-1",)
+    requirements = ("API-UTF-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -722,10 +722,10 @@ def utf8_boundary(engine, ctx: Context) -> Outcome:
             state.feed(token)
             generated += bytes(entry["bytes"])
         if problem:
-            tally.violated("API-UTF8-1", mode, f"{case}: {problem}")
+            tally.violated("API-UTF-1", mode, f"{case}: {problem}")
         elif separated:
             inside_cases += 1
-            tally.exercised("API-UTF8-1")
+            tally.exercised("API-UTF-1")
     return tally.outcome(
         f"{model}: 32 seeded requests, budgets 2 to 4; {inside_cases} ran out of budget inside a UTF-8 character "
         f"(declared {declared})"

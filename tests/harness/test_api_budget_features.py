@@ -142,8 +142,8 @@ def test_the_honest_server_passes(monkeypatch, check_name):
         ("api/n-choices", "n-refused-without-naming-it", "API-N-1", "400-does-not-name-n"),
         ("api/budget-without-thinking", "closed-section-budgeted", "API-NOTHINK-1", "closed-section-budgeted"),
         ("api/forced-logprobs", "forced-logprob-minus-inf", "API-LOGPROB-1", "forced-logprob-not-raw"),
-        ("api/utf8-boundary", "waits-for-the-character", "API-UTF8-1", "waited-for-the-character"),
-        ("api/utf8-boundary", "waits-for-a-complete-piece", "API-UTF8-1", "overran-past-the-character"),
+        ("api/utf8-boundary", "waits-for-the-character", "API-UTF-1", "waited-for-the-character"),
+        ("api/utf8-boundary", "waits-for-a-complete-piece", "API-UTF-1", "overran-past-the-character"),
     ],
 )
 def test_each_mutation_fails_its_requirement(monkeypatch, check_name, mutation, requirement, mode):
@@ -167,7 +167,7 @@ def test_an_unknown_forced_logprobs_declaration_is_refused_naming_the_field():
 def test_waiting_for_the_character_passes_when_the_profile_declares_it(monkeypatch):
     outcome = judge(monkeypatch, "api/utf8-boundary", "waits-for-the-character", utf8_boundary="complete-character")
     assert outcome.status == PASS, outcome.message
-    assert outcome.requirements["API-UTF8-1"].cases > 0
+    assert outcome.requirements["API-UTF-1"].cases > 0
 
 
 @pytest.mark.parametrize(
