@@ -11,6 +11,7 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
     forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
+    end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
 """
 
@@ -48,6 +49,10 @@ LAYOUTS = ("ragged", "padded")
 # TB-END-1: the budget forces the end marker itself (canonical) or a transition phrase then the end marker; an
 # engine that forces a phrase claims the class of TB-END-1/2 and is given F through budget_state(forced_token_ids=)
 FORCED_END_CLASSES = {"marker": None, "phrase": "tb.forced-phrase"}
+# TB-END-3: one end marker (canonical) or several, the others given through budget_state(other_end_token_ids=)
+END_MARKERS_CLASSES = {"one": None, "several": "tb.end-markers"}
+# the variants that bring a class of their own: profile field -> {value: class claimed with it}
+VARIANT_CLASSES = {"forced_end": FORCED_END_CLASSES, "end_markers": END_MARKERS_CLASSES}
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,7 @@ class Profile:
     forced_logit: str = "one-hot"
     layout: str = "ragged"
     forced_end: str = "marker"
+    end_markers: str = "one"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
@@ -71,11 +77,11 @@ class Profile:
             )
         if self.layout not in LAYOUTS:
             raise ValueError(f"profile {self.name}: layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
-        if self.forced_end not in FORCED_END_CLASSES:
-            raise ValueError(
-                f"profile {self.name}: forced_end must be one of {', '.join(FORCED_END_CLASSES)}; "
-                f"got {self.forced_end!r}"
-            )
+        for variant, values in VARIANT_CLASSES.items():
+            if getattr(self, variant) not in values:
+                raise ValueError(
+                    f"profile {self.name}: {variant} must be one of {', '.join(values)}; got {getattr(self, variant)!r}"
+                )
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -97,6 +103,7 @@ class Profile:
             "forced_logit": self.forced_logit,
             "layout": self.layout,
             "forced_end": self.forced_end,
+            "end_markers": self.end_markers,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -111,16 +118,18 @@ def canonical(scope: str = "request") -> Profile:
 
 
 def variant_classes() -> tuple[str, ...]:
-    """Classes claimed only with a declared variant other than the canonical one (``forced_end: phrase``)."""
-    return tuple(c for c in FORCED_END_CLASSES.values() if c)
+    """Classes claimed only with a declared variant other than the canonical one (``forced_end: phrase``,
+    ``end_markers: several``)."""
+    return tuple(c for values in VARIANT_CLASSES.values() for c in values.values() if c)
 
 
-def with_forced_end(profile: Profile, forced_end: str) -> Profile:
-    """``profile`` declaring ``forced_end`` (TB-END-1), with the class that variant claims."""
-    classes = set(profile.classes) - set(variant_classes())
-    if FORCED_END_CLASSES.get(forced_end):
-        classes.add(FORCED_END_CLASSES[forced_end])
-    return replace(profile, classes=frozenset(classes), forced_end=forced_end)
+def with_variant(profile: Profile, variant: str, value: str) -> Profile:
+    """``profile`` declaring ``variant: value`` (``forced_end``, ``end_markers``), with the class it claims."""
+    values = VARIANT_CLASSES[variant]
+    classes = set(profile.classes) - {c for c in values.values() if c}
+    if values.get(value):
+        classes.add(values[value])
+    return replace(profile, classes=frozenset(classes), **{variant: value})
 
 
 BUILTIN = {
@@ -141,12 +150,14 @@ def load_profile(name_or_path: str) -> Profile:
     scope = data.get("scope", base.scope)
     if scope != base.scope:
         classes = (classes - {SCOPE_CLASSES[base.scope]}) | {SCOPE_CLASSES[scope]}
-    forced_end = data.get("forced_end", base.forced_end)
-    if forced_end != base.forced_end and forced_end in FORCED_END_CLASSES:  # an unknown value: __post_init__ says so
-        classes = (classes - set(variant_classes())) | ({FORCED_END_CLASSES[forced_end]} - {None})
+    declared = {variant: data.get(variant, getattr(base, variant)) for variant in VARIANT_CLASSES}
+    for variant, value in declared.items():
+        values = VARIANT_CLASSES[variant]
+        if value != getattr(base, variant) and value in values:  # an unknown value: __post_init__ says so
+            classes = (classes - {c for c in values.values() if c}) | ({values[value]} - {None})
     return replace(
         base,
-        forced_end=forced_end,
+        **declared,
         name=data.get("name", path.stem),
         classes=frozenset(classes),
         scope=scope,

@@ -82,10 +82,12 @@ def budget_scenario(
     max_num_reqs: int = 4,
     description: str = "",
     forced_token_ids: list[int] | None = None,
+    other_end_token_ids: list[list[int]] | None = None,
 ) -> dict:
     """Run a scenario through the oracle and record the forced row of every logits row;
-    ``forced_token_ids`` is a forced end sequence other than ``E`` (TB-END-1)."""
-    batch = tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids)
+    ``forced_token_ids`` is a forced end sequence other than ``E`` (TB-END-1), ``other_end_token_ids`` the
+    end markers accepted beside ``E`` (TB-END-3)."""
+    batch = tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids or ())
     recorded = []
     for update, slots in steps:
         batch.apply(update)
@@ -125,16 +127,20 @@ def budget_scenario(
     }
     if forced_token_ids is not None:
         vector["forced_token_ids"] = forced_token_ids
+    if other_end_token_ids:
+        vector["other_end_token_ids"] = other_end_token_ids
     return vector
 
 
-def _sequential(prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc="", forced=None):
+def _sequential(
+    prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc="", forced=None, others=None
+):
     """One request, no drafts: each step the model proposes one token."""
     steps: list[tuple[BatchUpdate | None, dict[int, SlotStep]]] = []
     first = BatchUpdate(1, added=[AddedRequest(0, budget, prompt)])
     for i, token in enumerate(proposals):
         steps.append((first if i == 0 else None, {0: SlotStep([], 0, token)}))
-    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc, forced)
+    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc, forced, others)
 
 
 S1, E1 = [100], [101]  # one-token markers
@@ -307,6 +313,28 @@ def _forced_phrase_vectors() -> list[dict]:
             reqs=["TB-END-2", "TB-NATURAL-1"],
             desc="E emitted by the model without the phrase closes the section: nothing after it is forced.",
             forced=PHRASE_END,
+        ),
+        _sequential(
+            [1],
+            3,
+            [100, 5, 102, 6, 7, 8, 9, 10],
+            S1,
+            E1,
+            name="other-end-marker-closes",
+            reqs=["TB-END-3", "TB-NATURAL-1"],
+            desc="[102] is an end marker accepted beside E: it closes the section, and nothing after it is forced.",
+            others=[[102]],
+        ),
+        _sequential(
+            [1],
+            2,
+            [100, 5, 6, 7, 8, 9],
+            S1,
+            E1,
+            name="other-end-marker-not-forced",
+            reqs=["TB-END-3", "TB-FORCE-1"],
+            desc="With [102] accepted beside E, the budget still forces E.",
+            others=[[102]],
         ),
     ]
 

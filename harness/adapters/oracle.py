@@ -22,9 +22,12 @@ class OracleEngine:
     def __init__(self):
         self.profile = profiles.canonical()
 
-    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None):
-        """``forced_token_ids``: a forced end sequence other than ``end`` (TB-END-1, profile ``forced_end: phrase``)."""
-        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids))
+    def budget_state(
+        self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None, other_end_token_ids=()
+    ):
+        """``forced_token_ids``: a forced end sequence other than ``end`` (TB-END-1, profile ``forced_end: phrase``);
+        ``other_end_token_ids``: end markers accepted beside ``end`` (TB-END-3, ``end_markers: several``)."""
+        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids))
 
     def rejection_sample(self, case: rs.RejectionCase):
         tokens, num, _ = rs.sample_case(case)

@@ -131,8 +131,8 @@ class _RestartsEnd(tb.RequestBudget):
 
 class _ShortPromptStart(tb.RequestBudget):
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", forced=None):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, forced)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         if state.in_section:  # counts the open section from S's first token, as one engine did
             state.count -= len(start) - 1
         return state
@@ -192,8 +192,8 @@ class _CompletesStartedEnd(tb.RequestBudget):
 
 class _PromptThinkingUncounted(tb.RequestBudget):
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", forced=None):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, forced)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         state.count = state.end_matched  # the prompt's thinking tokens are not counted
         return state
 
@@ -209,8 +209,8 @@ class _FirstTokenNeverForced(tb.RequestBudget):
         self.fresh = False
 
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", forced=None):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, forced)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         state.fresh = True
         return state
 
@@ -242,6 +242,14 @@ class _ClosedOnlyByForcedSequence(tb.BudgetBatch):
         super().__init__(*args, **kwargs)
         if self.forced is not None:
             self.end, self.forced = self.forced, None
+
+
+class _OtherEndMarkersIgnored(tb.BudgetBatch):
+    """Closes sections on the first end marker only: the others the parser accepts leave them open."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.others = ()
 
 
 class _SwapKeepsVacated(tb.BudgetBatch):
@@ -291,6 +299,7 @@ _BATCH_TYPES = {
     "moves-before-additions": _MovesBeforeAdditions,
     "move-keeps-occupied-destination": _MoveKeepsOccupiedDestination,
     "closed-only-by-forced-sequence": _ClosedOnlyByForcedSequence,
+    "other-end-markers-ignored": _OtherEndMarkersIgnored,
 }
 
 
@@ -520,6 +529,7 @@ class Mutant:
     scope: str = "request"  # the profile's declared variants
     forced_logit: str = "one-hot"
     forced_end: str = "marker"
+    end_markers: str = "one"
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -668,6 +678,12 @@ MUTANTS = (
         "sections are detected by the whole forced sequence F, so an E the model emits alone does not close one",
         forced_end="phrase",
     ),
+    Mutant(
+        "other-end-markers-ignored",
+        "TB-END-3",
+        "only the first accepted end marker closes a section: another one the parser accepts leaves it open",
+        end_markers="several",
+    ),
 )
 _SAMPLER_MUTATIONS = {
     "draft-probs-ignored": "ignore-draft-probs",
@@ -726,9 +742,9 @@ class MutantEngine(OracleEngine):
         super().__init__()
         self.mutant = mutant
         self.name = f"zoo:{mutant.name}"
-        self.profile = profiles.with_forced_end(
-            replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit), mutant.forced_end
-        )
+        profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
+        profile = profiles.with_variant(profile, "forced_end", mutant.forced_end)
+        self.profile = profiles.with_variant(profile, "end_markers", mutant.end_markers)
         hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
@@ -740,10 +756,14 @@ class MutantEngine(OracleEngine):
             "draws-not-the-reference": _shifted_draws,
         }.get(mutant.name, rs.counter_draws)
 
-    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None):
+    def budget_state(
+        self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None, other_end_token_ids=()
+    ):
         if self.mutant.name == "empty-marker-accepted":
             start, end = list(start) or [2**31 - 1], list(end) or [2**31 - 1]
-        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(start, end, max_num_reqs, scope, forced_token_ids)
+        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(
+            start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids
+        )
         batch.request_type = _REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
         return _MutantBudget(batch, self.mutant.name)
 

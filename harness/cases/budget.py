@@ -65,6 +65,7 @@ class BudgetFamily:
     max_num_reqs: tuple[int, int] = (1, 4)
     max_spec: int = 3
     phrase: int = 0  # > 0: a forced end sequence F = P + E with a transition phrase P of 1..phrase ids (TB-END-1)
+    other_end: int = 0  # > 0: another accepted end marker of 1..other_end ids (TB-END-3)
 
     def __post_init__(self):
         if self.prompt not in PROMPT_KINDS:
@@ -86,6 +87,7 @@ class BudgetScenario:
     max_num_reqs: int
     steps: tuple[tuple[BatchUpdate | None, tuple[SlotStep, ...]], ...]
     forced: tuple[int, ...] | None = None  # the forced end sequence F when it is not E (TB-END-1)
+    others: tuple[tuple[int, ...], ...] = ()  # end markers accepted beside E (TB-END-3)
 
     def vector(self, name: str, requirements: list[str], description: str = "") -> dict:
         """The scenario run through the oracle, in the golden-vector format (``specs/vectors``)."""
@@ -99,6 +101,7 @@ class BudgetScenario:
             self.max_num_reqs,
             description,
             forced_token_ids=None if self.forced is None else list(self.forced),
+            other_end_token_ids=[list(m) for m in self.others],
         )
 
     @property
@@ -136,6 +139,15 @@ def forced_sequences(family: BudgetFamily, start, end) -> st.SearchStrategy[tupl
     ids = [t for t in range(family.alphabet) if t not in start]
     phrase = st.lists(st.sampled_from(ids), min_size=1, max_size=family.phrase)
     return phrase.map(lambda p: (*p, *end)).filter(lambda f: not _end_inside(f, end))
+
+
+def other_ends(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[tuple[int, ...], ...]]:
+    """One end marker accepted beside ``E`` (``1..family.other_end`` ids outside ``S``, not ``E``), or none."""
+    if not family.other_end:
+        return st.just(())
+    ids = [t for t in range(family.alphabet) if t not in start]
+    other = st.lists(st.sampled_from(ids), min_size=1, max_size=family.other_end).map(tuple)
+    return other.filter(lambda m: m != tuple(end)).map(lambda m: (m,))
 
 
 def _end_inside(forced: tuple[int, ...], end: tuple[int, ...]) -> bool:
@@ -237,6 +249,7 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
     def scenario(draw):
         start, end = draw(markers(family))
         forced = draw(forced_sequences(family, start, end))
+        others = draw(other_ends(family, start, end))
         low, high = family.max_num_reqs
         max_num_reqs = draw(st.one_of(st.integers(low, min(high, 8)), st.integers(low, high)))
         requests = draw(st.lists(st.tuples(budgets(family), prompts(family, start, end)), min_size=1, max_size=8))
@@ -251,7 +264,7 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
             rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
             steps.append((update, _slot_steps(rng, family, ages)))
             ages = [age + 1 for age in ages]
-        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps), forced)
+        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps), forced, others)
 
     return scenario()
 

@@ -146,6 +146,13 @@ def kernel_checks() -> list[Check]:
             "a transition phrase before E is forced; E alone, emitted or forced, closes the section",
             BudgetFamily(marker_lengths=(2, 2), alphabet=5, phrase=3, drafts=True, prompt="open"),
         ),
+        _budget(
+            "budget/other-end-markers",
+            "tb.end-markers",
+            ("TB-END-3",),
+            "an end marker accepted beside E closes the section too; the budget still forces E",
+            BudgetFamily(marker_lengths=(2, 2), alphabet=5, other_end=2, drafts=True, prompt="open"),
+        ),
         _check(
             "budget/batch-errors",
             "tb.batch",

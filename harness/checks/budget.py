@@ -75,6 +75,8 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
                 tags.add("TB-END-1")
             if not state.in_section:
                 tags.add("TB-END-2")  # free until S: a section closes on E, forced or emitted by the model
+        if state.others:
+            tags.add("TB-END-3")  # whether the section is open depends on every accepted end marker
     if row > 0:
         tags.add("TB-SPEC-1")
         if forced != -1:
@@ -95,6 +97,7 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
 
 # The requirement a diverging row is blamed on: the most specific of those the row exercises.
 _BLAME_ORDER = (
+    "TB-END-3",
     "TB-END-2",
     "TB-END-1",
     "TB-BATCH-3",
@@ -165,10 +168,16 @@ def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> No
             slots[dst].moved = "UNIDIRECTIONAL"
 
 
-def forced_argument(vector: dict) -> dict:
-    """The keyword that gives an engine a vector's forced end sequence (TB-END-1): none when it forces E."""
-    forced = vector.get("forced_token_ids")
-    return {} if forced is None else {"forced_token_ids": list(forced)}
+def marker_arguments(vector: dict) -> dict:
+    """The keywords that give an engine a vector's forced end sequence (TB-END-1) and its other accepted end
+    markers (TB-END-3): none for a vector that has neither, so engines without those variants are called
+    as before."""
+    found = {}
+    if vector.get("forced_token_ids") is not None:
+        found["forced_token_ids"] = list(vector["forced_token_ids"])
+    if vector.get("other_end_token_ids"):
+        found["other_end_token_ids"] = [list(m) for m in vector["other_end_token_ids"]]
+    return found
 
 
 def replay_scenario(
@@ -184,8 +193,10 @@ def replay_scenario(
     max_spec = vector.get(
         "max_spec_len", max((max(s["num_draft_tokens"], default=0) for s in vector["steps"]), default=0)
     )
-    model = tb.BudgetBatch(start, end, max_num_reqs, scope, vector.get("forced_token_ids"))
-    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec, **forced_argument(vector))
+    model = tb.BudgetBatch(
+        start, end, max_num_reqs, scope, vector.get("forced_token_ids"), vector.get("other_end_token_ids") or ()
+    )
+    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec, **marker_arguments(vector))
     slots = [_Slot() for _ in range(max_num_reqs)]
     for index, step in enumerate(vector["steps"]):
         for slot in slots:
@@ -273,6 +284,7 @@ def describe(vector: dict, divergence: Divergence) -> str:
     return (
         f"S={vector['start_token_ids']} E={vector['end_token_ids']} "
         + (f"F={vector['forced_token_ids']} " if "forced_token_ids" in vector else "")
+        + (f"other E={vector['other_end_token_ids']} " if vector.get("other_end_token_ids") else "")
         + f"scope {vector['scope']} "
         f"max_num_reqs {vector['max_num_reqs']}; {'; '.join(steps)}; at step {divergence.step}{place}: {seen}"
     )

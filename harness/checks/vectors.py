@@ -29,7 +29,7 @@ def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
         scenario["max_num_reqs"],
         scenario["scope"],
         max_spec_len=max((max(s["num_draft_tokens"], default=0) for s in scenario["steps"]), default=0),
-        **budget.forced_argument(scenario),
+        **budget.marker_arguments(scenario),
     )
     for index, step in enumerate(scenario["steps"]):
         try:

@@ -1,4 +1,4 @@
-"""Forced versus natural end (specs/thinking-budget.md §9, TB-END-1/2): the oracle's semantics on cases
+"""Forced versus natural end (specs/thinking-budget.md §9, TB-END-1/2/3): the oracle's semantics on cases
 worked out by hand from the spec, the validation of F, and the ``forced_end`` profile declaration."""
 
 import pytest
@@ -70,7 +70,45 @@ def test_the_profile_declares_the_phrase_and_claims_its_class(tmp_path):
 
 def test_the_oracle_declaring_the_phrase_passes_the_check():
     engine = OracleEngine()
-    engine.profile = profiles.with_forced_end(engine.profile, "phrase")
+    engine.profile = profiles.with_variant(engine.profile, "forced_end", "phrase")
     outcome = checks.by_name()["budget/forced-phrase"].run(engine, Context(profile=engine.profile))
     assert outcome.status == PASS, outcome.message
     assert all(result.cases for result in outcome.requirements.values())
+
+
+OTHER = (6,)  # an end marker accepted beside E (TB-END-3)
+
+
+def _generate_with_others(budget, proposals, others=(OTHER,), forced=None):
+    batch = tb.BudgetBatch(S, E, 1, forced_token_ids=forced, other_end_token_ids=others)
+    state = batch.request_type.from_prompt(batch.start, batch.end, budget, [9], "request", batch.forced, batch.others)
+    return tb.generate_with_budget(state, proposals), state
+
+
+def test_another_accepted_end_marker_closes_the_section():
+    out, state = _generate_with_others(3, [5, 6, 5, 5, 5, 5])
+    assert out == [5, 6, 5, 5, 5, 5] and state.sections == [1] and not state.in_section
+
+
+def test_the_budget_still_forces_e_and_never_continues_another_marker():
+    out, state = _generate_with_others(2, [5, 5, 5, 5], others=((6, 5),))  # 6 then 5 would close; 5 5 does not
+    assert out == [5, 5, 7, 8] and state.sections == [2]
+
+
+def test_the_longest_marker_completing_at_a_token_closed_the_section():
+    out, state = _generate_with_others(5, [5, 7, 8, 5], others=((8,),))  # E = [7, 8] and [8] complete together
+    assert state.sections == [1]
+
+
+def test_another_end_marker_inside_the_forced_phrase_is_an_error_naming_both_fields():
+    with pytest.raises(ValueError, match="other_end_token_ids \\[4\\] occurs inside forced_token_ids"):
+        tb.BudgetBatch(S, E, 1, forced_token_ids=F, other_end_token_ids=[(4,)])
+
+
+def test_the_oracle_declaring_several_end_markers_passes_the_check():
+    engine = OracleEngine()
+    engine.profile = profiles.with_variant(engine.profile, "end_markers", "several")
+    assert engine.profile.claims("tb.end-markers") and not profiles.canonical().claims("tb.end-markers")
+    outcome = checks.by_name()["budget/other-end-markers"].run(engine, Context(profile=engine.profile))
+    assert outcome.status == PASS, outcome.message
+    assert outcome.requirements["TB-END-3"].cases

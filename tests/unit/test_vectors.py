@@ -41,6 +41,7 @@ def test_budget_scenario_replays_in_the_oracle(name):
         scenario["max_num_reqs"],
         scenario["scope"],
         scenario.get("forced_token_ids"),  # a forced transition phrase (TB-END-1)
+        scenario.get("other_end_token_ids") or (),  # other accepted end markers (TB-END-3)
     )
     for step in scenario["steps"]:
         batch.apply(None if step["update"] is None else BatchUpdate.from_json(step["update"]))
