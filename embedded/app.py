@@ -238,6 +238,13 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
             )
     for name in ("return_token_ids", "logprobs"):
         _flag(body, name)
+    response_format = body.get("response_format")
+    if response_format is not None and response_format != {"type": "text"}:
+        raise BadRequest(
+            "response_format",
+            f"response_format must be absent or {{type: text}}: this engine has no structured output; "
+            f"got {response_format!r:.80}",
+        )
     prompt_ids = _prompt_ids(body, model, chat)
     length_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = _int(body, "max_completion_tokens", None, 1, 4096) or _int(body, "max_tokens", 64, 1, 4096)

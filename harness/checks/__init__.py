@@ -348,6 +348,14 @@ def api_checks() -> list[Check]:
             api.forced_logprobs,
         ),
         _check(
+            "api/budget-with-structured-output",
+            "api.budget",
+            ("API-GRAMMAR-1",),
+            http,
+            "a budget with response_format json_object: refused naming the field, or the forced positions hold",
+            api.budget_with_structured_output,
+        ),
+        _check(
             "api/utf8-boundary",
             "api.budget",
             ("API-UTF-1",),

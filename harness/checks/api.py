@@ -730,3 +730,40 @@ def utf8_boundary(engine, ctx: Context) -> Outcome:
         f"{model}: 32 seeded requests, budgets 2 to 4; {inside_cases} ran out of budget inside a UTF-8 character "
         f"(declared {declared})"
     )
+
+
+JSON_OBJECT = {"response_format": {"type": "json_object"}}
+
+
+def budget_with_structured_output(engine, ctx: Context) -> Outcome:
+    """Budgets 0 and 2 with ``response_format: json_object`` (API-GRAMMAR-1): a 400 naming ``response_format``,
+    or every forced position carrying its forced token (the content's validity is the constraint's own matter)."""
+    requirements = ("API-GRAMMAR-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    model = engine.api.model
+    for seed in range(ctx.seed, ctx.seed + 2):
+        for budget in (0, 2):
+            case = f"response_format json_object, budget {budget}, seed {seed}"
+            response, refusal = _bad_request(
+                lambda budget=budget, seed=seed: engine.complete(
+                    model, budget, max_tokens=12, temperature=1.0, seed=seed, fields=JSON_OBJECT
+                )
+            )
+            if refusal is not None:
+                if "response_format" in refusal:
+                    tally.exercised("API-GRAMMAR-1")
+                else:
+                    tally.violated(
+                        "API-GRAMMAR-1",
+                        "400-does-not-name-response-format",
+                        f"{case}: the 400 does not name response_format: {refusal[:200]}",
+                    )
+                continue
+            problem = _violation(engine, response["prompt_token_ids"], response["choices"][0]["token_ids"], budget)
+            if problem:
+                tally.violated("API-GRAMMAR-1", "forced-position-constrained", f"{case}: {problem}")
+            else:
+                tally.exercised("API-GRAMMAR-1")
+    return tally.outcome(f"{model}: budgets 0 and 2 with response_format json_object × 2 seeds")

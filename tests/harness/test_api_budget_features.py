@@ -41,7 +41,10 @@ def _generate(body: dict, mutation: str) -> tuple[list[int], list[int], str]:
     if budget is None:
         return THINKING_PROMPT, [THINK] * n, "length"
     thinking = [THINK] * max(budget - 2, 0) + [LEAD] * (budget >= 2)  # the budget runs out inside "é"
-    ids = thinking + WAIT.get(mutation, []) + END + [ANSWER] * n
+    end = END
+    if mutation == "grammar-masks-forced-token" and body.get("response_format"):
+        end = [ANSWER]  # a JSON grammar applied inside the section forbids "</think>"
+    ids = thinking + WAIT.get(mutation, []) + end + [ANSWER] * n
     finish = "length"
     if mutation == "truncation-reported-as-stop" and max(budget - 1, 0) < n < max(budget - 1, 0) + len(END):
         finish = "stop"  # a cut inside the forced marker taken for a stop
@@ -80,7 +83,9 @@ def fake_server(mutation: str = ""):
         if request.url.path == "/tokenize":
             return httpx2.Response(200, json={"tokens": TOKENS[body["prompt"]]})
         n = body.get("n") or 1
-        if n > 1 and mutation == "n-refused-without-naming-it":
+        refused = n > 1 and mutation == "n-refused-without-naming-it"
+        refused |= bool(body.get("response_format")) and mutation == "structured-output-refused-unnamed"
+        if refused:
             return httpx2.Response(400, json={"error": {"message": "unsupported request", "type": "BadRequestError"}})
         prompt, ids, finish = _generate(body, mutation)
         count = 1 if mutation == "n-ignored" else n
@@ -125,6 +130,7 @@ def judge(monkeypatch, check_name: str, mutation: str = "", **profile):
         "api/budget-without-thinking",
         "api/forced-logprobs",
         "api/utf8-boundary",
+        "api/budget-with-structured-output",
     ],
 )
 def test_the_honest_server_passes(monkeypatch, check_name):
@@ -143,6 +149,18 @@ def test_the_honest_server_passes(monkeypatch, check_name):
         ("api/budget-without-thinking", "closed-section-budgeted", "API-NOTHINK-1", "closed-section-budgeted"),
         ("api/forced-logprobs", "forced-logprob-minus-inf", "API-LOGPROB-1", "forced-logprob-not-raw"),
         ("api/utf8-boundary", "waits-for-the-character", "API-UTF-1", "waited-for-the-character"),
+        (
+            "api/budget-with-structured-output",
+            "grammar-masks-forced-token",
+            "API-GRAMMAR-1",
+            "forced-position-constrained",
+        ),
+        (
+            "api/budget-with-structured-output",
+            "structured-output-refused-unnamed",
+            "API-GRAMMAR-1",
+            "400-does-not-name-response-format",
+        ),
         ("api/utf8-boundary", "waits-for-a-complete-piece", "API-UTF-1", "overran-past-the-character"),
     ],
 )
