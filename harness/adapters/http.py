@@ -71,6 +71,9 @@ class ApiProfile:
     # API-UTF-1: force where TB-FORCE-1 says ("force-immediately") or, after a token that ends inside a
     # UTF-8 character, up to 3 positions later once the character is complete ("complete-character")
     utf8_boundary: str = "force-immediately"
+    # TB-END-1: the text the budget forces when it is not end_text alone (a transition phrase, then end_text:
+    # vLLM's reasoning_end_str, llama.cpp's reasoning_budget_message before its end tag); None: end_text
+    forced_end_text: str | None = None
     extra_body: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -244,6 +247,7 @@ class ApiEngine:
                 found.add("token-ids")
             self.start_ids = self.tokenize(self.api.start_text)
             self.end_ids = self.tokenize(self.api.end_text)
+            self.forced_ids = self.tokenize(self.api.forced_end_text) if self.api.forced_end_text else self.end_ids
             found.add("marker-ids")
         except (openai.APIError, httpx2.HTTPError, UnparsableResponse, KeyError, ValueError) as error:
             self.probe_problem = f"{type(error).__name__}: {error}"

@@ -41,13 +41,26 @@ def client_parses(run, requirements: tuple[str, ...]):
     return judged
 
 
+def _oracle(engine, budget, prompt_ids) -> tb.RequestBudget:
+    """The oracle's state after ``prompt_ids`` under the engine's markers, scope and forced sequence (TB-END-1:
+    the profile's ``forced_end_text``, when it names one)."""
+    forced_ids = engine.forced_ids
+    forced = None if list(forced_ids) == list(engine.end_ids) else tb.validate_forced(forced_ids, engine.end_ids)
+    return tb.RequestBudget.from_prompt(
+        tb.MarkerAutomaton(engine.start_ids),
+        tb.MarkerAutomaton(engine.end_ids),
+        budget,
+        prompt_ids,
+        engine.api.scope,
+        None if forced is None else tb.MarkerAutomaton(forced),
+    )
+
+
 def _violation(engine, prompt_ids, output_ids, budget) -> str:
     """Replay the oracle over prompt + output: every forced position must carry its token."""
     if budget is None:
         return ""
-    state = tb.RequestBudget.from_prompt(
-        tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), budget, prompt_ids, engine.api.scope
-    )
+    state = _oracle(engine, budget, prompt_ids)
     for i, token in enumerate(output_ids):
         forced = state.forced_token()
         if forced != -1 and token != forced:
@@ -137,7 +150,8 @@ def binds(engine, ctx: Context) -> Outcome:
     tally = Tally(("API-BUDGET-3",))
     bounded = engine.complete(engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed)
     t2, _, closed = _thinking(engine, bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"])
-    if t2 > budget or not closed:
+    phrase = len(engine.forced_ids) - len(engine.end_ids)  # TB-END-1: thinking tokens too
+    if t2 > budget + phrase or not closed:
         tally.violated(
             "API-BUDGET-3", "budget-did-not-bind", f"with budget {budget}: {t2} thinking tokens, closed {closed}"
         )
@@ -449,9 +463,7 @@ def spec_counters_agree(engine, ctx: Context) -> Outcome:
 
 def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
     """Output positions the budget forces when the engine's returned ids are replayed through the oracle."""
-    state = tb.RequestBudget.from_prompt(
-        tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), budget, prompt_ids, engine.api.scope
-    )
+    state = _oracle(engine, budget, prompt_ids)
     forced = []
     for i, token in enumerate(output_ids):
         if state.forced_token() != -1:
@@ -462,18 +474,20 @@ def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
 
 def truncated_end(engine, ctx: Context) -> Outcome:
     """``max_tokens`` ending right before and inside the forced end marker (API-TRUNC-1): each seeded
-    generation is run once in full to find its first forced position, then cut at every point of its E."""
+    generation is run once in full to find its first forced position, then cut at every point of the forced
+    sequence (E, or the declared phrase then E)."""
     requirements = ("API-TRUNC-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     budget, model, cuts = 2, engine.api.model, 0
     for seed in range(ctx.seed, ctx.seed + 3):
-        full = engine.complete(model, budget, max_tokens=budget + len(engine.end_ids) + 4, temperature=1.0, seed=seed)
+        forced_length = len(engine.forced_ids)
+        full = engine.complete(model, budget, max_tokens=budget + forced_length + 4, temperature=1.0, seed=seed)
         forced = _forced_positions(engine, full["prompt_token_ids"], full["choices"][0]["token_ids"], budget)
         if not forced:
             continue  # the model closed the section itself: nothing is forced to cut into
-        for inside in range(len(engine.end_ids)):
+        for inside in range(forced_length):
             max_tokens = forced[0] + inside
             if max_tokens < 1:
                 continue
@@ -574,9 +588,7 @@ def budget_without_thinking(engine, ctx: Context) -> Outcome:
     for seed in range(ctx.seed, ctx.seed + 3):
         free = engine.complete(model, None, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING)
         prompt, free_ids = free["prompt_token_ids"], free["choices"][0]["token_ids"]
-        closed = tb.RequestBudget.from_prompt(
-            tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), 0, prompt
-        )
+        closed = _oracle(engine, 0, prompt)
         if closed.in_section:
             return uniform_outcome(
                 PRECONDITION_FAILED,
@@ -694,13 +706,7 @@ def utf8_boundary(engine, ctx: Context) -> Outcome:
             return uniform_outcome(
                 PRECONDITION_FAILED, "the engine's logprobs carry no bytes for every returned token", requirements
             )
-        state = tb.RequestBudget.from_prompt(
-            tb.MarkerAutomaton(engine.start_ids),
-            tb.MarkerAutomaton(engine.end_ids),
-            budget,
-            response["prompt_token_ids"],
-            engine.api.scope,
-        )
+        state = _oracle(engine, budget, response["prompt_token_ids"])
         generated, late, separated, mode, problem = b"", 0, False, "", ""
         for i, (token, entry) in enumerate(zip(ids, entries)):
             forced = state.forced_token()

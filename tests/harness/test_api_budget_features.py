@@ -19,9 +19,10 @@ from tests.harness.test_api_spec_counters import route_clients
 
 START, END, NEWLINE, THINK, ANSWER = 50, [51, 52], 9, 7, 8
 LEAD, CONTINUATION = 60, 61  # the two bytes of "é" as byte-level tokens: the first ends inside a character
-TOKENS = {"<think>": [START], "</think>": END}
+PHRASE_TEXT, PHRASE = "Time to answer.</think>", [70, 71]  # a transition phrase forced before the end marker
+TOKENS = {"<think>": [START], "</think>": END, PHRASE_TEXT: [*PHRASE, *END]}
 BYTES = {START: b"<think>", 51: b"</", 52: b"think>", NEWLINE: b"\n", THINK: b"t", ANSWER: b"a", LEAD: b"\xc3"}
-BYTES[CONTINUATION] = b"\xa9"
+BYTES |= {CONTINUATION: b"\xa9", 70: b"Time to", 71: b" answer."}
 # what follows the lead byte before the forced end marker, by mutation: an engine that waits for the character,
 # and one that waits for a token whose own piece ends on a complete character (a continuation byte never does)
 WAIT = {"waits-for-the-character": [CONTINUATION], "waits-for-a-complete-piece": [CONTINUATION] * 4}
@@ -41,7 +42,7 @@ def _generate(body: dict, mutation: str) -> tuple[list[int], list[int], str]:
     if budget is None:
         return THINKING_PROMPT, [THINK] * n, "length"
     thinking = [THINK] * max(budget - 2, 0) + [LEAD] * (budget >= 2)  # the budget runs out inside "é"
-    end = END
+    end = [*PHRASE, *END] if mutation == "forces-a-phrase" else END
     if mutation == "grammar-masks-forced-token" and body.get("response_format"):
         end = [ANSWER]  # a JSON grammar applied inside the section forbids "</think>"
     ids = thinking + WAIT.get(mutation, []) + end + [ANSWER] * n
@@ -205,3 +206,11 @@ def test_waiting_for_the_character_passes_when_the_profile_declares_it(monkeypat
 )
 def test_ends_inside_character(data, inside):
     assert api_checks.ends_inside_character(data) is inside
+
+
+@pytest.mark.parametrize("check_name", ["api/budget-holds", "api/truncated-end-marker"])
+def test_a_declared_forced_phrase_is_judged_as_the_forced_sequence(monkeypatch, check_name):
+    declared = judge(monkeypatch, check_name, "forces-a-phrase", forced_end_text=PHRASE_TEXT)
+    assert declared.status == PASS, declared.message
+    undeclared = judge(monkeypatch, check_name, "forces-a-phrase")
+    assert undeclared.status == FAIL, undeclared.message
