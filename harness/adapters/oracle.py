@@ -20,7 +20,10 @@ class OracleEngine:
     device = f"cpu ({platform.machine()})"
 
     def __init__(self):
-        self.profile = profiles.canonical()
+        # it is given a forced phrase (TB-END-1) or other end markers (TB-END-3) when a check names them, and
+        # forces E with E alone otherwise: it claims those variants' classes beside the canonical ones
+        profile = profiles.with_variant(profiles.canonical(), "forced_end", "phrase")
+        self.profile = profiles.with_variant(profile, "end_markers", "several")
 
     def budget_state(
         self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None, other_end_token_ids=()
