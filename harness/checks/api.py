@@ -13,6 +13,7 @@ import functools
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import stats
@@ -56,17 +57,62 @@ def _oracle(engine, budget, prompt_ids) -> tb.RequestBudget:
     )
 
 
-def _violation(engine, prompt_ids, output_ids, budget) -> str:
-    """Replay the oracle over prompt + output: every forced position must carry its token."""
-    if budget is None:
-        return ""
+@dataclass
+class _Replay:
+    """What replaying the oracle over one response found."""
+
+    problem: str = ""  # the first forced position that does not carry its token ("" when all do)
+    mode: str = "forced-position-not-honoured"
+    inside_at_budget: bool = False  # a forced position came where the bytes so far ended inside a character
+
+
+def _replay(engine, prompt_ids, output_ids, budget, token_bytes=None) -> _Replay:
+    """Replay the oracle over prompt + output: every forced position must carry its token. Given each returned
+    token's bytes, a profile declaring ``utf8_boundary: complete-character`` may leave a forced position free
+    while the bytes so far end inside a UTF-8 character, at most ``UTF8_MAX_OVERRUN`` times (API-UTF-1)."""
+    found = _Replay()
     state = _oracle(engine, budget, prompt_ids)
+    declared = engine.api.utf8_boundary
+    allowed = UTF8_MAX_OVERRUN if declared == "complete-character" and token_bytes is not None else 0
+    generated, late = b"", 0
     for i, token in enumerate(output_ids):
         forced = state.forced_token()
+        inside = token_bytes is not None and ends_inside_character(generated)
+        found.inside_at_budget |= forced != -1 and inside and late == 0
         if forced != -1 and token != forced:
-            return f"budget {budget}: output position {i} is {token}, the budget forces {forced}"
+            if inside and late < allowed:
+                late += 1  # complete-character: free while the character is incomplete, up to the bound
+            else:
+                if token_bytes is not None and not inside and late:
+                    found.mode = "overran-past-the-character"
+                elif inside:
+                    found.mode = "overran-the-bound" if allowed else "waited-for-the-character"
+                where = (
+                    "" if token_bytes is None else f"; the bytes so far end {'inside' if inside else 'on'} a character"
+                )
+                found.problem = (
+                    f"budget {budget}: output position {i} is {token}, the budget forces {forced} "
+                    f"({late} position(s) late{where}; {declared} allows {allowed})"
+                )
+                return found
         state.feed(token)
-    return ""
+        if token_bytes is not None:
+            generated += token_bytes[i]
+    return found
+
+
+def _violation(engine, prompt_ids, output_ids, budget, token_bytes=None) -> str:
+    """The first forced position that does not carry its token (``_replay``), or ""; no budget, nothing forced."""
+    return "" if budget is None else _replay(engine, prompt_ids, output_ids, budget, token_bytes).problem
+
+
+def _token_bytes(choice: dict, ids: list[int]) -> list[bytes] | None:
+    """Each returned token's bytes from the choice's ``logprobs`` (``bytes``), or None when they are not there
+    for every token, one entry per token."""
+    entries = (choice.get("logprobs") or {}).get("content")
+    if entries is None or len(entries) != len(ids) or any(e.get("bytes") is None for e in entries):
+        return None
+    return [bytes(e["bytes"]) for e in entries]
 
 
 def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
@@ -78,14 +124,25 @@ def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
 def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, holds: str) -> None:
     """Three seeded requests per budget: ``holds`` (the requirement the budget's holding stands for),
     API-BUDGET-1 (the field was accepted) and API-REASON-1 (no end marker in the reasoning) per response."""
+    waits = engine.api.utf8_boundary == "complete-character"  # API-UTF-1: judged on the tokens' bytes
     for budget in budgets:
         for seed in range(3):
-            response = engine.complete(model, budget, max_tokens=budget + 12, temperature=1.0, seed=ctx.seed + seed)
+            response = engine.complete(
+                model,
+                budget,
+                max_tokens=budget + 12,
+                temperature=1.0,
+                seed=ctx.seed + seed,
+                fields={"logprobs": True} if waits else None,
+            )
             ids = response["choices"][0]["token_ids"]
+            token_bytes = _token_bytes(response["choices"][0], ids) if waits else None
             case = f"{model} budget {budget} seed {ctx.seed + seed}"
+            if waits and token_bytes is None:
+                case += " (utf8_boundary complete-character declared, but no bytes per token: judged without it)"
             if "API-BUDGET-1" in tally.requirements:
                 tally.exercised("API-BUDGET-1")
-            problem = _violation(engine, response["prompt_token_ids"], ids, budget)
+            problem = _violation(engine, response["prompt_token_ids"], ids, budget, token_bytes)
             if problem:
                 tally.violated(holds, "forced-position-not-honoured", f"{case}: {problem}")
             else:
@@ -693,7 +750,6 @@ def utf8_boundary(engine, ctx: Context) -> Outcome:
         return blocked
     tally = Tally(requirements)
     declared, model = engine.api.utf8_boundary, engine.api.model
-    allowed = UTF8_MAX_OVERRUN if declared == "complete-character" else 0
     inside_cases = 0
     for n, seed in enumerate(range(ctx.seed, ctx.seed + 32)):
         budget = 2 + n % 3
@@ -701,35 +757,16 @@ def utf8_boundary(engine, ctx: Context) -> Outcome:
             model, budget, max_tokens=budget + 8, temperature=1.0, seed=seed, fields={"logprobs": True}
         )
         choice, case = response["choices"][0], f"budget {budget} seed {seed}"
-        ids, entries = choice["token_ids"], (choice.get("logprobs") or {}).get("content")
-        if entries is None or any(e.get("bytes") is None for e in entries) or len(entries) != len(ids):
+        ids = choice["token_ids"]
+        token_bytes = _token_bytes(choice, ids)
+        if token_bytes is None:
             return uniform_outcome(
                 PRECONDITION_FAILED, "the engine's logprobs carry no bytes for every returned token", requirements
             )
-        state = _oracle(engine, budget, response["prompt_token_ids"])
-        generated, late, separated, mode, problem = b"", 0, False, "", ""
-        for i, (token, entry) in enumerate(zip(ids, entries)):
-            forced = state.forced_token()
-            inside = ends_inside_character(generated)
-            separated |= forced != -1 and inside and late == 0
-            if forced != -1 and token != forced:
-                if inside and late < allowed:
-                    late += 1  # complete-character: free while the character is incomplete, up to the bound
-                else:
-                    if not inside:
-                        mode = "overran-past-the-character" if late else "forced-position-not-honoured"
-                    else:
-                        mode = "overran-the-bound" if allowed else "waited-for-the-character"
-                    problem = (
-                        f"output position {i} is {token}, the budget forces {forced} ({late} position(s) late; the "
-                        f"bytes so far end {'inside' if inside else 'on'} a character; {declared} allows {allowed})"
-                    )
-                    break
-            state.feed(token)
-            generated += bytes(entry["bytes"])
-        if problem:
-            tally.violated("API-UTF-1", mode, f"{case}: {problem}")
-        elif separated:
+        found = _replay(engine, response["prompt_token_ids"], ids, budget, token_bytes)
+        if found.problem:
+            tally.violated("API-UTF-1", found.mode, f"{case}: {found.problem}")
+        elif found.inside_at_budget:
             inside_cases += 1
             tally.exercised("API-UTF-1")
     return tally.outcome(

@@ -214,3 +214,13 @@ def test_a_declared_forced_phrase_is_judged_as_the_forced_sequence(monkeypatch, 
     assert declared.status == PASS, declared.message
     undeclared = judge(monkeypatch, check_name, "forces-a-phrase")
     assert undeclared.status == FAIL, undeclared.message
+
+
+def test_budget_holds_honours_a_declared_utf8_boundary(monkeypatch):
+    """api/budget-holds reads the tokens' bytes when the profile declares complete-character (API-UTF-1)."""
+    declared = judge(monkeypatch, "api/budget-holds", "waits-for-the-character", utf8_boundary="complete-character")
+    assert declared.status == PASS, declared.message
+    undeclared = judge(monkeypatch, "api/budget-holds", "waits-for-the-character")
+    assert undeclared.requirements["API-BUDGET-2"].status == FAIL
+    beyond = judge(monkeypatch, "api/budget-holds", "waits-for-a-complete-piece", utf8_boundary="complete-character")
+    assert beyond.requirements["API-BUDGET-2"].fingerprint == "API-BUDGET-2/forced-position-not-honoured"
