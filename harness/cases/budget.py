@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 
 from specs.interface import AddedRequest, BatchUpdate, Move
 
+from ..oracle import budget as tb
 from ..vectors import SlotStep, budget_scenario
 
 MAX_BUDGET = 2**31 - 1
@@ -138,7 +139,7 @@ def forced_sequences(family: BudgetFamily, start, end) -> st.SearchStrategy[tupl
         return st.none()
     ids = [t for t in range(family.alphabet) if t not in start]
     phrase = st.lists(st.sampled_from(ids), min_size=1, max_size=family.phrase)
-    return phrase.map(lambda p: (*p, *end)).filter(lambda f: not _end_inside(f, end))
+    return phrase.map(lambda p: (*p, *end)).filter(lambda f: not tb.occurs_before_end(tuple(end), f))
 
 
 def other_ends(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[tuple[int, ...], ...]]:
@@ -148,10 +149,6 @@ def other_ends(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[tupl
     ids = [t for t in range(family.alphabet) if t not in start]
     other = st.lists(st.sampled_from(ids), min_size=1, max_size=family.other_end).map(tuple)
     return other.filter(lambda m: m != tuple(end)).map(lambda m: (m,))
-
-
-def _end_inside(forced: tuple[int, ...], end: tuple[int, ...]) -> bool:
-    return any(forced[i : i + len(end)] == end for i in range(len(forced) - len(end)))
 
 
 def budgets(family: BudgetFamily) -> st.SearchStrategy:

@@ -69,16 +69,12 @@ def validate_forced(forced: Any, end: Sequence[int]) -> tuple[int, ...]:
     end = tuple(end)
     if sequence[len(sequence) - len(end) :] != end:
         raise ValueError(f"forced_token_ids must end with the end marker {list(end)}; got {list(sequence)}")
-    inner = [i for i in range(len(sequence) - len(end)) if sequence[i : i + len(end)] == end]
-    if inner:
-        raise ValueError(
-            f"forced_token_ids must hold the end marker {list(end)} only at its end; got {list(sequence)} "
-            f"(also at position {inner[0]})"
-        )
+    if occurs_before_end(end, sequence):
+        raise ValueError(f"forced_token_ids must hold the end marker {list(end)} only at its end; got {list(sequence)}")
     return sequence
 
 
-def _occurs_before_end(marker: tuple[int, ...], sequence: tuple[int, ...]) -> bool:
+def occurs_before_end(marker: tuple[int, ...], sequence: tuple[int, ...]) -> bool:
     """Whether ``marker`` occurs in ``sequence`` ending before its last token."""
     return any(sequence[i : i + len(marker)] == marker for i in range(len(sequence) - len(marker)))
 
@@ -256,7 +252,7 @@ class BudgetBatch:
         for other in others:
             if other == self.end.marker:
                 raise ValueError(f"other_end_token_ids must differ from the end marker; got {list(other)}")
-            if forced is not None and _occurs_before_end(other, forced):
+            if forced is not None and occurs_before_end(other, forced):
                 raise ValueError(
                     f"other_end_token_ids {list(other)} occurs inside forced_token_ids {list(forced)} before its end"
                 )
