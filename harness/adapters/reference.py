@@ -46,6 +46,28 @@ class ReferenceEngine:
         )
         return out.token_ids.cpu().numpy(), out.num_emitted.cpu().numpy()
 
+    @property
+    def tensor_device(self) -> str:
+        """The device ``rejection_sample_tensors`` takes and returns its tensors on."""
+        return str(self.device)
+
+    def rejection_sample_tensors(
+        self, target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, positions
+    ):
+        """``rejection_sample`` on torch tensors already on ``tensor_device``; ``(token_ids [B, K + 1] int32,
+        num_emitted [B] int32)`` stay there (a statistical check's trials never leave the device)."""
+        out = self.impl.rejection_sample(
+            target_logits,
+            draft_token_ids,
+            num_draft_tokens,
+            draft_probs=draft_probs,
+            temperature=temperature,
+            seeds=seeds,
+            positions=positions,
+            backend=self.backend,
+        )
+        return out.token_ids, out.num_emitted
+
     def count_emitted(self, token_ids, vocab_size):
         result = self.impl.count_emitted_validated(self._tensor(token_ids, self.torch.int64), vocab_size)
         return result.num_emitted.cpu().numpy(), result.broken_prefix.cpu().numpy(), result.out_of_vocab.cpu().numpy()

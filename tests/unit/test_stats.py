@@ -131,10 +131,10 @@ def test_a_test_short_of_its_trials_does_not_count():
 
 
 def test_positions_are_sized_by_how_often_they_are_reached():
-    case = stats.standard_cases()[0]  # reverse-ranked: positions reached with probability 1, 0.4, 0.16
+    case = stats.standard_cases()[0]  # reverse-ranked: positions reached with probability 1, 0.4, 0.28
     target, alpha = stats.Power(0.05, 0.9), 1e-6
     reach = case.reach()
-    np.testing.assert_allclose(reach, [1.0, 0.4, 0.16], atol=0.01)
+    np.testing.assert_allclose(reach, [1.0, 0.4, 0.28], atol=0.01)
     trials = stats.planned_trials(case, target, alpha, 10**9)
     assert trials * reach[2] >= stats.trials_needed(case.p[2], target, alpha)  # the rarest position reaches it
     assert stats.planned_trials(case, target, alpha, 1000) == 1000  # the cap binds
