@@ -490,7 +490,7 @@ def _add_run_options(parser) -> None:
         type=_bounded(float, 0, 1, open_interval=True),
         default=None,
         help="the total-variation deviation every counted statistical test must detect and certify "
-        "(default 0.03, or the engine's own where it declares one: oracle 0.1; --thorough 0.003)",
+        "(default 0.03, or the engine's own where it declares one: oracle 0.05; --thorough 0.003)",
     )
     parser.add_argument(
         "--power",
