@@ -24,9 +24,8 @@ STATISTICAL_VECTORS = [
 class IgnoresDraftProbs(ReferenceEngine):
     """The reference with a realistic bug: draft probabilities are dropped, so drafts are verified as one-hot."""
 
-    def rejection_sample(self, case):
-        case.draft_probs = None
-        return super().rejection_sample(case)
+    def rejection_sample_tensors(self, logits, drafts, num, draft_probs, *rest, **named):
+        return super().rejection_sample_tensors(logits, drafts, num, None, *rest, **named)
 
 
 class CountsThePlaceholder(ReferenceEngine):
@@ -55,6 +54,13 @@ def test_the_reference_is_certified_on_every_statistical_vector(reference, name)
 def test_dropped_draft_probabilities_fail_the_residual_vector():
     outcome = BY_NAME["vectors/rejection/residual"].run(IgnoresDraftProbs(), Context(canonical()))
     assert outcome.status == "FAIL" and outcome.violated == ("RS-PROB-1",), outcome.message
+
+
+@pytest.mark.req("RS-PROB-6")
+def test_dropped_draft_probabilities_fail_the_distribution_check_run_on_the_device():
+    # one-hot verification keeps every position's law p but accepts less often: the accepted length fails
+    outcome = BY_NAME["rejection/distribution"].run(IgnoresDraftProbs(), Context(canonical(), trials=5000))
+    assert outcome.status == "FAIL" and "RS-PROB-6" in outcome.violated, outcome.message
 
 
 @pytest.mark.req("RUN-RECORD-2", "AC-COUNT-1")
