@@ -210,9 +210,7 @@ def _sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
     target = stats.Power(ctx.deviation, ctx.power)
     alpha_test = stats.sidak(ctx.alpha, stats.tests_per_case(case.K))
     trials = stats.planned_trials(case, target, alpha_test, ctx.trials)
-    report = stats.distribution_check(
-        rejection._engine_sampler(engine, ctx.profile), case, trials, alpha_test, ctx.seed, target
-    )
+    report = rejection.run_distribution(engine, ctx, case, trials, alpha_test, ctx.seed)
     tally = Tally(requirements)
     rejection.judge_report(report, requirements, tally)
     tests = [j for j in report.positions if j.result.trials] + [report.accepted_length]
