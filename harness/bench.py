@@ -469,13 +469,16 @@ def bench_budget(vllm_engine=None, vllm_v2_budget=None) -> list[dict]:
             drafts = torch.randint(0, 1000, (B * K,), device=DEVICE)
             logits = torch.zeros(B * (K + 1), VOCAB, device=DEVICE)
 
+            # a step: the previous step's committed tokens, then this step's forced rows (one launch)
             def step(committed=committed, num=num, drafts=drafts, state=state, K=K):
-                state.update_state(committed)
-                return state.forced_tokens(num, drafts) if K else state.forced_tokens()
+                if K:
+                    return state.forced_tokens(num, drafts, sampled_token_ids=committed)
+                return state.forced_tokens(sampled_token_ids=committed)
 
             def step_with_logits(committed=committed, num=num, drafts=drafts, state=state, K=K, logits=logits):
-                state.update_state(committed)
-                return state.apply_to_logits(logits, num, drafts) if K else state.apply_to_logits(logits)
+                if K:
+                    return state.apply_to_logits(logits, num, drafts, sampled_token_ids=committed)
+                return state.apply_to_logits(logits, sampled_token_ids=committed)
 
             fns = {"ours": step, "ours_with_logits": step_with_logits, "ours_with_logits_eager": step_with_logits}
             if vllm_v2_budget is not None:
