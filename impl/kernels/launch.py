@@ -15,7 +15,8 @@ class CompiledLaunch:
     through the interpreter."""
 
     def __init__(self, kernel, grid: tuple[int, ...], num_warps: int, **constexprs):
-        self.kernel, self.grid, self.num_warps, self.constexprs = kernel, grid, num_warps, constexprs
+        self.kernel, self.num_warps, self.constexprs = kernel, num_warps, constexprs
+        self.grid = tuple(grid) + (1,) * (3 - len(grid))  # the compiled launcher reads three dimensions
         self.compiled: CompiledKernel | None = None
         self.constexpr_values: tuple = ()
 
