@@ -318,17 +318,17 @@ class ThinkingBudgetState:
             raise ValueError(
                 f"end_token_ids {self.end} must lie in [0, V) to be forced; logits has V = {logits.shape[1]}"
             )
-        forced = self.forced_tokens(num_draft_tokens, draft_token_ids, sampled_token_ids=sampled_token_ids)
-        if logits.dim() != 2 or logits.shape[0] != forced.shape[0]:
-            raise ValueError(f"logits must have shape ({forced.shape[0]}, V); got {tuple(logits.shape)}")
+        tokens = self._check_committed(sampled_token_ids) if sampled_token_ids is not None else None
+        num_draft, drafts = self._check_drafts(num_draft_tokens, draft_token_ids)
+        num_rows = self.batch_size + (0 if drafts is None else drafts.shape[0])
+        if logits.dim() != 2 or logits.shape[0] != num_rows:
+            raise ValueError(f"logits must have shape ({num_rows}, V); got {tuple(logits.shape)}")
         if self.backend == "triton":
-            from .kernels.budget import write_forced_logits_kernel
-
-            if forced.shape[0]:
-                write_forced_logits_kernel[(forced.shape[0],)](
-                    logits, logits.stride(0), forced, logits.shape[1], BLOCK=4096
-                )
+            self._step_triton(tokens, num_draft, drafts, num_rows, logits)
             return logits
+        if tokens is not None:
+            self._advance_torch(tokens)
+        forced = self._forced_torch(num_draft, drafts, num_rows)
         rows = forced >= 0
         one_hot = torch.full_like(logits, float("-inf"))
         one_hot.scatter_(1, forced.clamp(min=0).long()[:, None], 0.0)
@@ -416,9 +416,10 @@ class ThinkingBudgetState:
 
     # -- triton backend --------------------------------------------------------------------------
 
-    def _step_triton(self, tokens, num_draft, drafts, num_rows):
+    def _step_triton(self, tokens, num_draft, drafts, num_rows, logits=None):
         """One launch: advance by ``tokens [batch_size, W]`` (None: no advance), then the forced rows
-        ``[num_rows]`` int32 (``num_rows`` None: none wanted)."""
+        ``[num_rows]`` int32 (``num_rows`` None: none wanted), each forced row of ``logits [num_rows, V]``
+        (when given) made one-hot."""
         from .kernels.budget import budget_step_kernel
 
         out = torch.empty(num_rows, dtype=torch.int32, device=self.device) if num_rows is not None else None
@@ -437,6 +438,9 @@ class ThinkingBudgetState:
             num_draft if has_drafts else placeholder,
             drafts if has_drafts else placeholder,
             out if out is not None else placeholder,
+            logits if logits is not None else placeholder,
+            logits.stride(0) if logits is not None else 0,
+            logits.shape[1] if logits is not None else 0,
             self._start,
             self._start_fail,
             self._end,
@@ -449,7 +453,9 @@ class ThinkingBudgetState:
             HAS_COMMITTED=tokens is not None,
             HAS_ROWS=out is not None,
             HAS_DRAFTS=has_drafts,
+            HAS_LOGITS=logits is not None,
             LAYOUT_BLOCK=min(1024, 1 << max(self.batch_size - 1, 15).bit_length()),
+            BLOCK=1024,
             num_warps=1,
         )
         return out

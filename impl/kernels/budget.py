@@ -3,8 +3,8 @@
 State layout: ``state [NUM_FIELDS, max_num_reqs]`` int32 with the fields of
 ``impl.thinking_budget`` (TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT).
 One program (of one warp: the work is scalar) per slot for ``budget_step_kernel``, which advances the
-state by the committed tokens and writes the forced rows in one launch; one program per row for
-``write_forced_logits_kernel``. Markers and their KMP failure
+state by the committed tokens, writes the forced rows and makes the forced logits rows one-hot, in one
+launch. Markers and their KMP failure
 functions are held in registers (``_load_markers``), so a KMP step costs no memory access.
 No kernel reads anything back to the host.
 """
@@ -105,6 +105,15 @@ def _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE
 
 
 @triton.jit
+def _write_one_hot(row_ptr, token, vocab_size, BLOCK: tl.constexpr):
+    """``row [vocab_size]`` := 0 at ``token``, -inf elsewhere."""
+    for start in range(0, vocab_size, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        values = tl.where(offsets == token, 0.0, float("-inf"))
+        tl.store(row_ptr + offsets, values.to(row_ptr.dtype.element_ty), mask=offsets < vocab_size)
+
+
+@triton.jit
 def budget_step_kernel(
     state_ptr,
     state_stride,
@@ -113,6 +122,9 @@ def budget_step_kernel(
     num_draft_ptr,
     draft_ids_ptr,
     out_ptr,
+    logits_ptr,
+    logits_stride,
+    vocab_size,
     start_ptr,
     start_fail_ptr,
     end_ptr,
@@ -125,12 +137,16 @@ def budget_step_kernel(
     HAS_COMMITTED: tl.constexpr,
     HAS_ROWS: tl.constexpr,
     HAS_DRAFTS: tl.constexpr,
+    HAS_LOGITS: tl.constexpr,
     LAYOUT_BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     """One step of slot ``program_id(0)``, in one launch: with ``HAS_COMMITTED`` feed it its committed
     tokens (the prefix before the first -1 of row ``slot`` of ``tokens [B, tokens_width]``) and store
     the state; with ``HAS_ROWS`` then write ``out[row]``, the forced token of each of its logits rows
-    (-1 = free), row ``j`` judged on the state after its first ``j`` drafts."""
+    (-1 = free), row ``j`` judged on the state after its first ``j`` drafts; with ``HAS_LOGITS`` also
+    make each forced row of ``logits [rows, vocab_size]`` one-hot (a free row costs nothing, so the
+    step does not grow with the vocabulary when nothing is forced)."""
     slot = tl.program_id(0)
     start, start_fail, end, end_fail = _load_markers(
         start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN, END_LEN, PAD
@@ -171,6 +187,9 @@ def budget_step_kernel(
                 live = j < k
                 forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
                 tl.store(out_ptr + row0 + j, forced, mask=live)
+                if HAS_LOGITS:  # noqa: SIM102 - a static branch: the body compiles only with logits
+                    if live & (forced >= 0):
+                        _write_one_hot(logits_ptr + (row0 + j).to(tl.int64) * logits_stride, forced, vocab_size, BLOCK)
                 token = _matchable(tl.load(draft_ids_ptr + draft0 + j, mask=live, other=0))
                 in_section, start_m, end_m, count, spent = _feed(
                     in_section,
@@ -193,19 +212,6 @@ def budget_step_kernel(
             row0 = slot
         forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
         tl.store(out_ptr + row0 + k, forced)
-
-
-@triton.jit
-def write_forced_logits_kernel(logits_ptr, logits_stride, forced_ptr, vocab_size, BLOCK: tl.constexpr):
-    """Make each forced row one-hot: 0 at the forced token, -inf elsewhere; free rows untouched.
-
-    One program per row: a free row costs one load, so the step does not grow with the vocabulary
-    when nothing is forced."""
-    row = tl.program_id(0)
-    forced = tl.load(forced_ptr + row)
-    if forced >= 0:
-        row_ptr = logits_ptr + row.to(tl.int64) * logits_stride
-        for start in range(0, vocab_size, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            values = tl.where(offsets == forced, 0.0, float("-inf"))
-            tl.store(row_ptr + offsets, values.to(logits_ptr.dtype.element_ty), mask=offsets < vocab_size)
+        if HAS_LOGITS:  # noqa: SIM102 - a static branch: the body compiles only with logits
+            if forced >= 0:
+                _write_one_hot(logits_ptr + (row0 + k).to(tl.int64) * logits_stride, forced, vocab_size, BLOCK)
