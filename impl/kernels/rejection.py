@@ -109,16 +109,17 @@ def row_pass_kernel(
                 x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
                 score = tl.where(inside & (x != float("-inf")), x - tl.log(exponentials(key, offsets)), float("-inf"))
                 best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-        else:  # online max and sum of exp(x - max) per lane
+        else:  # online max and sum of exp(x - max) per lane, one exponential per element
             for start in range(lo, hi, BLOCK):
                 offsets = start + tl.arange(0, BLOCK)
                 x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
                 x = x * inv_temperature
-                new_best = tl.maximum(best, x)
-                # shift by 0 while a lane has seen only -inf: exp(-inf - 0) = 0, and no -inf - -inf
-                shift = tl.where(new_best == float("-inf"), 0.0, new_best)
-                lanes = lanes * tl.exp(best - shift) + tl.exp(x - shift)
-                best = new_best
+                # exp(-|x - best|) rescales the sum to a new maximum or is the new term; both -inf
+                # gives NaN, never used: such an x is no new maximum and adds nothing
+                scale = tl.exp(-tl.abs(x - best))
+                bigger = x > best
+                lanes = tl.where(bigger, lanes * scale + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale))
+                best = tl.where(bigger, x, best)
         split_max, split_arg = _reduce_argmax(best, best_arg)
         scaled = tl.where(best == float("-inf"), 0.0, lanes * tl.exp(best - split_max))
         slot = (request * width + j) * num_splits + split
