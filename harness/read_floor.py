@@ -25,16 +25,14 @@ def read_rows_kernel(target_ptr, q_ptr, rows_ptr, num_target_rows, vocab_size, s
     lo = split * SPLIT
     hi = tl.minimum(lo + SPLIT, vocab_size)
     total = tl.zeros([BLOCK], dtype=tl.float32)
-    if entry < num_target_rows:
-        row_ptr = target_ptr + row * vocab_size
+    if entry < num_target_rows:  # the two pointers may differ in dtype: each branch has its own
         for start in range(lo, hi, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
-            total += tl.load(row_ptr + offsets, mask=offsets < hi, other=0.0).to(tl.float32)
+            total += tl.load(target_ptr + row * vocab_size + offsets, mask=offsets < hi, other=0.0).to(tl.float32)
     else:
-        row_ptr = q_ptr + row * vocab_size
         for start in range(lo, hi, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
-            total += tl.load(row_ptr + offsets, mask=offsets < hi, other=0.0).to(tl.float32)
+            total += tl.load(q_ptr + row * vocab_size + offsets, mask=offsets < hi, other=0.0).to(tl.float32)
     tl.store(sums_ptr + entry * tl.num_programs(1) + split, tl.sum(total, axis=0))
 
 
