@@ -12,6 +12,8 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
     verification: synthetic    # RUN-PROFILE-3: exact (canonical) or the name of a non-exact mode, which
                                # claims none of EXACT_RULE_CLASSES
+    forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
+    end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
 """
 
@@ -49,6 +51,13 @@ LAYOUTS = ("ragged", "padded")
 # RUN-PROFILE-3: the classes of the exact verification rules, which a profile in another verification mode
 # (vLLM's synthetic, fly or block; SGLang's relaxed thresholds) does not claim
 EXACT_RULE_CLASSES = ("rs.greedy", "rs.probabilistic", "rs.one-hot", "rs.mixed", "rs.seeded", "api.spec-decode")
+# TB-END-1: the budget forces the end marker itself (canonical) or a transition phrase then the end marker; an
+# engine that forces a phrase claims the class of TB-END-1/2 and is given F through budget_state(forced_token_ids=)
+FORCED_END_CLASSES = {"marker": None, "phrase": "tb.forced-phrase"}
+# TB-END-3: one end marker (canonical) or several, the others given through budget_state(other_end_token_ids=)
+END_MARKERS_CLASSES = {"one": None, "several": "tb.end-markers"}
+# the variants that bring a class of their own: profile field -> {value: class claimed with it}
+VARIANT_CLASSES = {"forced_end": FORCED_END_CLASSES, "end_markers": END_MARKERS_CLASSES}
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,8 @@ class Profile:
     forced_logit: str = "one-hot"
     layout: str = "ragged"
     verification: str = "exact"
+    forced_end: str = "marker"
+    end_markers: str = "one"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
@@ -82,6 +93,11 @@ class Profile:
                 f"profile {self.name}: verification {self.verification!r} is not exact, so the profile cannot claim "
                 f"{', '.join(exact_claims)} (drop_classes them)"
             )
+        for variant, values in VARIANT_CLASSES.items():
+            if getattr(self, variant) not in values:
+                raise ValueError(
+                    f"profile {self.name}: {variant} must be one of {', '.join(values)}; got {getattr(self, variant)!r}"
+                )
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -108,6 +124,8 @@ class Profile:
             "forced_logit": self.forced_logit,
             "layout": self.layout,
             "verification": self.verification,
+            "forced_end": self.forced_end,
+            "end_markers": self.end_markers,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -117,8 +135,23 @@ def canonical(scope: str = "request") -> Profile:
 
     The ``api.*`` classes belong to engines judged over HTTP (``harness.adapters.http``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
-    kernel = {c for c in spec.classes() if not c.startswith("api.")}
+    kernel = {c for c in spec.classes() if not c.startswith("api.")} - set(variant_classes())
     return Profile(f"canonical{'' if scope == 'request' else '-section'}", frozenset(kernel - {other}), scope=scope)
+
+
+def variant_classes() -> tuple[str, ...]:
+    """Classes claimed only with a declared variant other than the canonical one (``forced_end: phrase``,
+    ``end_markers: several``)."""
+    return tuple(c for values in VARIANT_CLASSES.values() for c in values.values() if c)
+
+
+def with_variant(profile: Profile, variant: str, value: str) -> Profile:
+    """``profile`` declaring ``variant: value`` (``forced_end``, ``end_markers``), with the class it claims."""
+    values = VARIANT_CLASSES[variant]
+    classes = set(profile.classes) - {c for c in values.values() if c}
+    if values.get(value):
+        classes.add(values[value])
+    return replace(profile, classes=frozenset(classes), **{variant: value})
 
 
 BUILTIN = {
@@ -139,8 +172,14 @@ def load_profile(name_or_path: str) -> Profile:
     scope = data.get("scope", base.scope)
     if scope != base.scope:
         classes = (classes - {SCOPE_CLASSES[base.scope]}) | {SCOPE_CLASSES[scope]}
+    declared = {variant: data.get(variant, getattr(base, variant)) for variant in VARIANT_CLASSES}
+    for variant, value in declared.items():
+        values = VARIANT_CLASSES[variant]
+        if value != getattr(base, variant) and value in values:  # an unknown value: __post_init__ says so
+            classes = (classes - {c for c in values.values() if c}) | ({values[value]} - {None})
     return replace(
         base,
+        **declared,
         name=data.get("name", path.stem),
         classes=frozenset(classes),
         scope=scope,
