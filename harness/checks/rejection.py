@@ -413,11 +413,12 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     case runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests,
     which must emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is
     blamed on RS-LAYOUT-1 or RS-MIXED-1. A test counts as a case only when its trials detect a
-    total-variation deviation of ``ctx.deviation`` with power ``ctx.power`` (STAT-POWER-1)."""
+    total-variation deviation of ``ctx.deviation`` with power ``ctx.power`` (STAT-POWER-1). An engine
+    that does not claim greedy verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
-    layouts = ("homogeneous", "ragged", "mixed")
+    layouts = ("homogeneous", "ragged", "mixed") if "rs.greedy" in ctx.profile.classes else ("homogeneous", "ragged")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
     worst_p, underpowered = 1.0, 0
     for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
@@ -483,7 +484,8 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
                 else:
                     underpowered += 1
     return tally.outcome(
-        f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in ragged and mixed batches, × {ctx.trials} "
+        f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in {' and '.join(layouts[1:])} batches, "
+        f"× {ctx.trials} "
         f"trials; smallest p "
         f"{worst_p:.3g} at α_test {alpha_test:.2g}; {underpowered} tests could not detect TV {ctx.deviation}",
         p_value=worst_p,
