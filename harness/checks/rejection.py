@@ -480,11 +480,12 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is blamed on
     RS-LAYOUT-1 or RS-MIXED-1. Trials are sized from the declared ``Power(ctx.deviation, ctx.power)``
     (at most ``ctx.trials`` per case and layout); a test counts as a case only when it detects and
-    certifies that deviation (STAT-POWER-1, STAT-CERT-1)."""
+    certifies that deviation (STAT-POWER-1, STAT-CERT-1). An engine that does not claim greedy
+    verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
-    layouts = ("homogeneous", "ragged", "mixed")
+    layouts = ("homogeneous", "ragged", "mixed") if "rs.greedy" in ctx.profile.classes else ("homogeneous", "ragged")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
     target = stats.Power(ctx.deviation, ctx.power)
     worst_p, total, uncounted = 1.0, 0, []
@@ -547,8 +548,8 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     return tally.outcome(
         "\n".join(
             [
-                f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in ragged and mixed batches, {total} "
-                f"trials in all (sized for TV {target.deviation} at power {target.power}, at most {ctx.trials} "
+                f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in {' and '.join(layouts[1:])} batches, "
+                f"{total} trials in all (sized for TV {target.deviation} at power {target.power}, at most {ctx.trials} "
                 f"per case); smallest p {worst_p:.3g} at α_test {alpha_test:.2g}; {len(uncounted)} tests not counted",
                 *uncounted,
             ]

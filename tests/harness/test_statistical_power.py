@@ -2,6 +2,8 @@
 RUN-RECORD-2): a conforming engine is certified, a wrong one fails, and trials that cannot reach the
 declared deviation leave the requirements NOT_RUN, never PASS."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -113,3 +115,22 @@ def test_the_context_defaults_are_the_declared_default_power():
         stats.DEFAULT_POWER.power,
         stats.DEFAULT_MAX_TRIALS,
     )
+
+
+class HasNoGreedyMode(ReferenceEngine):
+    """The reference refusing temperature 0, as an engine without greedy verification does."""
+
+    def rejection_sample(self, case):
+        if (np.asarray(case.temperature) == 0).any():
+            raise ValueError("temperature 0: no greedy mode")
+        return super().rejection_sample(case)
+
+
+@pytest.mark.req("RS-MIXED-1", "RS-LAYOUT-1")
+def test_acceptance_rule_gives_an_engine_without_greedy_verification_no_mixed_batch():
+    profile = canonical()
+    profile = replace(profile, classes=profile.classes - {"rs.greedy"})
+    outcome = BY_NAME["rejection/acceptance-rule"].run(HasNoGreedyMode(), Context(profile))
+    assert outcome.status == "PASS", outcome.message
+    assert outcome.requirements["RS-MIXED-1"].status == "NOT_RUN"
+    assert outcome.requirements["RS-LAYOUT-1"].status == "PASS"
