@@ -31,6 +31,17 @@ from .engine import Request as EngineRequest
 DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
 
 
+def _byte_level_characters() -> dict[str, int]:
+    """The byte-level BPE alphabet, character -> byte: bytes that print (``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``)
+    are their own character; every other byte, in increasing order, is ``chr(256 + n)``."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
+
+
+_BYTE_OF_CHARACTER = _byte_level_characters()
+
+
 class BadRequest(Exception):
     def __init__(self, param: str, message: str):
         super().__init__(message)
@@ -50,6 +61,18 @@ class ServedModel:
         """The most UTF-8 bytes of text one token can stand for (an undecodable byte counts as U+FFFD's 3)."""
         decode = self.tokenizer.decode
         return max(len(decode([token]).encode()) for token in range(len(self.tokenizer)))
+
+    @functools.cached_property
+    def token_bytes(self) -> list[bytes]:
+        """The bytes each token id stands for, by id: the byte-level BPE vocabulary writes byte ``b`` as one
+        character (``_BYTE_OF_CHARACTER``); special tokens are their own UTF-8 text."""
+        pieces = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        return [
+            bytes(_BYTE_OF_CHARACTER[c] for c in piece)
+            if all(c in _BYTE_OF_CHARACTER for c in piece)
+            else piece.encode()
+            for piece in pieces
+        ]
 
     def check_text_length(self, field: str, text_bytes: int) -> None:
         """Refuse, before tokenizing, text of ``text_bytes`` bytes that cannot fit the context in any tokens."""
@@ -215,6 +238,13 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
             )
     for name in ("return_token_ids", "logprobs"):
         _flag(body, name)
+    response_format = body.get("response_format")
+    if response_format is not None and response_format != {"type": "text"}:
+        raise BadRequest(
+            "response_format",
+            f"response_format must be absent or {{type: text}}: this engine has no structured output; "
+            f"got {response_format!r:.80}",
+        )
     prompt_ids = _prompt_ids(body, model, chat)
     length_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = _int(body, "max_completion_tokens", None, 1, 4096) or _int(body, "max_tokens", 64, 1, 4096)
@@ -301,7 +331,12 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         return (
             {
                 "content": [
-                    {"token": model.tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
+                    {
+                        "token": model.tokenizer.decode([t]),
+                        "logprob": lp,
+                        "bytes": list(model.token_bytes[t]),
+                        "top_logprobs": [],
+                    }
                     for t, lp in zip(request.output, request.logprobs)
                 ]
             }

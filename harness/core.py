@@ -149,9 +149,9 @@ class Context:
 
     profile: Profile
     seed: int = 20261121
-    trials: int = 100_000  # stats.DEFAULT_MAX_TRIALS
+    trials: int = 1_000_000  # stats.DEFAULT_MAX_TRIALS
     alpha: float = 1e-6
-    deviation: float = 0.05  # stats.DEFAULT_POWER
+    deviation: float = 0.03  # stats.DEFAULT_POWER
     power: float = 0.9
 
 

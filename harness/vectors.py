@@ -81,9 +81,13 @@ def budget_scenario(
     scope: str = "request",
     max_num_reqs: int = 4,
     description: str = "",
+    forced_token_ids: list[int] | None = None,
+    other_end_token_ids: list[list[int]] | None = None,
 ) -> dict:
-    """Run a scenario through the oracle and record the forced row of every logits row."""
-    batch = tb.BudgetBatch(start, end, max_num_reqs, scope)
+    """Run a scenario through the oracle and record the forced row of every logits row;
+    ``forced_token_ids`` is a forced end sequence other than ``E`` (TB-END-1), ``other_end_token_ids`` the
+    end markers accepted beside ``E`` (TB-END-3)."""
+    batch = tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids or ())
     recorded = []
     for update, slots in steps:
         batch.apply(update)
@@ -111,7 +115,7 @@ def budget_scenario(
                 "sampled_token_ids": sampled,
             }
         )
-    return {
+    vector = {
         "name": name,
         "description": description,
         "requirements": requirements,
@@ -121,15 +125,22 @@ def budget_scenario(
         "max_num_reqs": max_num_reqs,
         "steps": recorded,
     }
+    if forced_token_ids is not None:
+        vector["forced_token_ids"] = forced_token_ids
+    if other_end_token_ids:
+        vector["other_end_token_ids"] = other_end_token_ids
+    return vector
 
 
-def _sequential(prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc=""):
+def _sequential(
+    prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc="", forced=None, others=None
+):
     """One request, no drafts: each step the model proposes one token."""
     steps: list[tuple[BatchUpdate | None, dict[int, SlotStep]]] = []
     first = BatchUpdate(1, added=[AddedRequest(0, budget, prompt)])
     for i, token in enumerate(proposals):
         steps.append((first if i == 0 else None, {0: SlotStep([], 0, token)}))
-    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc)
+    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc, forced, others)
 
 
 S1, E1 = [100], [101]  # one-token markers
@@ -262,6 +273,70 @@ def _isolating_budget_vectors() -> list[dict]:
         ),
     ]
     return s
+
+
+PHRASE_END = [40, 41, 101]  # a transition phrase [40, 41] then E1 (profile ``forced_end: phrase``)
+
+
+def _forced_phrase_vectors() -> list[dict]:
+    """Forced versus natural end (TB-END-1, TB-END-2): engines declaring ``forced_end: phrase``."""
+    return [
+        _sequential(
+            [1],
+            2,
+            [100, 5, 6, 7, 8, 9, 10, 11],
+            S1,
+            E1,
+            name="forced-phrase-after-budget",
+            reqs=["TB-END-1", "TB-END-2"],
+            desc="F = [40, 41] + E: two thinking tokens, then 40, 41 and E are forced; the positions after are free.",
+            forced=PHRASE_END,
+        ),
+        _sequential(
+            [1],
+            2,
+            [100, 5, 40, 7, 8, 9],
+            S1,
+            E1,
+            name="forced-phrase-continued",
+            reqs=["TB-END-1"],
+            desc="The model emits the phrase's first token itself as the budget runs out: forcing continues with 41.",
+            forced=PHRASE_END,
+        ),
+        _sequential(
+            [1],
+            3,
+            [100, 5, 101, 6, 7, 8, 9, 10],
+            S1,
+            E1,
+            name="natural-end-closes-without-phrase",
+            reqs=["TB-END-2", "TB-NATURAL-1"],
+            desc="E emitted by the model without the phrase closes the section: nothing after it is forced.",
+            forced=PHRASE_END,
+        ),
+        _sequential(
+            [1],
+            3,
+            [100, 5, 102, 6, 7, 8, 9, 10],
+            S1,
+            E1,
+            name="other-end-marker-closes",
+            reqs=["TB-END-3", "TB-NATURAL-1"],
+            desc="[102] is an end marker accepted beside E: it closes the section, and nothing after it is forced.",
+            others=[[102]],
+        ),
+        _sequential(
+            [1],
+            2,
+            [100, 5, 6, 7, 8, 9],
+            S1,
+            E1,
+            name="other-end-marker-not-forced",
+            reqs=["TB-END-3", "TB-FORCE-1"],
+            desc="With [102] accepted beside E, the budget still forces E.",
+            others=[[102]],
+        ),
+    ]
 
 
 def budget_vectors() -> dict:
@@ -520,6 +595,7 @@ def budget_vectors() -> dict:
         )
     )
     s += _isolating_budget_vectors()
+    s += _forced_phrase_vectors()
     errors = []
     for value in (-2, True, 1.5, "1"):
         errors.append(

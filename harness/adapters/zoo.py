@@ -131,8 +131,8 @@ class _RestartsEnd(tb.RequestBudget):
 
 class _ShortPromptStart(tb.RequestBudget):
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request"):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         if state.in_section:  # counts the open section from S's first token, as one engine did
             state.count -= len(start) - 1
         return state
@@ -192,8 +192,8 @@ class _CompletesStartedEnd(tb.RequestBudget):
 
 class _PromptThinkingUncounted(tb.RequestBudget):
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request"):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         state.count = state.end_matched  # the prompt's thinking tokens are not counted
         return state
 
@@ -209,8 +209,8 @@ class _FirstTokenNeverForced(tb.RequestBudget):
         self.fresh = False
 
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request"):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         state.fresh = True
         return state
 
@@ -225,6 +225,31 @@ class _SpentAlwaysKept(tb.RequestBudget):
     @property
     def budget_left(self):
         return None if self.budget is None else self.budget - self.spent
+
+
+class _PhraseNotForced(tb.RequestBudget):
+    """Forces E (continuing a partial E) and never the declared transition phrase."""
+
+    def forced_token(self):
+        forced = super().forced_token()
+        return -1 if forced == -1 else self.end.marker[self.end_matched]
+
+
+class _ClosedOnlyByForcedSequence(tb.BudgetBatch):
+    """Detects the end of a section by the whole forced sequence F, not by E: a natural E leaves it open."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.forced is not None:
+            self.end, self.forced = self.forced, None
+
+
+class _OtherEndMarkersIgnored(tb.BudgetBatch):
+    """Closes sections on the first end marker only: the others the parser accepts leave them open."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.others = ()
 
 
 class _SwapKeepsVacated(tb.BudgetBatch):
@@ -273,6 +298,8 @@ _BATCH_TYPES = {
     "swap-leaves-vacated-tracked": _SwapKeepsVacated,
     "moves-before-additions": _MovesBeforeAdditions,
     "move-keeps-occupied-destination": _MoveKeepsOccupiedDestination,
+    "closed-only-by-forced-sequence": _ClosedOnlyByForcedSequence,
+    "other-end-markers-ignored": _OtherEndMarkersIgnored,
 }
 
 
@@ -501,6 +528,8 @@ class Mutant:
     description: str
     scope: str = "request"  # the profile's declared variants
     forced_logit: str = "one-hot"
+    forced_end: str = "marker"
+    end_markers: str = "one"
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -637,6 +666,24 @@ MUTANTS = (
         "AC-METRIC-4",
         "mean acceptance length counts tokens after an EOS inside the accepted run",
     ),
+    Mutant(
+        "phrase-not-forced",
+        "TB-END-1",
+        "a declared transition phrase is never forced: the budget forces E, continuing a partial E",
+        forced_end="phrase",
+    ),
+    Mutant(
+        "closed-only-by-forced-sequence",
+        "TB-END-2",
+        "sections are detected by the whole forced sequence F, so an E the model emits alone does not close one",
+        forced_end="phrase",
+    ),
+    Mutant(
+        "other-end-markers-ignored",
+        "TB-END-3",
+        "only the first accepted end marker closes a section: another one the parser accepts leaves it open",
+        end_markers="several",
+    ),
 )
 _SAMPLER_MUTATIONS = {
     "draft-probs-ignored": "ignore-draft-probs",
@@ -660,6 +707,7 @@ _REQUEST_TYPES = {
     "first-token-never-forced": _FirstTokenNeverForced,
     "spent-forgotten": _SpentForgotten,
     "section-scope-spends": _SpentAlwaysKept,
+    "phrase-not-forced": _PhraseNotForced,
 }
 # Rejection mutants built on the oracle's verification (``_mutant_sample_case``); the others use
 # the reference draws unchanged.
@@ -694,7 +742,9 @@ class MutantEngine(OracleEngine):
         super().__init__()
         self.mutant = mutant
         self.name = f"zoo:{mutant.name}"
-        self.profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
+        profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
+        profile = profiles.with_variant(profile, "forced_end", mutant.forced_end)
+        self.profile = profiles.with_variant(profile, "end_markers", mutant.end_markers)
         hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
@@ -706,10 +756,14 @@ class MutantEngine(OracleEngine):
             "draws-not-the-reference": _shifted_draws,
         }.get(mutant.name, rs.counter_draws)
 
-    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
+    def budget_state(
+        self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None, other_end_token_ids=()
+    ):
         if self.mutant.name == "empty-marker-accepted":
             start, end = list(start) or [2**31 - 1], list(end) or [2**31 - 1]
-        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(start, end, max_num_reqs, scope)
+        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(
+            start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids
+        )
         batch.request_type = _REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
         return _MutantBudget(batch, self.mutant.name)
 

@@ -405,29 +405,42 @@ def _greedy_row(case: rs.RejectionCase, i: int) -> list[int]:
     return (emitted + [-1, -1])[:2]
 
 
+def _rule_trials(accept: float, residual: np.ndarray, target: stats.Power, alpha_test: float) -> int:
+    """Trials of one fixed-draft case after which its acceptance-rate test and, on the rejected trials, its
+    rejection-token test reach the trials ``target`` needs (STAT-POWER-1)."""
+    needed = stats.trials_needed(np.array([accept, 1 - accept]), target, alpha_test)
+    if accept < 1:
+        needed = max(needed, stats.trials_to_reach(stats.trials_needed(residual, target, alpha_test), 1 - accept))
+    return needed
+
+
 def acceptance_rule(engine, ctx: Context) -> Outcome:
     """RS-PROB-1..4, RS-ONEHOT-1, RS-MIXED-1 and RS-LAYOUT-1 under the engine's own draws.
 
-    For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))``
-    and the token emitted on rejection against the residual (``p`` where the residual is empty). Each
-    case runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests,
-    which must emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is
-    blamed on RS-LAYOUT-1 or RS-MIXED-1. A test counts as a case only when its trials detect a
-    total-variation deviation of ``ctx.deviation`` with power ``ctx.power`` (STAT-POWER-1)."""
+    For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))`` and
+    the token emitted on rejection against the residual (``p`` where the residual is empty). Each case
+    runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests, which must
+    emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is blamed on
+    RS-LAYOUT-1 or RS-MIXED-1. Trials are sized from the declared ``Power(ctx.deviation, ctx.power)``
+    (at most ``ctx.trials`` per case and layout); a test counts as a case only when it detects and
+    certifies that deviation (STAT-POWER-1, STAT-CERT-1)."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
     layouts = ("homogeneous", "ragged", "mixed")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
-    worst_p, underpowered = 1.0, 0
+    target = stats.Power(ctx.deviation, ctx.power)
+    worst_p, total, uncounted = 1.0, 0, []
     for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
         accept, residual = _rule_expectation(logits[0], q_row, draft)
+        trials = min(_rule_trials(accept, residual, target, alpha_test), ctx.trials)
         failed_alone = False
         for layout in layouts if number == 0 else layouts[:1]:  # the first case also in ragged and mixed batches
-            case, trial_index, greedy_index = _rule_batch(rng, logits, q_row, draft, ctx.trials, layout)
+            case, trial_index, greedy_index = _rule_batch(rng, logits, q_row, draft, trials, layout)
             tokens, _ = sample_output(engine, ctx.profile, case)
             tokens = np.asarray(tokens)
-            label = f"{name} ({layout}, {ctx.trials} trials)"
+            total += trials
+            label = f"{name} ({layout}, {trials} trials)"
             blame = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}[layout]
             if greedy_index:
                 expected = {i: _greedy_row(case, i) for i in greedy_index}
@@ -445,13 +458,7 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
             accepted = trial_tokens[:, 1] != -1
             rejected_tokens = trial_tokens[~accepted, 0]
             tests = (
-                (
-                    accept_rid,
-                    "acceptance-rate",
-                    np.array([accepted.sum(), (~accepted).sum()]),
-                    np.array([accept, 1 - accept]),
-                    2,
-                ),
+                (accept_rid, "acceptance-rate", np.array([accepted.sum(), (~accepted).sum()]), [accept, 1 - accept], 1),
                 (
                     residual_rid,
                     "rejection-token",
@@ -460,35 +467,38 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
                         minlength=len(residual),
                     ),
                     residual,
-                    len(residual),
+                    1 - accept,
                 ),
             )
-            for rid, what, counts, probs, cells in tests:
-                result = stats.g_test(counts, probs, alpha_test)
+            for rid, what, counts, probs, reach in tests:
+                judgement = stats.judge(stats.g_test(counts, probs, alpha_test), np.asarray(probs), target, reach)
+                result = judgement.result
                 worst_p = min(worst_p, result.p_value)
-                if not result.passed:
+                if judgement.failed:
                     failed_alone |= blame is None
-                    target = rid if blame is None or failed_alone else blame
+                    culprit = rid if blame is None or failed_alone else blame
                     tally.violated(
-                        target,
+                        culprit,
                         what,
                         f"{label}: {what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: "
                         f"p = {result.p_value:.3g} < α_test {alpha_test:.2g}, {result.zero_hits} on p = 0",
                     )
-                elif (
-                    result.trials
-                    and stats.detectable_deviation(result.trials, cells, alpha_test, ctx.power) <= ctx.deviation
-                ):
+                elif judgement.counted:
                     tally.exercised(rid if blame is None else blame)
-                else:
-                    underpowered += 1
+                elif reach > 0:
+                    uncounted.append(f"{label} {what}: not counted, {judgement.reason}")
     return tally.outcome(
-        f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in ragged and mixed batches, × {ctx.trials} "
-        f"trials; smallest p "
-        f"{worst_p:.3g} at α_test {alpha_test:.2g}; {underpowered} tests could not detect TV {ctx.deviation}",
+        "\n".join(
+            [
+                f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in ragged and mixed batches, {total} "
+                f"trials in all (sized for TV {target.deviation} at power {target.power}, at most {ctx.trials} "
+                f"per case); smallest p {worst_p:.3g} at α_test {alpha_test:.2g}; {len(uncounted)} tests not counted",
+                *uncounted,
+            ]
+        ),
         p_value=worst_p,
         alpha=alpha_test,
-        trials=ctx.trials,
+        trials=total,
     )
 
 
@@ -498,6 +508,31 @@ def _engine_sampler(engine, profile):
         return sample_output(engine, profile, case)[0]
 
     return sample
+
+
+def _device_sampler(engine, profile):
+    """The engine's ``rejection_sample_tensors`` as a ``stats.DeviceSampler``, read like ``sample_output``."""
+    import torch
+
+    def sample(logits, drafts, num, q, temperature, seeds, positions):
+        tokens, num_emitted = engine.rejection_sample_tensors(logits, drafts, num, q, temperature, seeds, positions)
+        if profile.layout == "padded":
+            columns = torch.arange(tokens.shape[1], device=tokens.device)
+            tokens = tokens.masked_fill(columns[None, :] >= num_emitted[:, None], -1)
+        return tokens
+
+    return sample
+
+
+def run_distribution(engine, ctx: Context, case: stats.DistributionCase, trials: int, alpha_test: float, seed: int):
+    """``case``'s trials on ``engine`` judged against the declared power: on the engine's device when it takes
+    tensors there (``tensor_device`` and ``rejection_sample_tensors``), else through ``rejection_sample``."""
+    target = stats.Power(ctx.deviation, ctx.power)
+    device = getattr(engine, "tensor_device", None)
+    if device is not None:
+        sampler = _device_sampler(engine, ctx.profile)
+        return stats.distribution_check_on_device(sampler, case, trials, alpha_test, seed, target, device)
+    return stats.distribution_check(_engine_sampler(engine, ctx.profile), case, trials, alpha_test, seed, target)
 
 
 def distribution_check(requirements: tuple[str, ...], one_hot: bool):
@@ -511,12 +546,9 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
     only for a case whose every reachable test was counted."""
 
     def run(engine, ctx: Context) -> Outcome:
-        cases = [c for c in stats.standard_cases(large_vocab=1000) if c.pass_q]
-        if one_hot:  # the same targets, drafts drawn from q but verified as one-hot
-            cases = [
-                stats.DistributionCase(c.name + "-one-hot", c.target_logits, c.q, c.temperature, pass_q=False)
-                for c in cases
-            ]
+        cases = stats.standard_cases(large_vocab=1000)
+        if one_hot:  # the same kinds, drafts drawn from a stated q and verified as one-hot
+            cases = stats.one_hot_cases(cases)
         target = stats.Power(ctx.deviation, ctx.power)
         alpha_test = stats.family_alpha_test(ctx.alpha, cases)
         tally = Tally(requirements)
@@ -524,9 +556,7 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
         for i, case in enumerate(cases):
             n = stats.planned_trials(case, target, alpha_test, ctx.trials)
             trials.append(n)
-            report = stats.distribution_check(
-                _engine_sampler(engine, ctx.profile), case, n, alpha_test, ctx.seed + i, target
-            )
+            report = run_distribution(engine, ctx, case, n, alpha_test, ctx.seed + i)
             judge_report(report, requirements, tally)
             lines += report.position_lines()
             reachable = [j for j, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE]
