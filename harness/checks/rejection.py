@@ -483,9 +483,10 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     certifies that deviation (STAT-POWER-1, STAT-CERT-1). An engine that does not claim greedy
     verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
-    tally = Tally(requirements)
+    greedy = "rs.greedy" in ctx.profile.classes
+    tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))  # no mixed batch without greedy
     rng = np.random.default_rng(ctx.seed)
-    layouts = ("homogeneous", "ragged", "mixed") if "rs.greedy" in ctx.profile.classes else ("homogeneous", "ragged")
+    layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
     target = stats.Power(ctx.deviation, ctx.power)
     worst_p, total, uncounted = 1.0, 0, []
