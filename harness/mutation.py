@@ -794,10 +794,12 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
         "",
         *[f"- {part}" for part in meta["parts"]],
         "",
-        f"Checks: every kernel-level check except {', '.join(FAST_EXCLUDE)} that needs an engine capability "
-        "through which the mutated code is reached (every check for shared code), the mutated area's first; "
-        "a mutant is judged until the first check that is not passed. A baseline (the unmutated code, the same "
-        "checks) runs alongside each run.",
+        "Checks: every kernel-level check except "
+        + ", ".join(f"`{pattern}`" for pattern in meta.get("exclude", FAST_EXCLUDE))
+        + ", each with few trials per statistical case; of them, only those that executed one of the mutant's "
+        "lines when the unmutated code was judged (coverage per check; all of them when the import or the "
+        "engine's factory executed it), the mutated code's area first, each group cheapest first, until the "
+        "first check that is not passed. A mutant that no check executes survives unjudged.",
         "",
         f"**Score: {len(killed)} killed of {non_equivalent} non-equivalent mutants = "
         f"{100 * len(killed) / max(non_equivalent, 1):.1f} %**; of the {reachable} that a canonical case can reach: "
@@ -856,11 +858,14 @@ def _describe_run(run_dir: Path) -> str:
     if not meta_path.exists():
         return f"`{run_dir.name}`: {judged} mutants judged, then stopped (no run.json; its log is log.txt)"
     meta = json.loads(meta_path.read_text())
-    baselines = ", ".join(f"{engine} {status}" for engine, status in meta["baselines"].items())
+    baselines = ", ".join(
+        f"{engine} {b['status']} in {b['seconds']:.0f} s ({len(b['checks'])} checks)"
+        for engine, b in meta["baselines"].items()
+    )
     return (
         f"`{run_dir.name}`: {judged} of {meta['generated']} generated mutants ({meta['sampling']}), "
-        f"{meta['seconds']:.0f} s on {meta['machine']}, {meta['workers']} worker(s), {meta['check_timeout_s']:g} s "
-        f"per check; baselines {baselines}" + (f"; checks {', '.join(meta['checks'])}" if meta.get("checks") else "")
+        f"{meta['seconds']:.0f} s on {meta['machine']}, {meta['workers']} worker(s); limits: {meta['limits']}; "
+        f"{meta['trials']} trials per statistical case; baselines (unmutated, every check, traced): {baselines}"
     )
 
 
@@ -877,7 +882,12 @@ def report(
             judged.setdefault(entry["key"], entry)
     newer = {entry["key"]: {**entry, "rerun": rerun.name} for rerun in reruns for entry in _read(rerun)}
     results = [newer.get(key, entry) for key, entry in judged.items()]
-    text = summary(results, classified, {"parts": [_describe_run(run_dir) for run_dir in run_dirs]})
+    metas = [json.loads((d / "run.json").read_text()) for d in run_dirs if (d / "run.json").exists()]
+    meta = {
+        "parts": [_describe_run(run_dir) for run_dir in run_dirs],
+        **({"exclude": metas[0]["exclude"]} if metas else {}),
+    }
+    text = summary(results, classified, meta)
     (out or run_dirs[0] / "summary.md").write_text(text)
     return text
 
@@ -957,10 +967,13 @@ def run(args) -> int:
     target_of = {id(job): target for job, (target, _) in zip(jobs, planned)}
     say(f"{len(planned)} of {generated} mutants to judge; results in {out}")
     done = 0
+    sink = (out / "mutants.jsonl").open("w")  # as they are judged; written again after the re-judging
 
     def report_one(job: Job) -> None:
         nonlocal done
         done += 1
+        sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.mutant.path])) + "\n")
+        sink.flush()
         v = job.verdict
         killer = f"  <- {v.check} {v.check_status} {','.join(v.requirements)}" if v.check else ""
         ran = f"{v.checks_run}/{v.checks_planned}"
@@ -985,6 +998,7 @@ def run(args) -> int:
             job.verdict.message = (
                 f"(re-judged after a TIMEOUT at {first.check}: {first.message}) " + job.verdict.message
             )
+    sink.close()
     with (out / "mutants.jsonl").open("w") as sink:
         for job in jobs:
             sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.mutant.path])) + "\n")
