@@ -420,7 +420,7 @@ class Job:
     limits: dict[str, float] = field(default_factory=dict)
     trace: tuple[str, ...] = ()
     verdict: Verdict | None = None
-    plan: dict[str, list[str]] = field(default_factory=dict)  # check -> its requirements, in run order
+    plan: dict[str, list[str]] = field(default_factory=dict)  # check -> its requirements (the child's own plan)
     seconds: dict[str, float] = field(default_factory=dict)  # check -> seconds it ran
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # file -> context -> lines
 
@@ -435,6 +435,7 @@ class Setup:
     exclude: tuple[str, ...] = FAST_EXCLUDE
     seed: int = 20261121
     trials: int = 2_000
+    max_cases: int = 0  # each check draws at most this many of its generated cases (0: all of them)
     start_limit_s: float = 120  # importing the project and building the engine
     check_limit_s: float = 1_200  # a check that a job gives no limit of its own
 
@@ -569,6 +570,10 @@ def _child(job: Job, setup: Setup, send) -> None:
     reimported = job.mutant is None or not _patch(job.mutant, setup.source_root)
     if reimported:
         _reimport(job.mutant, setup.source_root)
+    if setup.max_cases:  # the first cases of each check's seeded sequence, the simplest first
+        cases = importlib.import_module("harness.cases")
+        every = cases.draw
+        cases.draw = lambda strategy, case_seed, count: every(strategy, case_seed, min(count, setup.max_cases))
     first = job.checks[0] if job.checks else None
     try:
         catalogue = _catalogue(setup.catalogue, fresh=reimported)
@@ -681,7 +686,7 @@ def _finish(child: _Running, timed_out: bool, setup: Setup) -> None:
     killed at its deadline is a TIMEOUT of the check it was running, one that died without a result an
     ERROR of it (before any check: of the first)."""
     job, events = child.job, child.events
-    job.plan = next((e["checks"] for e in events if e["event"] == "plan"), {})
+    job.plan = next((e["checks"] for e in events if e["event"] == "plan"), job.plan)
     results = [e for e in events if e["event"] == "result"]
     job.seconds = {e["check"]: e["seconds"] for e in results if "seconds" in e}
     job.lines = next((e["lines"] for e in events if e["event"] == "lines"), {})
@@ -918,7 +923,7 @@ def plan_mutant(target: Target, mutant: Mutant, baseline: Job, source: str, args
     area = target.area(mutant.function)
     checks.sort(key=lambda c: (not any(r.startswith(area) for r in baseline.plan[c]), baseline.seconds[c]))
     limits = {c: args.timeout + args.timeout_factor * baseline.seconds[c] for c in checks}
-    return Job(target.engine, mutant, checks, limits)
+    return Job(target.engine, mutant, checks, limits, plan={c: baseline.plan[c] for c in checks})
 
 
 def _entry(target: Target, job: Job, source: str) -> dict:
@@ -931,7 +936,9 @@ def _entry(target: Target, job: Job, source: str) -> dict:
 def run(args) -> int:
     classified = load_classified(Path(args.equivalent))
     targets = [t for t in TARGETS if not args.target or t.path in args.target]
-    setup = Setup(REPO, exclude=FAST_EXCLUDE + tuple(args.exclude or ()), seed=args.seed, trials=args.trials)
+    setup = Setup(
+        REPO, exclude=FAST_EXCLUDE + tuple(args.exclude or ()), seed=args.seed, trials=args.trials, max_cases=args.cases
+    )
     sources = {t.path: (REPO / t.path).read_text() for t in targets}
     planned: list[tuple[Target, Mutant]] = []
     generated = 0
@@ -942,6 +949,14 @@ def run(args) -> int:
         generated += len(mutants)
         chosen = [m for m in mutants if m.key in args.key] if args.key else sample(mutants, args.fraction, args.seed)
         planned += [(target, m) for m in chosen if m.key not in judged]
+    # the files interleaved, so that a run stopped early has judged mutants of each
+    per_file = Counter(target.path for target, _ in planned)
+    seen: Counter = Counter()
+    position = []
+    for target, _ in planned:
+        seen[target.path] += 1
+        position.append(seen[target.path] / per_file[target.path])
+    planned = [pair for _, pair in sorted(zip(position, planned), key=lambda item: item[0])]
     out = Path(args.report_dir) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True)
     started = time.monotonic()
@@ -1015,6 +1030,7 @@ def run(args) -> int:
         else "all of them",
         "exclude": list(setup.exclude),
         "trials": setup.trials,
+        "max_cases": setup.max_cases,
         "limits": f"{args.timeout:g} s + {args.timeout_factor:g} × the baseline's seconds per check; "
         f"TIMEOUTs re-judged at {args.rejudge:g} times that",
         "baselines": {
@@ -1042,6 +1058,7 @@ def main(argv=None) -> int:
     go.add_argument("--timeout-factor", type=float, default=10, help="times the check's seconds on the unmutated code")
     go.add_argument("--rejudge", type=float, default=5, help="a TIMEOUT is re-judged with this many times the limit")
     go.add_argument("--trials", type=int, default=2_000, help="trials per case of a statistical check")
+    go.add_argument("--cases", type=int, default=30, help="generated cases per check, at most (0: all)")
     go.add_argument("--seed", type=int, default=20261121)
     go.add_argument("--report-dir", default="reports/mutation")
     go.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
