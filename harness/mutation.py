@@ -4,9 +4,21 @@ Each mutant is one small change to one source file: an operator (``+`` for ``-``
 dropped ``not``), a comparison (a boundary ``<`` for ``<=``, or its negation), a constant (``n`` for
 ``n + 1`` and ``n - 1``, ``True`` for ``False``) or a dropped statement (a call, a ``raise``, an
 augmented assignment, a write into a tensor or attribute, a re-assignment of a bound name). The mutant is
-judged by the conformance checks, not by the project's unit tests: its file is written into a private copy
-of its top-level package, and ``python -m harness.mutation judge`` runs the checks against the engine in
-its own process (``harness.isolation``: a hang is a TIMEOUT) until the first check that is not passed.
+judged by the conformance checks, not by the project's unit tests. What makes judging ~1,000 mutants cheap:
+
+- The unmutated code is judged first by every check with its lines traced (``coverage``, one context per
+  check): a check that never executes a mutant's lines runs exactly as on the original, so only the checks
+  that do are run (all of them when the import or the engine's factory executes the line).
+- The parent imports the project and its libraries once and forks a child per mutant; the child gives the
+  enclosing function the mutated code in place (``__code__``), or, for module-level code and default
+  arguments, imports the project again with the mutated file served by an import hook.
+- The checks run in the child in one process, the mutated code's own requirement area first, each group
+  cheapest first, until the first that is not passed; each draws at most ``--cases`` of its generated
+  cases (a prefix of its seeded sequence, the simplest first) and runs ``--trials`` per statistical case.
+- The parent kills a child whose check runs past ``--timeout + --timeout-factor ×`` its baseline seconds
+  (TIMEOUT) and re-judges every TIMEOUT with ``--rejudge`` times the limits, so that a loaded machine does
+  not turn a survivor into a kill; a child that dies is an ERROR of the check it was running.
+
 A mutant that some check fails (FAIL, ERROR or TIMEOUT) is KILLED; one that every check passes SURVIVED.
 
 Why an AST mutator of our own: mutmut 3 instruments functions with trampolines and decides through its
@@ -949,7 +961,9 @@ def run(args) -> int:
         generated += len(mutants)
         chosen = [m for m in mutants if m.key in args.key] if args.key else sample(mutants, args.fraction, args.seed)
         planned += [(target, m) for m in chosen if m.key not in judged]
-    # the files interleaved, so that a run stopped early has judged mutants of each
+    # each file's mutants in a seeded random order, the files interleaved: a run stopped early has judged a
+    # random sample of each file's mutants
+    random.Random(f"{args.seed}:order").shuffle(planned)
     per_file = Counter(target.path for target, _ in planned)
     seen: Counter = Counter()
     position = []
