@@ -861,6 +861,20 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
             f"- `{r['path']}:{r['line']}` {r['operator']} `{_short(r['original'])}` → `{r['replacement']}` "
             f"({r['function']}): " + (f"{entry['class']}: {entry['why']}" if entry else "**not killed: a gap**")
         )
+    lines += [
+        "",
+        "## Every mutant",
+        "",
+        "| file:line | function | operator | change | verdict | check (status) | requirements | checks run | s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in sorted(results, key=lambda r: (r["path"], r["line"], r["key"])):
+        change = f"`{_short(r['original'], 40)}` → `{r['replacement']}`".replace("|", "\\|")
+        lines.append(
+            f"| {r['path']}:{r['line']} | {r['function']} | {r['operator']} | {change} | {kind(r)} "
+            f"| {r['check']} ({r['check_status']}) | {', '.join(r['requirements'])} "
+            f"| {r['checks_run']}/{r.get('checks_planned', '')} | {r['seconds']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
