@@ -811,6 +811,7 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
     lines = [
         "# Mutation score",
         "",
+        *([meta["note"], ""] if meta.get("note") else []),
         f"Judged {len(results)} mutants in {len(meta['parts'])} run(s):",
         "",
         *[f"- {part}" for part in meta["parts"]],
@@ -905,7 +906,11 @@ def _describe_run(run_dir: Path) -> str:
 
 
 def report(
-    run_dirs: list[Path], classified: dict[str, dict], reruns: tuple[Path, ...] = (), out: Path | None = None
+    run_dirs: list[Path],
+    classified: dict[str, dict],
+    reruns: tuple[Path, ...] = (),
+    out: Path | None = None,
+    note: str = "",
 ) -> str:
     """(Re-)render the summary of one run, or of several runs over disjoint targets, from their
     ``mutants.jsonl`` and ``run.json``; the verdicts of ``reruns`` (runs of some of their mutants with
@@ -920,6 +925,7 @@ def report(
     metas = [json.loads((d / "run.json").read_text()) for d in run_dirs if (d / "run.json").exists()]
     meta = {
         "parts": [_describe_run(run_dir) for run_dir in run_dirs],
+        "note": note,
         **({"exclude": metas[0]["exclude"]} if metas else {}),
     }
     text = summary(results, classified, meta)
@@ -1098,12 +1104,14 @@ def main(argv=None) -> int:
     again.add_argument("run_dirs", nargs="+", help="one run, or several over disjoint targets")
     again.add_argument("--out", help="the summary file (default: the first run's summary.md)")
     again.add_argument("--rerun", action="append", default=[], help="a run of some of its mutants (--key)")
+    again.add_argument("--note", default="", help="a paragraph on the runs, under the title (e.g. why one stopped)")
     again.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
     args = parser.parse_args(argv)
     if args.command == "report":
         reruns = tuple(Path(d) for d in args.rerun)
         out = Path(args.out) if args.out else None
-        print(report([Path(d) for d in args.run_dirs], load_classified(Path(args.equivalent)), reruns, out))
+        classified = load_classified(Path(args.equivalent))
+        print(report([Path(d) for d in args.run_dirs], classified, reruns, out, args.note))
         return 0
     return run(args)
 
