@@ -215,6 +215,19 @@ def _prompt_ids(body, model: ServedModel, chat: bool) -> list[int]:
     )
 
 
+# Sampling parameters this engine does not apply, with the values that leave sampling unchanged: any other
+# value is refused naming the field, never dropped silently (specs/openai-api.md, API-SPEC-4).
+_UNSUPPORTED_SAMPLING = {
+    "top_k": (-1, 0),
+    "top_p": (1,),
+    "min_p": (0,),
+    "logit_bias": ({},),
+    "presence_penalty": (0,),
+    "frequency_penalty": (0,),
+    "repetition_penalty": (1,),
+}
+
+
 def _parse(body, served: dict[str, ServedModel], chat: bool):
     """Validate every field of a request body; returns ``(model, engine request, top_logprobs)``."""
     if not isinstance(body, dict):
@@ -262,6 +275,11 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 10:
         raise BadRequest("temperature", f"temperature must be a number in [0, 10]; got {temperature!r:.80}")
     seed = _int(body, "seed", None, 0, 2**62)
+    for name, neutral in _UNSUPPORTED_SAMPLING.items():
+        if body.get(name) is not None and body[name] not in neutral:
+            raise BadRequest(
+                name, f"{name} is not supported (this engine samples softmax(logits / T)); got {body[name]!r:.80}"
+            )
     try:
         budget = impl.validate_budget(body.get("thinking_token_budget"), "thinking_token_budget")
     except ValueError as exc:

@@ -10,6 +10,8 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     scope: section             # variant: request (canonical) | section
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
+    verification: synthetic    # RUN-PROFILE-3: exact (canonical) or the name of a non-exact mode, which
+                               # claims none of EXACT_RULE_CLASSES
     forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
     end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
@@ -32,7 +34,7 @@ CAPABILITIES = (
     "seeded",  # seeded requests are deterministic
     "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
     "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)
-    "metrics",  # acceptance_metrics(steps, eos_token_ids) -> dict of AC-METRIC values
+    "metrics",  # acceptance_metrics(steps (K, row, commit_limit), eos_token_ids) -> dict of AC-METRIC values
     # API level (harness.adapters.http), probed from the running server:
     "http",  # an OpenAI-compatible endpoint
     "token-ids",  # responses carry token ids (return_token_ids)
@@ -46,6 +48,9 @@ FORCED_LOGITS = ("one-hot", "large-constant")
 # RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail
 # after num_emitted is unspecified and read through num_emitted)
 LAYOUTS = ("ragged", "padded")
+# RUN-PROFILE-3: the classes of the exact verification rules, which a profile in another verification mode
+# (vLLM's synthetic, fly or block; SGLang's relaxed thresholds) does not claim
+EXACT_RULE_CLASSES = ("rs.greedy", "rs.probabilistic", "rs.one-hot", "rs.mixed", "rs.seeded", "api.spec-decode")
 # TB-END-1: the budget forces the end marker itself (canonical) or a transition phrase then the end marker; an
 # engine that forces a phrase claims the class of TB-END-1/2 and is given F through budget_state(forced_token_ids=)
 FORCED_END_CLASSES = {"marker": None, "phrase": "tb.forced-phrase"}
@@ -63,6 +68,7 @@ class Profile:
     tie_break: str = "lowest"
     forced_logit: str = "one-hot"
     layout: str = "ragged"
+    verification: str = "exact"
     forced_end: str = "marker"
     end_markers: str = "one"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
@@ -77,6 +83,16 @@ class Profile:
             )
         if self.layout not in LAYOUTS:
             raise ValueError(f"profile {self.name}: layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
+        if not isinstance(self.verification, str) or not self.verification:
+            raise ValueError(
+                f"profile {self.name}: verification must be exact or a mode's name; got {self.verification!r}"
+            )
+        exact_claims = sorted(set(self.classes) & set(EXACT_RULE_CLASSES))
+        if self.verification != "exact" and exact_claims:
+            raise ValueError(
+                f"profile {self.name}: verification {self.verification!r} is not exact, so the profile cannot claim "
+                f"{', '.join(exact_claims)} (drop_classes them)"
+            )
         for variant, values in VARIANT_CLASSES.items():
             if getattr(self, variant) not in values:
                 raise ValueError(
@@ -94,6 +110,11 @@ class Profile:
     def claims(self, cls: str) -> bool:
         return cls in self.classes
 
+    @property
+    def label(self) -> str:
+        """The name records and reports carry: a non-exact verification mode is stated beside it."""
+        return self.name if self.verification == "exact" else f"{self.name} (verification: {self.verification})"
+
     def to_json(self) -> dict:
         return {
             "name": self.name,
@@ -102,6 +123,7 @@ class Profile:
             "tie_break": self.tie_break,
             "forced_logit": self.forced_logit,
             "layout": self.layout,
+            "verification": self.verification,
             "forced_end": self.forced_end,
             "end_markers": self.end_markers,
             "capabilities": sorted(self.capabilities),
@@ -164,5 +186,6 @@ def load_profile(name_or_path: str) -> Profile:
         tie_break=data.get("tie_break", base.tie_break),
         forced_logit=data.get("forced_logit", base.forced_logit),
         layout=data.get("layout", base.layout),
+        verification=data.get("verification", base.verification),
         capabilities=frozenset(data.get("capabilities", base.capabilities)),
     )

@@ -926,7 +926,7 @@ def rejection_vectors() -> dict:
             "reverse-ranked",
             np.array([[0.5, 0.25, 0.15, 0.1]] * 3),
             np.array([[0.1, 0.15, 0.25, 0.5]] * 2),
-            ["RS-PROB-5", "RS-PROB-6", "RS-ONEHOT-2"],
+            ["RS-PROB-5", "RS-PROB-6"],  # q is what the drafts are drawn from: RS-ONEHOT-2's premise, not judged
         ),
         (
             "disjoint",
@@ -1043,29 +1043,48 @@ def counting_vectors() -> dict:
                 "expected_problems": sorted({p.kind for p in problems}),
             }
         )
-    steps = [
-        (3, [5, 6, 9, -1]),
-        (3, [9, -1, -1, -1]),
-        (0, [4]),
-        (2, [5, 2, 8]),
-        (3, [5, 2, 7, 8]),
-        (1, [-1, -1]),
-        (4, [1, 2, 3, 4, 5]),
+    with_eos = [
+        (3, [5, 6, 9, -1], None),
+        (3, [9, -1, -1, -1], None),
+        (0, [4], None),
+        (2, [5, 2, 8], None),
+        (3, [5, 2, 7, 8], None),
+        (1, [-1, -1], None),
+        (4, [1, 2, 3, 4, 5], None),
     ]
+    # max_tokens or a stop string trims an accepted run (commit limits), beside an end token among the
+    # request's stop_token_ids (7) that a limit cuts off before it is reached
+    with_stops = [
+        (3, [5, 6, 9, 4], 2),
+        (3, [5, 6, 9, -1], 3),
+        (2, [5, 6, 8], 1),
+        (4, [1, 7, 3, 4, 5], 4),
+        (4, [1, 3, 4, 7, 5], 3),
+        (2, [9, -1, -1], 1),
+        (0, [4], 1),
+    ]
+    metric_vectors = [
+        _metrics_vector(
+            "metrics-with-eos",
+            ["AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-COUNT-4"],
+            [2],
+            with_eos,
+        ),
+        _metrics_vector("metrics-with-stops", ["AC-STOP-1", "AC-METRIC-4", "AC-METRIC-5"], [7], with_stops),
+    ]
+    return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": metric_vectors}
+
+
+def _metrics_vector(name: str, requirements: list[str], eos_token_ids: list[int], steps) -> dict:
+    """A metrics vector over ``(K, row, commit_limit)`` steps: per-step accepted drafts and the aggregate
+    metrics over committed tokens (AC-METRIC-4, AC-STOP-1)."""
     metrics = ac.AcceptanceMetrics(max_positions=4)
-    per_step = [metrics.observe(k, row, eos_token_ids=[2]) for k, row in steps]
-    metric_vector = {
-        "name": "metrics-with-eos",
-        "requirements": [
-            "AC-METRIC-1",
-            "AC-METRIC-2",
-            "AC-METRIC-3",
-            "AC-METRIC-4",
-            "AC-METRIC-5",
-            "AC-COUNT-4",
-        ],
-        "eos_token_ids": [2],
-        "steps": [{"num_draft_tokens": k, "row": row} for k, row in steps],
+    per_step = [metrics.observe(k, row, eos_token_ids, limit) for k, row, limit in steps]
+    return {
+        "name": name,
+        "requirements": requirements,
+        "eos_token_ids": eos_token_ids,
+        "steps": [{"num_draft_tokens": k, "row": row, "commit_limit": limit} for k, row, limit in steps],
         "expected_accepted_per_step": per_step,
         "expected": {
             "num_drafts": metrics.num_drafts,
@@ -1078,7 +1097,6 @@ def counting_vectors() -> dict:
             "per_position_rates": [encode_float(x) for x in metrics.per_position_rates()],
         },
     }
-    return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": [metric_vector]}
 
 
 GENERATORS = {

@@ -1,8 +1,9 @@
 """The thinking-token budget state, resident on the device (specs/thinking-budget.md).
 
 Per-request state lives in one ``int32`` tensor ``[NUM_FIELDS, max_num_reqs]`` on the state's
-device. The per-step path (``forced_tokens`` / ``apply_to_logits`` / ``update_state``) launches a
-fixed number of kernels, never reads back to the host, and can be captured in a CUDA graph.
+device. The per-step path (``forced_tokens`` / ``apply_to_logits`` / ``update_state``) is one kernel
+launch per call (a step's committed tokens can ride along with ``forced_tokens`` or ``apply_to_logits``),
+never reads back to the host, and can be captured in a CUDA graph.
 ``sync_batch`` costs O(changes) plus a host-side scan of each added request's prompt.
 
 Budgets: every integer ``B >= 0`` is accepted (TB-API-1). The state holds ``min(B, 2**31 - 1)``: no

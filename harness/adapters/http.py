@@ -36,6 +36,7 @@ _CLIENT_PARAMETERS = (
     "seed",
     "stream",
     "stream_options",
+    "logit_bias",
     "n",
     "logprobs",
 )
@@ -65,6 +66,9 @@ class ApiProfile:
     start_text: str = "<think>"
     end_text: str = "</think>"
     spec_tolerance: float = 0.15  # API-SPEC-2: largest first-token TV accepted as equivalent
+    # API-SPEC-4: sampling parameters the engine declares it does not apply with speculative decoding;
+    # they are not sent, and reports list them
+    unsupported_with_speculation: tuple[str, ...] = ()
     # API-LOGPROB-1: a forced token's logprob is the model's before the budget ("raw", vLLM's default
     # logprobs_mode raw_logprobs) or the processed distribution's, where it is certain ("processed": 0)
     forced_logprobs: str = "raw"

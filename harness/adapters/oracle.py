@@ -51,9 +51,9 @@ class OracleEngine:
         )
 
     def acceptance_metrics(self, steps, eos_token_ids):
-        metrics = ac.AcceptanceMetrics(max_positions=max((k for k, _ in steps), default=1))
-        for k, row in steps:
-            metrics.observe(k, row, eos_token_ids)
+        metrics = ac.AcceptanceMetrics(max_positions=max((k for k, _, _ in steps), default=1))
+        for k, row, commit_limit in steps:
+            metrics.observe(k, row, eos_token_ids, commit_limit)
         return {
             "acceptance_rate": metrics.acceptance_rate,
             "mean_acceptance_length": metrics.mean_acceptance_length,

@@ -84,12 +84,16 @@ class ReferenceEngine:
 
     def acceptance_metrics(self, steps, eos_token_ids):
         torch = self.torch
-        width = max((len(r) for _, r in steps), default=1)
+        width = max((len(r) for _, r, _ in steps), default=1)
         stats = self.impl.AcceptanceStats(
-            max_positions=max((k for k, _ in steps), default=1), eos_token_ids=eos_token_ids
+            max_positions=max((k for k, _, _ in steps), default=1), eos_token_ids=eos_token_ids
         )
-        for k, row in steps:
-            stats.observe(torch.tensor([k]), torch.tensor([list(row) + [-1] * (width - len(row))]))
+        for k, row, commit_limit in steps:
+            stats.observe(
+                torch.tensor([k]),
+                torch.tensor([list(row) + [-1] * (width - len(row))]),
+                None if commit_limit is None else torch.tensor([commit_limit]),
+            )
         return {
             "acceptance_rate": stats.acceptance_rate,
             "mean_acceptance_length": stats.mean_acceptance_length,

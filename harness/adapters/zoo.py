@@ -112,6 +112,7 @@ from specs.interface import BatchUpdate  # noqa: E402
 from .. import profiles  # noqa: E402
 from ..oracle import budget as tb  # noqa: E402
 from ..oracle import rejection as rs  # noqa: E402
+from ..oracle import rng as reference_rng  # noqa: E402
 from . import UsageError  # noqa: E402
 from .oracle import OracleBudget, OracleEngine  # noqa: E402
 
@@ -455,6 +456,11 @@ class _StatefulDraws:
         )
 
 
+def _noise_from_acceptance_stream(seed: int, position: int, vocab_size: int) -> rs.Draws:
+    """The reference draws with the emitted token's noise keyed by the acceptance purpose (RS-RNG-2)."""
+    return rs.counter_draws(seed, position, vocab_size, reference_rng.PURPOSE_ACCEPT)
+
+
 def _shifted_draws(seed: int, position: int, vocab_size: int) -> rs.Draws:
     """Counter-based draws keyed off by one seed: deterministic and batch-independent, not the reference's."""
     return rs.counter_draws(seed + 1, position, vocab_size)
@@ -502,13 +508,16 @@ def _mutant_sample_case(case: rs.RejectionCase, mutation: str, draws_for) -> tup
             row_slice = slice(first, first + K + 1)
         if mutation == "zero-draft-reads-previous-row" and K == 0 and i > 0:
             row_slice = slice(offsets[i] - 1, offsets[i])
+        q_rows = None if case.draft_probs is None else case.draft_probs[draft_slice]
+        if mutation == "draft-probs-read-padded" and q_rows is not None:
+            q_rows = case.draft_probs[[min(i * (width - 1) + j, len(case.draft_probs) - 1) for j in range(K)]]
         temperature = float(case.temperature[0 if mutation == "batch-shares-first-temperature" else i])
         seed = None if case.seeds is None else int(case.seeds[i])
         position = 0 if case.positions is None else int(case.positions[i])
         emitted = _verify(
             case.target_logits[row_slice],
             case.draft_token_ids[draft_slice],
-            None if case.draft_probs is None else case.draft_probs[draft_slice],
+            q_rows,
             temperature,
             forced_all[row_slice],
             None if seed is None else draws_for(seed, position, V),
@@ -649,6 +658,16 @@ MUTANTS = (
         "a generator seeded from the request's seed at every call: batch-independent but blind to the position",
     ),
     Mutant(
+        "sampling-noise-from-acceptance-stream",
+        "RS-RNG-2",
+        "claims the reference draws but samples the emitted token from the acceptance stream",
+    ),
+    Mutant(
+        "draft-probs-read-padded",
+        "RS-ONEHOT-2",
+        "draft probabilities of a ragged batch are read as if every request had max K drafts",
+    ),
+    Mutant(
         "draws-not-the-reference",
         "RS-RNG-3",
         "claims the reference draws but keys them by another seed",
@@ -665,6 +684,11 @@ MUTANTS = (
         "mean-length-counts-after-eos",
         "AC-METRIC-4",
         "mean acceptance length counts tokens after an EOS inside the accepted run",
+    ),
+    Mutant(
+        "commit-limit-ignored",
+        "AC-STOP-1",
+        "metrics count the tokens a max_tokens or stop-string limit trimmed from an accepted run",
     ),
     Mutant(
         "phrase-not-forced",
@@ -732,6 +756,8 @@ _VERIFY_MUTATIONS = {
     "stateful-generator",
     "generator-seeded-per-call",
     "draws-not-the-reference",
+    "sampling-noise-from-acceptance-stream",
+    "draft-probs-read-padded",
 }
 
 
@@ -754,6 +780,7 @@ class MutantEngine(OracleEngine):
             "stateful-generator": _StatefulDraws(),
             "generator-seeded-per-call": _StatefulDraws(per_call=True),
             "draws-not-the-reference": _shifted_draws,
+            "sampling-noise-from-acceptance-stream": _noise_from_acceptance_stream,
         }.get(mutant.name, rs.counter_draws)
 
     def budget_state(
@@ -807,12 +834,14 @@ class MutantEngine(OracleEngine):
         return num, broken, out_of_vocab
 
     def acceptance_metrics(self, steps, eos_token_ids):
+        if self.mutant.name == "commit-limit-ignored":
+            steps = [(k, row, None) for k, row, _ in steps]
         metrics = super().acceptance_metrics(
             steps, () if self.mutant.name == "mean-length-counts-after-eos" else eos_token_ids
         )
         if self.mutant.name == "acceptance-rate-counts-bonus":
-            drafted = sum(k for k, _ in steps)
-            drafts = sum(1 for k, row in steps if k and row[0] != -1)
+            drafted = sum(k for k, _, _ in steps)
+            drafts = sum(1 for k, row, _ in steps if k and row[0] != -1)
             metrics["acceptance_rate"] = metrics["acceptance_rate"] + drafts / drafted
         if self.mutant.name == "mean-length-without-bonus":
             metrics["mean_acceptance_length"] = metrics["mean_acceptance_length"] - 1.0

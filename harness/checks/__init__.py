@@ -44,8 +44,6 @@ _STATISTICAL = (
     "RS-PROB-5",
     "RS-INPUT-1",
     "RS-PROB-6",
-    "RS-ONEHOT-2",
-    "RS-RNG-2",
     "STAT-CASE-1",
     "STAT-CASE-2",
     "STAT-TEST-1",
@@ -209,8 +207,18 @@ def kernel_checks() -> list[Check]:
         _exact(
             "rejection/reference-draws",
             "rs.seeded",
-            ("RS-RNG-3", "RS-PROB-1", "RS-PROB-2", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1"),
-            "mixed batches equal the oracle under the reference draws",
+            (
+                "RS-RNG-3",
+                "RS-PROB-1",
+                "RS-PROB-2",
+                "RS-ONEHOT-1",
+                "RS-MIXED-1",
+                "RS-LAYOUT-1",
+                "RS-RNG-2",
+                "RS-ONEHOT-2",
+            ),
+            "mixed batches equal the oracle under the reference draws; a token sampled from the acceptance "
+            "stream (RS-RNG-2) or from misaligned draft probabilities (RS-ONEHOT-2) is named",
             RejectionFamily(greedy="mixed", forced=True),
             needs=("rejection", "reference-draws"),
         ),
@@ -273,9 +281,9 @@ def kernel_checks() -> list[Check]:
         _check(
             "counting/metrics",
             "ac.metrics",
-            ("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5"),
+            ("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-STOP-1"),
             ("metrics",),
-            "acceptance metrics equal their definitions, with and without EOS",
+            "acceptance metrics equal their definitions, without EOS, with EOS, with max_tokens and stop-string limits",
             counting.metrics_check,
         ),
     ]
@@ -405,6 +413,14 @@ def api_checks() -> list[Check]:
             http,
             "sampled first tokens equivalent with speculation on and off (TV upper bound)",
             api.sampled_spec_equivalence,
+        ),
+        _check(
+            "api/sampling-params-with-speculation",
+            "api.spec-decode",
+            ("API-SPEC-4",),
+            http,
+            "top_k 1, min_p 1 and a +100 logit bias leave one token with speculation on, as without",
+            api.sampling_params_with_speculation,
         ),
         _check(
             "api/spec-counters-agree",

@@ -285,7 +285,7 @@ def usage(engine, ctx: Context) -> Outcome:
     requirements = ("API-USAGE-1", "API-USAGE-2")
     if blocked := _precondition(engine, requirements):
         return blocked
-    tally = Tally(requirements)
+    tally = Tally(requirements, conditional=("API-USAGE-2",))  # judged only where the server reports it
     for budget in (None, 4):
         response = engine.complete(engine.api.model, budget, max_tokens=20, temperature=1.0, seed=ctx.seed)
         ids = response["choices"][0]["token_ids"]
@@ -388,6 +388,58 @@ def greedy_spec_identity(engine, ctx: Context) -> Outcome:
         else:
             tally.exercised("API-SPEC-1")
     return tally.outcome("greedy output with speculation on and off, budgets none, 2, 6")
+
+
+# API-SPEC-4: sampling parameters that leave one token at every position, at temperature 1
+SINGLE_TOKEN_SETTINGS = ("top_k", "min_p", "logit_bias")
+
+
+def sampling_params_with_speculation(engine, ctx: Context) -> Outcome:
+    """API-SPEC-4 on settings whose distribution is a single token, so that the ids are determined
+    whatever the draws: ``top_k = 1`` and ``min_p = 1`` leave the argmax (the greedy output), a ``+100``
+    logit bias leaves the biased token (the greedy output's first). With
+    speculation on, at temperature 1, the ids must be exactly those; an HTTP 400 naming the parameter is a
+    refusal (a pass); a parameter the API profile declares unsupported with speculation is not sent."""
+    import openai
+
+    requirements = ("API-SPEC-4",)
+    if blocked := _precondition(engine, requirements, spec_model=True):
+        return blocked
+    max_tokens = 12
+    # the speculating model's own greedy output: a difference from the plain model's is API-SPEC-1's
+    greedy = engine.complete(engine.api.spec_model, None, max_tokens, temperature=0)["choices"][0]["token_ids"]
+    if not greedy:
+        return uniform_outcome(PRECONDITION_FAILED, "the greedy output is empty: no token to bias", requirements)
+    biased = greedy[0]
+    settings = {
+        "top_k": ({"top_k": 1}, greedy),
+        "min_p": ({"min_p": 1.0}, greedy),
+        "logit_bias": ({"logit_bias": {str(biased): 100}}, [biased] * len(greedy)),
+    }
+    tally = Tally(requirements)
+    declared = [name for name in SINGLE_TOKEN_SETTINGS if name in engine.api.unsupported_with_speculation]
+    for name, (sampling, expected) in settings.items():
+        if name in declared:
+            continue
+        try:
+            response = engine.complete(engine.api.spec_model, None, max_tokens, 1.0, seed=ctx.seed, fields=sampling)
+        except openai.BadRequestError as refusal:  # HTTP 400
+            if name in refusal.response.text:
+                tally.exercised("API-SPEC-4")  # refused, naming the parameter
+            else:
+                tally.violated("API-SPEC-4", "400-does-not-name-parameter", f"{sampling}: the 400 does not name {name}")
+            continue
+        ids = response["choices"][0]["token_ids"]
+        if ids != expected:
+            tally.violated(
+                "API-SPEC-4",
+                f"{name.replace('_', '-')}-not-applied-with-speculation",
+                f"{sampling} at temperature 1 with speculation: {ids}; the parameter leaves only {expected}",
+            )
+        else:
+            tally.exercised("API-SPEC-4")
+    unsent = f"; declared unsupported with speculation, not sent: {', '.join(declared)}" if declared else ""
+    return tally.outcome(f"top_k 1, min_p 1 and a +100 logit bias at temperature 1 with speculation{unsent}")
 
 
 def sampled_spec_equivalence(engine, ctx: Context) -> Outcome:

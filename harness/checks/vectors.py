@@ -103,7 +103,7 @@ def _count_row(engine, entry) -> tuple[str, str] | None:
 def _metrics(engine, entry) -> tuple[str, str] | None:
     """The aggregate metrics the engine interface returns, against the vector's ``expected`` ones; the
     vector's per-step and raw counts are not observable through ``acceptance_metrics``."""
-    steps = [(s["num_draft_tokens"], s["row"]) for s in entry["steps"]]
+    steps = [(s["num_draft_tokens"], s["row"], s["commit_limit"]) for s in entry["steps"]]
     got = engine.acceptance_metrics(steps, entry["eos_token_ids"])
     expected = entry["expected"]
     differ = [

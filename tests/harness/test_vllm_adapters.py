@@ -101,9 +101,9 @@ def test_greedy_verification_equals_the_oracle(runner, request):
 def test_v1_metrics_skip_steps_the_scheduler_skips(v1):
     from harness.oracle import counting as ac
 
-    steps = [(3, [1, 2, -1, -1]), (2, [-1, -1, -1]), (1, [4, 5])]  # the middle row was discarded
+    steps = [(3, [1, 2, -1, -1], None), (2, [-1, -1, -1], None), (1, [4, 5], None)]  # the middle row: discarded
     oracle = ac.AcceptanceMetrics(max_positions=3)
-    for k, row in steps:
+    for k, row, _ in steps:
         oracle.observe(k, row, [])
     got = v1.acceptance_metrics(steps, [])
     assert got["mean_acceptance_length"] == pytest.approx(oracle.mean_acceptance_length)

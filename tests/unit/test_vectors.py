@@ -112,7 +112,10 @@ def test_counting_vectors_replay():
         assert kinds == entry["expected_problems"], entry["name"]
     for entry in data["metrics"]:
         metrics = ac.AcceptanceMetrics(max_positions=4)
-        got = [metrics.observe(s["num_draft_tokens"], s["row"], entry["eos_token_ids"]) for s in entry["steps"]]
+        got = [
+            metrics.observe(s["num_draft_tokens"], s["row"], entry["eos_token_ids"], s["commit_limit"])
+            for s in entry["steps"]
+        ]
         assert got == entry["expected_accepted_per_step"]
         expected = entry["expected"]
         assert metrics.num_accepted_tokens == expected["num_accepted_tokens"]
