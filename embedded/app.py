@@ -17,7 +17,9 @@ import asyncio
 import functools
 import json
 import secrets
+import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
@@ -29,6 +31,33 @@ from .engine import Engine
 from .engine import Request as EngineRequest
 
 DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
+
+
+class LoopWakeups:
+    """Hands items from the engine threads to ``asyncio.Queue`` s of one event loop, waking the loop once per burst.
+
+    ``loop.call_soon_threadsafe`` writes to the loop's wake-up pipe on every call, so an engine step that delivers
+    tokens to B requests would wake the loop B times. Items wait here under a lock instead; the first of a burst
+    schedules one hand-over on the loop, which puts every item waiting by then into its queue, in order."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[asyncio.Queue, object]] = []
+
+    def put(self, queue: asyncio.Queue, item) -> None:
+        """Put ``item`` into ``queue`` on the loop (from any thread)."""
+        with self._lock:
+            self._waiting.append((queue, item))
+            if len(self._waiting) > 1:  # a hand-over is already scheduled and will take this item too
+                return
+        self.loop.call_soon_threadsafe(self._hand_over)
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for queue, item in waiting:
+            queue.put_nowait(item)
 
 
 class BadRequest(Exception):
@@ -255,6 +284,7 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
 def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...] = ("reasoning",)) -> FastAPI:
     app = FastAPI(title="specconform embedded reference engine")
     app.state.served = served  # the engines behind the models, for tests and benchmarks
+    loop_wakeups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopWakeups] = weakref.WeakKeyDictionary()
 
     @app.exception_handler(BadRequest)
     async def bad_request(request, exc: BadRequest):
@@ -313,11 +343,12 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         """Hand ``request`` to the engine; the queue receives an item after each of its steps (``stream``) or
         once it is done."""
         loop = asyncio.get_running_loop()
+        wakeups = loop_wakeups.setdefault(loop, LoopWakeups(loop))
         updates: asyncio.Queue = asyncio.Queue()
 
         def on_tokens(r):
             if stream or r.done.is_set():
-                loop.call_soon_threadsafe(updates.put_nowait, len(r.output))
+                wakeups.put(updates, len(r.output))
 
         request.on_tokens = on_tokens
         try:
@@ -409,6 +440,8 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
                 yield chunk({"role": "assistant", "content": ""})
             while True:
                 await updates.get()
+                while not updates.empty():  # steps delivered since the last chunk go out in this one
+                    updates.get_nowait()
                 final = request.done.is_set()
                 reasoning, content, reasoning_tokens, settled = _texts(model, request, final)
                 if not final:  # hold back text that may still join a multi-byte character

@@ -36,7 +36,8 @@ def forward(
     """Run ``new_tokens[i]`` (at least one each) after the first ``lengths[i]`` cached positions of pool row
     ``rows[i]``; write their keys and values at positions ``lengths[i]`` onwards.
 
-    Returns per request the logits ``[len(new_tokens[i]), V]`` (the model's dtype).
+    Returns the logits ``[len(rows), V]`` (the model's dtype) after each request's last new token; the language-model
+    head runs on those positions only, so a long prompt costs no logits that nobody reads.
     """
     inner, device = model.model, model.device
     batch, width = len(new_tokens), max(len(tokens) for tokens in new_tokens)
@@ -79,8 +80,9 @@ def forward(
         )
         hidden = hidden + attention.o_proj(out.transpose(1, 2).reshape(batch, width, -1))
         hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
-    logits = model.lm_head(inner.norm(hidden))
+    last = hidden[torch.arange(batch, device=device), widths - 1]  # [batch, hidden]: each request's last new token
+    logits = model.lm_head(inner.norm(last))
     written = torch.stack(new_kv, dim=1)  # [batch, layers, 2, kv_heads, width, head_dim]
     request, column = (columns[None, :] < widths[:, None]).nonzero(as_tuple=True)
     pool.tensor[rows[request], :, :, :, lengths[request] + column] = written[request, :, :, :, column]
-    return [logits[row, : len(tokens)] for row, tokens in enumerate(new_tokens)]
+    return logits
