@@ -2,9 +2,10 @@
 
 Starts the embedded server in its own process (``specconform serve``), then for each client count N
 (default 8, 32 and 64) sends N distinct greedy requests at once (mixed thinking budgets, half streamed, half
-not, alternating the plain and the speculative model) and reports the wall time of the whole wave and the
-latency percentiles. Every response is then compared with the same request run alone: a difference means a
-crossed or batch-dependent response, and the script exits non-zero. Waves of different sizes alternate
+not, alternating the plain and the speculative model) and reports the wall time of the whole wave, the server
+process's CPU time during it (user + system, all its threads; from Linux's ``/proc``) and the latency
+percentiles. Every response is then compared with the same request run alone: a difference means a crossed or
+batch-dependent response, and the script exits non-zero. Waves of different sizes alternate
 against the same server, ``--repeats`` times; each size reports the median wave and the spread (slowest /
 fastest), so their times compare like with like on the same machine. The clients are coroutines sharing one
 asynchronous HTTP client (a connection per request), so the load generator itself costs little of the CPU that
