@@ -60,6 +60,17 @@ class LoopWakeups:
             queue.put_nowait(item)
 
 
+def _byte_level_characters() -> dict[str, int]:
+    """The byte-level BPE alphabet, character -> byte: bytes that print (``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``)
+    are their own character; every other byte, in increasing order, is ``chr(256 + n)``."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
+
+
+_BYTE_OF_CHARACTER = _byte_level_characters()
+
+
 class BadRequest(Exception):
     def __init__(self, param: str, message: str):
         super().__init__(message)
@@ -79,6 +90,18 @@ class ServedModel:
         """The most UTF-8 bytes of text one token can stand for (an undecodable byte counts as U+FFFD's 3)."""
         decode = self.tokenizer.decode
         return max(len(decode([token]).encode()) for token in range(len(self.tokenizer)))
+
+    @functools.cached_property
+    def token_bytes(self) -> list[bytes]:
+        """The bytes each token id stands for, by id: the byte-level BPE vocabulary writes byte ``b`` as one
+        character (``_BYTE_OF_CHARACTER``); special tokens are their own UTF-8 text."""
+        pieces = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        return [
+            bytes(_BYTE_OF_CHARACTER[c] for c in piece)
+            if all(c in _BYTE_OF_CHARACTER for c in piece)
+            else piece.encode()
+            for piece in pieces
+        ]
 
     def check_text_length(self, field: str, text_bytes: int) -> None:
         """Refuse, before tokenizing, text of ``text_bytes`` bytes that cannot fit the context in any tokens."""
@@ -243,6 +266,19 @@ def _prompt_ids(body, model: ServedModel, chat: bool) -> list[int]:
     )
 
 
+# Sampling parameters this engine does not apply, with the values that leave sampling unchanged: any other
+# value is refused naming the field, never dropped silently (specs/openai-api.md, API-SPEC-4).
+_UNSUPPORTED_SAMPLING = {
+    "top_k": (-1, 0),
+    "top_p": (1,),
+    "min_p": (0,),
+    "logit_bias": ({},),
+    "presence_penalty": (0,),
+    "frequency_penalty": (0,),
+    "repetition_penalty": (1,),
+}
+
+
 def _parse(body, served: dict[str, ServedModel], chat: bool):
     """Validate every field of a request body; returns ``(model, engine request, top_logprobs)``."""
     if not isinstance(body, dict):
@@ -266,6 +302,13 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
             )
     for name in ("return_token_ids", "logprobs"):
         _flag(body, name)
+    response_format = body.get("response_format")
+    if response_format is not None and response_format != {"type": "text"}:
+        raise BadRequest(
+            "response_format",
+            f"response_format must be absent or {{type: text}}: this engine has no structured output; "
+            f"got {response_format!r:.80}",
+        )
     prompt_ids = _prompt_ids(body, model, chat)
     length_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = _int(body, "max_completion_tokens", None, 1, 4096) or _int(body, "max_tokens", 64, 1, 4096)
@@ -283,6 +326,11 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 10:
         raise BadRequest("temperature", f"temperature must be a number in [0, 10]; got {temperature!r:.80}")
     seed = _int(body, "seed", None, 0, 2**62)
+    for name, neutral in _UNSUPPORTED_SAMPLING.items():
+        if body.get(name) is not None and body[name] not in neutral:
+            raise BadRequest(
+                name, f"{name} is not supported (this engine samples softmax(logits / T)); got {body[name]!r:.80}"
+            )
     try:
         budget = impl.validate_budget(body.get("thinking_token_budget"), "thinking_token_budget")
     except ValueError as exc:
@@ -364,7 +412,12 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         return (
             {
                 "content": [
-                    {"token": model.tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
+                    {
+                        "token": model.tokenizer.decode([t]),
+                        "logprob": lp,
+                        "bytes": list(model.token_bytes[t]),
+                        "top_logprobs": [],
+                    }
                     for t, lp in zip(request.output, request.logprobs)
                 ]
             }

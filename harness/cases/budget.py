@@ -34,13 +34,14 @@ cases"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import strategies as st
 
 from specs.interface import AddedRequest, BatchUpdate, Move
 
+from ..oracle import budget as tb
 from ..vectors import SlotStep, budget_scenario
 
 MAX_BUDGET = 2**31 - 1
@@ -64,6 +65,8 @@ class BudgetFamily:
     scenarios: int = 30
     max_num_reqs: tuple[int, int] = (1, 4)
     max_spec: int = 3
+    phrase: int = 0  # > 0: a forced end sequence F = P + E with a transition phrase P of 1..phrase ids (TB-END-1)
+    other_end: int = 0  # > 0: another accepted end marker of 1..other_end ids (TB-END-3)
 
     def __post_init__(self):
         if self.prompt not in PROMPT_KINDS:
@@ -84,6 +87,8 @@ class BudgetScenario:
     scope: str
     max_num_reqs: int
     steps: tuple[tuple[BatchUpdate | None, tuple[SlotStep, ...]], ...]
+    forced: tuple[int, ...] | None = None  # the forced end sequence F when it is not E (TB-END-1)
+    others: tuple[tuple[int, ...], ...] = ()  # end markers accepted beside E (TB-END-3)
 
     def vector(self, name: str, requirements: list[str], description: str = "") -> dict:
         """The scenario run through the oracle, in the golden-vector format (``specs/vectors``)."""
@@ -96,6 +101,8 @@ class BudgetScenario:
             self.scope,
             self.max_num_reqs,
             description,
+            forced_token_ids=None if self.forced is None else list(self.forced),
+            other_end_token_ids=[list(m) for m in self.others],
         )
 
     @property
@@ -123,6 +130,25 @@ def markers(family: BudgetFamily) -> st.SearchStrategy[tuple[tuple[int, ...], tu
         return start, end
 
     return pair()
+
+
+def forced_sequences(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[int, ...] | None]:
+    """``F = P + E`` with a phrase ``P`` of ``1..family.phrase`` ids outside ``S`` that puts no other ``E`` in
+    ``F`` (an engine's transition phrase is text that neither opens nor closes a section); ``None`` without."""
+    if not family.phrase:
+        return st.none()
+    ids = [t for t in range(family.alphabet) if t not in start]
+    phrase = st.lists(st.sampled_from(ids), min_size=1, max_size=family.phrase)
+    return phrase.map(lambda p: (*p, *end)).filter(lambda f: not tb.occurs_before_end(tuple(end), f))
+
+
+def other_ends(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[tuple[int, ...], ...]]:
+    """One end marker accepted beside ``E`` (``1..family.other_end`` ids outside ``S``, not ``E``), or none."""
+    if not family.other_end:
+        return st.just(())
+    ids = [t for t in range(family.alphabet) if t not in start]
+    other = st.lists(st.sampled_from(ids), min_size=1, max_size=family.other_end).map(tuple)
+    return other.filter(lambda m: m != tuple(end)).map(lambda m: (m,))
 
 
 def budgets(family: BudgetFamily) -> st.SearchStrategy:
@@ -219,6 +245,8 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
     @st.composite
     def scenario(draw):
         start, end = draw(markers(family))
+        forced = draw(forced_sequences(family, start, end))
+        others = draw(other_ends(family, start, end))
         low, high = family.max_num_reqs
         max_num_reqs = draw(st.one_of(st.integers(low, min(high, 8)), st.integers(low, high)))
         requests = draw(st.lists(st.tuples(budgets(family), prompts(family, start, end)), min_size=1, max_size=8))
@@ -233,7 +261,7 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
             rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
             steps.append((update, _slot_steps(rng, family, ages)))
             ages = [age + 1 for age in ages]
-        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps))
+        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps), forced, others)
 
     return scenario()
 
@@ -283,7 +311,7 @@ def smaller(scenario: BudgetScenario):
     steps = list(scenario.steps)
 
     def with_steps(new_steps) -> BudgetScenario:
-        return BudgetScenario(scenario.start, scenario.end, scenario.scope, scenario.max_num_reqs, tuple(new_steps))
+        return replace(scenario, steps=tuple(new_steps))
 
     for k in range(1, len(steps)):
         yield with_steps(steps[:k])
@@ -320,4 +348,4 @@ def smaller(scenario: BudgetScenario):
                 yield with_steps(steps[:i] + [(new_update, slots)] + steps[i + 1 :])
     needed = max((u.batch_size for u, _ in steps if u is not None), default=1)
     if needed < scenario.max_num_reqs:
-        yield BudgetScenario(scenario.start, scenario.end, scenario.scope, max(needed, 1), scenario.steps)
+        yield replace(scenario, max_num_reqs=max(needed, 1))

@@ -70,6 +70,13 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
                 tags.add("TB-SCOPE-2")
         if slot.prompt_partial:
             tags.add("TB-PROMPT-3")
+        if state.forced is not None:  # a forced end sequence other than E (TB-END-1, TB-END-2)
+            if state.in_section and forced != -1:
+                tags.add("TB-END-1")
+            if not state.in_section:
+                tags.add("TB-END-2")  # free until S: a section closes on E, forced or emitted by the model
+        if state.others:
+            tags.add("TB-END-3")  # whether the section is open depends on every accepted end marker
     if row > 0:
         tags.add("TB-SPEC-1")
         if forced != -1:
@@ -90,6 +97,9 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
 
 # The requirement a diverging row is blamed on: the most specific of those the row exercises.
 _BLAME_ORDER = (
+    "TB-END-3",
+    "TB-END-2",
+    "TB-END-1",
     "TB-BATCH-3",
     "TB-BATCH-2",
     "TB-PROMPT-3",
@@ -158,6 +168,18 @@ def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> No
             slots[dst].moved = "UNIDIRECTIONAL"
 
 
+def marker_arguments(vector: dict) -> dict:
+    """The keywords that give an engine a vector's forced end sequence (TB-END-1) and its other accepted end
+    markers (TB-END-3): none for a vector that has neither, so engines without those variants are called
+    as before."""
+    found = {}
+    if vector.get("forced_token_ids") is not None:
+        found["forced_token_ids"] = list(vector["forced_token_ids"])
+    if vector.get("other_end_token_ids"):
+        found["other_end_token_ids"] = [list(m) for m in vector["other_end_token_ids"]]
+    return found
+
+
 def replay_scenario(
     engine, vector: dict, requirements: tuple[str, ...], tally: Tally | None = None
 ) -> Divergence | None:
@@ -171,8 +193,10 @@ def replay_scenario(
     max_spec = vector.get(
         "max_spec_len", max((max(s["num_draft_tokens"], default=0) for s in vector["steps"]), default=0)
     )
-    model = tb.BudgetBatch(start, end, max_num_reqs, scope)
-    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec)
+    model = tb.BudgetBatch(
+        start, end, max_num_reqs, scope, vector.get("forced_token_ids"), vector.get("other_end_token_ids") or ()
+    )
+    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec, **marker_arguments(vector))
     slots = [_Slot() for _ in range(max_num_reqs)]
     for index, step in enumerate(vector["steps"]):
         for slot in slots:
@@ -258,7 +282,10 @@ def describe(vector: dict, divergence: Divergence) -> str:
         else f"forced rows {divergence.got}, expected {divergence.expected}"
     )
     return (
-        f"S={vector['start_token_ids']} E={vector['end_token_ids']} scope {vector['scope']} "
+        f"S={vector['start_token_ids']} E={vector['end_token_ids']} "
+        + (f"F={vector['forced_token_ids']} " if "forced_token_ids" in vector else "")
+        + (f"other E={vector['other_end_token_ids']} " if vector.get("other_end_token_ids") else "")
+        + f"scope {vector['scope']} "
         f"max_num_reqs {vector['max_num_reqs']}; {'; '.join(steps)}; at step {divergence.step}{place}: {seen}"
     )
 

@@ -19,7 +19,7 @@ from specs.interface import BatchUpdate
 from .. import spec, stats, vectors
 from ..core import Check, Context, Outcome, Tally
 from ..oracle import rejection as rs
-from . import rejection
+from . import budget, rejection
 
 
 def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
@@ -29,6 +29,7 @@ def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
         scenario["max_num_reqs"],
         scenario["scope"],
         max_spec_len=max((max(s["num_draft_tokens"], default=0) for s in scenario["steps"]), default=0),
+        **budget.marker_arguments(scenario),
     )
     for index, step in enumerate(scenario["steps"]):
         try:
@@ -102,7 +103,7 @@ def _count_row(engine, entry) -> tuple[str, str] | None:
 def _metrics(engine, entry) -> tuple[str, str] | None:
     """The aggregate metrics the engine interface returns, against the vector's ``expected`` ones; the
     vector's per-step and raw counts are not observable through ``acceptance_metrics``."""
-    steps = [(s["num_draft_tokens"], s["row"]) for s in entry["steps"]]
+    steps = [(s["num_draft_tokens"], s["row"], s["commit_limit"]) for s in entry["steps"]]
     got = engine.acceptance_metrics(steps, entry["eos_token_ids"])
     expected = entry["expected"]
     differ = [
@@ -209,9 +210,7 @@ def _sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
     target = stats.Power(ctx.deviation, ctx.power)
     alpha_test = stats.sidak(ctx.alpha, stats.tests_per_case(case.K))
     trials = stats.planned_trials(case, target, alpha_test, ctx.trials)
-    report = stats.distribution_check(
-        rejection._engine_sampler(engine, ctx.profile), case, trials, alpha_test, ctx.seed, target
-    )
+    report = rejection.run_distribution(engine, ctx, case, trials, alpha_test, ctx.seed)
     tally = Tally(requirements)
     rejection.judge_report(report, requirements, tally)
     tests = [j for j in report.positions if j.result.trials] + [report.accepted_length]
