@@ -485,7 +485,7 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     check's PASS (RUN-STATUS-3: it applies only to an engine with both rules)."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     greedy = "rs.greedy" in ctx.profile.classes
-    tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))
+    tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))  # no mixed batch without greedy
     rng = np.random.default_rng(ctx.seed)
     layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
