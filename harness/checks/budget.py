@@ -435,8 +435,8 @@ def api_check(engine, ctx: Context) -> Outcome:
 
 
 def batch_errors_check(engine, ctx: Context) -> Outcome:
-    """TB-BATCH-4 on slots that a removal emptied: a later removal of, move from or SWAP with such a slot,
-    in the same update or the next, raises a ValueError that names the slot."""
+    """TB-BATCH-4 on slots that a removal or a UNIDIRECTIONAL move emptied: a later removal of, move from or
+    SWAP with such a slot, in the same update or the next, raises a ValueError that names the slot."""
     tally = Tally(("TB-BATCH-4",))
     full = BatchUpdate(3, added=tuple(AddedRequest(slot, slot + 1, (1,)) for slot in range(3)))
     emptied = BatchUpdate(2, removed=(2,))
@@ -447,6 +447,13 @@ def batch_errors_check(engine, ctx: Context) -> Outcome:
         "SWAP with a slot removed in the same update": [BatchUpdate(3, removed=(2,), moved=((0, 2, Move.SWAP),))],
         "removal of a slot removed the step before": [emptied, BatchUpdate(2, removed=(2,))],
         "move from a slot removed the step before": [emptied, BatchUpdate(3, moved=((2, 0, Move.SWAP),))],
+        "move from a slot moved away in the same update": [
+            BatchUpdate(4, moved=((2, 3, Move.UNIDIRECTIONAL), (2, 0, Move.SWAP)))
+        ],
+        "removal of a slot moved away the step before": [
+            BatchUpdate(4, moved=((2, 3, Move.UNIDIRECTIONAL),)),
+            BatchUpdate(4, removed=(2,)),
+        ],
     }
     for case, updates in cases.items():
         state = engine.budget_state([1], [2], 4, ctx.profile.scope)
@@ -462,7 +469,7 @@ def batch_errors_check(engine, ctx: Context) -> Outcome:
                 tally.violated("TB-BATCH-4", "error-does-not-name-slot", f"{case}: rejected as {exc}")
             continue
         tally.violated("TB-BATCH-4", "emptied-slot-accepted", f"{case}: {updates[-1].to_json()} was accepted")
-    return tally.outcome("updates naming a slot emptied by a removal are rejected naming the slot")
+    return tally.outcome("updates naming a slot emptied by a removal or a move are rejected naming the slot")
 
 
 LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)
