@@ -3,7 +3,7 @@
 # runner: harness.adapters.vllm_mrv2) and the legacy runner (harness.adapters.vllm), both on CUDA.
 #   bash scripts/stage-peers.sh DIR                          (where pip reaches a registry)
 #   PEERS_DIR=DIR OUT=results bash scripts/judge-vllm-gpu.sh  (on the GPU machine, from the repository root)
-# The statistical checks are sized by the declared deviation (default 0.05 at power 0.9, at most 100,000 trials per
+# The statistical checks are sized by the declared deviation (default 0.03 at power 0.9, at most 1,000,000 trials per
 # case; pass --deviation/--trials to change it). Writes $OUT/gpu.txt, the two runs' logs and $OUT/vllm-gpu-reports.tar.gz (reports/engines/vllm-0.33-*/).
 set -uo pipefail
 site=$(mktemp -d)
