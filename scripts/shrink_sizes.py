@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness import checks, profiles
+from harness import checks
 from harness.adapters.zoo import MUTANTS, MutantEngine
 from harness.core import Context
 

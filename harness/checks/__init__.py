@@ -359,7 +359,11 @@ def api_checks() -> list[Check]:
         ),
     ]
     # a response the openai client cannot parse is a failure of the server, not an error of the check
-    return [replace(check, run=api.client_parses(check.run, check.requirements)) for check in checks]
+    # a failed requirement leaves the requests the check sent as a reproduction
+    return [
+        replace(check, run=api.leaves_reproductions(check.name, api.client_parses(check.run, check.requirements)))
+        for check in checks
+    ]
 
 
 def all_checks() -> list[Check]:

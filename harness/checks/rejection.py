@@ -9,6 +9,8 @@ requirements it exercises, and a mismatch is blamed on the requirement of the fi
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import cases, shrink, stats, vectors
@@ -527,7 +529,10 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
             report = stats.distribution_check(
                 _engine_sampler(engine, ctx.profile), case, n, alpha_test, ctx.seed + i, target
             )
-            judge_report(report, requirements, tally)
+            document = functools.partial(
+                statistical_reproduction, case, report, requirements, seed=ctx.seed + i, trials=n
+            )
+            judge_report(report, requirements, tally, document)
             lines += report.position_lines()
             reachable = [j for j, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE]
             tests = reachable + [report.accepted_length]
@@ -571,15 +576,21 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
     return tally.outcome("ids just outside the allowed ranges are rejected naming the field")
 
 
-def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally) -> None:
+def judge_report(
+    report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally, reproduction=None
+) -> None:
     """Count ``report``'s judged tests into ``tally`` for ``requirements``: failures violate RS-PROB-5,
     RS-PROB-6 or RS-INPUT-1; a counted position exercises RS-PROB-5 and the position-level requirements
     the check names; the harness's STAT-* requirements count once for a case whose every reachable test
-    was counted (STAT-POWER-1 can then not be PASS at trials that cannot reach the declared deviation)."""
+    was counted (STAT-POWER-1 can then not be PASS at trials that cannot reach the declared deviation).
+    ``reproduction(requirement, mode)``, when given, makes the document a failure leaves."""
+
+    def violated(rid: str, mode: str, evidence: str) -> None:
+        document = reproduction(rid, mode) if reproduction and rid not in tally.failures else None
+        tally.violated(rid, mode, evidence, reproduction=document)
+
     if report.out_of_range:
-        tally.violated(
-            "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows"
-        )
+        violated("RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows")
     elif "RS-INPUT-1" in requirements:
         tally.exercised("RS-INPUT-1")
     per_position = [r for r in ("RS-PROB-5", "RS-RNG-2", "RS-ONEHOT-2") if r in requirements]
@@ -587,20 +598,64 @@ def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...]
     for j, judgement in enumerate(report.positions):
         if judgement.failed:
             kind = "zero-probability-token" if judgement.result.zero_hits else "position-distribution"
-            tally.violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"))
+            violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"))
         elif judgement.counted:
             tally.exercised(*per_position)
         elif report.reach[j] > stats.UNREACHABLE:
             complete = False
     length = report.accepted_length
     if length.failed:
-        tally.violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"))
+        violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"))
     elif length.counted:
         tally.exercised(*[r for r in ("RS-PROB-6",) if r in requirements])
     else:
         complete = False
     if complete:
         tally.exercised(*[r for r in requirements if r.startswith("STAT-")])
+
+
+def statistical_reproduction(
+    case: stats.DistributionCase,
+    report: stats.DistributionReport,
+    requirements: tuple[str, ...],
+    rid: str,
+    mode: str,
+    *,
+    seed: int,
+    trials: int,
+) -> dict:
+    """A standalone ``sampled_drafts`` document for a failed distribution test: the case (target logits
+    ``[K + 1, V]`` at its temperature, draft distributions ``q [K, V]``, drafts drawn from ``q`` by
+    ``seed``), the run (trials, α_test, declared deviation and power), and the observed against the
+    expected per-position frequencies ``[K + 1][V]`` and accepted-length frequencies ``[K + 1]``
+    (``specconform replay`` re-runs the same test)."""
+    entry = {
+        "name": case.name,
+        "requirements": [rid, *[r for r in requirements if r != rid]],
+        "description": "; ".join(report.position_lines()),
+        "p": vectors.encode_matrix(case.p),
+        "target_logits": vectors.encode_matrix(case.target_logits),
+        "temperature": case.temperature,
+        "q": vectors.encode_matrix(case.q),
+        "pass_q": case.pass_q,
+        "seed": seed,
+        "trials": trials,
+        "alpha_test": report.alpha_test,
+        "deviation": report.target.deviation,
+        "power": report.target.power,
+        "expected_position_marginals": vectors.encode_matrix(case.p),
+        "expected_accepted_length": [vectors.encode_float(x) for x in case.length_law()],
+        "observed_position_marginals": vectors.encode_matrix(report.empirical),
+        "observed_accepted_length": [vectors.encode_float(x) for x in report.lengths],
+    }
+    return {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": f"{rid}/{mode}",
+        "exact": [],
+        "sampled_drafts": [entry],
+        "errors": [],
+    }
 
 
 def _distribution_plot(case: stats.DistributionCase, report: stats.DistributionReport) -> dict:
