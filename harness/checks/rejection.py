@@ -10,6 +10,7 @@ requirements it exercises, and a mismatch is blamed on the requirement of the fi
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 
@@ -530,7 +531,7 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
                 _engine_sampler(engine, ctx.profile), case, n, alpha_test, ctx.seed + i, target
             )
             document = functools.partial(
-                statistical_reproduction, case, report, requirements, seed=ctx.seed + i, trials=n
+                statistical_reproduction, engine, ctx.profile, case, report, requirements, seed=ctx.seed + i
             )
             judge_report(report, requirements, tally, document)
             lines += report.position_lines()
@@ -614,7 +615,38 @@ def judge_report(
         tally.exercised(*[r for r in requirements if r.startswith("STAT-")])
 
 
+# Statistical candidates cost a whole test each: a few, biggest cuts first.
+MAX_STATISTICAL_EVALUATIONS = 6
+
+
+def smaller_distribution_cases(case: stats.DistributionCase):
+    """Candidate reductions of a distribution case: fewer draft positions (``K' = 1 .. K - 1``), the
+    vocabulary without every id that no target row and no draft distribution gives mass, then (for
+    ``V ≤ 16``) without one id at a time; ``q`` rows renormalised, ``V ≥ 2``, every row keeps mass."""
+    for k in range(1, case.K):
+        yield replace(case, target_logits=case.target_logits[: k + 1], q=case.q[:k])
+    p, q = case.p, case.q
+    used = (p > 0).any(axis=0) | (q > 0).any(axis=0)  # [V]
+    drops = [~used] if (~used).any() else []
+    if len(used) <= 16:
+        drops += [np.arange(len(used)) == v for v in range(len(used))]
+    for drop in drops:
+        keep = ~drop
+        if keep.sum() < 2 or not (q[:, keep].sum(axis=1) > 0).all() or not (p[:, keep].sum(axis=1) > 0).all():
+            continue
+        kept_q = q[:, keep] / q[:, keep].sum(axis=1, keepdims=True)
+        yield replace(case, target_logits=case.target_logits[:, keep], q=kept_q)
+
+
+def _rerun(engine, profile, case, report: stats.DistributionReport, seed: int) -> stats.DistributionReport:
+    """``case`` run as ``report``'s case was: the same trials, α_test, declared power and seed."""
+    sampler = _engine_sampler(engine, profile)
+    return stats.distribution_check(sampler, case, report.trials, report.alpha_test, seed, report.target)
+
+
 def statistical_reproduction(
+    engine,
+    profile,
     case: stats.DistributionCase,
     report: stats.DistributionReport,
     requirements: tuple[str, ...],
@@ -622,13 +654,26 @@ def statistical_reproduction(
     mode: str,
     *,
     seed: int,
-    trials: int,
 ) -> dict:
-    """A standalone ``sampled_drafts`` document for a failed distribution test: the case (target logits
-    ``[K + 1, V]`` at its temperature, draft distributions ``q [K, V]``, drafts drawn from ``q`` by
+    """A standalone ``sampled_drafts`` document for a failed distribution test of ``case``, shrunk to the
+    fewest draft positions and ids that fail ``rid`` the same way under the same run: the case (target
+    logits ``[K + 1, V]`` at its temperature, draft distributions ``q [K, V]``, drafts drawn from ``q`` by
     ``seed``), the run (trials, α_test, declared deviation and power), and the observed against the
     expected per-position frequencies ``[K + 1][V]`` and accepted-length frequencies ``[K + 1]``
     (``specconform replay`` re-runs the same test)."""
+
+    def still_fails(candidate: stats.DistributionCase) -> bool:
+        tally = Tally(requirements)
+        try:
+            judge_report(_rerun(engine, profile, candidate, report, seed), requirements, tally)
+        except Exception:  # the engine fails otherwise on this candidate: not the same failure
+            return False
+        return tally.failures.get(rid, ("",))[0] == mode
+
+    original = case
+    case = shrink.minimise(case, smaller_distribution_cases, still_fails, MAX_STATISTICAL_EVALUATIONS)
+    if case is not original:
+        report = _rerun(engine, profile, case, report, seed)
     entry = {
         "name": case.name,
         "requirements": [rid, *[r for r in requirements if r != rid]],
@@ -639,7 +684,7 @@ def statistical_reproduction(
         "q": vectors.encode_matrix(case.q),
         "pass_q": case.pass_q,
         "seed": seed,
-        "trials": trials,
+        "trials": report.trials,
         "alpha_test": report.alpha_test,
         "deviation": report.target.deviation,
         "power": report.target.power,
@@ -652,6 +697,8 @@ def statistical_reproduction(
         "format": vectors.FORMAT_VERSION,
         "kind": "rejection",
         "fingerprint": f"{rid}/{mode}",
+        "original_shape": {"K": original.K, "vocab_size": int(original.target_logits.shape[1])},
+        "minimal_shape": {"K": case.K, "vocab_size": int(case.target_logits.shape[1])},
         "exact": [],
         "sampled_drafts": [entry],
         "errors": [],

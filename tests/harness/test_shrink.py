@@ -89,6 +89,7 @@ def test_a_failing_distribution_check_leaves_a_statistical_reproduction_that_rep
         assert entry["requirements"][0] == rid
         assert {"seed", "trials", "alpha_test", "deviation", "power", "q", "target_logits"} <= set(entry)
         assert len(entry["observed_position_marginals"]) == len(entry["expected_position_marginals"])
+        assert document["minimal_shape"]["K"] < document["original_shape"]["K"]  # every draft is accepted at K = 1
         assert [r.fingerprint for r in reproductions.replay(engine, document)] == [result.fingerprint]
         assert [r.fingerprint for r in reproductions.replay(OracleEngine(), document)] == [""]
 
