@@ -9,6 +9,8 @@ Kinds and groups (specs/vectors/README.md, "Reproductions"):
   token against the oracle under the reference draws);
 - ``rejection`` ``sampled_drafts``: the statistical test re-run as the distribution checks run it, with
   the seed, trials, α_test and declared power the entry states (``checks.vectors.sampled_drafts``);
+- ``rejection`` ``acceptance_rule``: one fixed-draft test of the acceptance-rule check re-run alone, in its
+  batch layout, with its seed, trials and α_test (``checks.rejection.replay_rule``);
 - ``api``: the API check it names re-run with its seed against an API engine (the same requests).
 
 A malformed file raises ``ValueError`` naming the field, before the engine is touched.
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checks.budget import describe, replay_scenario
-from .checks.rejection import judge_exact
+from .checks.rejection import judge_exact, replay_rule
 from .checks.vectors import sampled_drafts
 from .core import FAIL, Context
 from .vectors import case_from_json
@@ -31,8 +33,20 @@ _FIELDS = {
     "scenarios": ("name", "requirements", "start_token_ids", "end_token_ids", "scope", "max_num_reqs", "steps"),
     "exact": ("name", "requirements", "case", "expected_token_ids", "expected_num_emitted"),
     "sampled_drafts": ("name", "requirements", "p", "q", "expected_position_marginals", "expected_accepted_length"),
+    "acceptance_rule": (
+        "name",
+        "requirements",
+        "test",
+        "target_logits",
+        "q",
+        "draft",
+        "layout",
+        "trials",
+        "seed",
+        "alpha_test",
+    ),
 }
-_GROUPS = {"thinking-budget": ("scenarios",), "rejection": ("exact", "sampled_drafts")}
+_GROUPS = {"thinking-budget": ("scenarios",), "rejection": ("exact", "sampled_drafts", "acceptance_rule")}
 _STEP_FIELDS = ("update", "num_draft_tokens", "draft_token_ids", "sampled_token_ids")
 _API_FIELDS = ("check", "requirement", "seed", "requests")
 
@@ -117,4 +131,6 @@ def replay(engine, document: dict) -> list[Replayed]:
         outcome = sampled_drafts(engine, Context(profile=engine.profile), entry, requirements)
         fingerprint, evidence = _first_failure(outcome, requirements)
         out.append(Replayed(entry["name"], fingerprint, evidence or outcome.message.replace("\n", "; ")))
+    for entry in document.get("acceptance_rule", ()):
+        out.append(Replayed(entry["name"], *replay_rule(engine, engine.profile, entry)))
     return out

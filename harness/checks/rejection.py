@@ -10,7 +10,7 @@ requirements it exercises, and a mismatch is blamed on the requirement of the fi
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -408,6 +408,106 @@ def _greedy_row(case: rs.RejectionCase, i: int) -> list[int]:
     return (emitted + [-1, -1])[:2]
 
 
+_LAYOUTS = ("homogeneous", "ragged", "mixed")
+_BLAME = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}
+
+
+@dataclass
+class RuleRun:
+    """One fixed-draft case of the acceptance-rule check in one batch layout, sampled by an engine: the
+    greedy requests' failure (exact, or None) and the two G-tests, each ``(what, counts, probs, result)``
+    (the acceptance rate of the draft row, then the token emitted on rejection)."""
+
+    greedy_failure: str | None
+    tests: list[tuple[str, np.ndarray, np.ndarray, stats.GTestResult]]
+
+
+def run_rule(engine, profile, logits, q_row, draft: int, layout: str, trials: int, seed: int, alpha_test: float):
+    """``trials`` seeded requests of one fixed-draft case (``logits [2, V]``: the draft row and the bonus
+    row, ``q_row [V]`` or None for one-hot, ``draft``) in ``layout``, drawn from ``seed``, and tested."""
+    accept, residual = _rule_expectation(logits[0], q_row, draft)
+    case, trial_index, greedy_index = _rule_batch(
+        np.random.default_rng(seed), [list(row) for row in logits], q_row, draft, trials, layout
+    )
+    tokens, _ = sample_output(engine, profile, case)
+    tokens = np.asarray(tokens)
+    greedy_failure = None
+    if greedy_index:
+        expected = {i: _greedy_row(case, i) for i in greedy_index}
+        wrong = [i for i in greedy_index if tokens[i, :2].tolist() != expected[i]]
+        if wrong:
+            greedy_failure = (
+                f"greedy request {wrong[0]} emitted {tokens[wrong[0], :2].tolist()}, expected {expected[wrong[0]]}"
+            )
+    trial_tokens = tokens[trial_index, :2]
+    accepted = trial_tokens[:, 1] != -1
+    rejected_tokens = trial_tokens[~accepted, 0]
+    rate_counts = np.array([accepted.sum(), (~accepted).sum()])
+    in_range = rejected_tokens[(rejected_tokens >= 0) & (rejected_tokens < len(residual))]
+    token_counts = np.bincount(in_range, minlength=len(residual))
+    tests = [
+        ("acceptance-rate", rate_counts, np.array([accept, 1 - accept])),
+        ("rejection-token", token_counts, residual),
+    ]
+    return RuleRun(greedy_failure, [(what, c, p, stats.g_test(c, p, alpha_test)) for what, c, p in tests])
+
+
+def rule_reproduction(name, logits, q_row, draft, layout, trials, seed, alpha_test, rid, mode, run: RuleRun) -> dict:
+    """A standalone document for one failed test of the acceptance-rule check: the fixed-draft case, its
+    layout and run (trials, seed, α_test), the test (``mode``) and its observed counts against the
+    expected probabilities (``specconform replay`` re-runs the same test)."""
+    observed = {what: (counts.tolist(), np.asarray(probs).tolist()) for what, counts, probs, _ in run.tests}
+    entry = {
+        "name": f"{name}-{layout}",
+        "requirements": [rid],
+        "test": mode,
+        "target_logits": vectors.encode_matrix(logits),
+        "q": None if q_row is None else [vectors.encode_float(x) for x in q_row],
+        "draft": draft,
+        "layout": layout,
+        "trials": trials,
+        "seed": seed,
+        "alpha_test": alpha_test,
+        "observed_counts": {what: counts for what, (counts, _) in observed.items()},
+        "expected_probabilities": {
+            what: [vectors.encode_float(x) for x in probs] for what, (_, probs) in observed.items()
+        },
+        "greedy_failure": run.greedy_failure,
+    }
+    return {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": f"{rid}/{mode}",
+        "exact": [],
+        "acceptance_rule": [entry],
+        "errors": [],
+    }
+
+
+def replay_rule(engine, profile, entry: dict) -> tuple[str, str]:
+    """Re-run an ``acceptance_rule`` entry: ``(fingerprint, evidence)``, the fingerprint empty when its test
+    passes."""
+    logits = np.array(entry["target_logits"], dtype=np.float64)
+    q_row = None if entry["q"] is None else np.array(entry["q"], dtype=np.float64)
+    run = run_rule(
+        engine,
+        profile,
+        logits,
+        q_row,
+        int(entry["draft"]),
+        entry["layout"],
+        int(entry["trials"]),
+        int(entry["seed"]),
+        float(entry["alpha_test"]),
+    )
+    rid, mode = entry["requirements"][0], entry["test"]
+    if mode == "greedy-request-differs":
+        return (f"{rid}/{mode}", run.greedy_failure) if run.greedy_failure else ("", "greedy requests equal the oracle")
+    what, counts, probs, result = next(t for t in run.tests if t[0] == mode)
+    line = f"{what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: p = {result.p_value:.3g}"
+    return (f"{rid}/{mode}" if not result.passed else "", line)
+
+
 def acceptance_rule(engine, ctx: Context) -> Outcome:
     """RS-PROB-1..4, RS-ONEHOT-1, RS-MIXED-1 and RS-LAYOUT-1 under the engine's own draws.
 
@@ -416,71 +516,52 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     case runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests,
     which must emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is
     blamed on RS-LAYOUT-1 or RS-MIXED-1. A test counts as a case only when its trials detect a
-    total-variation deviation of ``ctx.deviation`` with power ``ctx.power`` (STAT-POWER-1)."""
+    total-variation deviation of ``ctx.deviation`` with power ``ctx.power`` (STAT-POWER-1). Each case and
+    layout draws from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     tally = Tally(requirements)
-    rng = np.random.default_rng(ctx.seed)
-    layouts = ("homogeneous", "ragged", "mixed")
-    alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
+    alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(_LAYOUTS) - 1))
     worst_p, underpowered = 1.0, 0
+
+    def violated(rid, mode, evidence, document) -> None:
+        tally.violated(rid, mode, evidence, reproduction=None if rid in tally.failures else document())
+
     for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
-        accept, residual = _rule_expectation(logits[0], q_row, draft)
         failed_alone = False
-        for layout in layouts if number == 0 else layouts[:1]:  # the first case also in ragged and mixed batches
-            case, trial_index, greedy_index = _rule_batch(rng, logits, q_row, draft, ctx.trials, layout)
-            tokens, _ = sample_output(engine, ctx.profile, case)
-            tokens = np.asarray(tokens)
+        for index, layout in enumerate(_LAYOUTS if number == 0 else _LAYOUTS[:1]):  # the first case in all three
+            seed = ctx.seed + len(_LAYOUTS) * number + index
+            run = run_rule(engine, ctx.profile, logits, q_row, draft, layout, ctx.trials, seed, alpha_test)
             label = f"{name} ({layout}, {ctx.trials} trials)"
-            blame = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}[layout]
-            if greedy_index:
-                expected = {i: _greedy_row(case, i) for i in greedy_index}
-                wrong = [i for i in greedy_index if tokens[i, :2].tolist() != expected[i]]
-                if wrong:
-                    tally.violated(
-                        "RS-MIXED-1",
-                        "greedy-request-differs",
-                        f"{label}: greedy request {wrong[0]} "
-                        f"emitted {tokens[wrong[0], :2].tolist()}, expected {expected[wrong[0]]}",
-                    )
+            blame = _BLAME[layout]
+
+            def document(
+                rid, mode, run=run, name=name, logits=logits, q_row=q_row, draft=draft, layout=layout, seed=seed
+            ):
+                return lambda: rule_reproduction(
+                    name, logits, q_row, draft, layout, ctx.trials, seed, alpha_test, rid, mode, run
+                )
+
+            if layout == "mixed":
+                if run.greedy_failure:
+                    mode = "greedy-request-differs"
+                    violated("RS-MIXED-1", mode, f"{label}: {run.greedy_failure}", document("RS-MIXED-1", mode))
                 else:
                     tally.exercised("RS-MIXED-1")
-            trial_tokens = tokens[trial_index, :2]
-            accepted = trial_tokens[:, 1] != -1
-            rejected_tokens = trial_tokens[~accepted, 0]
-            tests = (
-                (
-                    accept_rid,
-                    "acceptance-rate",
-                    np.array([accepted.sum(), (~accepted).sum()]),
-                    np.array([accept, 1 - accept]),
-                    2,
-                ),
-                (
-                    residual_rid,
-                    "rejection-token",
-                    np.bincount(
-                        rejected_tokens[(rejected_tokens >= 0) & (rejected_tokens < len(residual))],
-                        minlength=len(residual),
-                    ),
-                    residual,
-                    len(residual),
-                ),
-            )
-            for rid, what, counts, probs, cells in tests:
-                result = stats.g_test(counts, probs, alpha_test)
+            for (what, counts, probs, result), rid in zip(run.tests, (accept_rid, residual_rid)):
                 worst_p = min(worst_p, result.p_value)
                 if not result.passed:
                     failed_alone |= blame is None
                     target = rid if blame is None or failed_alone else blame
-                    tally.violated(
+                    violated(
                         target,
                         what,
                         f"{label}: {what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: "
                         f"p = {result.p_value:.3g} < α_test {alpha_test:.2g}, {result.zero_hits} on p = 0",
+                        document(target, what),
                     )
                 elif (
                     result.trials
-                    and stats.detectable_deviation(result.trials, cells, alpha_test, ctx.power) <= ctx.deviation
+                    and stats.detectable_deviation(result.trials, len(probs), alpha_test, ctx.power) <= ctx.deviation
                 ):
                     tally.exercised(rid if blame is None else blame)
                 else:

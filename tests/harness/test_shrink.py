@@ -150,3 +150,16 @@ def test_a_failing_api_check_leaves_a_reproduction_with_curl_requests_that_repla
     assert [r.fingerprint for r in reproductions.replay(engine, loaded)] == [document["fingerprint"]]
     conforming = _api_engine(monkeypatch, honours_budget=True)
     assert [r.fingerprint for r in reproductions.replay(conforming, loaded)] == [""]
+
+
+def test_a_failing_acceptance_rule_test_leaves_a_reproduction_that_replays_alone():
+    engine = MutantEngine(next(m for m in MUTANTS if m.name == "acceptance-ratio-squared"))
+    outcome = _check("rejection/acceptance-rule").run(engine, Context(profile=engine.profile, trials=2000))
+    result = outcome.requirements["RS-PROB-1"]
+    assert result.status == FAIL
+    document = json.loads(json.dumps(result.reproduction))
+    entry = document["acceptance_rule"][0]
+    assert document["fingerprint"] == result.fingerprint == "RS-PROB-1/acceptance-rate"
+    assert entry["layout"] == "homogeneous" and entry["observed_counts"]["acceptance-rate"]
+    assert [r.fingerprint for r in reproductions.replay(engine, document)] == [result.fingerprint]
+    assert [r.fingerprint for r in reproductions.replay(OracleEngine(), document)] == [""]
