@@ -377,9 +377,11 @@ def _compile(program: _Program, kept: set[int]) -> BudgetScenario | None:
     return BudgetScenario(program.start, program.end, program.scope, program.max_num_reqs, tuple(steps))
 
 
-def _chunks(items: list) -> list[list]:
-    """``items`` cut into halves, quarters, ... down to single items, biggest pieces first (delta debugging)."""
-    out, size = [], len(items) // 2
+def _chunks(items, whole: bool = False) -> list[list]:
+    """``items`` cut into halves, quarters, ... down to single items, biggest pieces first (delta
+    debugging); with ``whole``, all of them first."""
+    items = list(items)
+    out, size = [], len(items) if whole else len(items) // 2
     while size >= 1:
         out += [items[i : i + size] for i in range(0, len(items), size)]
         size //= 2
@@ -435,12 +437,21 @@ def _map_tokens(program: _Program, mapping) -> _Program:
 
 
 def smaller(scenario: BudgetScenario):
+    """Candidate reductions of ``scenario``, biggest first (``_reductions``), without the ones that rebuild
+    into ``scenario`` itself (a dropped condensing move comes back)."""
+    for candidate in _reductions(scenario):
+        if candidate is not None and candidate != scenario:
+            yield candidate
+
+
+def _reductions(scenario: BudgetScenario):
     """Candidate reductions of ``scenario``, biggest first: shorter prefixes; whole requests dropped
     with their update history (halves, quarters, ... single requests); steps dropped (an update moves
-    to the next step); single moves and SWAPs dropped; fewer drafts; shorter prompts; shorter markers;
-    smaller budgets; fewer distinct token ids; a smaller ``max_num_reqs``. The updates of a candidate
-    are rebuilt on the slots its requests hold (renumbered from 0). A candidate may be invalid or
-    unreachable; the caller judges that."""
+    to the next step); an update's moves and SWAPs dropped, all at once and one by one; drafts and
+    prompt tokens dropped (all, halves, ... one by one); shorter markers; smaller budgets (powers of two
+    below, half, one less); fewer distinct token ids; a smaller ``max_num_reqs``. The updates of a
+    candidate are rebuilt on the slots its requests hold (renumbered from 0). A candidate may be None
+    (nothing left in a step), invalid or unreachable; the caller judges that."""
     program = _program(scenario)
     everyone = set(range(len(program.requests)))
     n = len(program.steps)
@@ -457,19 +468,25 @@ def smaller(scenario: BudgetScenario):
             reduced, live = _without_steps(program, set(chunk))
             yield compiled(reduced, live)
     for i, (ops, proposals) in enumerate(program.steps):
+        if sum(op[0] == "move" for op in ops) > 1:  # every move of the update at once (SWAPs that cancel)
+            yield compiled(_with_step(program, i, tuple(op for op in ops if op[0] != "move"), proposals))
         for o, op in enumerate(ops):
             if op[0] == "move":
                 yield compiled(_with_step(program, i, ops[:o] + ops[o + 1 :], proposals))
     for i, (ops, proposals) in enumerate(program.steps):
         for r, proposal in proposals.items():
-            for cut in range(len(proposal.drafts)):  # each draft alone (later drafts stay)
-                drafts = proposal.drafts[:cut] + proposal.drafts[cut + 1 :]
+            for cut in _chunks(range(len(proposal.drafts)), whole=True):  # all drafts, halves, ... each alone
+                drafts = [t for j, t in enumerate(proposal.drafts) if j not in cut]
                 shorter = SlotStep(drafts, min(proposal.accept, len(drafts)), proposal.free_token)
                 yield compiled(_with_step(program, i, ops, {**proposals, r: shorter}))
     for r, (budget, prompt) in enumerate(program.requests):
-        variants = [(budget, prompt[:cut] + prompt[cut + 1 :]) for cut in range(len(prompt))]
+        variants = [
+            (budget, tuple(t for i, t in enumerate(prompt) if i not in cut))
+            for cut in _chunks(range(len(prompt)), whole=True)
+        ]
         if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
-            variants += [(lower, prompt) for lower in sorted({0, budget // 2, budget - 1})]
+            lower = {0, budget // 2, budget - 1} | {2**e for e in range(budget.bit_length()) if 2**e < budget}
+            variants += [(smaller_budget, prompt) for smaller_budget in sorted(lower)]
         for variant in variants:
             requests = program.requests[:r] + (variant,) + program.requests[r + 1 :]
             yield compiled(_replace_program(program, requests=requests))
