@@ -19,13 +19,14 @@ from .budget import BudgetFamily
 from .vectors import vector_checks
 
 _REGISTRY = spec.load_registry()
+_CLASSES = spec.classes()
 
 
 def _check(name, cls, requirements, needs, description, run) -> Check:
     unknown = [r for r in requirements if r not in _REGISTRY]
     if unknown:
         raise ValueError(f"check {name} declares requirements missing from specs/requirements.yaml: {unknown}")
-    if cls not in spec.classes():
+    if cls not in _CLASSES:
         raise ValueError(f"check {name} declares an unknown class {cls!r}")
     return Check(name, cls, tuple(requirements), tuple(needs), description, run)
 
