@@ -17,7 +17,9 @@ import asyncio
 import functools
 import json
 import secrets
+import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
@@ -29,6 +31,44 @@ from .engine import Engine
 from .engine import Request as EngineRequest
 
 DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
+
+
+class LoopWakeups:
+    """Hands items from the engine threads to ``asyncio.Queue`` s of one event loop, waking the loop once per burst.
+
+    ``loop.call_soon_threadsafe`` writes to the loop's wake-up pipe on every call, so an engine step that delivers
+    tokens to B requests would wake the loop B times. Items wait here under a lock instead; the first of a burst
+    schedules one hand-over on the loop, which puts every item waiting by then into its queue, in order."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[asyncio.Queue, object]] = []
+
+    def put(self, queue: asyncio.Queue, item) -> None:
+        """Put ``item`` into ``queue`` on the loop (from any thread)."""
+        with self._lock:
+            self._waiting.append((queue, item))
+            if len(self._waiting) > 1:  # a hand-over is already scheduled and will take this item too
+                return
+        self.loop.call_soon_threadsafe(self._hand_over)
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for queue, item in waiting:
+            queue.put_nowait(item)
+
+
+def _byte_level_characters() -> dict[str, int]:
+    """The byte-level BPE alphabet, character -> byte: bytes that print (``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``)
+    are their own character; every other byte, in increasing order, is ``chr(256 + n)``."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
+
+
+_BYTE_OF_CHARACTER = _byte_level_characters()
 
 
 class BadRequest(Exception):
@@ -51,6 +91,18 @@ class ServedModel:
         decode = self.tokenizer.decode
         return max(len(decode([token]).encode()) for token in range(len(self.tokenizer)))
 
+    @functools.cached_property
+    def token_bytes(self) -> list[bytes]:
+        """The bytes each token id stands for, by id: the byte-level BPE vocabulary writes byte ``b`` as one
+        character (``_BYTE_OF_CHARACTER``); special tokens are their own UTF-8 text."""
+        pieces = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        return [
+            bytes(_BYTE_OF_CHARACTER[c] for c in piece)
+            if all(c in _BYTE_OF_CHARACTER for c in piece)
+            else piece.encode()
+            for piece in pieces
+        ]
+
     def check_text_length(self, field: str, text_bytes: int) -> None:
         """Refuse, before tokenizing, text of ``text_bytes`` bytes that cannot fit the context in any tokens."""
         positions = self.engine.context_length - self.engine.k
@@ -63,32 +115,54 @@ class ServedModel:
             )
 
 
-def split_reasoning(prompt_ids, output_ids, start, end, final: bool) -> tuple[list[int], list[int], int]:
-    """``(reasoning ids, content ids, settled)`` of ``output_ids``: markers removed, a trailing partial
-    marker held back (unless ``final``); ``settled`` counts the output tokens classified so far.
+class ReasoningSplit:
+    """A request's output split into reasoning and content token ids as it grows, each output token read once.
 
-    A marker may begin in the prompt and end in the output: only its output tokens are dropped.
+    Markers are removed, and a trailing partial marker is held back until the tokens after it (or the end) settle
+    it. A marker may begin in the prompt and end in the output: only its output tokens are dropped. ``reasoning``
+    and ``content`` only ever grow, so a stream can send what they gained since its last chunk.
     """
-    matchers = {False: impl.MarkerMatcher(start), True: impl.MarkerMatcher(end)}  # keyed by "inside a section"
-    inside, matched = False, 0
-    for token in prompt_ids:
-        matched = matchers[inside].step(matched, token)
-        if matched == len(matchers[inside]):
-            inside, matched = not inside, 0
-    reasoning, content, pending = [], [], []  # pending: output tokens that may belong to a marker
-    for token in output_ids:
-        pending.append(token)
-        matched = matchers[inside].step(matched, token)
-        if matched == len(matchers[inside]):  # every pending token lies inside the completed marker
-            pending, inside, matched = [], not inside, 0
-            continue
-        keep = min(matched, len(pending))
-        (reasoning if inside else content).extend(pending[: len(pending) - keep])
-        pending = pending[len(pending) - keep :]
-    if final:
-        (reasoning if inside else content).extend(pending)
-        pending = []
-    return reasoning, content, len(output_ids) - len(pending)
+
+    def __init__(self, prompt_ids, start, end):
+        self._matchers = {False: impl.MarkerMatcher(start), True: impl.MarkerMatcher(end)}  # keyed by "inside"
+        self._inside, self._matched = False, 0
+        for token in prompt_ids:
+            self._matched = self._matchers[self._inside].step(self._matched, token)
+            if self._matched == len(self._matchers[self._inside]):
+                self._inside, self._matched = not self._inside, 0
+        self.reasoning: list[int] = []
+        self.content: list[int] = []
+        self._pending: list[int] = []  # output tokens that may belong to a marker
+        self._read = 0  # output tokens read so far
+        self._ended = False
+
+    def update(self, output_ids, final: bool) -> int:
+        """Read the tokens of ``output_ids`` (the whole output so far) not read yet; with ``final``, settle the held
+        ones too. Returns how many output tokens are classified (the rest are held back)."""
+        if self._ended:
+            raise ValueError("the output was already final; nothing can follow it")
+        for token in output_ids[self._read :]:
+            self._pending.append(token)
+            matcher = self._matchers[self._inside]
+            self._matched = matcher.step(self._matched, token)
+            if self._matched == len(matcher):  # every pending token lies inside the completed marker
+                self._pending, self._inside, self._matched = [], not self._inside, 0
+                continue
+            keep = min(self._matched, len(self._pending))
+            (self.reasoning if self._inside else self.content).extend(self._pending[: len(self._pending) - keep])
+            self._pending = self._pending[len(self._pending) - keep :]
+        self._read = len(output_ids)
+        if final:
+            (self.reasoning if self._inside else self.content).extend(self._pending)
+            self._pending, self._ended = [], True
+        return self._read - len(self._pending)
+
+
+def split_reasoning(prompt_ids, output_ids, start, end, final: bool) -> tuple[list[int], list[int], int]:
+    """``(reasoning ids, content ids, settled)`` of a whole ``output_ids`` at once (``ReasoningSplit``)."""
+    split = ReasoningSplit(prompt_ids, start, end)
+    settled = split.update(output_ids, final)
+    return split.reasoning, split.content, settled
 
 
 def _int(body, name, default, low=None, high=None):
@@ -192,6 +266,19 @@ def _prompt_ids(body, model: ServedModel, chat: bool) -> list[int]:
     )
 
 
+# Sampling parameters this engine does not apply, with the values that leave sampling unchanged: any other
+# value is refused naming the field, never dropped silently (specs/openai-api.md, API-SPEC-4).
+_UNSUPPORTED_SAMPLING = {
+    "top_k": (-1, 0),
+    "top_p": (1,),
+    "min_p": (0,),
+    "logit_bias": ({},),
+    "presence_penalty": (0,),
+    "frequency_penalty": (0,),
+    "repetition_penalty": (1,),
+}
+
+
 def _parse(body, served: dict[str, ServedModel], chat: bool):
     """Validate every field of a request body; returns ``(model, engine request, top_logprobs)``."""
     if not isinstance(body, dict):
@@ -215,6 +302,13 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
             )
     for name in ("return_token_ids", "logprobs"):
         _flag(body, name)
+    response_format = body.get("response_format")
+    if response_format is not None and response_format != {"type": "text"}:
+        raise BadRequest(
+            "response_format",
+            f"response_format must be absent or {{type: text}}: this engine has no structured output; "
+            f"got {response_format!r:.80}",
+        )
     prompt_ids = _prompt_ids(body, model, chat)
     length_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = _int(body, "max_completion_tokens", None, 1, 4096) or _int(body, "max_tokens", 64, 1, 4096)
@@ -232,6 +326,11 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 10:
         raise BadRequest("temperature", f"temperature must be a number in [0, 10]; got {temperature!r:.80}")
     seed = _int(body, "seed", None, 0, 2**62)
+    for name, neutral in _UNSUPPORTED_SAMPLING.items():
+        if body.get(name) is not None and body[name] not in neutral:
+            raise BadRequest(
+                name, f"{name} is not supported (this engine samples softmax(logits / T)); got {body[name]!r:.80}"
+            )
     try:
         budget = impl.validate_budget(body.get("thinking_token_budget"), "thinking_token_budget")
     except ValueError as exc:
@@ -255,6 +354,7 @@ def _parse(body, served: dict[str, ServedModel], chat: bool):
 def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...] = ("reasoning",)) -> FastAPI:
     app = FastAPI(title="specconform embedded reference engine")
     app.state.served = served  # the engines behind the models, for tests and benchmarks
+    loop_wakeups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopWakeups] = weakref.WeakKeyDictionary()
 
     @app.exception_handler(BadRequest)
     async def bad_request(request, exc: BadRequest):
@@ -280,12 +380,23 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise BadRequest("body", "the request body is not valid JSON") from None
 
-    def _texts(model, request, final):
-        start, end = model.engine.tiny.start_token_ids, model.engine.tiny.end_token_ids
-        if model.reasoning:
-            reasoning, content, settled = split_reasoning(request.prompt_token_ids, request.output, start, end, final)
+    def _split(model, request) -> ReasoningSplit | None:
+        """The reasoning split of ``request`` 's output (None where the model has no reasoning markers)."""
+        if not model.reasoning:
+            return None
+        return ReasoningSplit(
+            request.prompt_token_ids, model.engine.tiny.start_token_ids, model.engine.tiny.end_token_ids
+        )
+
+    def _texts(model, request, split: ReasoningSplit | None, final):
+        """``(reasoning text, content text, reasoning tokens, settled)`` of ``request`` 's output so far; ``split``
+        (from ``_split``) reads only the output tokens it has not read in an earlier call."""
+        if split is None:
+            output = list(request.output)
+            reasoning, content, settled = [], output, len(output)
         else:
-            reasoning, content, settled = [], list(request.output), len(request.output)
+            settled = split.update(request.output, final)
+            reasoning, content = split.reasoning, split.content
         decode = model.tokenizer.decode
         return decode(reasoning), decode(content), len(reasoning), settled
 
@@ -301,7 +412,12 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         return (
             {
                 "content": [
-                    {"token": model.tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
+                    {
+                        "token": model.tokenizer.decode([t]),
+                        "logprob": lp,
+                        "bytes": list(model.token_bytes[t]),
+                        "top_logprobs": [],
+                    }
                     for t, lp in zip(request.output, request.logprobs)
                 ]
             }
@@ -313,11 +429,12 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         """Hand ``request`` to the engine; the queue receives an item after each of its steps (``stream``) or
         once it is done."""
         loop = asyncio.get_running_loop()
+        wakeups = loop_wakeups.setdefault(loop, LoopWakeups(loop))
         updates: asyncio.Queue = asyncio.Queue()
 
         def on_tokens(r):
             if stream or r.done.is_set():
-                loop.call_soon_threadsafe(updates.put_nowait, len(r.output))
+                wakeups.put(updates, len(r.output))
 
         request.on_tokens = on_tokens
         try:
@@ -351,7 +468,7 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
             return JSONResponse({"error": {"message": "client disconnected", "type": "cancelled"}}, status_code=499)
         if request.error:
             return JSONResponse({"error": {"message": request.error, "type": "server_error"}}, status_code=500)
-        reasoning, content, reasoning_tokens, _ = _texts(model, request, final=True)
+        reasoning, content, reasoning_tokens, _ = _texts(model, request, _split(model, request), final=True)
         choice = {
             "index": 0,
             "finish_reason": request.finish_reason,
@@ -380,6 +497,7 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
 
     async def _stream(model, request, updates, chat, want_ids, body):
         sent_reasoning, sent_content, sent_ids = "", "", 0
+        split = _split(model, request)
         kind = "chat.completion.chunk" if chat else "text_completion"
 
         def chunk(delta, finish=None):
@@ -409,8 +527,10 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
                 yield chunk({"role": "assistant", "content": ""})
             while True:
                 await updates.get()
+                while not updates.empty():  # steps delivered since the last chunk go out in this one
+                    updates.get_nowait()
                 final = request.done.is_set()
-                reasoning, content, reasoning_tokens, settled = _texts(model, request, final)
+                reasoning, content, reasoning_tokens, settled = _texts(model, request, split, final)
                 if not final:  # hold back text that may still join a multi-byte character
                     reasoning, content = reasoning.rstrip("\ufffd"), content.rstrip("\ufffd")
                 delta = {}

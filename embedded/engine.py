@@ -248,19 +248,22 @@ class Engine:
                     culprits.append(request)
             raise StepFault(stage, exc, culprits) from exc
 
-    def _draft(self, logits: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _draft(
+        self, logits: torch.Tensor, positions: torch.Tensor, seeds: torch.Tensor, temperature: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """A draft token per slot from the noisy target ``logits [B, V]`` float64 at context ``positions [B]``
-        int64, and the distribution ``q [B, V]`` float64 it was drawn from (one-hot for greedy requests)."""
-        seeds = torch.tensor([request.seed for request in self.slots], dtype=torch.int64, device=self.device)
-        temperature = torch.tensor([request.temperature for request in self.slots], dtype=torch.float64)
-        temperature = temperature.to(self.device)[:, None]
+        int64, for requests of ``seeds [B]`` int64 and ``temperature [B]`` float64 (0: greedy); and the
+        distribution ``q [B, V]`` float64 it was drawn from (one-hot for greedy requests)."""
         vocab = logits.shape[1]
         first, second = (_uniforms(seeds, positions, purpose, vocab) for purpose in PURPOSE_DRAFT_NOISE)
         noisy = logits + self.draft_noise * torch.sqrt(-2 * torch.log(first)) * torch.cos(2 * torch.pi * second)
-        q = torch.softmax(noisy / torch.where(temperature > 0, temperature, 1.0), dim=1)
-        race = q / -torch.log(_uniforms(seeds, positions, PURPOSE_DRAFT_SAMPLE, vocab))  # argmax: a draw from q
-        tokens = torch.where(temperature[:, 0] > 0, race.argmax(dim=1), noisy.argmax(dim=1))
-        q = torch.where(temperature > 0, q, torch.nn.functional.one_hot(tokens, vocab).double())
+        sampled = (temperature > 0).nonzero()[:, 0]
+        tokens = noisy.argmax(dim=1)  # a greedy request's draft
+        q = torch.nn.functional.one_hot(tokens, vocab).double()
+        if len(sampled):  # the sampled requests' q, and a draw from it: the argmax of the exponential race
+            q[sampled] = torch.softmax(noisy[sampled] / temperature[sampled, None], dim=1)
+            exponentials = -torch.log(_uniforms(seeds[sampled], positions[sampled], PURPOSE_DRAFT_SAMPLE, vocab))
+            tokens[sampled] = (q[sampled] / exponentials).argmax(dim=1)
         return tokens, q
 
     def _step(self) -> None:
@@ -271,33 +274,34 @@ class Engine:
         contexts = [request.prompt_token_ids + request.output for request in slots]
         lengths = [request.cached for request in slots]
         # Newly admitted prompts run apart from the decoding requests, which then stay one token wide.
-        last: list[torch.Tensor | None] = [None] * len(slots)
+        last = torch.empty(len(slots), self.vocab_size, dtype=self.model.dtype, device=self.device)
         for stage, group in (
             ("reading the prompts of newly admitted requests", [i for i, n in enumerate(lengths) if n == 0]),
             ("the batch's forward pass", [i for i, n in enumerate(lengths) if n > 0]),
         ):
             if group:
-                passed = self._forward(
+                last[group] = self._forward(
                     stage,
                     [slots[i] for i in group],
                     [lengths[i] for i in group],
                     [contexts[i][lengths[i] :] for i in group],
                 )
-                for i, logits in zip(group, passed):
-                    last[i] = logits[-1]
-        rows = [torch.stack(last)]  # [B, V] per position: after the context, then after each draft
+        rows = [last]  # [B, V] per position: after the context, then after each draft
         lengths = [len(context) for context in contexts]
         positions = torch.tensor(lengths, dtype=torch.int64, device=self.device)
+        seeds = torch.tensor([r.seed for r in slots], dtype=torch.int64, device=self.device)
+        temperature = torch.tensor([r.temperature for r in slots], dtype=torch.float64, device=self.device)
         drafts, probs = [], []
         for j in range(k):
             with _stage("drafting"):
-                tokens, q = self._draft(rows[-1], positions + j)
+                tokens, q = self._draft(rows[-1], positions + j, seeds, temperature)
             drafts.append(tokens)
             probs.append(q)
-            passed = self._forward(
-                "the forward pass of the drafts", slots, [n + j for n in lengths], [[t] for t in tokens.tolist()]
+            rows.append(
+                self._forward(
+                    "the forward pass of the drafts", slots, [n + j for n in lengths], [[t] for t in tokens.tolist()]
+                )
             )
-            rows.append(torch.stack([logits[-1] for logits in passed]))
         width = k + 1
         with _stage("forced rows and rejection sampling"):
             target = torch.stack(rows, dim=1).reshape(len(slots) * width, -1).float()  # slot-major rows
@@ -309,8 +313,8 @@ class Engine:
                 draft_ids.to(self.device),
                 num,
                 draft_probs=torch.stack(probs, dim=1).reshape(len(slots) * k, -1).float() if k else None,
-                temperature=torch.tensor([r.temperature for r in slots], dtype=torch.float32, device=self.device),
-                seeds=torch.tensor([r.seed for r in slots], dtype=torch.int64, device=self.device),
+                temperature=temperature.float(),
+                seeds=seeds,
                 positions=positions,
                 forced_token_ids=forced,
                 max_spec_len=k,

@@ -3,9 +3,11 @@
 Times are medians of CUDA-event timings (``triton.testing.do_bench``, which flushes L2 between
 runs). Ours and vLLM Model Runner V2's kernels are timed both as CUDA-graph replays and eagerly, and
 compared graph against graph and eager against eager; the other peers run eagerly. The read-once
-floor is the bytes that must be read (every ``target_logits`` row, and the ``draft_probs`` rows of
-the sampled requests; greedy requests need only the target) over the device-to-device copy
-bandwidth measured in the same run (bytes read plus bytes written). Results go to
+floor of a shape is measured, not computed: the graph-replay time of a plain reduction kernel reading,
+once and at their dtypes, the rows the output depends on (``read_floors``: no correct sampler reads
+less), beside the one-pass floor that also reads the rows after a rejection, as a sampler that reads
+every row in one parallel pass must. The environment records the device-to-device copy bandwidth
+(bytes read plus bytes written) for reference. Results go to
 ``reports/perf/<gpu>/bench-<time>.json``.
 
 Peers are timed in the same process on the same inputs when importable: vLLM's legacy
@@ -89,6 +91,43 @@ def _rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0
         positions=torch.zeros(B, dtype=torch.int64, device=DEVICE),
     )
     return inputs, draft_logits
+
+
+def read_floors(inputs: dict, num_emitted: torch.Tensor) -> dict:
+    """The read-once floors of one shape, each the fastest time of a plain reduction kernel
+    (``harness.read_floor``) reading those rows once, timed as a graph replay like ours:
+
+    - ``floor_ms``: the bytes the output depends on, which no correct sampler can skip: for each
+      request the target rows up to its first rejection (that row included) or, with every draft
+      accepted, up to its bonus row, and for a sampled request with draft probabilities that rejected
+      a draft, the ``q`` row of that draft;
+    - ``one_pass_floor_ms``: as ``floor_ms``, but every draft row and every sampled bonus row, read
+      in one parallel pass before any draft is judged (a greedy bonus row only where reached).
+
+    ``num_emitted [B]``: the accepted drafts plus one of each request, from the PyTorch path (the same
+    decisions as the kernels, computed apart from them)."""
+    from harness.read_floor import read_floor_ms
+
+    k = inputs["num_draft_tokens"].to(torch.int64)
+    row0 = torch.cumsum(k + 1, 0) - k - 1
+    accepted = num_emitted.to(torch.int64) - 1
+    sampled = inputs["temperature"] > 0
+    j = torch.arange(int(k.max()) + 1, device=k.device)[None, :]  # [1, max K + 1]
+    owned = j <= k[:, None]
+    depended = owned & (j <= accepted[:, None])
+    one_pass = owned & ((j < k[:, None]) | sampled[:, None] | (accepted[:, None] == k[:, None]))
+    rejected = accepted < k
+    q_rows = (row0 - torch.arange(k.shape[0], device=k.device) + accepted)[rejected & sampled]
+    if inputs["draft_probs"] is None:
+        q_rows = q_rows[:0]
+    row_ids = row0[:, None] + j
+    floors = {}
+    for name, mask in (("floor", depended), ("one_pass_floor", one_pass)):
+        ms, read_bytes = read_floor_ms(
+            inputs["target_logits"], inputs["draft_probs"], row_ids[mask], q_rows, lambda fn: _do_bench(fn, graph=True)
+        )
+        floors[f"{name}_ms"], floors[f"{name}_bytes"] = ms, read_bytes
+    return floors
 
 
 # (family, B, K, dtype, draft probs, mode, V, draft noise): the B sweep draws the family's plot.
@@ -236,19 +275,13 @@ def _repeated(fns: dict, graph: dict) -> dict[str, list[float]]:
     return times
 
 
-def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
+def bench_rejection(peers: dict) -> list[dict]:
     """Each shape: ours and vLLM V2 eagerly and as graph replays, the other peers eagerly; ratios
     compare like with like (``X_over_ours``: graph against graph; ``X_eager_over_ours_eager`` and
     the eager-only peers: eager against eager)."""
     rows = []
     for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
         inputs, draft_logits = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
-        # the read-once floor: every target row, and the draft probabilities of the sampled requests
-        read_bytes = inputs["target_logits"].numel() * inputs["target_logits"].element_size()
-        if with_q:
-            sampled = float((inputs["temperature"] > 0).float().mean())
-            read_bytes += inputs["draft_probs"].numel() * inputs["draft_probs"].element_size() * sampled
-        floor_ms = read_bytes / bandwidth
 
         def ours(inputs=inputs, K=K):
             return impl.rejection_sample(**inputs, max_spec_len=K, validate=False, backend="triton")
@@ -258,6 +291,7 @@ def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
 
         out = ours()
         accepted = float((out.num_emitted.float() - 1).mean() / K)
+        floors = read_floors(inputs, plain().num_emitted)
         fns = {"ours": ours, "plain_torch": plain}
         not_run = {}
         for name, peer in peers.items():
@@ -287,12 +321,13 @@ def bench_rejection(bandwidth: float, peers: dict) -> list[dict]:
             draft_probs=with_q,
             mode=mode,
             acceptance=round(accepted, 3),
-            floor_ms=floor_ms,
+            **floors,
             times_ms=times,
             spread={name: max(t) / min(t) for name, t in times.items()},
             not_run=not_run,
             ours_ms=medians["ours"],
-            ours_over_floor=medians["ours"] / floor_ms,
+            ours_over_floor=medians["ours"] / floors["floor_ms"],
+            ours_over_one_pass_floor=medians["ours"] / floors["one_pass_floor_ms"],
             ours_eager_ms=medians["ours_eager"],
         )
         for name, ms in medians.items():
@@ -434,13 +469,16 @@ def bench_budget(vllm_engine=None, vllm_v2_budget=None) -> list[dict]:
             drafts = torch.randint(0, 1000, (B * K,), device=DEVICE)
             logits = torch.zeros(B * (K + 1), VOCAB, device=DEVICE)
 
+            # a step: the previous step's committed tokens, then this step's forced rows (one launch)
             def step(committed=committed, num=num, drafts=drafts, state=state, K=K):
-                state.update_state(committed)
-                return state.forced_tokens(num, drafts) if K else state.forced_tokens()
+                if K:
+                    return state.forced_tokens(num, drafts, sampled_token_ids=committed)
+                return state.forced_tokens(sampled_token_ids=committed)
 
             def step_with_logits(committed=committed, num=num, drafts=drafts, state=state, K=K, logits=logits):
-                state.update_state(committed)
-                return state.apply_to_logits(logits, num, drafts) if K else state.apply_to_logits(logits)
+                if K:
+                    return state.apply_to_logits(logits, num, drafts, sampled_token_ids=committed)
+                return state.apply_to_logits(logits, sampled_token_ids=committed)
 
             fns = {"ours": step, "ours_with_logits": step_with_logits, "ours_with_logits_eager": step_with_logits}
             if vllm_v2_budget is not None:
@@ -500,7 +538,7 @@ def _line_plot(title: str, xs: list[int], series: dict[str, list[float]], unit: 
         f'<text x="4" y="14" font-size="12">{html.escape(title)} ({unit}, log-log)</text>',
     ]
     for i, (name, ys) in enumerate(series.items()):
-        dash = ' stroke-dasharray="5"' if name == "floor" else ""
+        dash = ' stroke-dasharray="5"' if name.endswith("floor") else ""
         points = " ".join(point(x, y) for x, y in zip(xs, ys) if y > 0)
         parts.append(f'<polyline fill="none" stroke="{colours[i % len(colours)]}"{dash} points="{points}"/>')
         parts.append(
@@ -537,6 +575,7 @@ def perf_page(results: dict) -> str:
                     else {}
                 ),
                 "floor": [r["floor_ms"] for r in batch],
+                "one-pass floor": [r["one_pass_floor_ms"] for r in batch],
             },
             "ms",
         )
@@ -599,7 +638,17 @@ def _print_tables(results: dict, path: Path) -> None:
         print(f"peer {name}: {reason}")
     # ours/vllm_v2: graph replays; "eager": launched as a caller without graphs does; the other peers
     # run eagerly and are compared with ours eager
-    columns = ["graph ms", "eager ms", "floor ms", "ours/floor", "v2/ours", "v2e/ourse", "vllm/ourse", "fi/ourse"]
+    columns = [
+        "graph ms",
+        "eager ms",
+        "floor ms",
+        "ours/floor",
+        "ours/1pass",
+        "v2/ours",
+        "v2e/ourse",
+        "vllm/ourse",
+        "fi/ourse",
+    ]
     print(
         f"{'rejection':10} {'B':>5} {'K':>2} {'V':>7} {'dtype':>8} q {'mode':>6} {'acc':>5} "
         + " ".join(f"{c:>10}" for c in columns)
@@ -614,6 +663,7 @@ def _print_tables(results: dict, path: Path) -> None:
             f"{r['ours_eager_ms']:.4f}",
             f"{r['floor_ms']:.4f}",
             f"{r['ours_over_floor']:.2f}",
+            f"{r['ours_over_one_pass_floor']:.2f}",
             ratio(r, "vllm_v2_over_ours"),
             ratio(r, "vllm_v2_eager_over_ours_eager"),
             ratio(r, "vllm_over_ours_eager"),
@@ -675,7 +725,7 @@ def main(out_dir: str | None = None) -> int:
             **{name: "measured" for name in peers},
             **{name: f"not measured: {why}" for name, why in missing.items()},
         },
-        rejection=bench_rejection(bandwidth, peers),
+        rejection=bench_rejection(peers),
         budget=bench_budget(peers.get("vllm"), peers.get("vllm_v2_budget")),
         statistics=bench_statistics(),
     )

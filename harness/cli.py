@@ -192,7 +192,7 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
                         seed=args.seed,
                         trials=args.trials,
                         alpha=args.alpha,
-                        deviation=args.deviation,
+                        deviation=args.deviation or info.statistical_deviation or stats.DEFAULT_POWER.deviation,
                         power=args.power,
                     )
 
@@ -508,15 +508,15 @@ def _add_run_options(parser) -> None:
         "--trials",
         type=_bounded(int, 1, 10**10),
         default=None,
-        help="the most trials one case of a statistical check may run (default 100,000; --thorough 40,000,000); "
-        "positions it leaves short of the declared deviation are NOT_RUN",
+        help="the most trials one case of a statistical check may run (default 1,000,000; --thorough 40,000,000); "
+        "positions it leaves short of the declared deviation are NOT_RUN, naming the --trials that would certify them",
     )
     parser.add_argument(
         "--deviation",
         type=_bounded(float, 0, 1, open_interval=True),
         default=None,
         help="the total-variation deviation every counted statistical test must detect and certify "
-        "(default 0.05; --thorough 0.003)",
+        "(default 0.03, or the engine's own where it declares one: oracle 0.05; --thorough 0.003)",
     )
     parser.add_argument(
         "--power",
@@ -656,7 +656,8 @@ def main(argv=None) -> int:
             if args.thorough
             else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
         )
-        args.deviation = power.deviation if args.deviation is None else args.deviation
+        if args.thorough and args.deviation is None:  # else None: the engine's own default, or DEFAULT_POWER's
+            args.deviation = power.deviation
         args.power = power.power if args.power is None else args.power
         args.trials = cap if args.trials is None else args.trials
     try:

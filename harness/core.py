@@ -86,10 +86,18 @@ class Tally:
     ``exercised(ids)`` counts a judged case for each id; ``violated(id, mode, evidence)`` records a
     failure (the first evidence and mode of each requirement are kept). ``outcome`` turns the counts
     into results: FAIL where violated, PASS where exercised and never violated, NOT_RUN elsewhere.
+
+    The check's own status (specs/INTERPRETING.md, RUN-STATUS-3): FAIL if any requirement failed;
+    PASS only if every requirement passed, except the ``conditional`` ones, which apply only when the
+    engine shows what they judge (a usage field it may omit, a tie rule its profile waives) and may
+    stay NOT_RUN; NOT_RUN otherwise, the summary naming the requirements no case reached.
     """
 
-    def __init__(self, requirements: Sequence[str]):
+    def __init__(self, requirements: Sequence[str], conditional: Sequence[str] = ()):
         self.requirements = tuple(requirements)
+        self.conditional = frozenset(conditional)
+        if self.conditional - set(self.requirements):
+            raise KeyError(f"conditional requirements {sorted(self.conditional)} are not all in {self.requirements}")
         self.cases = dict.fromkeys(self.requirements, 0)
         self.failures: dict[str, tuple[str, str, dict | None]] = {}
 
@@ -129,14 +137,16 @@ class Tally:
             else:
                 results[rid] = RequirementResult(NOT_RUN, 0, "no case of this check exercised it")
         statuses = [r.status for r in results.values()]
+        not_run = [r for r in self.requirements if results[r].status == NOT_RUN and r not in self.conditional]
         if FAIL in statuses:
             status = FAIL
             first = next(results[r] for r in self.requirements if results[r].status == FAIL)
             summary = f"{first.evidence} [{summary}]"
-        elif PASS in statuses:
+        elif PASS in statuses and not not_run:
             status = PASS
         else:
             status = NOT_RUN
+            summary = f"not run: {', '.join(not_run or self.requirements)} [{summary}]"
         return Outcome(status, summary, results, **statistics)
 
 
@@ -149,9 +159,9 @@ class Context:
 
     profile: Profile
     seed: int = 20261121
-    trials: int = 100_000  # stats.DEFAULT_MAX_TRIALS
+    trials: int = 1_000_000  # stats.DEFAULT_MAX_TRIALS
     alpha: float = 1e-6
-    deviation: float = 0.05  # stats.DEFAULT_POWER
+    deviation: float = 0.03  # stats.DEFAULT_POWER
     power: float = 0.9
 
 
@@ -224,8 +234,12 @@ class CountingEngine(Protocol):
 
 @runtime_checkable
 class MetricsEngine(Protocol):
-    def acceptance_metrics(self, steps: Sequence[tuple[int, Sequence[int]]], eos_token_ids: Sequence[int]) -> dict:
-        """``acceptance_rate``, ``mean_acceptance_length`` and ``accepted_per_position`` over ``(K, row)`` steps."""
+    def acceptance_metrics(
+        self, steps: Sequence[tuple[int, Sequence[int], int | None]], eos_token_ids: Sequence[int]
+    ) -> dict:
+        """``acceptance_rate``, ``mean_acceptance_length`` and ``accepted_per_position`` over
+        ``(K, row, commit_limit)`` steps: ``commit_limit`` is how many of the row's tokens the request
+        may still commit (``max_tokens`` left, or up to a completed stop string; None: no limit)."""
 
 
 CAPABILITY_PROTOCOLS: dict[str, type] = {

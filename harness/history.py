@@ -160,7 +160,7 @@ def _peers(row: dict) -> list[str]:
         if key.endswith("_ms")
         and isinstance(value, float)
         and not key.startswith(("ours", "floor"))
-        and not key.endswith("_eager_ms")
+        and not key.endswith(("_eager_ms", "floor_ms"))  # floor_ms, one_pass_floor_ms: no implementation
     ]
 
 

@@ -42,6 +42,7 @@ class EngineInfo:
     version: str
     device: str
     profile: Profile
+    statistical_deviation: float | None = None  # the engine's own default --deviation (an engine too slow for ours)
 
 
 def device_name(device) -> str:
@@ -80,7 +81,14 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
             ("error", f"the engine's factory raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}")
         )
         return
-    conn.send(("ready", EngineInfo(str(engine.name), str(engine.version), device_name(engine.device), engine.profile)))
+    info = EngineInfo(
+        str(engine.name),
+        str(engine.version),
+        device_name(engine.device),
+        engine.profile,
+        getattr(engine, "statistical_deviation", None),
+    )
+    conn.send(("ready", info))
     while True:
         request = conn.recv()
         if request is None:

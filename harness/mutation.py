@@ -4,9 +4,21 @@ Each mutant is one small change to one source file: an operator (``+`` for ``-``
 dropped ``not``), a comparison (a boundary ``<`` for ``<=``, or its negation), a constant (``n`` for
 ``n + 1`` and ``n - 1``, ``True`` for ``False``) or a dropped statement (a call, a ``raise``, an
 augmented assignment, a write into a tensor or attribute, a re-assignment of a bound name). The mutant is
-judged by the conformance checks, not by the project's unit tests: its file is written into a private copy
-of its top-level package, and ``python -m harness.mutation judge`` runs the checks against the engine in
-its own process (``harness.isolation``: a hang is a TIMEOUT) until the first check that is not passed.
+judged by the conformance checks, not by the project's unit tests. What makes judging ~1,000 mutants cheap:
+
+- The unmutated code is judged first by every check with its lines traced (``coverage``, one context per
+  check): a check that never executes a mutant's lines runs exactly as on the original, so only the checks
+  that do are run (all of them when the import or the engine's factory executes the line).
+- The parent imports the project and its libraries once and forks a child per mutant; the child gives the
+  enclosing function the mutated code in place (``__code__``), or, for module-level code and default
+  arguments, imports the project again with the mutated file served by an import hook.
+- The checks run in the child in one process, the mutated code's own requirement area first, each group
+  cheapest first, until the first that is not passed; each draws at most ``--cases`` of its generated
+  cases (a prefix of its seeded sequence, the simplest first) and runs ``--trials`` per statistical case.
+- The parent kills a child whose check runs past ``--timeout + --timeout-factor ×`` its baseline seconds
+  (TIMEOUT) and re-judges every TIMEOUT with ``--rejudge`` times the limits, so that a loaded machine does
+  not turn a survivor into a kill; a child that dies is an ERROR of the check it was running.
+
 A mutant that some check fails (FAIL, ERROR or TIMEOUT) is KILLED; one that every check passes SURVIVED.
 
 Why an AST mutator of our own: mutmut 3 instruments functions with trampolines and decides through its
@@ -25,16 +37,17 @@ import argparse
 import ast
 import difflib
 import fnmatch
+import importlib
+import importlib.abc
+import importlib.util
 import json
 import os
 import random
-import shutil
-import subprocess
+import select
+import signal
 import sys
-import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -73,26 +86,24 @@ COMPARE_SWAPS = {
 OPERATORS = ("binary", "boolean", "unary", "boundary", "negate-comparison", "constant", "drop-statement")
 
 
-BUDGET = ("TB-", ("budget",))
-REJECTION = ("RS-", ("rejection",))
-ANY = ("", ())  # shared code: any requirement, every check
+BUDGET, REJECTION, COUNTING = "TB-", "RS-", "AC-"
+ANY = ""  # shared code: no area of its own
 
 
 @dataclass(frozen=True)
 class Target:
     """A file to mutate, the engine that judges it and, per function (name globs, first match), the
-    requirement area its code implements (an id prefix) and the engine capabilities through which a check
-    can reach it: only checks that need one of them can observe the mutant (``()``: every check).
-    ``skip``: functions (and module-level names) left alone, for the reason ``why``."""
+    requirement area its code implements (an id prefix: its checks run first, and a kill on another area's
+    requirement is counted). ``skip``: functions (and module-level names) left alone, for the reason ``why``."""
 
     path: str
     engine: str
-    scopes: dict[str, tuple[str, tuple[str, ...]]]
+    areas: dict[str, str]
     skip: tuple[str, ...] = ()
     why: str = ""
 
-    def scope(self, function: str) -> tuple[str, tuple[str, ...]]:
-        return next((s for pattern, s in self.scopes.items() if fnmatch.fnmatchcase(function, pattern)), ANY)
+    def area(self, function: str) -> str:
+        return next((a for pattern, a in self.areas.items() if fnmatch.fnmatchcase(function, pattern)), ANY)
 
 
 TRITON_ONLY = "reached only with backend='triton' (GPU, or the Triton interpreter); the CPU path never runs them"
@@ -101,7 +112,7 @@ TARGETS = (
         "impl/thinking_budget.py",
         "reference",
         {"<module>": ANY, "*": BUDGET},
-        ("ThinkingBudgetState._forced_triton",),
+        ("ThinkingBudgetState._step_triton",),
         TRITON_ONLY,
     ),
     Target("impl/markers.py", "reference", {"<module>": ANY, "*": BUDGET}),
@@ -117,6 +128,10 @@ TARGETS = (
             "_multi_processors",
             "_launch_shape",
             "_cdiv",
+            "_TritonPlan",
+            "_PLANS",
+            "MAX_PLANS",
+            "_plan",
             "_rejection_triton",
             "triton_next_pow2",
             "_block_size",
@@ -126,7 +141,7 @@ TARGETS = (
     Target(
         "impl/counting.py",
         "reference",
-        {"AcceptanceStats*": ("AC-", ("metrics",)), "<module>": ANY, "*": ("AC-", ("counting", "metrics"))},
+        {"<module>": ANY, "*": COUNTING},
     ),
     Target(
         "impl/validation.py",
@@ -143,8 +158,8 @@ TARGETS = (
             "OracleEngine.budget_state": BUDGET,
             "OracleBudget*": BUDGET,
             "OracleEngine.rejection_sample": REJECTION,
-            "OracleEngine.count_emitted": ("AC-", ("counting",)),
-            "OracleEngine.acceptance_metrics": ("AC-", ("metrics",)),
+            "OracleEngine.count_emitted": COUNTING,
+            "OracleEngine.acceptance_metrics": COUNTING,
             "*": ANY,
         },
     ),
@@ -172,6 +187,11 @@ class Mutant:
     def apply(self, source: str) -> str:
         data = source.encode()
         return (data[: self.start] + self.replacement.encode() + data[self.end :]).decode()
+
+    def lines(self, source: str) -> range:
+        """The source lines of the mutated statement or expression, from its node's first line to the
+        changed text's last."""
+        return range(self.line, source.encode()[: self.end].count(b"\n") + 2)
 
     def diff(self, source: str) -> str:
         return "".join(
@@ -377,13 +397,20 @@ def mutants_of(source: str, path: str, skip: tuple[str, ...] = ()) -> list[Mutan
     return mutants
 
 
-# -- judging one mutant -------------------------------------------------------------------------------
+# -- judging mutants ------------------------------------------------------------------------------------
+#
+# A parent process that has imported the project and its libraries (torch, NumPy, SciPy, Hypothesis) forks
+# one child per mutant: the child forgets the project's modules, imports them again with the mutated file
+# served by an import hook, builds the engine and runs the checks in order until the first that is not
+# passed. The parent reads the child's events from a pipe and kills it when a check runs past its limit
+# (TIMEOUT). So a mutant costs its checks, not an interpreter and torch import.
 
 
 @dataclass
 class Verdict:
     """What the checks said of one mutant: KILLED (by ``check`` with ``status``, violating
-    ``requirements``; ``requirements`` is the check's own list for ERROR and TIMEOUT) or SURVIVED."""
+    ``requirements``; ``requirements`` is the check's own list for ERROR and TIMEOUT) or SURVIVED.
+    ``checks_run`` of the ``checks_planned`` that execute the mutated lines were run."""
 
     status: str
     check: str = ""
@@ -391,99 +418,344 @@ class Verdict:
     requirements: list[str] = field(default_factory=list)
     message: str = ""
     checks_run: int = 0
+    checks_planned: int = 0
     seconds: float = 0.0
 
 
-def ordered_checks(checks, area: str, needs: tuple[str, ...] = ()):
-    """The checks that need one of ``needs`` (all of them if none is named), those of the mutated code's
-    own ``area`` first, then the rest in catalogue order."""
-    reach = [c for c in checks if not needs or set(c.needs) & set(needs)]
-    return sorted(reach, key=lambda c: not any(r.startswith(area) for r in c.requirements) if area else 0)
+@dataclass
+class Job:
+    """One judgement in a forked child: ``engine`` (a ``make_engine`` spec) with ``mutant`` applied (None:
+    the unmutated code), running ``checks`` in this order until the first that is not passed (None: every
+    check of the catalogue that the engine's profile can run, all of them), each within ``limits[check]``
+    seconds (default ``Setup.check_limit_s``). ``trace``: files whose executed lines are recorded per check
+    (``coverage``), and under ``IMPORT`` for the import and the engine's factory."""
+
+    engine: str
+    mutant: Mutant | None = None
+    checks: list[str] | None = None
+    limits: dict[str, float] = field(default_factory=dict)
+    trace: tuple[str, ...] = ()
+    verdict: Verdict | None = None
+    plan: dict[str, list[str]] = field(default_factory=dict)  # check -> its requirements (the child's own plan)
+    seconds: dict[str, float] = field(default_factory=dict)  # check -> seconds it ran
+    lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # file -> context -> lines
 
 
-def judge_here(
-    engine_spec: str, catalogue: str, exclude, area: str, needs, timeout_s: float, seed: int, include=()
-) -> Verdict:
-    """Judge the engine importable from this process's ``sys.path``: run the catalogue's checks that can
-    reach the mutated code (the area's first) in the engine's own process until one is not passed."""
-    from . import runner
-    from .core import Context
-    from .isolation import EngineProcess, _load_catalogue
+@dataclass(frozen=True)
+class Setup:
+    """What every child of a run shares: the project's root (first on the path), the check catalogue
+    (``module:function``), the checks left out, the cases' seed and the trials of a statistical check."""
 
-    checks = ordered_checks(runner.select(_load_catalogue(catalogue).values(), include, exclude), area, tuple(needs))
-    engine = EngineProcess(engine_spec, catalogue=catalogue)
-    verdict = Verdict("SURVIVED")
-    try:
-        for check in checks:
-            (record,) = runner.run_checks(
-                engine, [check], lambda info: Context(profile=info.profile, seed=seed), timeout_s=timeout_s
-            )
-            verdict.checks_run += 1
-            if record.status in KILLING:
-                first_line = record.message.splitlines()[0] if record.message else ""
-                return Verdict(
-                    "KILLED",
-                    check.name,
-                    record.status,
-                    record.violated or list(check.requirements),
-                    first_line[:300],
-                    verdict.checks_run,
-                )
-    finally:
-        engine.stop()
-    return verdict
+    source_root: Path
+    catalogue: str = "harness.checks:all_checks"
+    exclude: tuple[str, ...] = FAST_EXCLUDE
+    seed: int = 20261121
+    trials: int = 2_000
+    max_cases: int = 0  # each check draws at most this many of its generated cases (0: all of them)
+    start_limit_s: float = 120  # importing the project and building the engine
+    check_limit_s: float = 1_200  # a check that a job gives no limit of its own
 
 
-def judge_mutant(
-    mutant: Mutant,
-    source_root: Path,
-    work_dir: Path,
-    engine_spec: str,
-    *,
-    catalogue: str = "harness.checks:all_checks",
-    exclude=FAST_EXCLUDE,
-    include=(),
-    area: str = "",
-    needs: tuple[str, ...] = (),
-    timeout_s: float = 60,
-    seed: int = 20261121,
-    python: str = sys.executable,
-) -> Verdict:
-    """Write ``mutant`` into a copy of its top-level package under ``work_dir`` (which shadows
-    ``source_root`` on the path) and judge it in a fresh interpreter; the copy is removed afterwards."""
-    top = Path(mutant.path).parts[0]
-    if work_dir.exists():
-        shutil.rmtree(work_dir)
-    work_dir.mkdir(parents=True)
-    original = source_root / top
-    if original.is_dir():
-        shutil.copytree(original, work_dir / top, ignore=shutil.ignore_patterns("__pycache__"))
+IMPORT = "(import)"  # the coverage context of the project's import and the engine's factory
+
+
+class _MutantLoader(importlib.abc.SourceLoader):
+    """Loads one module from the mutated source text instead of its file (no bytecode cache)."""
+
+    def __init__(self, path: str, source: str):
+        self.path, self.source = path, source
+
+    def get_filename(self, fullname: str) -> str:
+        return self.path
+
+    def get_data(self, path: str) -> bytes:
+        return self.source.encode() if path == self.path else Path(path).read_bytes()
+
+
+class _MutantFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, module: str, path: str, source: str):
+        self.module, self.path, self.source = module, path, source
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.module:
+            return None
+        return importlib.util.spec_from_file_location(fullname, self.path, loader=_MutantLoader(self.path, self.source))
+
+
+def _project_modules(source_root: Path) -> list[str]:
+    """The imported modules whose file lies under ``source_root``."""
+    root = str(source_root.resolve())
+    return [
+        name
+        for name, module in list(sys.modules.items())
+        if (getattr(module, "__file__", None) or "").startswith(root) and name != "__main__"
+    ]
+
+
+_CATALOGUES: dict[str, dict] = {}  # built once in the parent (it parses the requirements for each check)
+
+
+def _catalogue(spec: str, fresh: bool = False) -> dict:
+    """The checks by name of the catalogue ``spec`` (``module:function``); ``fresh``: built again from the
+    modules imported now, not taken from the parent's."""
+    if fresh or spec not in _CATALOGUES:
+        module_name, _, function = spec.partition(":")
+        _CATALOGUES[spec] = {c.name: c for c in getattr(importlib.import_module(module_name), function)()}
+    return _CATALOGUES[spec]
+
+
+def _reimport(mutant: Mutant | None, source_root: Path) -> None:
+    """Forget the project's modules so that they are imported again, ``mutant``'s file from its mutated
+    text (an import hook serves it)."""
+    for name in _project_modules(source_root):
+        del sys.modules[name]
+    sys.path.insert(0, str(source_root))
+    if mutant is not None:
+        path = str(source_root / mutant.path)
+        sys.meta_path.insert(0, _MutantFinder(_module(mutant.path), path, mutant.apply(Path(path).read_text())))
+
+
+def _patch(mutant: Mutant, source_root: Path) -> bool:
+    """Give the already imported function that encloses ``mutant`` the mutated code, in place, so that every
+    reference to it runs the mutant; False when that cannot be done (the module is not imported, the change
+    lies outside a function's body, as a default argument or module-level code, or the function is not
+    found), and the module must be imported again."""
+    module = sys.modules.get(_module(mutant.path))
+    if module is None or mutant.function == "<module>":
+        return False
+    original = (source_root / mutant.path).read_text()
+    data = original.encode()
+    starts = [0]
+    for line in data.splitlines(True):
+        starts.append(starts[-1] + len(line))
+    parents, node = [], ast.parse(original)
+    for part in mutant.function.split("."):  # down to the outermost function on the mutant's path
+        node = next((n for n in node.body if getattr(n, "name", None) == part), None)
+        if node is None:
+            return False
+        parents.append(part)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
     else:
-        shutil.copy2(original, work_dir / top)
-    path = work_dir / mutant.path
-    path.write_text(mutant.apply((source_root / mutant.path).read_text()))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work_dir), str(source_root), str(REPO)]))
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    command = [python, "-m", "harness.mutation", "judge", "--engine", engine_spec, "--catalogue", catalogue]
-    command += [f"--exclude={pattern}" for pattern in exclude] + [f"--check={pattern}" for pattern in include]
-    command += [f"--needs={capability}" for capability in needs]
-    command += ["--area", area, "--timeout", str(timeout_s), "--seed", str(seed)]
-    started = time.monotonic()
+        return False  # a class body
+    body_start = starts[node.body[0].lineno - 1] + node.body[0].col_offset
+    body_end = starts[node.end_lineno - 1] + node.end_col_offset
+    if not body_start <= mutant.start <= mutant.end <= body_end:
+        return False
+    qualname = ".".join(parents)
+    pending = [compile(mutant.apply(original), str(source_root / mutant.path), "exec")]
+    new_code = None
+    while pending and new_code is None:
+        code = pending.pop()
+        if code.co_qualname == qualname:
+            new_code = code
+        pending += [c for c in code.co_consts if isinstance(c, type(code))]
+    holder = module
+    for part in parents[:-1]:
+        holder = getattr(holder, part)
+    bound = vars(holder).get(parents[-1])
+    candidates = [bound] + [getattr(bound, a, None) for a in ("__func__", "fget", "fset", "fdel", "__wrapped__")]
+    functions = [
+        f
+        for f in candidates
+        if hasattr(f, "__code__")
+        and f.__code__.co_qualname == qualname
+        and new_code is not None
+        and f.__code__.co_firstlineno == new_code.co_firstlineno
+    ]
+    if len(functions) != 1:
+        return False
     try:
-        done = subprocess.run(
-            command, cwd=work_dir, env=env, capture_output=True, text=True, timeout=timeout_s * 40, check=False
+        functions[0].__code__ = new_code
+    except ValueError:  # the mutated code closes over other names
+        return False
+    return True
+
+
+def _child(job: Job, setup: Setup, send) -> None:
+    """(In the forked child) apply ``job.mutant`` (its function's code patched in place, or the project
+    imported again), build the engine and run the checks, reporting each as an event: ``plan``, ``start``,
+    ``result``, ``lines``."""
+    tracer = None
+    if job.trace:
+        import coverage
+
+        tracer = coverage.Coverage(data_file=None, include=list(job.trace), config_file=False)
+        tracer.start()
+        tracer.switch_context(IMPORT)
+    reimported = job.mutant is None or not _patch(job.mutant, setup.source_root)
+    if reimported:
+        _reimport(job.mutant, setup.source_root)
+    if setup.max_cases:  # the first cases of each check's seeded sequence, the simplest first
+        cases = importlib.import_module("harness.cases")
+        every = cases.draw
+        cases.draw = lambda strategy, case_seed, count: every(strategy, case_seed, min(count, setup.max_cases))
+    first = job.checks[0] if job.checks else None
+    try:
+        catalogue = _catalogue(setup.catalogue, fresh=reimported)
+        runner = importlib.import_module("harness.runner")
+        core = importlib.import_module("harness.core")
+        engine = importlib.import_module("harness.adapters").make_engine(job.engine)
+    except BaseException as exc:  # the mutated import or factory: the first check cannot run
+        send(event="result", check=first, status="ERROR", violated=[], message=f"{type(exc).__name__}: {exc}")
+        return
+    profile = engine.profile
+    names = job.checks
+    if names is None:
+        names = [c.name for c in runner.select(catalogue.values(), (), setup.exclude)]
+    runnable = [
+        n for n in names if profile.claims(catalogue[n].cls) and set(catalogue[n].needs) <= profile.capabilities
+    ]
+    send(event="plan", checks={n: list(catalogue[n].requirements) for n in runnable})
+    ctx = core.Context(profile=profile, seed=setup.seed, trials=setup.trials)
+    for name in runnable:
+        send(event="start", check=name)
+        if tracer:
+            tracer.switch_context(name)
+        started = time.perf_counter()
+        try:
+            outcome = catalogue[name].run(engine, ctx)
+            status, violated, message = outcome.status, list(outcome.violated), outcome.message
+        except BaseException as exc:  # a crash (SystemExit included) is not a spec violation: ERROR
+            status, violated, message = "ERROR", [], f"{type(exc).__name__}: {exc}"
+        send(
+            event="result",
+            check=name,
+            status=status,
+            violated=violated,
+            message=(message.splitlines() or [""])[0][:300],
+            seconds=round(time.perf_counter() - started, 3),
         )
-    except subprocess.TimeoutExpired:
-        verdict = Verdict("KILLED", "(whole run)", "TIMEOUT", message=f"the judge ran past {timeout_s * 40:.0f} s")
+        if job.checks is not None and status in KILLING:
+            break
+    if tracer:
+        tracer.stop()
+        data = tracer.get_data()
+        send(event="lines", lines={f: _by_context(data.contexts_by_lineno(f)) for f in data.measured_files()})
+
+
+def _by_context(contexts_by_line: dict[int, list[str]]) -> dict[str, list[int]]:
+    by_context: dict[str, list[int]] = {}
+    for line, contexts in sorted(contexts_by_line.items()):
+        for context in contexts:
+            by_context.setdefault(context, []).append(line)
+    return by_context
+
+
+@dataclass
+class _Running:
+    job: Job
+    pid: int
+    fd: int
+    started: float
+    deadline: float
+    current: str | None = None
+    pending: bytes = b""
+    events: list[dict] = field(default_factory=list)
+
+
+def _fork(job: Job, setup: Setup) -> _Running:
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(read_fd)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            out = os.fdopen(write_fd, "w")
+
+            def send(**event):
+                out.write(json.dumps(event) + "\n")
+                out.flush()
+
+            _child(job, setup, send)
+            send(event="done")
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    now = time.monotonic()
+    return _Running(job, pid, read_fd, now, now + setup.start_limit_s)
+
+
+def _receive(child: _Running, data: bytes, setup: Setup) -> None:
+    """Take the child's events from ``data``; a check's start sets the deadline to its limit."""
+    *lines, child.pending = (child.pending + data).split(b"\n")
+    for line in lines:
+        event = json.loads(line)
+        child.events.append(event)
+        if event["event"] == "start":
+            child.current = event["check"]
+            child.deadline = time.monotonic() + child.job.limits.get(child.current, setup.check_limit_s)
+        elif event["event"] == "result":
+            child.current = None
+            child.deadline = time.monotonic() + setup.start_limit_s
+
+
+def _finish(child: _Running, timed_out: bool, setup: Setup) -> None:
+    """The verdict from the child's events: the first check that was not passed kills the mutant; a child
+    killed at its deadline is a TIMEOUT of the check it was running, one that died without a result an
+    ERROR of it (before any check: of the first)."""
+    job, events = child.job, child.events
+    job.plan = next((e["checks"] for e in events if e["event"] == "plan"), job.plan)
+    results = [e for e in events if e["event"] == "result"]
+    job.seconds = {e["check"]: e["seconds"] for e in results if "seconds" in e}
+    job.lines = next((e["lines"] for e in events if e["event"] == "lines"), {})
+    ran = (len(results), len(job.plan) if job.checks is None else len(job.checks))
+    killer = next((e for e in results if e["status"] in KILLING), None)
+    if killer is not None:
+        check = killer["check"] or ""
+        requirements = killer["violated"] or job.plan.get(check, [])
+        job.verdict = Verdict("KILLED", check, killer["status"], requirements, killer["message"], *ran)
+    elif timed_out or not any(e["event"] == "done" for e in events):
+        current = child.current or (job.checks[0] if job.checks and not results else "")
+        if timed_out:
+            limit = job.limits.get(current, setup.check_limit_s) if child.current else setup.start_limit_s
+            status, message = "TIMEOUT", f"ran past {limit:.3g} s; the child was killed"
+        else:
+            status, message = "ERROR", f"the child ended during {current or 'the import'} without a result"
+        job.verdict = Verdict("KILLED", current, status, job.plan.get(current, []), message, *ran)
     else:
-        lines = done.stdout.strip().splitlines()
-        if done.returncode != 0 or not lines:
-            raise RuntimeError(f"the judge of {mutant.key} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-        verdict = Verdict(**json.loads(lines[-1]))
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    verdict.seconds = round(time.monotonic() - started, 1)
-    return verdict
+        job.verdict = Verdict("SURVIVED", checks_run=ran[0], checks_planned=ran[1])
+    job.verdict.seconds = round(time.monotonic() - child.started, 1)
+
+
+def judge(jobs: list[Job], setup: Setup, workers: int = 1, on_done=lambda job: None) -> list[Job]:
+    """Judge every job, at most ``workers`` children at a time; each job gets its ``verdict`` (and its
+    ``plan``, ``seconds`` and ``lines``). ``on_done(job)`` is called as each one finishes."""
+    queue = list(reversed(jobs))
+    running: dict[int, _Running] = {}
+
+    def end(child: _Running, timed_out: bool) -> None:
+        if timed_out:
+            os.kill(child.pid, signal.SIGKILL)
+        os.waitpid(child.pid, 0)
+        os.close(child.fd)
+        del running[child.fd]
+        _finish(child, timed_out, setup)
+        on_done(child.job)
+
+    while queue or running:
+        while queue and len(running) < workers:
+            child = _fork(queue.pop(), setup)
+            running[child.fd] = child
+        wait = max(0.0, min(c.deadline for c in running.values()) - time.monotonic())
+        ready, _, _ = select.select(list(running), [], [], wait)
+        for fd in ready:
+            data = os.read(fd, 1 << 20)
+            if data:
+                _receive(running[fd], data, setup)
+            else:
+                end(running[fd], timed_out=False)
+        now = time.monotonic()
+        for child in [c for c in running.values() if now >= c.deadline]:
+            end(child, timed_out=True)
+    return jobs
 
 
 # -- a whole run ----------------------------------------------------------------------------------------
@@ -539,14 +811,17 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
     lines = [
         "# Mutation score",
         "",
+        *([meta["note"], ""] if meta.get("note") else []),
         f"Judged {len(results)} mutants in {len(meta['parts'])} run(s):",
         "",
         *[f"- {part}" for part in meta["parts"]],
         "",
-        f"Checks: every kernel-level check except {', '.join(FAST_EXCLUDE)} that needs an engine capability "
-        "through which the mutated code is reached (every check for shared code), the mutated area's first; "
-        "a mutant is judged until the first check that is not passed. A baseline (the unmutated code, the same "
-        "checks) runs alongside each run.",
+        "Checks: every kernel-level check except "
+        + ", ".join(f"`{pattern}`" for pattern in meta.get("exclude", FAST_EXCLUDE))
+        + ", each with few trials per statistical case; of them, only those that executed one of the mutant's "
+        "lines when the unmutated code was judged (coverage per check; all of them when the import or the "
+        "engine's factory executed it), the mutated code's area first, each group cheapest first, until the "
+        "first check that is not passed. A mutant that no check executes survives unjudged.",
         "",
         f"**Score: {len(killed)} killed of {non_equivalent} non-equivalent mutants = "
         f"{100 * len(killed) / max(non_equivalent, 1):.1f} %**; of the {reachable} that a canonical case can reach: "
@@ -591,6 +866,20 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
             f"- `{r['path']}:{r['line']}` {r['operator']} `{_short(r['original'])}` → `{r['replacement']}` "
             f"({r['function']}): " + (f"{entry['class']}: {entry['why']}" if entry else "**not killed: a gap**")
         )
+    lines += [
+        "",
+        "## Every mutant",
+        "",
+        "| file:line | function | operator | change | verdict | check (status) | requirements | checks run | s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in sorted(results, key=lambda r: (r["path"], r["line"], r["key"])):
+        change = f"`{_short(r['original'], 40)}` → `{r['replacement']}`".replace("|", "\\|")
+        lines.append(
+            f"| {r['path']}:{r['line']} | {r['function']} | {r['operator']} | {change} | {kind(r)} "
+            f"| {r['check']} ({r['check_status']}) | {', '.join(r['requirements'])} "
+            f"| {r['checks_run']}/{r.get('checks_planned', '')} | {r['seconds']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -605,16 +894,23 @@ def _describe_run(run_dir: Path) -> str:
     if not meta_path.exists():
         return f"`{run_dir.name}`: {judged} mutants judged, then stopped (no run.json; its log is log.txt)"
     meta = json.loads(meta_path.read_text())
-    baselines = ", ".join(f"{engine} {status}" for engine, status in meta["baselines"].items())
+    baselines = ", ".join(
+        f"{engine} {b['status']} in {b['seconds']:.0f} s ({len(b['checks'])} checks)"
+        for engine, b in meta["baselines"].items()
+    )
     return (
         f"`{run_dir.name}`: {judged} of {meta['generated']} generated mutants ({meta['sampling']}), "
-        f"{meta['seconds']:.0f} s on {meta['machine']}, {meta['workers']} worker(s), {meta['check_timeout_s']:g} s "
-        f"per check; baselines {baselines}" + (f"; checks {', '.join(meta['checks'])}" if meta.get("checks") else "")
+        f"{meta['seconds']:.0f} s on {meta['machine']}, {meta['workers']} worker(s); limits: {meta['limits']}; "
+        f"{meta['trials']} trials per statistical case; baselines (unmutated, every check, traced): {baselines}"
     )
 
 
 def report(
-    run_dirs: list[Path], classified: dict[str, dict], reruns: tuple[Path, ...] = (), out: Path | None = None
+    run_dirs: list[Path],
+    classified: dict[str, dict],
+    reruns: tuple[Path, ...] = (),
+    out: Path | None = None,
+    note: str = "",
 ) -> str:
     """(Re-)render the summary of one run, or of several runs over disjoint targets, from their
     ``mutants.jsonl`` and ``run.json``; the verdicts of ``reruns`` (runs of some of their mutants with
@@ -626,69 +922,139 @@ def report(
             judged.setdefault(entry["key"], entry)
     newer = {entry["key"]: {**entry, "rerun": rerun.name} for rerun in reruns for entry in _read(rerun)}
     results = [newer.get(key, entry) for key, entry in judged.items()]
-    text = summary(results, classified, {"parts": [_describe_run(run_dir) for run_dir in run_dirs]})
+    metas = [json.loads((d / "run.json").read_text()) for d in run_dirs if (d / "run.json").exists()]
+    meta = {
+        "parts": [_describe_run(run_dir) for run_dir in run_dirs],
+        "note": note,
+        **({"exclude": metas[0]["exclude"]} if metas else {}),
+    }
+    text = summary(results, classified, meta)
     (out or run_dirs[0] / "summary.md").write_text(text)
     return text
+
+
+def _preload(setup: Setup, targets) -> None:
+    """Import the project's modules and their libraries in the parent, once: every forked child starts
+    with torch, NumPy, SciPy and Hypothesis loaded, on one thread each."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for name in ("harness.adapters", *(_module(t.path) for t in targets)):
+        importlib.import_module(name)
+    _catalogue(setup.catalogue)
+
+
+def _module(path: str) -> str:
+    return path[: -len(".py")].replace("/", ".")
+
+
+def plan_mutant(target: Target, mutant: Mutant, baseline: Job, source: str, args) -> Job:
+    """The checks that can tell ``mutant`` from the original: those of the baseline run that executed one
+    of its lines (all of them if the import or the engine's factory did), the mutated code's own area
+    first, each group cheapest first (by the baseline's seconds); each with the limit
+    ``args.timeout + args.timeout_factor × its baseline seconds``. A check that never executes the
+    mutated lines runs exactly as on the original, so it cannot kill the mutant."""
+    covered = baseline.lines.get(str(REPO / target.path), {})
+    span = set(mutant.lines(source))
+    executing = {context for context, lines in covered.items() if span & set(lines)}
+    checks = [c for c in baseline.plan if IMPORT in executing or c in executing]
+    area = target.area(mutant.function)
+    checks.sort(key=lambda c: (not any(r.startswith(area) for r in baseline.plan[c]), baseline.seconds[c]))
+    limits = {c: args.timeout + args.timeout_factor * baseline.seconds[c] for c in checks}
+    return Job(target.engine, mutant, checks, limits, plan={c: baseline.plan[c] for c in checks})
+
+
+def _entry(target: Target, job: Job, source: str) -> dict:
+    mutant, verdict = job.mutant, job.verdict
+    entry = {k: v for k, v in asdict(mutant).items() if k not in ("start", "end")}
+    entry.update(asdict(verdict), engine=target.engine, area=target.area(mutant.function), diff=mutant.diff(source))
+    return entry
 
 
 def run(args) -> int:
     classified = load_classified(Path(args.equivalent))
     targets = [t for t in TARGETS if not args.target or t.path in args.target]
+    setup = Setup(
+        REPO, exclude=FAST_EXCLUDE + tuple(args.exclude or ()), seed=args.seed, trials=args.trials, max_cases=args.cases
+    )
+    sources = {t.path: (REPO / t.path).read_text() for t in targets}
     planned: list[tuple[Target, Mutant]] = []
     generated = 0
     judged = {entry["key"] for run_dir in args.skip_judged or () for entry in _read(Path(run_dir))}
     for target in targets:
-        mutants = mutants_of((REPO / target.path).read_text(), target.path, target.skip)
+        mutants = mutants_of(sources[target.path], target.path, target.skip)
         mutants = [m for m in mutants if not args.operator or m.operator in args.operator]
         generated += len(mutants)
         chosen = [m for m in mutants if m.key in args.key] if args.key else sample(mutants, args.fraction, args.seed)
         planned += [(target, m) for m in chosen if m.key not in judged]
-    # The unmutated code is judged alongside (all checks): it must pass them all, or no kill means anything.
-    engines = {t.engine: t for t in targets}
-    jobs = [(t, Mutant(t.path, "<module>", 0, "none", "", "", 0, 0, "baseline")) for t in engines.values()]
-    jobs += planned
+    # each file's mutants in a seeded random order, the files interleaved: a run stopped early has judged a
+    # random sample of each file's mutants
+    random.Random(f"{args.seed}:order").shuffle(planned)
+    per_file = Counter(target.path for target, _ in planned)
+    seen: Counter = Counter()
+    position = []
+    for target, _ in planned:
+        seen[target.path] += 1
+        position.append(seen[target.path] / per_file[target.path])
+    planned = [pair for _, pair in sorted(zip(position, planned), key=lambda item: item[0])]
     out = Path(args.report_dir) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True)
     started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="specconform-mutation-"))
-    print(f"{len(planned)} of {generated} mutants to judge; results in {out}", file=sys.stderr, flush=True)
+    _preload(setup, targets)
+    log = (out / "log.txt").open("w")
 
-    def one(index: int) -> dict:
-        target, mutant = jobs[index]
-        area, needs = target.scope(mutant.function) if mutant.key != "baseline" else ANY
-        verdict = judge_mutant(
-            mutant,
-            REPO,
-            scratch / f"w{index}",
-            target.engine,
-            area=area,
-            needs=needs,
-            include=tuple(args.check or ()),
-            timeout_s=args.timeout,
-            seed=args.seed,
-        )
-        source = (REPO / mutant.path).read_text()
-        entry = {k: v for k, v in asdict(mutant).items() if k not in ("start", "end")}
-        entry.update(asdict(verdict), engine=target.engine, area=area, needs=list(needs), diff=mutant.diff(source))
-        killer = f"  <- {verdict.check} {verdict.check_status} {','.join(verdict.requirements)}"
-        print(
-            f"[{index + 1}/{len(jobs)}] {verdict.status:8} {verdict.seconds:6.1f} s {mutant.key}"
-            + (killer if verdict.check else ""),
-            file=sys.stderr,
-            flush=True,
-        )
-        return entry
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+        log.write(text + "\n")
+        log.flush()
 
-    results, baselines = [], {}
-    with ThreadPoolExecutor(args.workers) as pool, (out / "mutants.jsonl").open("w") as sink:
-        for entry in pool.map(one, range(len(jobs))):
-            if entry["key"] == "baseline":
-                baselines[entry["engine"]] = entry
-                continue
-            sink.write(json.dumps(entry) + "\n")
-            sink.flush()
-            results.append(entry)
-    shutil.rmtree(scratch, ignore_errors=True)
+    # The unmutated code, every check, its lines traced: it must pass them all, or no kill means anything.
+    engines = sorted({t.engine for t in targets})
+    trace = {e: tuple(str(REPO / t.path) for t in targets if t.engine == e) for e in engines}
+    baselines = {job.engine: job for job in judge([Job(e, trace=trace[e]) for e in engines], setup, args.workers)}
+    for engine, job in baselines.items():
+        say(f"baseline {engine}: {job.verdict.status} in {job.verdict.seconds} s, {len(job.plan)} checks")
+    broken = {e: asdict(job.verdict) for e, job in baselines.items() if job.verdict.status != "SURVIVED"}
+    if broken:
+        say(f"the unmutated code fails a check, so this run judges nothing: {broken}")
+        return 1
+    jobs = [plan_mutant(t, m, baselines[t.engine], sources[t.path], args) for t, m in planned]
+    target_of = {id(job): target for job, (target, _) in zip(jobs, planned)}
+    say(f"{len(planned)} of {generated} mutants to judge; results in {out}")
+    done = 0
+    sink = (out / "mutants.jsonl").open("w")  # as they are judged; written again after the re-judging
+
+    def report_one(job: Job) -> None:
+        nonlocal done
+        done += 1
+        sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.mutant.path])) + "\n")
+        sink.flush()
+        v = job.verdict
+        killer = f"  <- {v.check} {v.check_status} {','.join(v.requirements)}" if v.check else ""
+        ran = f"{v.checks_run}/{v.checks_planned}"
+        say(f"[{done}/{len(jobs)}] {v.status:8} {v.seconds:6.1f} s {ran:>5} {job.mutant.key}{killer}")
+
+    judge([j for j in jobs if j.checks], setup, args.workers, report_one)
+    for job in jobs:
+        if not job.checks:
+            job.verdict = Verdict("SURVIVED", message="no check executes the mutated lines")
+    # A TIMEOUT on a loaded machine is not a kill until the check runs past a limit ``--rejudge`` times longer.
+    slow = [job for job in jobs if job.verdict.check_status == "TIMEOUT"]
+    if slow:
+        say(f"re-judging {len(slow)} TIMEOUT(s) with {args.rejudge:g} times the limits")
+        first_verdicts = {id(job): job.verdict for job in slow}
+        for job in slow:
+            job.checks = job.checks[job.checks.index(job.verdict.check) :]  # the checks before it passed
+            job.limits = {c: args.rejudge * limit for c, limit in job.limits.items()}
+        done = 0
+        judge(slow, setup, args.workers, report_one)
+        for job in slow:
+            first = first_verdicts[id(job)]
+            job.verdict.message = (
+                f"(re-judged after a TIMEOUT at {first.check}: {first.message}) " + job.verdict.message
+            )
+    sink.close()
+    with (out / "mutants.jsonl").open("w") as sink:
+        for job in jobs:
+            sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.mutant.path])) + "\n")
     meta = {
         "started": out.name,
         "machine": f"{os.cpu_count()} CPU cores (load average {os.getloadavg()[0]:.1f} at the end)",
@@ -700,16 +1066,17 @@ def run(args) -> int:
         else f"a {args.fraction:.0%} sample stratified by file and operator, seed {args.seed}"
         if args.fraction < 1
         else "all of them",
-        "exclude": list(FAST_EXCLUDE),
-        "checks": list(args.check or ()),
-        "baselines": {engine: entry["status"] for engine, entry in baselines.items()},
-        "check_timeout_s": args.timeout,
+        "exclude": list(setup.exclude),
+        "trials": setup.trials,
+        "max_cases": setup.max_cases,
+        "limits": f"{args.timeout:g} s + {args.timeout_factor:g} × the baseline's seconds per check; "
+        f"TIMEOUTs re-judged at {args.rejudge:g} times that",
+        "baselines": {
+            e: {"status": j.verdict.status, "seconds": j.verdict.seconds, "checks": j.seconds}
+            for e, j in baselines.items()
+        },
     }
     (out / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
-    broken = {engine: entry for engine, entry in baselines.items() if entry["status"] != "SURVIVED"}
-    if broken:
-        print(f"the unmutated code fails a check, so this run judges nothing: {broken}", file=sys.stderr)
-        return 1
     print(report([out], classified))
     return 0
 
@@ -721,11 +1088,15 @@ def main(argv=None) -> int:
     go.add_argument("--target", action="append", help="only this file (repeatable), e.g. impl/markers.py")
     go.add_argument("--operator", action="append", choices=OPERATORS, help="only this operator (repeatable)")
     go.add_argument("--key", action="append", help="only the mutant with this key (repeatable)")
-    go.add_argument("--check", action="append", help="only the checks matching this glob (repeatable)")
+    go.add_argument("--exclude", action="append", help="also leave out the checks matching this glob (repeatable)")
     go.add_argument("--skip-judged", action="append", help="leave out the mutants this run folder judged")
     go.add_argument("--fraction", type=float, default=1.0, help="judge this fraction of the mutants (stratified)")
     go.add_argument("--workers", type=int, default=1)
-    go.add_argument("--timeout", type=float, default=60, help="seconds per check (a hang is a TIMEOUT)")
+    go.add_argument("--timeout", type=float, default=10, help="seconds per check, plus --timeout-factor × its baseline")
+    go.add_argument("--timeout-factor", type=float, default=10, help="times the check's seconds on the unmutated code")
+    go.add_argument("--rejudge", type=float, default=5, help="a TIMEOUT is re-judged with this many times the limit")
+    go.add_argument("--trials", type=int, default=2_000, help="trials per case of a statistical check")
+    go.add_argument("--cases", type=int, default=30, help="generated cases per check, at most (0: all)")
     go.add_argument("--seed", type=int, default=20261121)
     go.add_argument("--report-dir", default="reports/mutation")
     go.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
@@ -733,27 +1104,14 @@ def main(argv=None) -> int:
     again.add_argument("run_dirs", nargs="+", help="one run, or several over disjoint targets")
     again.add_argument("--out", help="the summary file (default: the first run's summary.md)")
     again.add_argument("--rerun", action="append", default=[], help="a run of some of its mutants (--key)")
+    again.add_argument("--note", default="", help="a paragraph on the runs, under the title (e.g. why one stopped)")
     again.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
-    one = sub.add_parser("judge", help="(internal) judge the engine on this process's path; prints a JSON verdict")
-    one.add_argument("--engine", required=True)
-    one.add_argument("--catalogue", default="harness.checks:all_checks")
-    one.add_argument("--exclude", action="append", default=[])
-    one.add_argument("--check", action="append", default=[])
-    one.add_argument("--area", default="")
-    one.add_argument("--needs", action="append", default=[], help="only checks that need this capability")
-    one.add_argument("--timeout", type=float, default=120)
-    one.add_argument("--seed", type=int, default=20261121)
     args = parser.parse_args(argv)
-    if args.command == "judge":
-        verdict = judge_here(
-            args.engine, args.catalogue, args.exclude, args.area, args.needs, args.timeout, args.seed, args.check
-        )
-        print(json.dumps(asdict(verdict)))
-        return 0
     if args.command == "report":
         reruns = tuple(Path(d) for d in args.rerun)
         out = Path(args.out) if args.out else None
-        print(report([Path(d) for d in args.run_dirs], load_classified(Path(args.equivalent)), reruns, out))
+        classified = load_classified(Path(args.equivalent))
+        print(report([Path(d) for d in args.run_dirs], classified, reruns, out, args.note))
         return 0
     return run(args)
 

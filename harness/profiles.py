@@ -10,6 +10,10 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     scope: section             # variant: request (canonical) | section
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
+    verification: synthetic    # RUN-PROFILE-3: exact (canonical) or the name of a non-exact mode, which
+                               # claims none of EXACT_RULE_CLASSES
+    forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
+    end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
 """
 
@@ -30,7 +34,7 @@ CAPABILITIES = (
     "seeded",  # seeded requests are deterministic
     "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
     "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)
-    "metrics",  # acceptance_metrics(steps, eos_token_ids) -> dict of AC-METRIC values
+    "metrics",  # acceptance_metrics(steps (K, row, commit_limit), eos_token_ids) -> dict of AC-METRIC values
     # API level (harness.adapters.http), probed from the running server:
     "http",  # an OpenAI-compatible endpoint
     "token-ids",  # responses carry token ids (return_token_ids)
@@ -44,6 +48,16 @@ FORCED_LOGITS = ("one-hot", "large-constant")
 # RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail
 # after num_emitted is unspecified and read through num_emitted)
 LAYOUTS = ("ragged", "padded")
+# RUN-PROFILE-3: the classes of the exact verification rules, which a profile in another verification mode
+# (vLLM's synthetic, fly or block; SGLang's relaxed thresholds) does not claim
+EXACT_RULE_CLASSES = ("rs.greedy", "rs.probabilistic", "rs.one-hot", "rs.mixed", "rs.seeded", "api.spec-decode")
+# TB-END-1: the budget forces the end marker itself (canonical) or a transition phrase then the end marker; an
+# engine that forces a phrase claims the class of TB-END-1/2 and is given F through budget_state(forced_token_ids=)
+FORCED_END_CLASSES = {"marker": None, "phrase": "tb.forced-phrase"}
+# TB-END-3: one end marker (canonical) or several, the others given through budget_state(other_end_token_ids=)
+END_MARKERS_CLASSES = {"one": None, "several": "tb.end-markers"}
+# the variants that bring a class of their own: profile field -> {value: class claimed with it}
+VARIANT_CLASSES = {"forced_end": FORCED_END_CLASSES, "end_markers": END_MARKERS_CLASSES}
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,9 @@ class Profile:
     tie_break: str = "lowest"
     forced_logit: str = "one-hot"
     layout: str = "ragged"
+    verification: str = "exact"
+    forced_end: str = "marker"
+    end_markers: str = "one"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
 
     def __post_init__(self):
@@ -66,6 +83,21 @@ class Profile:
             )
         if self.layout not in LAYOUTS:
             raise ValueError(f"profile {self.name}: layout must be one of {', '.join(LAYOUTS)}; got {self.layout!r}")
+        if not isinstance(self.verification, str) or not self.verification:
+            raise ValueError(
+                f"profile {self.name}: verification must be exact or a mode's name; got {self.verification!r}"
+            )
+        exact_claims = sorted(set(self.classes) & set(EXACT_RULE_CLASSES))
+        if self.verification != "exact" and exact_claims:
+            raise ValueError(
+                f"profile {self.name}: verification {self.verification!r} is not exact, so the profile cannot claim "
+                f"{', '.join(exact_claims)} (drop_classes them)"
+            )
+        for variant, values in VARIANT_CLASSES.items():
+            if getattr(self, variant) not in values:
+                raise ValueError(
+                    f"profile {self.name}: {variant} must be one of {', '.join(values)}; got {getattr(self, variant)!r}"
+                )
         if self.tie_break not in ("lowest", "any"):
             raise ValueError(f"profile {self.name}: tie_break must be lowest or any; got {self.tie_break!r}")
         unknown = set(self.capabilities) - set(CAPABILITIES)
@@ -78,6 +110,11 @@ class Profile:
     def claims(self, cls: str) -> bool:
         return cls in self.classes
 
+    @property
+    def label(self) -> str:
+        """The name records and reports carry: a non-exact verification mode is stated beside it."""
+        return self.name if self.verification == "exact" else f"{self.name} (verification: {self.verification})"
+
     def to_json(self) -> dict:
         return {
             "name": self.name,
@@ -86,6 +123,9 @@ class Profile:
             "tie_break": self.tie_break,
             "forced_logit": self.forced_logit,
             "layout": self.layout,
+            "verification": self.verification,
+            "forced_end": self.forced_end,
+            "end_markers": self.end_markers,
             "capabilities": sorted(self.capabilities),
         }
 
@@ -95,8 +135,23 @@ def canonical(scope: str = "request") -> Profile:
 
     The ``api.*`` classes belong to engines judged over HTTP (``harness.adapters.http``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
-    kernel = {c for c in spec.classes() if not c.startswith("api.")}
+    kernel = {c for c in spec.classes() if not c.startswith("api.")} - set(variant_classes())
     return Profile(f"canonical{'' if scope == 'request' else '-section'}", frozenset(kernel - {other}), scope=scope)
+
+
+def variant_classes() -> tuple[str, ...]:
+    """Classes claimed only with a declared variant other than the canonical one (``forced_end: phrase``,
+    ``end_markers: several``)."""
+    return tuple(c for values in VARIANT_CLASSES.values() for c in values.values() if c)
+
+
+def with_variant(profile: Profile, variant: str, value: str) -> Profile:
+    """``profile`` declaring ``variant: value`` (``forced_end``, ``end_markers``), with the class it claims."""
+    values = VARIANT_CLASSES[variant]
+    classes = set(profile.classes) - {c for c in values.values() if c}
+    if values.get(value):
+        classes.add(values[value])
+    return replace(profile, classes=frozenset(classes), **{variant: value})
 
 
 BUILTIN = {
@@ -117,13 +172,20 @@ def load_profile(name_or_path: str) -> Profile:
     scope = data.get("scope", base.scope)
     if scope != base.scope:
         classes = (classes - {SCOPE_CLASSES[base.scope]}) | {SCOPE_CLASSES[scope]}
+    declared = {variant: data.get(variant, getattr(base, variant)) for variant in VARIANT_CLASSES}
+    for variant, value in declared.items():
+        values = VARIANT_CLASSES[variant]
+        if value != getattr(base, variant) and value in values:  # an unknown value: __post_init__ says so
+            classes = (classes - {c for c in values.values() if c}) | ({values[value]} - {None})
     return replace(
         base,
+        **declared,
         name=data.get("name", path.stem),
         classes=frozenset(classes),
         scope=scope,
         tie_break=data.get("tie_break", base.tie_break),
         forced_logit=data.get("forced_logit", base.forced_logit),
         layout=data.get("layout", base.layout),
+        verification=data.get("verification", base.verification),
         capabilities=frozenset(data.get("capabilities", base.capabilities)),
     )

@@ -21,7 +21,7 @@ import shlex
 import pytest
 
 from . import checks as checks_module
-from . import runner
+from . import runner, stats
 from .adapters import check_engine_spec
 from .core import Context
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
@@ -41,9 +41,18 @@ def pytest_addoption(parser):
     )
     group.addoption("--specconform-expectations", help="YAML file of known failures")
     group.addoption("--specconform-seed", type=int, default=20261121, help="seed of every generated case")
-    group.addoption("--specconform-trials", type=int, default=100_000, help="the most trials one statistical case runs")
     group.addoption(
-        "--specconform-deviation", type=float, default=0.05, help="the TV deviation statistical tests must certify"
+        "--specconform-trials",
+        type=int,
+        default=stats.DEFAULT_MAX_TRIALS,
+        help="the most trials one statistical case runs",
+    )
+    group.addoption(
+        "--specconform-deviation",
+        type=float,
+        default=None,
+        help="the TV deviation statistical tests must certify (default: the engine's own, else "
+        f"{stats.DEFAULT_POWER.deviation})",
     )
     group.addoption(
         "--specconform-timeout", type=float, default=600, help="seconds per check (and for the factory) before TIMEOUT"
@@ -103,7 +112,9 @@ class SpecconformItem(pytest.Item):
                 profile=state["profile"] or info.profile,
                 seed=option("--specconform-seed"),
                 trials=option("--specconform-trials"),
-                deviation=option("--specconform-deviation"),
+                deviation=option("--specconform-deviation")
+                or info.statistical_deviation
+                or stats.DEFAULT_POWER.deviation,
             )
 
         (record,) = runner.run_checks(

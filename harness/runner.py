@@ -306,7 +306,7 @@ def run_checks(
             engine_spec=engine.engine_spec,
             engine_version=info.version if info else "unknown (the engine never started)",
             device=info.device if info else "unknown",
-            profile=ctx.profile.name if ctx else "unknown",
+            profile=ctx.profile.label if ctx else "unknown",
             seed=ctx.seed if ctx else 0,
             duration_s=round(time.perf_counter() - started, 4),
             reproduce=reproduce(check, ctx) if ctx else "",

@@ -36,11 +36,11 @@ class Power:
             raise ValueError(f"power must be in (0, 1), got {self.power}")
 
 
-# The default run sizes for what the reference affords on a CPU: TV 0.03 at every reachable position of
-# the standard cases needs about 3.3 M trials for the check with draft probabilities alone (specs/
-# statistics.md, "Declared power"). ``--thorough`` (a GPU) sizes for 0.003. The caps are trials per case.
-DEFAULT_POWER = Power(0.05, 0.9)
-DEFAULT_MAX_TRIALS = 100_000
+# The default run certifies TV 0.03 at every reachable position of the standard cases (about 0.5 M trials for
+# the check with draft probabilities and 0.9 M for the one-hot check, every position reached by at least 0.24
+# of the trials: ``standard_cases``); ``--thorough`` (a GPU) sizes for 0.003. The caps are trials per case.
+DEFAULT_POWER = Power(0.03, 0.9)
+DEFAULT_MAX_TRIALS = 1_000_000
 THOROUGH_POWER = Power(0.003, 0.9)
 THOROUGH_MAX_TRIALS = 40_000_000
 
@@ -237,8 +237,10 @@ class Judgement:
         }
 
 
-def judge(result: GTestResult, probs: np.ndarray, target: Power) -> Judgement:
-    """``result``, a test of ``probs [V]``, judged against ``target`` (see ``Judgement``)."""
+def judge(result: GTestResult, probs: np.ndarray, target: Power, reach: float = 1.0) -> Judgement:
+    """``result``, a test of ``probs [V]`` whose trials reach it with probability ``reach``, judged against
+    ``target`` (see ``Judgement``). A test short of its trials names the ``--trials`` (trials per case) at
+    which a conforming engine reaches them."""
     needed = trials_needed(probs, target, result.alpha)
     detects = detectable_deviation(result.trials, max(result.support, 2), result.alpha, target.power)
     if not result.passed:
@@ -248,6 +250,8 @@ def judge(result: GTestResult, probs: np.ndarray, target: Power) -> Judgement:
             f"{result.trials} trials reached it, {needed} needed for TV {target.deviation} "
             f"(they detect TV ≥ {detects:.4f} and certify TV ≤ {result.tv_upper:.4f})"
         )
+        if reach > UNREACHABLE:
+            reason += f"; --trials {trials_to_reach(needed, reach)} would certify it"
         return Judgement(result, needed, detects, False, reason)
     if result.tv_upper > target.deviation:
         reason = f"TV ≤ {result.tv_upper:.4f} does not certify {target.deviation} ({result.trials} trials)"
@@ -366,9 +370,15 @@ def tests_per_case(K: int) -> int:
     return K + 2
 
 
-def _batch_rows(K: int, V: int) -> int:
-    """Trials per sampler call: about 16 M logits, between 1,024 and 65,536 rows."""
-    return int(np.clip(2**24 // ((K + 1) * V), 1024, 65536))
+# Requests per sampler call at most: the reference's Triton kernels find a request's first row by summing the
+# draft counts before it (impl/kernels/layout.py), so a launch costs about B² / 2048 loads and a batch of
+# millions of requests takes minutes where 65,536 take milliseconds.
+MAX_BATCH_ROWS = 65_536
+
+
+def _batch_rows(K: int, V: int, logits: int = 2**24) -> int:
+    """Trials per sampler call: about ``logits`` logits, between 1,024 and ``MAX_BATCH_ROWS`` rows."""
+    return int(np.clip(logits // ((K + 1) * V), 1024, MAX_BATCH_ROWS))
 
 
 def distribution_check(
@@ -422,12 +432,82 @@ def distribution_check(
             column = tokens[:, j]
             counts[j] += np.bincount(column[column != -1], minlength=V)
         done += b
+    return _report(case, counts, lengths, out_of_range, trials, alpha_test, target)
+
+
+# A sampler on a torch device: the arguments of ``Sampler`` as tensors on that device -> token_ids [B, K+1].
+DeviceSampler = Callable[..., "torch.Tensor"]  # noqa: F821 (torch is imported where it is used)
+
+
+def distribution_check_on_device(
+    sampler: DeviceSampler,
+    case: DistributionCase,
+    trials: int,
+    alpha_test: float,
+    seed: int,
+    target: Power = DEFAULT_POWER,
+    device: str = "cpu",
+    batch: int | None = None,
+) -> DistributionReport:
+    """``distribution_check`` for a sampler that takes and returns torch tensors on ``device``: drafts,
+    seeds and histograms stay on the device (``torch.multinomial`` from a generator seeded with ``seed``,
+    ``torch.bincount``), and the host reads the histograms once, after the last batch.
+
+    ``batch`` trials go to the sampler at once (default: about 128 M logits on a GPU, 16 M elsewhere)."""
+    import torch
+
+    device = torch.device(device)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    V, K = case.target_logits.shape[1], case.K
+    logits = torch.tensor(case.target_logits, dtype=torch.float32, device=device)  # [K + 1, V]
+    q = torch.tensor(case.q / case.q.sum(axis=1, keepdims=True), dtype=torch.float32, device=device)  # [K, V]
+    counts = torch.zeros((K + 1) * V, dtype=torch.int64, device=device)  # position j, token x at j * V + x
+    lengths = torch.zeros(K + 1, dtype=torch.int64, device=device)
+    out_of_range = torch.zeros((), dtype=torch.int64, device=device)
+    columns = torch.arange(K + 1, device=device)
+    batch = batch or _batch_rows(K, V, 2**27 if device.type == "cuda" else 2**24)
+    done = 0
+    while done < trials:
+        b = min(batch, trials - done)
+        drafts = torch.multinomial(q, b, replacement=True, generator=generator).T if K else None  # [b, K]
+        tokens = sampler(
+            logits.expand(b, K + 1, V).reshape(b * (K + 1), V),
+            drafts.reshape(-1) if K else torch.zeros(0, dtype=torch.int64, device=device),
+            torch.full((b,), K, dtype=torch.int64, device=device),
+            q.expand(b, K, V).reshape(b * K, V) if case.pass_q else None,
+            torch.full((b,), case.temperature, dtype=torch.float32, device=device),
+            torch.randint(0, 2**62, (b,), generator=generator, device=device),
+            torch.zeros(b, dtype=torch.int64, device=device),
+        ).to(torch.int64)[:, : K + 1]
+        real = tokens != -1
+        emitted = real.sum(dim=1)
+        prefix = columns[None, :] < emitted[:, None]
+        bad = (real & ((tokens < 0) | (tokens >= V))).any(dim=1) | (real != prefix).any(dim=1) | (emitted == 0)
+        out_of_range += bad.sum()
+        good = real & ~bad[:, None]
+        counts += torch.bincount((columns[None, :] * V + tokens)[good], minlength=(K + 1) * V)
+        lengths += torch.bincount((emitted - 1)[~bad], minlength=K + 1)
+        done += b
+    return _report(
+        case,
+        counts.view(K + 1, V).cpu().numpy().astype(np.float64),
+        lengths.cpu().numpy().astype(np.float64),
+        int(out_of_range),
+        trials,
+        alpha_test,
+        target,
+    )
+
+
+def _report(case, counts, lengths, out_of_range, trials, alpha_test, target) -> DistributionReport:
+    """The tests of ``case`` on its histograms ``counts [K + 1, V]`` and ``lengths [K + 1]`` (float64), each
+    judged against ``target``."""
+    K = case.K
     p = case.p
     law = case.length_law()
-    report = DistributionReport(
-        case.name, trials, alpha_test, target, reach=case.reach().tolist(), out_of_range=out_of_range
-    )
-    report.positions = [judge(g_test(counts[j], p[j], alpha_test), p[j], target) for j in range(K + 1)]
+    reach = case.reach()
+    report = DistributionReport(case.name, trials, alpha_test, target, reach=reach.tolist(), out_of_range=out_of_range)
+    report.positions = [judge(g_test(counts[j], p[j], alpha_test), p[j], target, float(reach[j])) for j in range(K + 1)]
     report.accepted_length = judge(g_test(lengths, law, alpha_test), law, target)
     reached = counts.sum(axis=1, keepdims=True)
     report.empirical = np.divide(counts, reached, out=np.zeros_like(counts), where=reached > 0).tolist()
@@ -436,36 +516,77 @@ def distribution_check(
     return report
 
 
+def _probs(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """``softmax(logits / temperature)`` of every row of ``logits [R, V]`` (float64)."""
+    return np.array([rs.target_probs(row, temperature) for row in logits])
+
+
 def standard_cases(large_vocab: int = 1000) -> list[DistributionCase]:
-    """The case set of STAT-CASE-2: adversarial, disjoint, equal, one-hot, small support in a large
-    vocabulary, a vocabulary that is not a multiple of a block size, and a temperature sweep."""
-    cases = []
-    ranked = np.log(np.array([0.4, 0.25, 0.15, 0.1, 0.06, 0.04]))
-    reverse = np.exp(ranked[::-1]) / np.exp(ranked).sum()
-    cases.append(DistributionCase("reverse-ranked", np.stack([ranked] * 3), np.stack([reverse] * 2)))
-    cases.append(
-        DistributionCase("reverse-ranked-one-hot", np.stack([ranked] * 3), np.stack([reverse] * 2), pass_q=False)
-    )
+    """The case set of STAT-CASE-2 for drafts verified with their probabilities: ``q`` ranked in reverse to
+    ``p``, disjoint supports, ``p = q``, a one-hot target, a small support in a large vocabulary, a vocabulary
+    that is no multiple of a block size, and a temperature sweep; ``K = 2`` drafts each.
+
+    Every reachable position is reached by a conforming engine with probability at least 0.3 (specs/
+    statistics.md, "Standard cases"): trials are sized by the rarest position, so a position reached by
+    1 % of the trials would cost a hundred times its own trials. Each case keeps its adversarial pair on
+    draft row 0 (reached always) and a milder pair of the same kind on row 1, so the acceptance of row 0
+    does not starve the later rows. The rows of a case differ (permuted or redrawn targets), so a sampler
+    that reads the wrong row's ``p`` or ``q`` is seen at the positions after the first."""
     neg = -np.inf
-    disjoint_p = np.array([[0.0, 0.0, 0.0, neg, neg, neg]] * 3)
-    disjoint_q = np.array([[0, 0, 0, 1 / 3, 1 / 3, 1 / 3]] * 2)
+    cases = []
+    ranked = np.array([0.4, 0.25, 0.15, 0.1, 0.06, 0.04])
+    permuted = np.stack([ranked, np.roll(ranked, 1), np.roll(ranked, 2)])  # [3, 6]
+    reverse = permuted[:2, ::-1]  # each draft row's q ranked in reverse to its p
+    half_reverse = np.stack([reverse[0], 0.5 * reverse[1] + 0.5 * permuted[1]])  # overlap 0.4, then 0.7
+    cases.append(DistributionCase("reverse-ranked", np.log(permuted), half_reverse))
+    disjoint_p = np.array(
+        [[0.0, 0.0, 0.0, neg, neg, neg], [neg, 0.0, 0.0, 0.0, neg, neg], [0.0, neg, neg, neg, 0.0, 0.0]]
+    )
+    disjoint_q = np.array([[0, 0, 0, 1, 1, 1], [1, 0, 0, 0, 1, 1]]) / 3  # positions 1 and 2 unreachable
     cases.append(DistributionCase("disjoint-supports", disjoint_p, disjoint_q))
-    same = np.log(np.array([0.3, 0.3, 0.2, 0.1, 0.1]))
-    cases.append(DistributionCase("p-equals-q", np.stack([same] * 3), np.stack([np.exp(same)] * 2)))
-    one_hot = np.array([[neg, 0.0, neg, neg, neg]] * 3)
-    cases.append(DistributionCase("one-hot-target", one_hot, np.stack([np.full(5, 0.2)] * 2)))
+    same = np.array([0.3, 0.3, 0.2, 0.1, 0.1])
+    same_rows = np.stack([same, np.roll(same, 2), np.roll(same, 4)])
+    cases.append(DistributionCase("p-equals-q", np.log(same_rows), same_rows[:2].copy()))
+    one_hot = np.full((3, 5), neg)
+    one_hot[[0, 1, 2], [1, 3, 0]] = 0.0
+    one_hot_q = np.full((2, 5), 0.1)
+    one_hot_q[[0, 1], [1, 3]] = 0.6  # accepted 60 % of the time, else the residual is the one-hot target
+    cases.append(DistributionCase("one-hot-target", one_hot, one_hot_q))
     rng = np.random.default_rng(7)
     wide = np.full((3, large_vocab), neg)
     support = rng.choice(large_vocab, size=12, replace=False)
-    wide[:, support] = rng.normal(size=(3, 12))
+    wide[:, support] = rng.normal(scale=2.0, size=(3, 12))
     q_wide = np.zeros((2, large_vocab))
-    q_wide[:, support] = rng.dirichlet(np.ones(12), size=2)
+    q_wide[:, support] = 0.7 * _probs(wide[:2])[:, support] + 0.3 * rng.dirichlet(np.ones(12), size=2)
     cases.append(DistributionCase("small-support-in-large-vocab", wide, q_wide))
-    odd = rng.normal(size=(3, 37))
-    cases.append(DistributionCase("vocab-37", odd, rng.dirichlet(np.ones(37), size=2)))
-    for t in (0.5, 2.0):
-        cases.append(DistributionCase(f"temperature-{t}", np.stack([ranked] * 3) * 2, np.stack([reverse] * 2), t))
+    odd = rng.normal(scale=2.0, size=(3, 37))
+    cases.append(DistributionCase("vocab-37", odd, 0.6 * _probs(odd[:2]) + 0.4 * rng.dirichlet(np.ones(37), size=2)))
+    for t in (0.5, 2.0):  # q is the target at temperature 1: what an engine that ignores the temperature samples
+        logits = 2 * np.log(permuted)
+        cases.append(DistributionCase(f"temperature-{t}", logits, _probs(logits[:2]), t))
     return cases
+
+
+def one_hot_cases(cases: Sequence[DistributionCase]) -> list[DistributionCase]:
+    """The same kinds verified as one-hot (no draft probabilities): each case's first draft row and its bonus
+    row (``K = 1``), drafts drawn from a stated ``q`` (STAT-CASE-1): the case's own with half its mass moved
+    to the mode of ``p``, except for disjoint supports (kept disjoint).
+
+    One-hot verification accepts a draft with probability ``Σ_x q(x) p(x) ≤ max p``, so a second draft row
+    behind the reverse-ranked pair would be reached by under 1 % of the trials; with one draft row and the
+    mode-weighted ``q`` the bonus row is reached by at least 0.24 of them."""
+    out = []
+    for case in cases:
+        p0 = case.p[0]
+        q = case.q[0] / case.q[0].sum()
+        if np.dot(q, p0) > 0:
+            q = 0.5 * q + 0.5 * np.eye(len(p0))[int(np.argmax(p0))]
+        out.append(
+            DistributionCase(
+                case.name + "-one-hot", case.target_logits[[0, -1]], q[None, :], case.temperature, pass_q=False
+            )
+        )
+    return out
 
 
 def family_alpha_test(alpha: float, cases: Sequence[DistributionCase]) -> float:

@@ -81,9 +81,13 @@ def budget_scenario(
     scope: str = "request",
     max_num_reqs: int = 4,
     description: str = "",
+    forced_token_ids: list[int] | None = None,
+    other_end_token_ids: list[list[int]] | None = None,
 ) -> dict:
-    """Run a scenario through the oracle and record the forced row of every logits row."""
-    batch = tb.BudgetBatch(start, end, max_num_reqs, scope)
+    """Run a scenario through the oracle and record the forced row of every logits row;
+    ``forced_token_ids`` is a forced end sequence other than ``E`` (TB-END-1), ``other_end_token_ids`` the
+    end markers accepted beside ``E`` (TB-END-3)."""
+    batch = tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids or ())
     recorded = []
     for update, slots in steps:
         batch.apply(update)
@@ -111,7 +115,7 @@ def budget_scenario(
                 "sampled_token_ids": sampled,
             }
         )
-    return {
+    vector = {
         "name": name,
         "description": description,
         "requirements": requirements,
@@ -121,15 +125,22 @@ def budget_scenario(
         "max_num_reqs": max_num_reqs,
         "steps": recorded,
     }
+    if forced_token_ids is not None:
+        vector["forced_token_ids"] = forced_token_ids
+    if other_end_token_ids:
+        vector["other_end_token_ids"] = other_end_token_ids
+    return vector
 
 
-def _sequential(prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc=""):
+def _sequential(
+    prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc="", forced=None, others=None
+):
     """One request, no drafts: each step the model proposes one token."""
     steps: list[tuple[BatchUpdate | None, dict[int, SlotStep]]] = []
     first = BatchUpdate(1, added=[AddedRequest(0, budget, prompt)])
     for i, token in enumerate(proposals):
         steps.append((first if i == 0 else None, {0: SlotStep([], 0, token)}))
-    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc)
+    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc, forced, others)
 
 
 S1, E1 = [100], [101]  # one-token markers
@@ -262,6 +273,70 @@ def _isolating_budget_vectors() -> list[dict]:
         ),
     ]
     return s
+
+
+PHRASE_END = [40, 41, 101]  # a transition phrase [40, 41] then E1 (profile ``forced_end: phrase``)
+
+
+def _forced_phrase_vectors() -> list[dict]:
+    """Forced versus natural end (TB-END-1, TB-END-2): engines declaring ``forced_end: phrase``."""
+    return [
+        _sequential(
+            [1],
+            2,
+            [100, 5, 6, 7, 8, 9, 10, 11],
+            S1,
+            E1,
+            name="forced-phrase-after-budget",
+            reqs=["TB-END-1", "TB-END-2"],
+            desc="F = [40, 41] + E: two thinking tokens, then 40, 41 and E are forced; the positions after are free.",
+            forced=PHRASE_END,
+        ),
+        _sequential(
+            [1],
+            2,
+            [100, 5, 40, 7, 8, 9],
+            S1,
+            E1,
+            name="forced-phrase-continued",
+            reqs=["TB-END-1"],
+            desc="The model emits the phrase's first token itself as the budget runs out: forcing continues with 41.",
+            forced=PHRASE_END,
+        ),
+        _sequential(
+            [1],
+            3,
+            [100, 5, 101, 6, 7, 8, 9, 10],
+            S1,
+            E1,
+            name="natural-end-closes-without-phrase",
+            reqs=["TB-END-2", "TB-NATURAL-1"],
+            desc="E emitted by the model without the phrase closes the section: nothing after it is forced.",
+            forced=PHRASE_END,
+        ),
+        _sequential(
+            [1],
+            3,
+            [100, 5, 102, 6, 7, 8, 9, 10],
+            S1,
+            E1,
+            name="other-end-marker-closes",
+            reqs=["TB-END-3", "TB-NATURAL-1"],
+            desc="[102] is an end marker accepted beside E: it closes the section, and nothing after it is forced.",
+            others=[[102]],
+        ),
+        _sequential(
+            [1],
+            2,
+            [100, 5, 6, 7, 8, 9],
+            S1,
+            E1,
+            name="other-end-marker-not-forced",
+            reqs=["TB-END-3", "TB-FORCE-1"],
+            desc="With [102] accepted beside E, the budget still forces E.",
+            others=[[102]],
+        ),
+    ]
 
 
 def budget_vectors() -> dict:
@@ -520,6 +595,7 @@ def budget_vectors() -> dict:
         )
     )
     s += _isolating_budget_vectors()
+    s += _forced_phrase_vectors()
     errors = []
     for value in (-2, True, 1.5, "1"):
         errors.append(
@@ -850,7 +926,7 @@ def rejection_vectors() -> dict:
             "reverse-ranked",
             np.array([[0.5, 0.25, 0.15, 0.1]] * 3),
             np.array([[0.1, 0.15, 0.25, 0.5]] * 2),
-            ["RS-PROB-5", "RS-PROB-6", "RS-ONEHOT-2"],
+            ["RS-PROB-5", "RS-PROB-6"],  # q is what the drafts are drawn from: RS-ONEHOT-2's premise, not judged
         ),
         (
             "disjoint",
@@ -967,29 +1043,48 @@ def counting_vectors() -> dict:
                 "expected_problems": sorted({p.kind for p in problems}),
             }
         )
-    steps = [
-        (3, [5, 6, 9, -1]),
-        (3, [9, -1, -1, -1]),
-        (0, [4]),
-        (2, [5, 2, 8]),
-        (3, [5, 2, 7, 8]),
-        (1, [-1, -1]),
-        (4, [1, 2, 3, 4, 5]),
+    with_eos = [
+        (3, [5, 6, 9, -1], None),
+        (3, [9, -1, -1, -1], None),
+        (0, [4], None),
+        (2, [5, 2, 8], None),
+        (3, [5, 2, 7, 8], None),
+        (1, [-1, -1], None),
+        (4, [1, 2, 3, 4, 5], None),
     ]
+    # max_tokens or a stop string trims an accepted run (commit limits), beside an end token among the
+    # request's stop_token_ids (7) that a limit cuts off before it is reached
+    with_stops = [
+        (3, [5, 6, 9, 4], 2),
+        (3, [5, 6, 9, -1], 3),
+        (2, [5, 6, 8], 1),
+        (4, [1, 7, 3, 4, 5], 4),
+        (4, [1, 3, 4, 7, 5], 3),
+        (2, [9, -1, -1], 1),
+        (0, [4], 1),
+    ]
+    metric_vectors = [
+        _metrics_vector(
+            "metrics-with-eos",
+            ["AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-COUNT-4"],
+            [2],
+            with_eos,
+        ),
+        _metrics_vector("metrics-with-stops", ["AC-STOP-1", "AC-METRIC-4", "AC-METRIC-5"], [7], with_stops),
+    ]
+    return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": metric_vectors}
+
+
+def _metrics_vector(name: str, requirements: list[str], eos_token_ids: list[int], steps) -> dict:
+    """A metrics vector over ``(K, row, commit_limit)`` steps: per-step accepted drafts and the aggregate
+    metrics over committed tokens (AC-METRIC-4, AC-STOP-1)."""
     metrics = ac.AcceptanceMetrics(max_positions=4)
-    per_step = [metrics.observe(k, row, eos_token_ids=[2]) for k, row in steps]
-    metric_vector = {
-        "name": "metrics-with-eos",
-        "requirements": [
-            "AC-METRIC-1",
-            "AC-METRIC-2",
-            "AC-METRIC-3",
-            "AC-METRIC-4",
-            "AC-METRIC-5",
-            "AC-COUNT-4",
-        ],
-        "eos_token_ids": [2],
-        "steps": [{"num_draft_tokens": k, "row": row} for k, row in steps],
+    per_step = [metrics.observe(k, row, eos_token_ids, limit) for k, row, limit in steps]
+    return {
+        "name": name,
+        "requirements": requirements,
+        "eos_token_ids": eos_token_ids,
+        "steps": [{"num_draft_tokens": k, "row": row, "commit_limit": limit} for k, row, limit in steps],
         "expected_accepted_per_step": per_step,
         "expected": {
             "num_drafts": metrics.num_drafts,
@@ -1002,7 +1097,6 @@ def counting_vectors() -> dict:
             "per_position_rates": [encode_float(x) for x in metrics.per_position_rates()],
         },
     }
-    return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": [metric_vector]}
 
 
 GENERATORS = {

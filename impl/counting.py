@@ -61,9 +61,10 @@ def _require_rows(name: str, token_ids) -> None:
 class AcceptanceStats:
     """Acceptance counters accumulated per step (AC-METRIC-1..5).
 
-    ``observe(num_draft_tokens [B], token_ids [B, W])`` adds one step. A request with K = 0 drafts
-    counts nowhere; a row with no token is counted as discarded; tokens after the first EOS in a
-    row are not committed (AC-METRIC-4).
+    ``observe(num_draft_tokens [B], token_ids [B, W], commit_limits [B] | None)`` adds one step. A
+    request with K = 0 drafts counts nowhere; a row with no token is counted as discarded; tokens
+    after the first EOS in a row (AC-METRIC-4) and beyond the row's commit limit, what
+    ``max_tokens`` or a completed stop string leaves the request (AC-STOP-1), are not committed.
     """
 
     def __init__(self, max_positions: int, eos_token_ids: Iterable[int] = ()):
@@ -78,8 +79,13 @@ class AcceptanceStats:
         self.accepted_per_position = torch.zeros(max_positions, dtype=torch.int64)
         self.drafts_per_position = torch.zeros(max_positions, dtype=torch.int64)
 
-    def observe(self, num_draft_tokens: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
-        """Add one step; returns the accepted drafts counted per request ``[B]`` int64."""
+    def observe(
+        self, num_draft_tokens: torch.Tensor, token_ids: torch.Tensor, commit_limits: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Add one step; returns the accepted drafts counted per request ``[B]`` int64.
+
+        ``commit_limits`` ``[B]`` integer, each at least 1: the tokens each request may still commit
+        (None: no limit)."""
         _require_rows("token_ids", token_ids)
         require_tensor("num_draft_tokens", num_draft_tokens, "integer")
         if tuple(num_draft_tokens.shape) != (token_ids.shape[0],):
@@ -94,6 +100,15 @@ class AcceptanceStats:
         width = tokens.shape[1]
         columns = torch.arange(width)
         committed = count_emitted_validated(tokens, vocab_size=2**62).num_emitted.to(torch.int64)
+        if commit_limits is not None:
+            require_tensor("commit_limits", commit_limits, "integer")
+            limits = commit_limits.to("cpu", torch.int64)
+            if tuple(limits.shape) != (tokens.shape[0],) or (limits.numel() and int(limits.min()) < 1):
+                raise ValueError(
+                    f"commit_limits must have shape ({tokens.shape[0]},) with every limit >= 1; "
+                    f"got {describe(commit_limits)}"
+                )
+            committed = torch.minimum(committed, limits)
         if self.eos_token_ids:
             is_eos = torch.isin(tokens, torch.tensor(self.eos_token_ids)) & (columns[None, :] < committed[:, None])
             first_eos = torch.where(is_eos, columns, width).min(dim=1).values

@@ -250,89 +250,102 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
-    """Two launches (``impl/kernels/rejection.py``); no host work that grows with the batch."""
-    from .kernels import rejection as kernels
+@dataclass
+class _TritonPlan:
+    """The launches of one launch key (``_plan``): scratch sizes and the two kernels' launches."""
 
+    floats: int
+    ints: int
+    row_pass: object
+    verify: object
+    row_pass_ints: tuple[int, ...]
+    verify_ints: tuple[int, ...]
+
+
+_PLANS: dict[tuple, _TritonPlan] = {}
+MAX_PLANS = 1024  # launch keys kept; an engine sees a few batch sizes and widths
+
+
+def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_forced: bool, device) -> _TritonPlan:
+    """The plan of a launch key, made on first use: launch shapes, scratch sizes, compiled launches."""
+    from .kernels import rejection as kernels
+    from .kernels.launch import CompiledLaunch
+
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch * width, device)
+    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
+    layout_block = min(1024, max(triton_next_pow2(batch), 16))
+    stat_size = batch * width * stat_splits
+    race_size = 2 * batch * race_splits  # best and fallback of each split
+    plan = _TritonPlan(
+        floats=2 * stat_size + race_size,  # split max, split sum, race
+        ints=batch * width + 2 * batch + stat_size + race_size,  # output, emitted, counters, split arg, race arg
+        row_pass=CompiledLaunch(
+            kernels.row_pass_kernel,
+            (batch, width, stat_splits),
+            stat_warps,
+            HAS_FORCED=has_forced,
+            BLOCK=stat_block,
+            LAYOUT_BLOCK=layout_block,
+        ),
+        verify=CompiledLaunch(
+            kernels.verify_kernel,
+            (batch, race_splits),
+            race_warps,
+            HAS_Q=has_q,
+            HAS_FORCED=has_forced,
+            WIDTH_POW2=max(triton_next_pow2(width), 2),
+            STAT_SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
+            SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
+            BLOCK=race_block,
+            LAYOUT_BLOCK=layout_block,
+        ),
+        row_pass_ints=(vocab, stat_split_size, width, stat_splits),
+        verify_ints=(vocab, race_split_size, width, stat_splits, race_splits),
+    )
+    if len(_PLANS) >= MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
+    """Two launches (``impl/kernels/rejection.py``) through compiled handles cached per launch key;
+    no host work that grows with the batch."""
     device = logits.device
     batch, vocab = num_draft.shape[0], logits.shape[1]
     if batch == 0:
         empty = torch.empty((0, width), dtype=torch.int32, device=device)
         return RejectionOutput(empty, empty[:, 0])
     logits = logits.contiguous()
-    layout_block = min(1024, max(triton_next_pow2(batch), 16))
     drafts = drafts if drafts.numel() else num_draft  # a placeholder: no draft is ever read
     q = draft_probs.contiguous() if draft_probs is not None else logits
     forced_arg = forced if forced is not None else num_draft  # a placeholder when nothing is forced
-    has_q, has_forced = draft_probs is not None, forced is not None
-    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch * width, device)
-    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
-    stat_size = batch * width * stat_splits
-    # float32: split max, split sum, race best and fallback; int32: the output, the emitted counts, split
-    # argument, race arguments, counters (two allocations per call: host time counts at small batches)
-    floats = torch.empty(2 * stat_size + 2 * batch * race_splits, dtype=torch.float32, device=device)
-    outputs = batch * width + batch
-    ints = torch.empty(outputs + stat_size + 2 * batch * race_splits + batch, dtype=torch.int32, device=device)
-    out, num_emitted = ints[: batch * width].view(batch, width), ints[batch * width : outputs]
-    stat_max, stat_sum, race = floats[:stat_size], floats[stat_size : 2 * stat_size], floats[2 * stat_size :]
-    stat_arg = ints[outputs : outputs + stat_size]
-    race_arg, counters = ints[outputs + stat_size : -batch], ints[-batch:]
-    kernels.row_pass_kernel[(batch, width, stat_splits)](
-        logits,
-        logits.stride(0),
-        num_draft,
-        temperature,
-        seeds,
-        positions,
-        forced_arg,
-        stat_max,
-        stat_sum,
-        stat_arg,
-        counters,
+    tensors = (logits, drafts, q, num_draft, temperature, seeds, positions, forced_arg)
+    # what the JIT specialises on: every integer (batch, width, vocab and what follows from them),
+    # every tensor's dtype and 16-byte alignment, the device
+    key = (
+        device,
         vocab,
-        stat_split_size,
+        batch,
         width,
-        stat_splits,
-        HAS_FORCED=has_forced,
-        BLOCK=stat_block,
-        LAYOUT_BLOCK=layout_block,
-        num_warps=stat_warps,
+        draft_probs is not None,
+        forced is not None,
+        *(t.dtype for t in tensors),
+        *(t.data_ptr() % 16 == 0 for t in tensors),
     )
-    kernels.verify_kernel[(batch, race_splits)](
-        logits,
-        logits.stride(0),
-        drafts,
-        q,
-        q.stride(0),
-        num_draft,
-        temperature,
-        seeds,
-        positions,
-        forced_arg,
-        stat_max,
-        stat_sum,
-        stat_arg,
-        race,
-        race_arg,
-        counters,
-        out,
-        out.stride(0),
-        num_emitted,
-        vocab,
-        race_split_size,
-        width,
-        stat_splits,
-        race_splits,
-        HAS_Q=has_q,
-        HAS_FORCED=has_forced,
-        WIDTH_POW2=max(triton_next_pow2(width), 2),
-        STAT_SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
-        SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
-        BLOCK=race_block,
-        LAYOUT_BLOCK=layout_block,
-        num_warps=race_warps,
+    plan = _plan(key, vocab, batch, width, draft_probs is not None, forced is not None, device)
+    # one allocation of each dtype (host time counts at small batches): ``ints`` begins with the
+    # output [B, width] and num_emitted [B]
+    floats = torch.empty(plan.floats, dtype=torch.float32, device=device)
+    ints = torch.empty(plan.ints, dtype=torch.int32, device=device)
+    plan.row_pass(logits, num_draft, temperature, seeds, positions, forced_arg, floats, ints, *plan.row_pass_ints)
+    plan.verify(
+        logits, drafts, q, num_draft, temperature, seeds, positions, forced_arg, floats, ints, *plan.verify_ints
     )
-    return RejectionOutput(out, num_emitted)
+    return RejectionOutput(ints[: batch * width].view(batch, width), ints[batch * width : batch * width + batch])
 
 
 def triton_next_pow2(n: int) -> int:

@@ -1,8 +1,9 @@
 """The thinking-token budget state, resident on the device (specs/thinking-budget.md).
 
 Per-request state lives in one ``int32`` tensor ``[NUM_FIELDS, max_num_reqs]`` on the state's
-device. The per-step path (``forced_tokens`` / ``apply_to_logits`` / ``update_state``) launches a
-fixed number of kernels, never reads back to the host, and can be captured in a CUDA graph.
+device. The per-step path (``forced_tokens`` / ``apply_to_logits`` / ``update_state``) is one kernel
+launch per call (a step's committed tokens can ride along with ``forced_tokens`` or ``apply_to_logits``),
+never reads back to the host, and can be captured in a CUDA graph.
 ``sync_batch`` costs O(changes) plus a host-side scan of each added request's prompt.
 
 Budgets: every integer ``B >= 0`` is accepted (TB-API-1). The state holds ``min(B, 2**31 - 1)``: no
@@ -279,18 +280,27 @@ class ThinkingBudgetState:
         return num_draft_tokens.to(self.device), draft_token_ids.to(self.device)
 
     def forced_tokens(
-        self, num_draft_tokens: torch.Tensor | None = None, draft_token_ids: torch.Tensor | None = None
+        self,
+        num_draft_tokens: torch.Tensor | None = None,
+        draft_token_ids: torch.Tensor | None = None,
+        *,
+        sampled_token_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Forced token per logits row ``[batch_size + sum(K_i)]`` int32, -1 where free.
 
         ``num_draft_tokens``: ``[batch_size]`` int (K_i, zeros allowed; None = no drafts).
         ``draft_token_ids``: ``[sum(K_i)]`` int. Rows: per slot ``K_i`` draft rows then the bonus
         row; row ``j`` is judged on the state after the slot's first ``j`` drafts (TB-SPEC-1).
+        ``sampled_token_ids``: the previous step's committed tokens, as ``update_state`` takes them;
+        given, the state first advances by them, in the same launch (one kernel per step).
         """
+        tokens = self._check_committed(sampled_token_ids) if sampled_token_ids is not None else None
         num_draft, drafts = self._check_drafts(num_draft_tokens, draft_token_ids)
         num_rows = self.batch_size + (0 if drafts is None else drafts.shape[0])
         if self.backend == "triton":
-            return self._forced_triton(num_draft, drafts, num_rows)
+            return self._step_triton(tokens, num_draft, drafts, num_rows)
+        if tokens is not None:
+            self._advance_torch(tokens)
         return self._forced_torch(num_draft, drafts, num_rows)
 
     def apply_to_logits(
@@ -298,25 +308,28 @@ class ThinkingBudgetState:
         logits: torch.Tensor,
         num_draft_tokens: torch.Tensor | None = None,
         draft_token_ids: torch.Tensor | None = None,
+        *,
+        sampled_token_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """In place: each forced row of ``logits [rows, V]`` becomes one-hot (0 at the forced token,
-        -inf elsewhere, TB-FORCE-5); free rows are untouched. Returns ``logits``."""
+        -inf elsewhere, TB-FORCE-5); free rows are untouched. Returns ``logits``. The other arguments
+        are ``forced_tokens``'s."""
         require_tensor("logits", logits, "floating", self.device)
         if logits.dim() == 2 and max(self.end) >= logits.shape[1]:
             raise ValueError(
                 f"end_token_ids {self.end} must lie in [0, V) to be forced; logits has V = {logits.shape[1]}"
             )
-        forced = self.forced_tokens(num_draft_tokens, draft_token_ids)
-        if logits.dim() != 2 or logits.shape[0] != forced.shape[0]:
-            raise ValueError(f"logits must have shape ({forced.shape[0]}, V); got {tuple(logits.shape)}")
+        tokens = self._check_committed(sampled_token_ids) if sampled_token_ids is not None else None
+        num_draft, drafts = self._check_drafts(num_draft_tokens, draft_token_ids)
+        num_rows = self.batch_size + (0 if drafts is None else drafts.shape[0])
+        if logits.dim() != 2 or logits.shape[0] != num_rows:
+            raise ValueError(f"logits must have shape ({num_rows}, V); got {tuple(logits.shape)}")
         if self.backend == "triton":
-            from .kernels.budget import write_forced_logits_kernel
-
-            if forced.shape[0]:
-                write_forced_logits_kernel[(forced.shape[0],)](
-                    logits, logits.stride(0), forced, logits.shape[1], BLOCK=4096
-                )
+            self._step_triton(tokens, num_draft, drafts, num_rows, logits)
             return logits
+        if tokens is not None:
+            self._advance_torch(tokens)
+        forced = self._forced_torch(num_draft, drafts, num_rows)
         rows = forced >= 0
         one_hot = torch.full_like(logits, float("-inf"))
         one_hot.scatter_(1, forced.clamp(min=0).long()[:, None], 0.0)
@@ -329,41 +342,34 @@ class ThinkingBudgetState:
         ``sampled_token_ids``: ``[batch_size, W]`` int, each row a -1-padded prefix (the rejection
         sampler's output).
         """
+        tokens = self._check_committed(sampled_token_ids)
+        if tokens is None:
+            return
+        if self.backend == "triton":
+            self._step_triton(tokens, None, None, None)
+            return
+        self._advance_torch(tokens)
+
+    def _check_committed(self, sampled_token_ids) -> torch.Tensor | None:
+        """``sampled_token_ids`` on the state's device, or None when there is nothing to advance."""
         require_tensor("sampled_token_ids", sampled_token_ids, "integer")
         if sampled_token_ids.dim() != 2 or sampled_token_ids.shape[0] != self.batch_size:
             raise ValueError(
                 f"sampled_token_ids must have shape ({self.batch_size}, W); got {tuple(sampled_token_ids.shape)}"
             )
-        tokens = sampled_token_ids.to(self.device)
-        if self.batch_size == 0 or tokens.shape[1] == 0:
-            return
-        if self.backend == "triton":
-            from .kernels.budget import advance_committed_kernel
+        if self.batch_size == 0 or sampled_token_ids.shape[1] == 0:
+            return None
+        return sampled_token_ids.to(self.device)
 
-            tokens = tokens.contiguous()
-            advance_committed_kernel[(self.batch_size,)](
-                self.state,
-                self.state.stride(0),
-                tokens,
-                tokens.stride(0),
-                tokens.shape[1],
-                self._start,
-                self._start_fail,
-                self._end,
-                self._end_fail,
-                START_LEN=len(self.start),
-                END_LEN=len(self.end),
-                PAD=self._marker_pad,
-            )
-            return
+    # -- torch backend ---------------------------------------------------------------------------
+
+    def _advance_torch(self, tokens):
         fields = [f.clone() for f in self.state[:, : self.batch_size]]
         live = fields[TRACKED] != 0
         for c in range(tokens.shape[1]):
             live = live & (tokens[:, c] != -1)
             self._feed_torch(fields, _matchable(tokens[:, c]), live)
         self.state[:, : self.batch_size] = torch.stack(fields)
-
-    # -- torch backend ---------------------------------------------------------------------------
 
     @staticmethod
     def _kmp_torch(matched, token, marker, failure):
@@ -411,23 +417,31 @@ class ThinkingBudgetState:
 
     # -- triton backend --------------------------------------------------------------------------
 
-    def _forced_triton(self, num_draft, drafts, num_rows):
-        from .kernels.budget import forced_rows_kernel
+    def _step_triton(self, tokens, num_draft, drafts, num_rows, logits=None):
+        """One launch: advance by ``tokens [batch_size, W]`` (None: no advance), then the forced rows
+        ``[num_rows]`` int32 (``num_rows`` None: none wanted), each forced row of ``logits [num_rows, V]``
+        (when given) made one-hot."""
+        from .kernels.budget import budget_step_kernel
 
-        out = torch.empty(num_rows, dtype=torch.int32, device=self.device)
+        out = torch.empty(num_rows, dtype=torch.int32, device=self.device) if num_rows is not None else None
         if self.batch_size == 0:
             return out
+        placeholder = self.state  # for a pointer the kernel does not read
         has_drafts = num_draft is not None
-        if has_drafts:
-            drafts = drafts if drafts.numel() else torch.zeros(1, dtype=torch.int64, device=self.device)
-        else:
-            num_draft = drafts = out  # unused by the kernel
-        forced_rows_kernel[(self.batch_size,)](
+        if has_drafts and not drafts.numel():
+            drafts = torch.zeros(1, dtype=torch.int64, device=self.device)
+        tokens = tokens.contiguous() if tokens is not None else None
+        budget_step_kernel[(self.batch_size,)](
             self.state,
             self.state.stride(0),
-            num_draft,
-            drafts,
-            out,
+            tokens if tokens is not None else placeholder,
+            tokens.shape[1] if tokens is not None else 0,
+            num_draft if has_drafts else placeholder,
+            drafts if has_drafts else placeholder,
+            out if out is not None else placeholder,
+            logits if logits is not None else placeholder,
+            logits.stride(0) if logits is not None else 0,
+            logits.shape[1] if logits is not None else 0,
             self._start,
             self._start_fail,
             self._end,
@@ -437,7 +451,12 @@ class ThinkingBudgetState:
             PAD=self._marker_pad,
             MAX_DRAFTS=self.max_spec_len,
             SECTION_SCOPE=self.scope == "section",
+            HAS_COMMITTED=tokens is not None,
+            HAS_ROWS=out is not None,
             HAS_DRAFTS=has_drafts,
+            HAS_LOGITS=logits is not None,
             LAYOUT_BLOCK=min(1024, 1 << max(self.batch_size - 1, 15).bit_length()),
+            BLOCK=1024,
+            num_warps=1,
         )
         return out

@@ -2,9 +2,10 @@
 
 Starts the embedded server in its own process (``specconform serve``), then for each client count N
 (default 8, 32 and 64) sends N distinct greedy requests at once (mixed thinking budgets, half streamed, half
-not, alternating the plain and the speculative model) and reports the wall time of the whole wave and the
-latency percentiles. Every response is then compared with the same request run alone: a difference means a
-crossed or batch-dependent response, and the script exits non-zero. Waves of different sizes alternate
+not, alternating the plain and the speculative model) and reports the wall time of the whole wave, the server
+process's CPU time during it (user + system, all its threads; from Linux's ``/proc``) and the latency
+percentiles. Every response is then compared with the same request run alone: a difference means a crossed or
+batch-dependent response, and the script exits non-zero. Waves of different sizes alternate
 against the same server, ``--repeats`` times; each size reports the median wave and the spread (slowest /
 fastest), so their times compare like with like on the same machine. The clients are coroutines sharing one
 asynchronous HTTP client (a connection per request), so the load generator itself costs little of the CPU that
@@ -65,16 +66,24 @@ async def ask(client: httpx.AsyncClient, base_url: str, request: dict) -> tuple[
     return ids, finish, time.perf_counter() - began
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds process ``pid`` has used so far, all its threads together (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()  # the fields after the command name
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
 async def wave(
-    client: httpx.AsyncClient, base_url: str, clients: int, max_tokens: int
-) -> tuple[float, list[tuple[list[int], str, float]]]:
+    client: httpx.AsyncClient, base_url: str, server_pid: int, clients: int, max_tokens: int
+) -> tuple[float, float, list[tuple[list[int], str, float]]]:
+    """``(wall seconds, server CPU seconds, results)`` of ``clients`` requests sent at once."""
     requests = [body(i, max_tokens) for i in range(clients)]
-    began = time.perf_counter()
+    cpu_before, began = cpu_seconds(server_pid), time.perf_counter()
     results = await asyncio.gather(*(ask(client, base_url, r) for r in requests))
-    return time.perf_counter() - began, list(results)
+    return time.perf_counter() - began, cpu_seconds(server_pid) - cpu_before, list(results)
 
 
-async def measure(base_url: str, args) -> tuple[dict, list]:
+async def measure(base_url: str, server_pid: int, args) -> tuple[dict, list]:
     """Waves of every size, ``args.repeats`` times, then each request alone."""
     # A fresh connection per request: one kept alive past the server's keep-alive timeout may be closed under it.
     limits = httpx.Limits(max_connections=max(args.clients), max_keepalive_connections=0)
@@ -84,7 +93,7 @@ async def measure(base_url: str, args) -> tuple[dict, list]:
         waves = {n: [] for n in args.clients}
         for _ in range(args.repeats):
             for n in args.clients:
-                waves[n].append(await wave(client, base_url, n, args.max_tokens))
+                waves[n].append(await wave(client, base_url, server_pid, n, args.max_tokens))
         alone = [await ask(client, base_url, body(i, args.max_tokens)) for i in range(max(args.clients))]
     return waves, alone
 
@@ -111,22 +120,24 @@ def main() -> int:
                     raise RuntimeError("the embedded server did not start") from None
                 time.sleep(0.5)
         load_before = os.getloadavg()[0]
-        waves, alone = asyncio.run(measure(base_url, args))
+        waves, alone = asyncio.run(measure(base_url, server.pid, args))
         load_after = os.getloadavg()[0]
     finally:
         server.terminate()
         server.wait(60)
-    crossed, medians = 0, {}
+    crossed, medians, cpu_medians = 0, {}, {}
     for n, runs in waves.items():
-        walls = sorted(seconds for seconds, _ in runs)
-        medians[n] = statistics.median(walls)
-        latencies = sorted(latency for _, results in runs for *_, latency in results)
-        mismatched = sorted({i for _, results in runs for i, r in enumerate(results) if r[:2] != alone[i][:2]})
+        walls = sorted(seconds for seconds, _, _ in runs)
+        cpus = sorted(cpu for _, cpu, _ in runs)
+        medians[n], cpu_medians[n] = statistics.median(walls), statistics.median(cpus)
+        latencies = sorted(latency for *_, results in runs for *_, latency in results)
+        mismatched = sorted({i for *_, results in runs for i, r in enumerate(results) if r[:2] != alone[i][:2]})
         crossed += len(mismatched)
-        tokens = sum(len(r[0]) for r in runs[0][1])
+        tokens = sum(len(r[0]) for r in runs[0][2])
         print(
             f"{n:3d} clients: median {medians[n]:6.2f} s wall (spread {walls[-1] / walls[0]:.2f}x over "
-            f"{len(walls)}), {tokens / medians[n]:6.1f} tokens/s, latency p50 {statistics.median(latencies):.2f} s, "
+            f"{len(walls)}), server CPU {cpu_medians[n]:.2f} s (spread {cpus[-1] / cpus[0]:.2f}x), "
+            f"{tokens / medians[n]:6.1f} tokens/s, latency p50 {statistics.median(latencies):.2f} s, "
             f"p95 {statistics.quantiles(latencies, n=20)[-1]:.2f} s, max {latencies[-1]:.2f} s; "
             f"{len(mismatched)} differ from their solo run {mismatched[:8]}"
         )
@@ -135,7 +146,10 @@ def main() -> int:
     print(f"{len(alone)} requests one at a time: {solo:.2f} s")
     first = min(args.clients)
     for n in sorted(args.clients)[1:]:
-        print(f"{n} clients take {medians[n] / medians[first]:.2f}x the time of {first} (medians)")
+        print(
+            f"{n} clients take {medians[n] / medians[first]:.2f}x the wall time and "
+            f"{cpu_medians[n] / cpu_medians[first]:.2f}x the server CPU time of {first} (medians)"
+        )
     return 1 if crossed else 0
 
 

@@ -11,7 +11,9 @@ if [ -n "${PEERS_DIR:-}" ]; then
     || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# The staged FlashInfer is its sampling module alone: vLLM's own sampler, which would otherwise import FlashInfer's
+# attention backend for its top-k/top-p path (vllm/v1/sample/ops/topk_topp_sampler.py), keeps to its native path.
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0
 out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"

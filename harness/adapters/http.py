@@ -28,7 +28,18 @@ from . import UsageError
 # `specconform list` import this module.
 
 # the parameters the client names; every other request field is sent as one of its extra fields
-_CLIENT_PARAMETERS = ("model", "messages", "max_tokens", "temperature", "seed", "stream", "stream_options")
+_CLIENT_PARAMETERS = (
+    "model",
+    "messages",
+    "max_tokens",
+    "temperature",
+    "seed",
+    "stream",
+    "stream_options",
+    "logit_bias",
+    "n",
+    "logprobs",
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,30 @@ class ApiProfile:
     start_text: str = "<think>"
     end_text: str = "</think>"
     spec_tolerance: float = 0.15  # API-SPEC-2: largest first-token TV accepted as equivalent
+    # API-SPEC-4: sampling parameters the engine declares it does not apply with speculative decoding;
+    # they are not sent, and reports list them
+    unsupported_with_speculation: tuple[str, ...] = ()
+    # API-LOGPROB-1: a forced token's logprob is the model's before the budget ("raw", vLLM's default
+    # logprobs_mode raw_logprobs) or the processed distribution's, where it is certain ("processed": 0)
+    forced_logprobs: str = "raw"
+    # API-UTF-1: force where TB-FORCE-1 says ("force-immediately") or, after a token that ends inside a
+    # UTF-8 character, up to 3 positions later once the character is complete ("complete-character")
+    utf8_boundary: str = "force-immediately"
+    # TB-END-1: the text the budget forces when it is not end_text alone (a transition phrase, then end_text:
+    # vLLM's reasoning_end_str, llama.cpp's reasoning_budget_message before its end tag); None: end_text
+    forced_end_text: str | None = None
     extra_body: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name, allowed in (("forced_logprobs", FORCED_LOGPROBS), ("utf8_boundary", UTF8_BOUNDARIES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"API profile {self.name}: {name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}"
+                )
+
+
+FORCED_LOGPROBS = ("raw", "processed")
+UTF8_BOUNDARIES = ("force-immediately", "complete-character")
 
 
 API_PROFILES = {
@@ -74,6 +108,9 @@ API_PROFILES = {
         token_ids="verbose",
         tokenize_field="content",
         scope="section",  # llama.cpp re-arms a fresh budget on each new start marker
+        # common/reasoning-budget.cpp (lines 104-131 of the tree llama-cpp-python 0.3.36 vendors): a budget that
+        # runs out on a token whose piece ends inside a UTF-8 character waits before it forces
+        utf8_boundary="complete-character",
     ),
     # no thinking budget and no token ids: budget classes are not claimed, id-based checks cannot run
     "transformers-serve": dict(budget_field=None, reasoning_field="reasoning_content", token_ids=None),
@@ -216,6 +253,7 @@ class ApiEngine:
                 found.add("token-ids")
             self.start_ids = self.tokenize(self.api.start_text)
             self.end_ids = self.tokenize(self.api.end_text)
+            self.forced_ids = self.tokenize(self.api.forced_end_text) if self.api.forced_end_text else self.end_ids
             found.add("marker-ids")
         except (openai.APIError, httpx2.HTTPError, UnparsableResponse, KeyError, ValueError) as error:
             self.probe_problem = f"{type(error).__name__}: {error}"
@@ -249,13 +287,15 @@ class ApiEngine:
             self._tokenized[text] = response.json()["tokens"]
         return self._tokenized[text]
 
-    def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None):
+    def request_body(self, model, budget, max_tokens, temperature, seed=None, stream=False, messages=None, fields=None):
+        """The chat request's body; ``fields``: further request fields (``n``, ``logprobs``, ...)."""
         body = {
             "model": model,
             "messages": messages or [{"role": "user", "content": "What is 12 times 7?"}],
             "max_tokens": max_tokens,
             "temperature": temperature,
             **self.api.extra_body,
+            **(fields or {}),
         }
         if self.api.token_ids == "return_token_ids":
             body["return_token_ids"] = True

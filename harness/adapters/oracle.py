@@ -18,12 +18,22 @@ class OracleEngine:
     name = "oracle"
     version = "spec-0.2"
     device = f"cpu ({platform.machine()})"
+    # The oracle samples one request at a time in plain Python (about 0.4 ms a trial at V = 6, 1.75 ms a request
+    # of the acceptance rule): TV 0.03 would take it half an hour, so its statistical checks default to TV 0.05.
+    statistical_deviation = 0.05
 
     def __init__(self):
-        self.profile = profiles.canonical()
+        # it is given a forced phrase (TB-END-1) or other end markers (TB-END-3) when a check names them, and
+        # forces E with E alone otherwise: it claims those variants' classes beside the canonical ones
+        profile = profiles.with_variant(profiles.canonical(), "forced_end", "phrase")
+        self.profile = profiles.with_variant(profile, "end_markers", "several")
 
-    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
-        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope))
+    def budget_state(
+        self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None, other_end_token_ids=()
+    ):
+        """``forced_token_ids``: a forced end sequence other than ``end`` (TB-END-1, profile ``forced_end: phrase``);
+        ``other_end_token_ids``: end markers accepted beside ``end`` (TB-END-3, ``end_markers: several``)."""
+        return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids))
 
     def rejection_sample(self, case: rs.RejectionCase):
         tokens, num, _ = rs.sample_case(case)
@@ -41,9 +51,9 @@ class OracleEngine:
         )
 
     def acceptance_metrics(self, steps, eos_token_ids):
-        metrics = ac.AcceptanceMetrics(max_positions=max((k for k, _ in steps), default=1))
-        for k, row in steps:
-            metrics.observe(k, row, eos_token_ids)
+        metrics = ac.AcceptanceMetrics(max_positions=max((k for k, _, _ in steps), default=1))
+        for k, row, commit_limit in steps:
+            metrics.observe(k, row, eos_token_ids, commit_limit)
         return {
             "acceptance_rate": metrics.acceptance_rate,
             "mean_acceptance_length": metrics.mean_acceptance_length,

@@ -33,18 +33,50 @@ class ReferenceEngine:
 
     def rejection_sample(self, case: rs.RejectionCase):
         torch = self.torch
-        out = self.impl.rejection_sample(
+        tokens, num_emitted = self.rejection_sample_tensors(
             self._tensor(case.target_logits, torch.float32),
             self._tensor(case.draft_token_ids, torch.int64),
             self._tensor(case.num_draft_tokens, torch.int64),
-            draft_probs=self._tensor(case.draft_probs, torch.float32),
-            temperature=self._tensor(case.temperature, torch.float32),
-            seeds=self._tensor(case.seeds, torch.int64),
-            positions=self._tensor(case.positions, torch.int64),
-            forced_token_ids=self._tensor(case.forced_token_ids, torch.int64),
+            self._tensor(case.draft_probs, torch.float32),
+            self._tensor(case.temperature, torch.float32),
+            self._tensor(case.seeds, torch.int64),
+            self._tensor(case.positions, torch.int64),
+            self._tensor(case.forced_token_ids, torch.int64),
+        )
+        return tokens.cpu().numpy(), num_emitted.cpu().numpy()
+
+    @property
+    def tensor_device(self) -> str:
+        """The device ``rejection_sample_tensors`` takes and returns its tensors on."""
+        return str(self.device)
+
+    def rejection_sample_tensors(
+        self,
+        target_logits,
+        draft_token_ids,
+        num_draft_tokens,
+        draft_probs,
+        temperature,
+        seeds,
+        positions,
+        forced_token_ids=None,
+    ):
+        """``impl.rejection_sample`` on torch tensors already on ``tensor_device`` (the canonical layout's
+        fields, ``None`` where absent); ``(token_ids [B, K + 1] int32, num_emitted [B] int32)`` stay there, so
+        a statistical check's trials never leave the device. ``rejection_sample`` goes through it too: a
+        subclass that changes the sampler overrides this method alone."""
+        out = self.impl.rejection_sample(
+            target_logits,
+            draft_token_ids,
+            num_draft_tokens,
+            draft_probs=draft_probs,
+            temperature=temperature,
+            seeds=seeds,
+            positions=positions,
+            forced_token_ids=forced_token_ids,
             backend=self.backend,
         )
-        return out.token_ids.cpu().numpy(), out.num_emitted.cpu().numpy()
+        return out.token_ids, out.num_emitted
 
     def count_emitted(self, token_ids, vocab_size):
         result = self.impl.count_emitted_validated(self._tensor(token_ids, self.torch.int64), vocab_size)
@@ -52,12 +84,16 @@ class ReferenceEngine:
 
     def acceptance_metrics(self, steps, eos_token_ids):
         torch = self.torch
-        width = max((len(r) for _, r in steps), default=1)
+        width = max((len(r) for _, r, _ in steps), default=1)
         stats = self.impl.AcceptanceStats(
-            max_positions=max((k for k, _ in steps), default=1), eos_token_ids=eos_token_ids
+            max_positions=max((k for k, _, _ in steps), default=1), eos_token_ids=eos_token_ids
         )
-        for k, row in steps:
-            stats.observe(torch.tensor([k]), torch.tensor([list(row) + [-1] * (width - len(row))]))
+        for k, row, commit_limit in steps:
+            stats.observe(
+                torch.tensor([k]),
+                torch.tensor([list(row) + [-1] * (width - len(row))]),
+                None if commit_limit is None else torch.tensor([commit_limit]),
+            )
         return {
             "acceptance_rate": stats.acceptance_rate,
             "mean_acceptance_length": stats.mean_acceptance_length,

@@ -238,10 +238,12 @@ class VllmEngine:
         return counts, [False] * len(counts), [False] * len(counts)  # vLLM reports no malformed rows
 
     def acceptance_metrics(self, steps, eos_token_ids):
-        max_positions = max((k for k, _ in steps), default=1)
+        """vLLM's counters over the sampler's rows: the scheduler counts them before its stop check
+        trims end tokens and commit limits (specs/accepted-tokens.md, AC-STOP-1), so neither enters here."""
+        max_positions = max((k for k, _, _ in steps), default=1)
         scheduler = SimpleNamespace(log_stats=True, num_spec_tokens=max_positions)
         stats = None
-        for k, row in steps:
+        for k, row, _ in steps:
             generated, _ = self.vllm.rejection.RejectionSampler.parse_output(
                 self.torch.tensor([list(row)], dtype=self.torch.int64), 1 << 30
             )

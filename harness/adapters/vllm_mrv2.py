@@ -13,7 +13,7 @@ from the canonical case format:
   logits row: the last committed token, then the drafts) and calls ``ThinkingBudgetState.apply`` on
   the logits, whose forced cells hold ``1e9``; committed tokens are appended by vLLM's
   ``post_update`` kernel. Harness moves only reorder the batch (``idx_mapping``): Model Runner V2 has
-  no persistent-batch ``BatchUpdate``.
+  no persistent-batch ``BatchUpdate`` (``VllmMrv2Budget.sync_batch`` says how updates are translated).
 - rejection sampling: ``vllm.v1.worker.gpu.spec_decode.rejection_sampler_utils.rejection_sample``
   after ``SamplingStates.apply_temperature``, as ``RejectionSampler._verify`` calls it: draft logits
   ``[B, max K, V]`` (pre-temperature, so the canonical draft probabilities ``q`` enter as
@@ -55,10 +55,6 @@ def _uva_views_available(torch, buffer_utils) -> bool:
     except (AttributeError, RuntimeError):
         return False
     return True
-
-
-class UntranslatableUpdate(RuntimeError):
-    """A persistent-batch update that names no request: it has no Model Runner V2 equivalent."""
 
 
 class VllmMrv2Engine:
@@ -210,22 +206,30 @@ class VllmMrv2Budget:
             max_num_reqs, MAX_MODEL_LEN, MAX_MODEL_LEN, max_spec_len, self.vocab, engine.device
         )
         self.budget = engine.vllm.ThinkingBudgetState(self.req_states, config)
-        self.slots: list[str | None] = [None] * max_num_reqs  # batch position -> request id
+        self.slots: dict[int, str] = {}  # batch position -> request id
+        self.last_held: dict[int, str] = {}  # batch position -> the last request id placed there
         self.batch_size = 0
         self.next_id = 0
 
     def sync_batch(self, update):
+        """Translate a harness update to what ``GPUModelRunner`` does with the scheduler's output.
+
+        Model Runner V2 has no persistent-batch ``BatchUpdate``: the scheduler names requests by id
+        and orders the batch itself. A removal becomes ``RequestState.remove_request`` of the id the
+        slot holds, or last held (``finish_requests``, model_runner.py lines 1188-1200); vLLM ignores
+        an id it does not hold (states.py lines 127-131), so removing or moving from an emptied slot
+        is accepted, as it is in vLLM. A new request gets a state index from
+        ``RequestState.add_request`` whatever its harness slot; batch positions and the batch size are
+        the scheduler's (capped at ``max_num_seqs``) and the runner checks neither (TB-BATCH-4)."""
         if update is None:
             return
         vllm = self.engine.vllm
         budgets = [validate_budget(a.budget) for a in update.added]  # all or nothing
-        self._check_translatable(update)
-        slots = list(self.slots)
+        slots = dict(self.slots)
         for index in update.removed:
-            self.req_states.remove_request(slots[index])
-            slots[index] = None
+            self.req_states.remove_request(slots.pop(index, self.last_held.get(index, f"never-held-{index}")))
         for a, budget in zip(update.added, budgets):
-            if slots[a.index] is not None:  # an added request replaces the one in its slot
+            if a.index in slots:  # an added request replaces the one in its slot
                 self.req_states.remove_request(slots[a.index])
             req_id = f"req-{self.next_id}"
             self.next_id += 1
@@ -233,48 +237,19 @@ class VllmMrv2Budget:
             self.req_states.add_request(req_id, len(prompt), prompt, 0, MAX_MODEL_LEN - len(prompt))
             req_idx = self.req_states.req_id_to_index[req_id]
             self.budget.add_request(req_idx, vllm.SamplingParams(thinking_token_budget=budget))
-            slots[a.index] = req_id
+            slots[a.index] = self.last_held[a.index] = req_id
         for s, d, kind in update.moved:
-            if getattr(kind, "name", kind) == "SWAP":
-                slots[s], slots[d] = slots[d], slots[s]
-            else:
-                if slots[d] is not None and slots[d] != slots[s]:  # the moved request replaces the one there
-                    self.req_states.remove_request(slots[d])
-                slots[d], slots[s] = slots[s], None
+            held_s, held_d = slots.pop(s, None), slots.pop(d, None)
+            if getattr(kind, "name", kind) == "SWAP" and held_d is not None:
+                slots[s] = held_d
+            elif held_d is not None and held_d != held_s:  # the moved request replaces the one there
+                self.req_states.remove_request(held_d)
+            if held_s is not None:
+                slots[d] = held_s
         self.slots = slots
         self.batch_size = update.batch_size
         self.req_states.apply_staged_writes()
         self.budget.apply_staged_writes()
-
-    def _check_translatable(self, update):
-        """Model Runner V2 has no persistent-batch ``BatchUpdate`` (the scheduler names requests by id),
-        so an update that names no request cannot be translated; it is refused with an error that is
-        not a ``ValueError``, so that no check credits vLLM with validating it (TB-BATCH-4)."""
-        size = len(self.slots)
-        occupied = [req is not None for req in self.slots]
-        problems = []
-        for i in update.removed:
-            if i >= size or not occupied[i]:
-                problems.append(f"removed slot {i} holds no request")
-            else:
-                occupied[i] = False
-        for added in update.added:
-            if added.index >= size:
-                problems.append(f"added slot {added.index} is outside the batch")
-            else:
-                occupied[added.index] = True
-        for src, dst, kind in update.moved:
-            if max(src, dst) >= size or not (occupied[src] or getattr(kind, "name", kind) == "SWAP" and occupied[dst]):
-                problems.append(f"moved slot {src} holds no request")
-                continue
-            if getattr(kind, "name", kind) == "SWAP":
-                occupied[src], occupied[dst] = occupied[dst], occupied[src]
-            else:
-                occupied[dst], occupied[src] = True, False
-        if update.batch_size > len(self.slots):
-            problems.append(f"batch_size {update.batch_size} exceeds max_num_reqs {len(self.slots)}")
-        if problems:
-            raise UntranslatableUpdate("; ".join(problems))
 
     def _batch(self, num_draft_tokens, draft_token_ids):
         """What ``prepare_inputs`` builds for this step: ``idx_mapping [B]``, ``cu_num_logits [B + 1]``,

@@ -112,6 +112,7 @@ from specs.interface import BatchUpdate  # noqa: E402
 from .. import profiles  # noqa: E402
 from ..oracle import budget as tb  # noqa: E402
 from ..oracle import rejection as rs  # noqa: E402
+from ..oracle import rng as reference_rng  # noqa: E402
 from . import UsageError  # noqa: E402
 from .oracle import OracleBudget, OracleEngine  # noqa: E402
 
@@ -131,8 +132,8 @@ class _RestartsEnd(tb.RequestBudget):
 
 class _ShortPromptStart(tb.RequestBudget):
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request"):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         if state.in_section:  # counts the open section from S's first token, as one engine did
             state.count -= len(start) - 1
         return state
@@ -192,8 +193,8 @@ class _CompletesStartedEnd(tb.RequestBudget):
 
 class _PromptThinkingUncounted(tb.RequestBudget):
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request"):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         state.count = state.end_matched  # the prompt's thinking tokens are not counted
         return state
 
@@ -209,8 +210,8 @@ class _FirstTokenNeverForced(tb.RequestBudget):
         self.fresh = False
 
     @classmethod
-    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request"):
-        state = super().from_prompt(start, end, budget, prompt_token_ids, scope)
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
         state.fresh = True
         return state
 
@@ -225,6 +226,31 @@ class _SpentAlwaysKept(tb.RequestBudget):
     @property
     def budget_left(self):
         return None if self.budget is None else self.budget - self.spent
+
+
+class _PhraseNotForced(tb.RequestBudget):
+    """Forces E (continuing a partial E) and never the declared transition phrase."""
+
+    def forced_token(self):
+        forced = super().forced_token()
+        return -1 if forced == -1 else self.end.marker[self.end_matched]
+
+
+class _ClosedOnlyByForcedSequence(tb.BudgetBatch):
+    """Detects the end of a section by the whole forced sequence F, not by E: a natural E leaves it open."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.forced is not None:
+            self.end, self.forced = self.forced, None
+
+
+class _OtherEndMarkersIgnored(tb.BudgetBatch):
+    """Closes sections on the first end marker only: the others the parser accepts leave them open."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.others = ()
 
 
 class _SwapKeepsVacated(tb.BudgetBatch):
@@ -273,6 +299,8 @@ _BATCH_TYPES = {
     "swap-leaves-vacated-tracked": _SwapKeepsVacated,
     "moves-before-additions": _MovesBeforeAdditions,
     "move-keeps-occupied-destination": _MoveKeepsOccupiedDestination,
+    "closed-only-by-forced-sequence": _ClosedOnlyByForcedSequence,
+    "other-end-markers-ignored": _OtherEndMarkersIgnored,
 }
 
 
@@ -428,6 +456,11 @@ class _StatefulDraws:
         )
 
 
+def _noise_from_acceptance_stream(seed: int, position: int, vocab_size: int) -> rs.Draws:
+    """The reference draws with the emitted token's noise keyed by the acceptance purpose (RS-RNG-2)."""
+    return rs.counter_draws(seed, position, vocab_size, reference_rng.PURPOSE_ACCEPT)
+
+
 def _shifted_draws(seed: int, position: int, vocab_size: int) -> rs.Draws:
     """Counter-based draws keyed off by one seed: deterministic and batch-independent, not the reference's."""
     return rs.counter_draws(seed + 1, position, vocab_size)
@@ -475,13 +508,16 @@ def _mutant_sample_case(case: rs.RejectionCase, mutation: str, draws_for) -> tup
             row_slice = slice(first, first + K + 1)
         if mutation == "zero-draft-reads-previous-row" and K == 0 and i > 0:
             row_slice = slice(offsets[i] - 1, offsets[i])
+        q_rows = None if case.draft_probs is None else case.draft_probs[draft_slice]
+        if mutation == "draft-probs-read-padded" and q_rows is not None:
+            q_rows = case.draft_probs[[min(i * (width - 1) + j, len(case.draft_probs) - 1) for j in range(K)]]
         temperature = float(case.temperature[0 if mutation == "batch-shares-first-temperature" else i])
         seed = None if case.seeds is None else int(case.seeds[i])
         position = 0 if case.positions is None else int(case.positions[i])
         emitted = _verify(
             case.target_logits[row_slice],
             case.draft_token_ids[draft_slice],
-            None if case.draft_probs is None else case.draft_probs[draft_slice],
+            q_rows,
             temperature,
             forced_all[row_slice],
             None if seed is None else draws_for(seed, position, V),
@@ -501,6 +537,8 @@ class Mutant:
     description: str
     scope: str = "request"  # the profile's declared variants
     forced_logit: str = "one-hot"
+    forced_end: str = "marker"
+    end_markers: str = "one"
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -620,6 +658,16 @@ MUTANTS = (
         "a generator seeded from the request's seed at every call: batch-independent but blind to the position",
     ),
     Mutant(
+        "sampling-noise-from-acceptance-stream",
+        "RS-RNG-2",
+        "claims the reference draws but samples the emitted token from the acceptance stream",
+    ),
+    Mutant(
+        "draft-probs-read-padded",
+        "RS-ONEHOT-2",
+        "draft probabilities of a ragged batch are read as if every request had max K drafts",
+    ),
+    Mutant(
         "draws-not-the-reference",
         "RS-RNG-3",
         "claims the reference draws but keys them by another seed",
@@ -636,6 +684,29 @@ MUTANTS = (
         "mean-length-counts-after-eos",
         "AC-METRIC-4",
         "mean acceptance length counts tokens after an EOS inside the accepted run",
+    ),
+    Mutant(
+        "commit-limit-ignored",
+        "AC-STOP-1",
+        "metrics count the tokens a max_tokens or stop-string limit trimmed from an accepted run",
+    ),
+    Mutant(
+        "phrase-not-forced",
+        "TB-END-1",
+        "a declared transition phrase is never forced: the budget forces E, continuing a partial E",
+        forced_end="phrase",
+    ),
+    Mutant(
+        "closed-only-by-forced-sequence",
+        "TB-END-2",
+        "sections are detected by the whole forced sequence F, so an E the model emits alone does not close one",
+        forced_end="phrase",
+    ),
+    Mutant(
+        "other-end-markers-ignored",
+        "TB-END-3",
+        "only the first accepted end marker closes a section: another one the parser accepts leaves it open",
+        end_markers="several",
     ),
 )
 _SAMPLER_MUTATIONS = {
@@ -660,6 +731,7 @@ _REQUEST_TYPES = {
     "first-token-never-forced": _FirstTokenNeverForced,
     "spent-forgotten": _SpentForgotten,
     "section-scope-spends": _SpentAlwaysKept,
+    "phrase-not-forced": _PhraseNotForced,
 }
 # Rejection mutants built on the oracle's verification (``_mutant_sample_case``); the others use
 # the reference draws unchanged.
@@ -684,6 +756,8 @@ _VERIFY_MUTATIONS = {
     "stateful-generator",
     "generator-seeded-per-call",
     "draws-not-the-reference",
+    "sampling-noise-from-acceptance-stream",
+    "draft-probs-read-padded",
 }
 
 
@@ -694,7 +768,9 @@ class MutantEngine(OracleEngine):
         super().__init__()
         self.mutant = mutant
         self.name = f"zoo:{mutant.name}"
-        self.profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
+        profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
+        profile = profiles.with_variant(profile, "forced_end", mutant.forced_end)
+        self.profile = profiles.with_variant(profile, "end_markers", mutant.end_markers)
         hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
@@ -704,12 +780,17 @@ class MutantEngine(OracleEngine):
             "stateful-generator": _StatefulDraws(),
             "generator-seeded-per-call": _StatefulDraws(per_call=True),
             "draws-not-the-reference": _shifted_draws,
+            "sampling-noise-from-acceptance-stream": _noise_from_acceptance_stream,
         }.get(mutant.name, rs.counter_draws)
 
-    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
+    def budget_state(
+        self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None, other_end_token_ids=()
+    ):
         if self.mutant.name == "empty-marker-accepted":
             start, end = list(start) or [2**31 - 1], list(end) or [2**31 - 1]
-        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(start, end, max_num_reqs, scope)
+        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(
+            start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids
+        )
         batch.request_type = _REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
         return _MutantBudget(batch, self.mutant.name)
 
@@ -753,12 +834,14 @@ class MutantEngine(OracleEngine):
         return num, broken, out_of_vocab
 
     def acceptance_metrics(self, steps, eos_token_ids):
+        if self.mutant.name == "commit-limit-ignored":
+            steps = [(k, row, None) for k, row, _ in steps]
         metrics = super().acceptance_metrics(
             steps, () if self.mutant.name == "mean-length-counts-after-eos" else eos_token_ids
         )
         if self.mutant.name == "acceptance-rate-counts-bonus":
-            drafted = sum(k for k, _ in steps)
-            drafts = sum(1 for k, row in steps if k and row[0] != -1)
+            drafted = sum(k for k, _, _ in steps)
+            drafts = sum(1 for k, row, _ in steps if k and row[0] != -1)
             metrics["acceptance_rate"] = metrics["acceptance_rate"] + drafts / drafted
         if self.mutant.name == "mean-length-without-bonus":
             metrics["mean_acceptance_length"] = metrics["mean_acceptance_length"] - 1.0

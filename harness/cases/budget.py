@@ -34,13 +34,14 @@ cases"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import strategies as st
 
 from specs.interface import AddedRequest, BatchUpdate, Move
 
+from ..oracle import budget as tb
 from ..vectors import SlotStep, budget_scenario
 
 MAX_BUDGET = 2**31 - 1
@@ -64,6 +65,8 @@ class BudgetFamily:
     scenarios: int = 30
     max_num_reqs: tuple[int, int] = (1, 4)
     max_spec: int = 3
+    phrase: int = 0  # > 0: a forced end sequence F = P + E with a transition phrase P of 1..phrase ids (TB-END-1)
+    other_end: int = 0  # > 0: another accepted end marker of 1..other_end ids (TB-END-3)
 
     def __post_init__(self):
         if self.prompt not in PROMPT_KINDS:
@@ -84,6 +87,8 @@ class BudgetScenario:
     scope: str
     max_num_reqs: int
     steps: tuple[tuple[BatchUpdate | None, tuple[SlotStep, ...]], ...]
+    forced: tuple[int, ...] | None = None  # the forced end sequence F when it is not E (TB-END-1)
+    others: tuple[tuple[int, ...], ...] = ()  # end markers accepted beside E (TB-END-3)
 
     def vector(self, name: str, requirements: list[str], description: str = "") -> dict:
         """The scenario run through the oracle, in the golden-vector format (``specs/vectors``)."""
@@ -96,6 +101,8 @@ class BudgetScenario:
             self.scope,
             self.max_num_reqs,
             description,
+            forced_token_ids=None if self.forced is None else list(self.forced),
+            other_end_token_ids=[list(m) for m in self.others],
         )
 
     @property
@@ -123,6 +130,25 @@ def markers(family: BudgetFamily) -> st.SearchStrategy[tuple[tuple[int, ...], tu
         return start, end
 
     return pair()
+
+
+def forced_sequences(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[int, ...] | None]:
+    """``F = P + E`` with a phrase ``P`` of ``1..family.phrase`` ids outside ``S`` that puts no other ``E`` in
+    ``F`` (an engine's transition phrase is text that neither opens nor closes a section); ``None`` without."""
+    if not family.phrase:
+        return st.none()
+    ids = [t for t in range(family.alphabet) if t not in start]
+    phrase = st.lists(st.sampled_from(ids), min_size=1, max_size=family.phrase)
+    return phrase.map(lambda p: (*p, *end)).filter(lambda f: not tb.occurs_before_end(tuple(end), f))
+
+
+def other_ends(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[tuple[int, ...], ...]]:
+    """One end marker accepted beside ``E`` (``1..family.other_end`` ids outside ``S``, not ``E``), or none."""
+    if not family.other_end:
+        return st.just(())
+    ids = [t for t in range(family.alphabet) if t not in start]
+    other = st.lists(st.sampled_from(ids), min_size=1, max_size=family.other_end).map(tuple)
+    return other.filter(lambda m: m != tuple(end)).map(lambda m: (m,))
 
 
 def budgets(family: BudgetFamily) -> st.SearchStrategy:
@@ -219,6 +245,8 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
     @st.composite
     def scenario(draw):
         start, end = draw(markers(family))
+        forced = draw(forced_sequences(family, start, end))
+        others = draw(other_ends(family, start, end))
         low, high = family.max_num_reqs
         max_num_reqs = draw(st.one_of(st.integers(low, min(high, 8)), st.integers(low, high)))
         requests = draw(st.lists(st.tuples(budgets(family), prompts(family, start, end)), min_size=1, max_size=8))
@@ -233,7 +261,7 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
             rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
             steps.append((update, _slot_steps(rng, family, ages)))
             ages = [age + 1 for age in ages]
-        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps))
+        return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps), forced, others)
 
     return scenario()
 
@@ -285,6 +313,8 @@ class _Program:
     max_num_reqs: int
     requests: tuple[tuple, ...]
     steps: tuple[tuple[tuple, dict[int, SlotStep]], ...]
+    forced: tuple[int, ...] | None = None  # the scenario's forced end sequence and other end markers, kept as they are
+    others: tuple[tuple[int, ...], ...] = ()
 
 
 def _program(scenario: BudgetScenario) -> _Program:
@@ -308,7 +338,16 @@ def _program(scenario: BudgetScenario) -> _Program:
                 else:
                     at[dst] = at.pop(src)
         steps.append((tuple(ops), {at[slot]: proposal for slot, proposal in enumerate(slot_steps)}))
-    return _Program(scenario.start, scenario.end, scenario.scope, scenario.max_num_reqs, tuple(requests), tuple(steps))
+    return _Program(
+        scenario.start,
+        scenario.end,
+        scenario.scope,
+        scenario.max_num_reqs,
+        tuple(requests),
+        tuple(steps),
+        scenario.forced,
+        scenario.others,
+    )
 
 
 def _lowest_free(at: dict[int, int], max_num_reqs: int) -> int | None:
@@ -374,7 +413,9 @@ def _compile(program: _Program, kept: set[int]) -> BudgetScenario | None:
         if any(r not in proposals for r in at.values()):
             return None
         steps.append((update, tuple(proposals[at[slot]] for slot in range(len(at)))))
-    return BudgetScenario(program.start, program.end, program.scope, program.max_num_reqs, tuple(steps))
+    return BudgetScenario(
+        program.start, program.end, program.scope, program.max_num_reqs, tuple(steps), program.forced, program.others
+    )
 
 
 def _chunks(items, whole: bool = False) -> list[list]:
@@ -388,12 +429,6 @@ def _chunks(items, whole: bool = False) -> list[list]:
     return out
 
 
-def _replace_program(program: _Program, **changes) -> _Program:
-    fields = {f: getattr(program, f) for f in ("start", "end", "scope", "max_num_reqs", "requests", "steps")}
-    fields.update(changes)
-    return _Program(**fields)
-
-
 def _without_steps(program: _Program, dropped: set[int]) -> tuple[_Program, set[int]]:
     """``program`` without the steps in ``dropped``: a dropped step's operations move to the next kept
     step; requests that lived only in dropped steps go (with their operations)."""
@@ -405,19 +440,24 @@ def _without_steps(program: _Program, dropped: set[int]) -> tuple[_Program, set[
             continue
         steps.append((carried + ops, proposals))
         carried = ()
-    return _replace_program(program, steps=tuple(steps)), live_in
+    return replace(program, steps=tuple(steps)), live_in
 
 
 def _with_step(program: _Program, index: int, ops: tuple, proposals: dict) -> _Program:
     steps = list(program.steps)
     steps[index] = (ops, proposals)
-    return _replace_program(program, steps=tuple(steps))
+    return replace(program, steps=tuple(steps))
 
 
 def _marker_free_token(scenario: BudgetScenario) -> int:
     """The smallest id in neither marker: what a token that plays no part is replaced by."""
-    markers = set(scenario.start) | set(scenario.end)
+    markers = _marker_ids(scenario)
     return next(t for t in range(len(markers) + 1) if t not in markers)
+
+
+def _marker_ids(scenario: BudgetScenario) -> set[int]:
+    """Every id of S, E, the forced end sequence and the other end markers."""
+    return {*scenario.start, *scenario.end, *(scenario.forced or ()), *(t for m in scenario.others for t in m)}
 
 
 def _map_tokens(program: _Program, mapping) -> _Program:
@@ -433,7 +473,7 @@ def _map_tokens(program: _Program, mapping) -> _Program:
         )
         for ops, proposals in program.steps
     )
-    return _replace_program(program, requests=requests, steps=steps)
+    return replace(program, requests=requests, steps=steps)
 
 
 def smaller(scenario: BudgetScenario):
@@ -460,7 +500,7 @@ def _reductions(scenario: BudgetScenario):
         return _compile(candidate, kept)
 
     for k in range(1, n):
-        yield BudgetScenario(scenario.start, scenario.end, scenario.scope, scenario.max_num_reqs, scenario.steps[:k])
+        yield replace(scenario, steps=scenario.steps[:k])
     for chunk in _chunks(sorted(everyone)):
         yield compiled(program, everyone - set(chunk))
     for chunk in _chunks(list(range(n))):
@@ -489,21 +529,20 @@ def _reductions(scenario: BudgetScenario):
             variants += [(smaller_budget, prompt) for smaller_budget in sorted(lower)]
         for variant in variants:
             requests = program.requests[:r] + (variant,) + program.requests[r + 1 :]
-            yield compiled(_replace_program(program, requests=requests))
+            yield compiled(replace(program, requests=requests))
     for name in ("start", "end"):
         marker = getattr(program, name)
         for cut in range(len(marker) if len(marker) > 1 else 0):
-            yield compiled(_replace_program(program, **{name: marker[:cut] + marker[cut + 1 :]}))
+            yield compiled(replace(program, **{name: marker[:cut] + marker[cut + 1 :]}))
     filler = _marker_free_token(scenario)
     used = {t for _, prompt in program.requests for t in prompt} | {
         t for _, proposals in program.steps for p in proposals.values() for t in (*p.drafts, p.free_token)
     }
-    markers = set(scenario.start) | set(scenario.end)
-    for token in sorted(used - markers - {filler}):
+    for token in sorted(used - _marker_ids(scenario) - {filler}):
         yield compiled(_map_tokens(program, lambda t, token=token: filler if t == token else t))
     needed = max(len(slots) for _, slots in scenario.steps)
     if needed < scenario.max_num_reqs:
-        yield compiled(_replace_program(program, max_num_reqs=needed))
+        yield compiled(replace(program, max_num_reqs=needed))
 
 
 def single_removals(scenario: BudgetScenario):
@@ -529,8 +568,8 @@ def single_removals(scenario: BudgetScenario):
     for r, (budget, prompt) in enumerate(program.requests):
         for cut in range(len(prompt)):
             requests = program.requests[:r] + ((budget, prompt[:cut] + prompt[cut + 1 :]),) + program.requests[r + 1 :]
-            yield _compile(_replace_program(program, requests=requests), everyone)
+            yield _compile(replace(program, requests=requests), everyone)
     for name in ("start", "end"):
         marker = getattr(program, name)
         for cut in range(len(marker) if len(marker) > 1 else 0):
-            yield _compile(_replace_program(program, **{name: marker[:cut] + marker[cut + 1 :]}), everyone)
+            yield _compile(replace(program, **{name: marker[:cut] + marker[cut + 1 :]}), everyone)

@@ -11,8 +11,11 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import json
+import math
+import re
 import shlex
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import spec, stats, vectors
@@ -87,19 +90,77 @@ def client_parses(run, requirements: tuple[str, ...]):
     return judged
 
 
-def _violation(engine, prompt_ids, output_ids, budget) -> str:
-    """Replay the oracle over prompt + output: every forced position must carry its token."""
-    if budget is None:
-        return ""
-    state = tb.RequestBudget.from_prompt(
-        tb.MarkerAutomaton(engine.start_ids), tb.MarkerAutomaton(engine.end_ids), budget, prompt_ids, engine.api.scope
+def _oracle(engine, budget, prompt_ids) -> tb.RequestBudget:
+    """The oracle's state after ``prompt_ids`` under the engine's markers, scope and forced sequence (TB-END-1:
+    the profile's ``forced_end_text``, when it names one)."""
+    forced_ids = engine.forced_ids
+    forced = None if list(forced_ids) == list(engine.end_ids) else tb.validate_forced(forced_ids, engine.end_ids)
+    return tb.RequestBudget.from_prompt(
+        tb.MarkerAutomaton(engine.start_ids),
+        tb.MarkerAutomaton(engine.end_ids),
+        budget,
+        prompt_ids,
+        engine.api.scope,
+        None if forced is None else tb.MarkerAutomaton(forced),
     )
+
+
+@dataclass
+class _Replay:
+    """What replaying the oracle over one response found."""
+
+    problem: str = ""  # the first forced position that does not carry its token ("" when all do)
+    mode: str = "forced-position-not-honoured"
+    inside_at_budget: bool = False  # a forced position came where the bytes so far ended inside a character
+
+
+def _replay(engine, prompt_ids, output_ids, budget, token_bytes=None) -> _Replay:
+    """Replay the oracle over prompt + output: every forced position must carry its token. Given each returned
+    token's bytes, a profile declaring ``utf8_boundary: complete-character`` may leave a forced position free
+    while the bytes so far end inside a UTF-8 character, at most ``UTF8_MAX_OVERRUN`` times (API-UTF-1)."""
+    found = _Replay()
+    state = _oracle(engine, budget, prompt_ids)
+    declared = engine.api.utf8_boundary
+    allowed = UTF8_MAX_OVERRUN if declared == "complete-character" and token_bytes is not None else 0
+    generated, late = b"", 0
     for i, token in enumerate(output_ids):
         forced = state.forced_token()
+        inside = token_bytes is not None and ends_inside_character(generated)
+        found.inside_at_budget |= forced != -1 and inside and late == 0
         if forced != -1 and token != forced:
-            return f"budget {budget}: output position {i} is {token}, the budget forces {forced}"
+            if inside and late < allowed:
+                late += 1  # complete-character: free while the character is incomplete, up to the bound
+            else:
+                if token_bytes is not None and not inside and late:
+                    found.mode = "overran-past-the-character"
+                elif inside:
+                    found.mode = "overran-the-bound" if allowed else "waited-for-the-character"
+                where = (
+                    "" if token_bytes is None else f"; the bytes so far end {'inside' if inside else 'on'} a character"
+                )
+                found.problem = (
+                    f"budget {budget}: output position {i} is {token}, the budget forces {forced} "
+                    f"({late} position(s) late{where}; {declared} allows {allowed})"
+                )
+                return found
         state.feed(token)
-    return ""
+        if token_bytes is not None:
+            generated += token_bytes[i]
+    return found
+
+
+def _violation(engine, prompt_ids, output_ids, budget, token_bytes=None) -> str:
+    """The first forced position that does not carry its token (``_replay``), or ""; no budget, nothing forced."""
+    return "" if budget is None else _replay(engine, prompt_ids, output_ids, budget, token_bytes).problem
+
+
+def _token_bytes(choice: dict, ids: list[int]) -> list[bytes] | None:
+    """Each returned token's bytes from the choice's ``logprobs`` (``bytes``), or None when they are not there
+    for every token, one entry per token."""
+    entries = (choice.get("logprobs") or {}).get("content")
+    if entries is None or len(entries) != len(ids) or any(e.get("bytes") is None for e in entries):
+        return None
+    return [bytes(e["bytes"]) for e in entries]
 
 
 def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
@@ -111,14 +172,25 @@ def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
 def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, holds: str) -> None:
     """Three seeded requests per budget: ``holds`` (the requirement the budget's holding stands for),
     API-BUDGET-1 (the field was accepted) and API-REASON-1 (no end marker in the reasoning) per response."""
+    waits = engine.api.utf8_boundary == "complete-character"  # API-UTF-1: judged on the tokens' bytes
     for budget in budgets:
         for seed in range(3):
-            response = engine.complete(model, budget, max_tokens=budget + 12, temperature=1.0, seed=ctx.seed + seed)
+            response = engine.complete(
+                model,
+                budget,
+                max_tokens=budget + 12,
+                temperature=1.0,
+                seed=ctx.seed + seed,
+                fields={"logprobs": True} if waits else None,
+            )
             ids = response["choices"][0]["token_ids"]
+            token_bytes = _token_bytes(response["choices"][0], ids) if waits else None
             case = f"{model} budget {budget} seed {ctx.seed + seed}"
+            if waits and token_bytes is None:
+                case += " (utf8_boundary complete-character declared, but no bytes per token: judged without it)"
             if "API-BUDGET-1" in tally.requirements:
                 tally.exercised("API-BUDGET-1")
-            problem = _violation(engine, response["prompt_token_ids"], ids, budget)
+            problem = _violation(engine, response["prompt_token_ids"], ids, budget, token_bytes)
             if problem:
                 tally.violated(holds, "forced-position-not-honoured", f"{case}: {problem}")
             else:
@@ -183,7 +255,8 @@ def binds(engine, ctx: Context) -> Outcome:
     tally = Tally(("API-BUDGET-3",))
     bounded = engine.complete(engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed)
     t2, _, closed = _thinking(engine, bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"])
-    if t2 > budget or not closed:
+    phrase = len(engine.forced_ids) - len(engine.end_ids)  # TB-END-1: thinking tokens too
+    if t2 > budget + phrase or not closed:
         tally.violated(
             "API-BUDGET-3", "budget-did-not-bind", f"with budget {budget}: {t2} thinking tokens, closed {closed}"
         )
@@ -260,7 +333,7 @@ def usage(engine, ctx: Context) -> Outcome:
     requirements = ("API-USAGE-1", "API-USAGE-2")
     if blocked := _precondition(engine, requirements):
         return blocked
-    tally = Tally(requirements)
+    tally = Tally(requirements, conditional=("API-USAGE-2",))  # judged only where the server reports it
     for budget in (None, 4):
         response = engine.complete(engine.api.model, budget, max_tokens=20, temperature=1.0, seed=ctx.seed)
         ids = response["choices"][0]["token_ids"]
@@ -363,6 +436,58 @@ def greedy_spec_identity(engine, ctx: Context) -> Outcome:
         else:
             tally.exercised("API-SPEC-1")
     return tally.outcome("greedy output with speculation on and off, budgets none, 2, 6")
+
+
+# API-SPEC-4: sampling parameters that leave one token at every position, at temperature 1
+SINGLE_TOKEN_SETTINGS = ("top_k", "min_p", "logit_bias")
+
+
+def sampling_params_with_speculation(engine, ctx: Context) -> Outcome:
+    """API-SPEC-4 on settings whose distribution is a single token, so that the ids are determined
+    whatever the draws: ``top_k = 1`` and ``min_p = 1`` leave the argmax (the greedy output), a ``+100``
+    logit bias leaves the biased token (the greedy output's first). With
+    speculation on, at temperature 1, the ids must be exactly those; an HTTP 400 naming the parameter is a
+    refusal (a pass); a parameter the API profile declares unsupported with speculation is not sent."""
+    import openai
+
+    requirements = ("API-SPEC-4",)
+    if blocked := _precondition(engine, requirements, spec_model=True):
+        return blocked
+    max_tokens = 12
+    # the speculating model's own greedy output: a difference from the plain model's is API-SPEC-1's
+    greedy = engine.complete(engine.api.spec_model, None, max_tokens, temperature=0)["choices"][0]["token_ids"]
+    if not greedy:
+        return uniform_outcome(PRECONDITION_FAILED, "the greedy output is empty: no token to bias", requirements)
+    biased = greedy[0]
+    settings = {
+        "top_k": ({"top_k": 1}, greedy),
+        "min_p": ({"min_p": 1.0}, greedy),
+        "logit_bias": ({"logit_bias": {str(biased): 100}}, [biased] * len(greedy)),
+    }
+    tally = Tally(requirements)
+    declared = [name for name in SINGLE_TOKEN_SETTINGS if name in engine.api.unsupported_with_speculation]
+    for name, (sampling, expected) in settings.items():
+        if name in declared:
+            continue
+        try:
+            response = engine.complete(engine.api.spec_model, None, max_tokens, 1.0, seed=ctx.seed, fields=sampling)
+        except openai.BadRequestError as refusal:  # HTTP 400
+            if name in refusal.response.text:
+                tally.exercised("API-SPEC-4")  # refused, naming the parameter
+            else:
+                tally.violated("API-SPEC-4", "400-does-not-name-parameter", f"{sampling}: the 400 does not name {name}")
+            continue
+        ids = response["choices"][0]["token_ids"]
+        if ids != expected:
+            tally.violated(
+                "API-SPEC-4",
+                f"{name.replace('_', '-')}-not-applied-with-speculation",
+                f"{sampling} at temperature 1 with speculation: {ids}; the parameter leaves only {expected}",
+            )
+        else:
+            tally.exercised("API-SPEC-4")
+    unsent = f"; declared unsupported with speculation, not sent: {', '.join(declared)}" if declared else ""
+    return tally.outcome(f"top_k 1, min_p 1 and a +100 logit bias at temperature 1 with speculation{unsent}")
 
 
 def sampled_spec_equivalence(engine, ctx: Context) -> Outcome:
@@ -488,3 +613,300 @@ def spec_counters_agree(engine, ctx: Context) -> Outcome:
     if not tally.failed:
         summary += f"; mean acceptance length {1 + seen.accepted / seen.drafts:.3f}, request by request in agreement"
     return tally.outcome(summary)
+
+
+# The budget meeting other request features (specs/openai-api.md §5)
+
+
+def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
+    """Output positions the budget forces when the engine's returned ids are replayed through the oracle."""
+    state = _oracle(engine, budget, prompt_ids)
+    forced = []
+    for i, token in enumerate(output_ids):
+        if state.forced_token() != -1:
+            forced.append(i)
+        state.feed(token)
+    return forced
+
+
+def truncated_end(engine, ctx: Context) -> Outcome:
+    """``max_tokens`` ending right before and inside the forced end marker (API-TRUNC-1): each seeded
+    generation is run once in full to find its first forced position, then cut at every point of the forced
+    sequence (E, or the declared phrase then E)."""
+    requirements = ("API-TRUNC-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    budget, model, cuts = 2, engine.api.model, 0
+    for seed in range(ctx.seed, ctx.seed + 3):
+        forced_length = len(engine.forced_ids)
+        full = engine.complete(model, budget, max_tokens=budget + forced_length + 4, temperature=1.0, seed=seed)
+        forced = _forced_positions(engine, full["prompt_token_ids"], full["choices"][0]["token_ids"], budget)
+        if not forced:
+            continue  # the model closed the section itself: nothing is forced to cut into
+        for inside in range(forced_length):
+            max_tokens = forced[0] + inside
+            if max_tokens < 1:
+                continue
+            cuts += 1
+            response = engine.complete(model, budget, max_tokens=max_tokens, temperature=1.0, seed=seed)
+            choice, case = response["choices"][0], f"budget {budget} seed {seed} max_tokens {max_tokens}"
+            ids, prompt = choice["token_ids"], response["prompt_token_ids"]
+            usage = response.get("usage") or {}
+            reasoning_tokens = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+            _, generated, closed = _thinking(engine, prompt, ids)
+            problems = [
+                ("finish-reason-not-length", f"finish_reason {choice['finish_reason']!r}")
+                if choice["finish_reason"] != "length"
+                else None,
+                ("forced-position-not-honoured", _violation(engine, prompt, ids, budget))
+                if _violation(engine, prompt, ids, budget)
+                else None,
+                ("content-before-the-section-closed", f"content {choice['message'].get('content')!r}")
+                if not closed and (choice["message"].get("content") or "")
+                else None,
+                (
+                    "completion-tokens-differ",
+                    f"usage.completion_tokens {usage.get('completion_tokens')}, {len(ids)} ids",
+                )
+                if usage.get("completion_tokens") != len(ids)
+                else None,
+                (
+                    "reasoning-tokens-leave-out-forced",
+                    f"reasoning_tokens {reasoning_tokens}, {len(ids)} generated tokens in the open section",
+                )
+                if reasoning_tokens is not None and not closed and reasoning_tokens != len(ids)
+                else None,
+            ]
+            found = [p for p in problems if p]
+            for mode, evidence in found[:1]:
+                tally.violated("API-TRUNC-1", mode, f"{case} ({inside} of E's tokens returned): {evidence}; ids {ids}")
+            if not found:
+                tally.exercised("API-TRUNC-1")
+    return tally.outcome(f"{model}: {cuts} generations cut right before or inside the forced end marker")
+
+
+def _bad_request(call) -> tuple[object | None, str | None]:
+    """``(response, None)``, or ``(None, message)`` when the server answers HTTP 400."""
+    import openai
+
+    try:
+        return call(), None
+    except openai.BadRequestError as error:
+        return None, error.response.text
+
+
+def n_choices(engine, ctx: Context) -> Outcome:
+    """``n = 2`` with a budget, seeded and not (API-N-1): two choices each held by the budget, or a 400 naming n."""
+    requirements = ("API-N-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    budget, model = 2, engine.api.model
+    for seed in (ctx.seed, None):
+        case = f"n 2 budget {budget} " + ("unseeded" if seed is None else f"seed {seed}")
+        response, refusal = _bad_request(
+            lambda seed=seed: engine.complete(model, budget, max_tokens=8, temperature=1.0, seed=seed, fields={"n": 2})
+        )
+        if refusal is not None:
+            if re.search(r"\bn\b", refusal):
+                tally.exercised("API-N-1")
+            else:
+                tally.violated("API-N-1", "400-does-not-name-n", f"{case}: the 400 does not name n: {refusal[:200]}")
+            continue
+        choices = response["choices"]
+        if len(choices) != 2:
+            tally.violated("API-N-1", "fewer-choices", f"{case}: {len(choices)} choice(s) for n = 2")
+            continue
+        if any(c.get("token_ids") is None for c in choices):
+            return uniform_outcome(
+                PRECONDITION_FAILED, "the engine returns no token ids for every choice of n > 1", requirements
+            )
+        problems = [_violation(engine, response["prompt_token_ids"], c["token_ids"], budget) for c in choices]
+        for index, problem in enumerate(problems):
+            if problem:
+                tally.violated("API-N-1", "forced-position-not-honoured", f"{case}, choice {index}: {problem}")
+        if not any(problems):
+            tally.exercised("API-N-1")
+    return tally.outcome(f"{model}: n = 2 with a budget of {budget}, seeded and unseeded")
+
+
+NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+def budget_without_thinking(engine, ctx: Context) -> Outcome:
+    """Budgets 0 and 2 with ``enable_thinking: false`` (API-NOTHINK-1): accepted, and the output equals the
+    unbudgeted one unless it opens a section itself (then replayed against the oracle)."""
+    requirements = ("API-NOTHINK-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    model = engine.api.model
+    for seed in range(ctx.seed, ctx.seed + 3):
+        free = engine.complete(model, None, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING)
+        prompt, free_ids = free["prompt_token_ids"], free["choices"][0]["token_ids"]
+        closed = _oracle(engine, 0, prompt)
+        if closed.in_section:
+            return uniform_outcome(
+                PRECONDITION_FAILED,
+                f"{model}'s chat template leaves the section open with enable_thinking false: nothing to judge",
+                requirements,
+            )
+        for budget in (0, 2):
+            case = f"enable_thinking false, budget {budget}, seed {seed}"
+            response, refusal = _bad_request(
+                lambda budget=budget, seed=seed: engine.complete(
+                    model, budget, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING
+                )
+            )
+            if refusal is not None:
+                tally.violated("API-NOTHINK-1", "budget-refused", f"{case}: HTTP 400: {refusal[:200]}")
+                continue
+            ids = response["choices"][0]["token_ids"]
+            if _violation(engine, response["prompt_token_ids"], ids, budget):
+                tally.violated(
+                    "API-NOTHINK-1",
+                    "forced-position-not-honoured",
+                    f"{case}: {_violation(engine, prompt, ids, budget)}",
+                )
+            elif _forced_positions(engine, prompt, free_ids, budget) or ids == free_ids:
+                tally.exercised("API-NOTHINK-1")  # equal, or the unbudgeted output opened a section the budget governs
+            else:
+                again = engine.complete(model, None, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING)
+                if again["choices"][0]["token_ids"] != free_ids:
+                    return uniform_outcome(
+                        PRECONDITION_FAILED, f"{case}: the same seeded request gives different outputs", requirements
+                    )
+                tally.violated(
+                    "API-NOTHINK-1", "closed-section-budgeted", f"{case}: {ids}; without the budget {free_ids}"
+                )
+    return tally.outcome(f"{model}: budgets 0 and 2 with enable_thinking false × 3 seeds")
+
+
+def forced_logprobs(engine, ctx: Context) -> Outcome:
+    """``logprobs`` with a budget (API-LOGPROB-1): one entry per returned token; forced tokens' logprobs as
+    the profile declares (``raw``: finite, at most 0; ``processed``: 0)."""
+    requirements = ("API-LOGPROB-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    declared, model = engine.api.forced_logprobs, engine.api.model
+    for seed in range(ctx.seed, ctx.seed + 3):
+        response = engine.complete(model, 1, max_tokens=8, temperature=1.0, seed=seed, fields={"logprobs": True})
+        choice, case = response["choices"][0], f"budget 1 seed {seed}"
+        ids = choice["token_ids"]
+        entries = (choice.get("logprobs") or {}).get("content")
+        if entries is None:
+            return uniform_outcome(PRECONDITION_FAILED, "the engine returns no logprobs", requirements)
+        if len(entries) != len(ids):
+            tally.violated(
+                "API-LOGPROB-1", "entries-not-one-per-token", f"{case}: {len(entries)} entries, {len(ids)} ids"
+            )
+            continue
+        forced = _forced_positions(engine, response["prompt_token_ids"], ids, 1)
+        for i in forced:
+            value = entries[i]["logprob"]
+            wrong = (
+                value is None or not math.isfinite(value) or value > 1e-9
+                if declared == "raw"
+                else value is None or abs(value) > 1e-6
+            )
+            if wrong:
+                tally.violated(
+                    "API-LOGPROB-1",
+                    f"forced-logprob-not-{declared}",
+                    f"{case}: position {i} (forced {ids[i]}) has logprob {value!r}; the profile declares {declared}",
+                )
+                break
+        else:
+            if forced:
+                tally.exercised("API-LOGPROB-1")
+    return tally.outcome(f"{model}: budget 1 × 3 seeds with logprobs (forced logprobs declared {declared})")
+
+
+UTF8_MAX_OVERRUN = 3  # a UTF-8 character has at most 4 bytes: at most 3 more tokens complete it
+
+
+def ends_inside_character(data: bytes) -> bool:
+    """Whether ``data`` ends inside a UTF-8 character: a lead byte in its last 3 bytes, followed only by
+    continuation bytes, and fewer of them than its character needs (stray continuation bytes are no
+    character: a decoder replaces them and goes on)."""
+    for back in range(1, min(UTF8_MAX_OVERRUN, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:
+            continue
+        need = 4 if byte >= 0xF0 else 3 if byte >= 0xE0 else 2 if byte >= 0xC0 else 1
+        return back < need
+    return False
+
+
+def utf8_boundary(engine, ctx: Context) -> Outcome:
+    """Budgets running out after a token that ends inside a UTF-8 character (API-UTF-1), the bytes of
+    every token read from the engine's ``logprobs`` (``bytes``): forced at once, or under
+    ``complete-character`` at most 3 positions later and no later than the first character boundary. A
+    response counts only when its budget ran out inside a character (the case that tells the two apart)."""
+    requirements = ("API-UTF-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    declared, model = engine.api.utf8_boundary, engine.api.model
+    inside_cases = 0
+    for n, seed in enumerate(range(ctx.seed, ctx.seed + 32)):
+        budget = 2 + n % 3
+        response = engine.complete(
+            model, budget, max_tokens=budget + 8, temperature=1.0, seed=seed, fields={"logprobs": True}
+        )
+        choice, case = response["choices"][0], f"budget {budget} seed {seed}"
+        ids = choice["token_ids"]
+        token_bytes = _token_bytes(choice, ids)
+        if token_bytes is None:
+            return uniform_outcome(
+                PRECONDITION_FAILED, "the engine's logprobs carry no bytes for every returned token", requirements
+            )
+        found = _replay(engine, response["prompt_token_ids"], ids, budget, token_bytes)
+        if found.problem:
+            tally.violated("API-UTF-1", found.mode, f"{case}: {found.problem}")
+        elif found.inside_at_budget:
+            inside_cases += 1
+            tally.exercised("API-UTF-1")
+    return tally.outcome(
+        f"{model}: 32 seeded requests, budgets 2 to 4; {inside_cases} ran out of budget inside a UTF-8 character "
+        f"(declared {declared})"
+    )
+
+
+JSON_OBJECT = {"response_format": {"type": "json_object"}}
+
+
+def budget_with_structured_output(engine, ctx: Context) -> Outcome:
+    """Budgets 0 and 2 with ``response_format: json_object`` (API-GRAMMAR-1): a 400 naming ``response_format``,
+    or every forced position carrying its forced token (the content's validity is the constraint's own matter)."""
+    requirements = ("API-GRAMMAR-1",)
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    model = engine.api.model
+    for seed in range(ctx.seed, ctx.seed + 2):
+        for budget in (0, 2):
+            case = f"response_format json_object, budget {budget}, seed {seed}"
+            response, refusal = _bad_request(
+                lambda budget=budget, seed=seed: engine.complete(
+                    model, budget, max_tokens=12, temperature=1.0, seed=seed, fields=JSON_OBJECT
+                )
+            )
+            if refusal is not None:
+                if "response_format" in refusal:
+                    tally.exercised("API-GRAMMAR-1")
+                else:
+                    tally.violated(
+                        "API-GRAMMAR-1",
+                        "400-does-not-name-response-format",
+                        f"{case}: the 400 does not name response_format: {refusal[:200]}",
+                    )
+                continue
+            problem = _violation(engine, response["prompt_token_ids"], response["choices"][0]["token_ids"], budget)
+            if problem:
+                tally.violated("API-GRAMMAR-1", "forced-position-constrained", f"{case}: {problem}")
+            else:
+                tally.exercised("API-GRAMMAR-1")
+    return tally.outcome(f"{model}: budgets 0 and 2 with response_format json_object × 2 seeds")

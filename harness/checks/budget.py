@@ -70,6 +70,13 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
                 tags.add("TB-SCOPE-2")
         if slot.prompt_partial:
             tags.add("TB-PROMPT-3")
+        if state.forced is not None:  # a forced end sequence other than E (TB-END-1, TB-END-2)
+            if state.in_section and forced != -1:
+                tags.add("TB-END-1")
+            if not state.in_section:
+                tags.add("TB-END-2")  # free until S: a section closes on E, forced or emitted by the model
+        if state.others:
+            tags.add("TB-END-3")  # whether the section is open depends on every accepted end marker
     if row > 0:
         tags.add("TB-SPEC-1")
         if forced != -1:
@@ -90,6 +97,9 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
 
 # The requirement a diverging row is blamed on: the most specific of those the row exercises.
 _BLAME_ORDER = (
+    "TB-END-3",
+    "TB-END-2",
+    "TB-END-1",
     "TB-BATCH-3",
     "TB-BATCH-2",
     "TB-PROMPT-3",
@@ -158,6 +168,18 @@ def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> No
             slots[dst].moved = "UNIDIRECTIONAL"
 
 
+def marker_arguments(vector: dict) -> dict:
+    """The keywords that give an engine a vector's forced end sequence (TB-END-1) and its other accepted end
+    markers (TB-END-3): none for a vector that has neither, so engines without those variants are called
+    as before."""
+    found = {}
+    if vector.get("forced_token_ids") is not None:
+        found["forced_token_ids"] = list(vector["forced_token_ids"])
+    if vector.get("other_end_token_ids"):
+        found["other_end_token_ids"] = [list(m) for m in vector["other_end_token_ids"]]
+    return found
+
+
 def replay_scenario(
     engine, vector: dict, requirements: tuple[str, ...], tally: Tally | None = None
 ) -> Divergence | None:
@@ -171,8 +193,10 @@ def replay_scenario(
     max_spec = vector.get(
         "max_spec_len", max((max(s["num_draft_tokens"], default=0) for s in vector["steps"]), default=0)
     )
-    model = tb.BudgetBatch(start, end, max_num_reqs, scope)
-    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec)
+    model = tb.BudgetBatch(
+        start, end, max_num_reqs, scope, vector.get("forced_token_ids"), vector.get("other_end_token_ids") or ()
+    )
+    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec, **marker_arguments(vector))
     slots = [_Slot() for _ in range(max_num_reqs)]
     for index, step in enumerate(vector["steps"]):
         for slot in slots:
@@ -258,7 +282,10 @@ def describe(vector: dict, divergence: Divergence) -> str:
         else f"forced rows {divergence.got}, expected {divergence.expected}"
     )
     return (
-        f"S={vector['start_token_ids']} E={vector['end_token_ids']} scope {vector['scope']} "
+        f"S={vector['start_token_ids']} E={vector['end_token_ids']} "
+        + (f"F={vector['forced_token_ids']} " if "forced_token_ids" in vector else "")
+        + (f"other E={vector['other_end_token_ids']} " if vector.get("other_end_token_ids") else "")
+        + f"scope {vector['scope']} "
         f"max_num_reqs {vector['max_num_reqs']}; {'; '.join(steps)}; at step {divergence.step}{place}: {seen}"
     )
 
@@ -427,8 +454,8 @@ def api_check(engine, ctx: Context) -> Outcome:
 
 
 def batch_errors_check(engine, ctx: Context) -> Outcome:
-    """TB-BATCH-4 on slots that a removal emptied: a later removal of, move from or SWAP with such a slot,
-    in the same update or the next, raises a ValueError that names the slot."""
+    """TB-BATCH-4 on slots that a removal or a UNIDIRECTIONAL move emptied: a later removal of, move from or
+    SWAP with such a slot, in the same update or the next, raises a ValueError that names the slot."""
     tally = Tally(("TB-BATCH-4",))
     full = BatchUpdate(3, added=tuple(AddedRequest(slot, slot + 1, (1,)) for slot in range(3)))
     emptied = BatchUpdate(2, removed=(2,))
@@ -439,6 +466,13 @@ def batch_errors_check(engine, ctx: Context) -> Outcome:
         "SWAP with a slot removed in the same update": [BatchUpdate(3, removed=(2,), moved=((0, 2, Move.SWAP),))],
         "removal of a slot removed the step before": [emptied, BatchUpdate(2, removed=(2,))],
         "move from a slot removed the step before": [emptied, BatchUpdate(3, moved=((2, 0, Move.SWAP),))],
+        "move from a slot moved away in the same update": [
+            BatchUpdate(4, moved=((2, 3, Move.UNIDIRECTIONAL), (2, 0, Move.SWAP)))
+        ],
+        "removal of a slot moved away the step before": [
+            BatchUpdate(4, moved=((2, 3, Move.UNIDIRECTIONAL),)),
+            BatchUpdate(4, removed=(2,)),
+        ],
     }
     for case, updates in cases.items():
         state = engine.budget_state([1], [2], 4, ctx.profile.scope)
@@ -454,7 +488,7 @@ def batch_errors_check(engine, ctx: Context) -> Outcome:
                 tally.violated("TB-BATCH-4", "error-does-not-name-slot", f"{case}: rejected as {exc}")
             continue
         tally.violated("TB-BATCH-4", "emptied-slot-accepted", f"{case}: {updates[-1].to_json()} was accepted")
-    return tally.outcome("updates naming a slot emptied by a removal are rejected naming the slot")
+    return tally.outcome("updates naming a slot emptied by a removal or a move are rejected naming the slot")
 
 
 LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)

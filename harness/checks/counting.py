@@ -40,8 +40,9 @@ def validated_count_check(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"{len(rows)} rows counted by definition")
 
 
-def _steps(rng, eos_token: int | None) -> list[tuple[int, list[int]]]:
-    """300 steps ``(K, row)`` with rows of 0..K+1 tokens; ``eos_token`` is drawn among them when given."""
+def _steps(rng, eos_token: int | None, limits: bool = False) -> list[tuple[int, list[int], int | None]]:
+    """300 steps ``(K, row, commit_limit)`` with rows of 0..K+1 tokens; ``eos_token`` is drawn among them
+    when given; with ``limits`` half the steps carry a commit limit in ``[1, K + 1]`` (AC-STOP-1)."""
     steps = []
     for _ in range(300):
         k = int(rng.integers(0, 5))
@@ -49,39 +50,52 @@ def _steps(rng, eos_token: int | None) -> list[tuple[int, list[int]]]:
         row = [int(t) for t in rng.integers(0, 8, n)]
         if eos_token is None:
             row = [t if t != 3 else 4 for t in row]
-        steps.append((k, row + [-1] * (k + 1 - n)))
+        limit = int(rng.integers(1, k + 2)) if limits and rng.random() < 0.5 else None
+        steps.append((k, row + [-1] * (k + 1 - n), limit))
     return steps
 
 
 def _oracle_metrics(steps, eos) -> ac.AcceptanceMetrics:
     metrics = ac.AcceptanceMetrics(max_positions=4)
-    for k, row in steps:
-        metrics.observe(k, row, eos)
+    for k, row, limit in steps:
+        metrics.observe(k, row, eos, limit)
     return metrics
 
 
+def _untrimmed(steps):
+    """The steps as the sampler verified them, before a commit limit trims them."""
+    return [(k, row, None) for k, row, _ in steps]
+
+
 def metrics_check(engine, ctx: Context) -> Outcome:
-    """AC-METRIC-1..3 and 5 on a stream without EOS; AC-METRIC-4 on a stream where EOS ends accepted runs."""
-    tally = Tally(("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5"))
+    """AC-METRIC-1..3 and 5 on a stream without EOS; AC-METRIC-4 on a stream where EOS ends accepted runs;
+    AC-STOP-1 on one where commit limits (``max_tokens``, stop strings) trim them too."""
+    tally = Tally(("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-STOP-1", "AC-METRIC-5"))
     rng = np.random.default_rng(ctx.seed)
-    for eos in ([], [3]):
-        steps = _steps(rng, 3 if eos else None)
+    for eos, limits in (([], False), ([3], False), ([3], True)):
+        steps = _steps(rng, 3 if eos else None, limits)
         oracle = _oracle_metrics(steps, eos)
         got = engine.acceptance_metrics(steps, eos)
-        label = f"{len(steps)} steps {'with EOS 3' if eos else 'without EOS'}"
+        label = f"{len(steps)} steps {'with EOS 3' if eos else 'without EOS'}{' and commit limits' if limits else ''}"
         mean_ok = np.isclose(got["mean_acceptance_length"], oracle.mean_acceptance_length)
-        if eos:  # only truncation after EOS separates this stream from the first
+        if eos:  # only the trimming separates these streams from the first
+            rid = "AC-STOP-1" if limits else "AC-METRIC-4"
             if mean_ok:
-                tally.exercised("AC-METRIC-4")
+                tally.exercised(rid)
+                continue
+            if limits:  # past the limit, whether or not it also counts past EOS
+                mode = "counts-tokens-past-commit-limit"
+                others = [_oracle_metrics(_untrimmed(steps), eos), _oracle_metrics(_untrimmed(steps), [])]
             else:
-                untruncated = _oracle_metrics(steps, []).mean_acceptance_length
-                counts_after_eos = np.isclose(got["mean_acceptance_length"], untruncated)
-                tally.violated(
-                    "AC-METRIC-4" if counts_after_eos else "AC-METRIC-2",
-                    "counts-tokens-after-eos" if counts_after_eos else "mean-length-differs",
-                    f"{label}: mean acceptance length {got['mean_acceptance_length']}, expected "
-                    f"{oracle.mean_acceptance_length} (without EOS truncation {untruncated})",
-                )
+                mode, others = "counts-tokens-after-eos", [_oracle_metrics(steps, [])]
+            matches = [o.mean_acceptance_length for o in others]
+            explained = np.isclose(got["mean_acceptance_length"], matches).any()
+            tally.violated(
+                rid if explained else "AC-METRIC-2",
+                mode if explained else "mean-length-differs",
+                f"{label}: mean acceptance length {got['mean_acceptance_length']}, expected "
+                f"{oracle.mean_acceptance_length} ({mode.replace('-', ' ')}: {matches[0]})",
+            )
             continue
         judged = (
             (
@@ -113,11 +127,11 @@ def metrics_check(engine, ctx: Context) -> Outcome:
                 tally.violated(
                     rid, f"{what.replace(' ', '-')}-differs", f"{label}: {what} {value}, expected {expected}"
                 )
-        committed = sum(ac.committed_after_eos(row, eos) for k, row in steps if k)
+        committed = sum(ac.committed_tokens(row, eos, limit) for k, row, limit in steps if k)
         if np.isclose(oracle.num_drafts * got["mean_acceptance_length"], committed):
             tally.exercised("AC-METRIC-5")
         else:
             tally.violated(
                 "AC-METRIC-5", "not-a-sum-over-committed-tokens", f"{label}: drafts × mean length ≠ {committed}"
             )
-    return tally.outcome("acceptance metrics against their definitions, with and without EOS")
+    return tally.outcome("acceptance metrics over committed tokens, without EOS, with EOS, with EOS and commit limits")

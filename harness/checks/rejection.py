@@ -19,6 +19,7 @@ from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejecti
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
+from ..oracle import rng as reference_rng
 
 
 def sample_output(engine, profile, case: rs.RejectionCase) -> tuple[np.ndarray, np.ndarray]:
@@ -98,15 +99,15 @@ def request_requirements(case: rs.RejectionCase, i: int, emitted: int, tie_break
     if greedy and tie_break == "lowest" and has_tie(case.target_logits[rows]):
         tags.add("RS-GREEDY-3")
     if not greedy and K:
-        tags |= {"RS-PROB-1"} if case.draft_probs is not None else {"RS-ONEHOT-1", "RS-PROB-1"}
+        tags |= {"RS-PROB-1", "RS-ONEHOT-2"} if case.draft_probs is not None else {"RS-ONEHOT-1", "RS-PROB-1"}
         if emitted <= K:
-            tags.add("RS-PROB-2")
+            tags |= {"RS-PROB-2", "RS-RNG-2"}
     if len(set(case.temperature == 0)) > 1:
         tags.add("RS-MIXED-1")
     return tags
 
 
-_BLAME_ORDER = (
+_BLAME_ORDER = (  # a mismatch that no misreading explains (``_misreading``) is blamed on the first that applies
     "RS-FORCE-1",
     "RS-ZERO-1",
     "RS-GREEDY-3",
@@ -140,14 +141,68 @@ def judge_exact(
     for i in range(case.batch_size):
         tags = request_requirements(case, i, int(num[i]), tie_break) & set(requirements)
         if tokens[i].tolist() != expected[i].tolist():
+            evidence = f"request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} ({_describe(case)})"
+            explained = _misreading(case, i, tokens[i].tolist(), tags)
+            if explained:
+                return explained[0], explained[1], f"{evidence}; {explained[2]}"
             blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
-            return (
-                blame,
-                "token-differs-from-oracle",
-                f"request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} ({_describe(case)})",
-            )
+            return blame, "token-differs-from-oracle", evidence
         if tally is not None:
             tally.exercised(*tags)
+    return None
+
+
+def _oracle_row(case: rs.RejectionCase, i: int, q_rows, noise_purpose: int) -> list[int]:
+    """Request ``i``'s oracle row (``-1`` padded) under the reference draws, with ``q_rows`` as its
+    draft probabilities and its tokens sampled from the ``noise_purpose`` stream."""
+    row_slice, draft_slice = rs.request_slices(case, i)
+    forced = (
+        case.forced_token_ids[row_slice]
+        if case.forced_token_ids is not None
+        else [-1] * (row_slice.stop - row_slice.start)
+    )
+    position = 0 if case.positions is None else int(case.positions[i])
+    draws = rs.counter_draws(int(case.seeds[i]), position, case.vocab_size, noise_purpose)
+    emitted = rs.verify_request(
+        case.target_logits[row_slice],
+        case.draft_token_ids[draft_slice],
+        q_rows,
+        float(case.temperature[i]),
+        forced,
+        draws,
+    ).emitted
+    width = int(case.num_draft_tokens.max(initial=0)) + 1
+    return emitted + [-1] * (width - len(emitted))
+
+
+def _misreading(case: rs.RejectionCase, i: int, row: list[int], tags: set[str]) -> tuple[str, str, str] | None:
+    """Name the rule a probabilistic request's mismatch breaks when the oracle reproduces it exactly
+    under one specific misreading: its emitted token sampled from the acceptance stream (RS-RNG-2), or its
+    draft probabilities read at other rows than its drafts' (RS-ONEHOT-2): in the padded layout
+    (``i * max K + j``) or one row off."""
+    if case.seeds is None or case.temperature[i] == 0:
+        return None
+    _, draft_slice = rs.request_slices(case, i)
+    own_q = None if case.draft_probs is None else case.draft_probs[draft_slice]
+    if "RS-RNG-2" in tags and row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
+        return (
+            "RS-RNG-2",
+            "acceptance-draw-reused",
+            "the oracle emits this row when the token is sampled from the acceptance stream",
+        )
+    if "RS-ONEHOT-2" not in tags or own_q is None:
+        return None
+    total, first, K = len(case.draft_probs), draft_slice.start, draft_slice.stop - draft_slice.start
+    readings = {
+        "padded": [min(i * int(case.num_draft_tokens.max()) + j, total - 1) for j in range(K)],
+        "one row early": [max(first + j - 1, 0) for j in range(K)],
+        "one row late": [min(first + j + 1, total - 1) for j in range(K)],
+    }
+    for name, rows in readings.items():
+        if rows != list(range(first, first + K)) and row == _oracle_row(
+            case, i, case.draft_probs[rows], reference_rng.PURPOSE_SAMPLE
+        ):
+            return "RS-ONEHOT-2", "draft-probs-misaligned", f"the oracle emits this row when draft_probs is read {name}"
     return None
 
 
@@ -194,9 +249,11 @@ def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: i
     every case is judged, and the first failure of each requirement is minimised into a reproduction."""
 
     def run(engine, ctx: Context) -> Outcome:
-        tally = Tally(requirements)
-        compared = skipped = 0
         tie_break = ctx.profile.tie_break
+        # under the declared tie_break: any variant, RS-GREEDY-3 is waived and tied cases are skipped
+        waived = ("RS-GREEDY-3",) if tie_break == "any" and "RS-GREEDY-3" in requirements else ()
+        tally = Tally(requirements, conditional=waived)
+        compared = skipped = 0
         for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, count)):
             if not comparable(case, tie_break):
                 skipped += 1
@@ -408,27 +465,35 @@ def _greedy_row(case: rs.RejectionCase, i: int) -> list[int]:
     return (emitted + [-1, -1])[:2]
 
 
-_LAYOUTS = ("homogeneous", "ragged", "mixed")
 _BLAME = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}
+
+
+def _rule_trials(accept: float, residual: np.ndarray, target: stats.Power, alpha_test: float) -> int:
+    """Trials of one fixed-draft case after which its acceptance-rate test and, on the rejected trials, its
+    rejection-token test reach the trials ``target`` needs (STAT-POWER-1)."""
+    needed = stats.trials_needed(np.array([accept, 1 - accept]), target, alpha_test)
+    if accept < 1:
+        needed = max(needed, stats.trials_to_reach(stats.trials_needed(residual, target, alpha_test), 1 - accept))
+    return needed
 
 
 @dataclass
 class RuleRun:
     """One fixed-draft case of the acceptance-rule check in one batch layout, sampled by an engine: the
-    greedy requests' failure (exact, or None) and the two G-tests, each ``(what, counts, probs, result)``
-    (the acceptance rate of the draft row, then the token emitted on rejection)."""
+    greedy requests' failure (exact, or None) and the two tests, each ``(what, counts, probs, reach)``
+    (the acceptance rate of the draft row, then the token emitted on rejection, which a conforming
+    engine reaches with probability ``1 - accept``)."""
 
     greedy_failure: str | None
-    tests: list[tuple[str, np.ndarray, np.ndarray, stats.GTestResult]]
+    tests: list[tuple[str, np.ndarray, np.ndarray, float]]
 
 
-def run_rule(engine, profile, logits, q_row, draft: int, layout: str, trials: int, seed: int, alpha_test: float):
+def run_rule(engine, profile, logits, q_row, draft: int, layout: str, trials: int, seed: int) -> RuleRun:
     """``trials`` seeded requests of one fixed-draft case (``logits [2, V]``: the draft row and the bonus
-    row, ``q_row [V]`` or None for one-hot, ``draft``) in ``layout``, drawn from ``seed``, and tested."""
+    row, ``q_row [V]`` or None for one-hot, ``draft``) in ``layout``, drawn from ``seed``."""
     accept, residual = _rule_expectation(logits[0], q_row, draft)
-    case, trial_index, greedy_index = _rule_batch(
-        np.random.default_rng(seed), [list(row) for row in logits], q_row, draft, trials, layout
-    )
+    rows = [list(row) for row in logits]
+    case, trial_index, greedy_index = _rule_batch(np.random.default_rng(seed), rows, q_row, draft, trials, layout)
     tokens, _ = sample_output(engine, profile, case)
     tokens = np.asarray(tokens)
     greedy_failure = None
@@ -442,21 +507,18 @@ def run_rule(engine, profile, logits, q_row, draft: int, layout: str, trials: in
     trial_tokens = tokens[trial_index, :2]
     accepted = trial_tokens[:, 1] != -1
     rejected_tokens = trial_tokens[~accepted, 0]
-    rate_counts = np.array([accepted.sum(), (~accepted).sum()])
     in_range = rejected_tokens[(rejected_tokens >= 0) & (rejected_tokens < len(residual))]
-    token_counts = np.bincount(in_range, minlength=len(residual))
     tests = [
-        ("acceptance-rate", rate_counts, np.array([accept, 1 - accept])),
-        ("rejection-token", token_counts, residual),
+        ("acceptance-rate", np.array([accepted.sum(), (~accepted).sum()]), np.array([accept, 1 - accept]), 1.0),
+        ("rejection-token", np.bincount(in_range, minlength=len(residual)), np.asarray(residual), 1 - accept),
     ]
-    return RuleRun(greedy_failure, [(what, c, p, stats.g_test(c, p, alpha_test)) for what, c, p in tests])
+    return RuleRun(greedy_failure, tests)
 
 
 def rule_reproduction(name, logits, q_row, draft, layout, trials, seed, alpha_test, rid, mode, run: RuleRun) -> dict:
     """A standalone document for one failed test of the acceptance-rule check: the fixed-draft case, its
     layout and run (trials, seed, α_test), the test (``mode``) and its observed counts against the
     expected probabilities (``specconform replay`` re-runs the same test)."""
-    observed = {what: (counts.tolist(), np.asarray(probs).tolist()) for what, counts, probs, _ in run.tests}
     entry = {
         "name": f"{name}-{layout}",
         "requirements": [rid],
@@ -468,10 +530,8 @@ def rule_reproduction(name, logits, q_row, draft, layout, trials, seed, alpha_te
         "trials": trials,
         "seed": seed,
         "alpha_test": alpha_test,
-        "observed_counts": {what: counts for what, (counts, _) in observed.items()},
-        "expected_probabilities": {
-            what: [vectors.encode_float(x) for x in probs] for what, (_, probs) in observed.items()
-        },
+        "observed_counts": {what: counts.tolist() for what, counts, _, _ in run.tests},
+        "expected_probabilities": {what: [vectors.encode_float(x) for x in probs] for what, _, probs, _ in run.tests},
         "greedy_failure": run.greedy_failure,
     }
     return {
@@ -489,21 +549,13 @@ def replay_rule(engine, profile, entry: dict) -> tuple[str, str]:
     passes."""
     logits = np.array(entry["target_logits"], dtype=np.float64)
     q_row = None if entry["q"] is None else np.array(entry["q"], dtype=np.float64)
-    run = run_rule(
-        engine,
-        profile,
-        logits,
-        q_row,
-        int(entry["draft"]),
-        entry["layout"],
-        int(entry["trials"]),
-        int(entry["seed"]),
-        float(entry["alpha_test"]),
-    )
+    layout, trials, seed = entry["layout"], int(entry["trials"]), int(entry["seed"])
+    run = run_rule(engine, profile, logits, q_row, int(entry["draft"]), layout, trials, seed)
     rid, mode = entry["requirements"][0], entry["test"]
     if mode == "greedy-request-differs":
         return (f"{rid}/{mode}", run.greedy_failure) if run.greedy_failure else ("", "greedy requests equal the oracle")
-    what, counts, probs, result = next(t for t in run.tests if t[0] == mode)
+    what, counts, probs, _ = next(t for t in run.tests if t[0] == mode)
+    result = stats.g_test(counts, probs, float(entry["alpha_test"]))
     line = f"{what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: p = {result.p_value:.3g}"
     return (f"{rid}/{mode}" if not result.passed else "", line)
 
@@ -511,68 +563,75 @@ def replay_rule(engine, profile, entry: dict) -> tuple[str, str]:
 def acceptance_rule(engine, ctx: Context) -> Outcome:
     """RS-PROB-1..4, RS-ONEHOT-1, RS-MIXED-1 and RS-LAYOUT-1 under the engine's own draws.
 
-    For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))``
-    and the token emitted on rejection against the residual (``p`` where the residual is empty). Each
-    case runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests,
-    which must emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is
-    blamed on RS-LAYOUT-1 or RS-MIXED-1. A test counts as a case only when its trials detect a
-    total-variation deviation of ``ctx.deviation`` with power ``ctx.power`` (STAT-POWER-1). Each case and
-    layout draws from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
+    For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))`` and
+    the token emitted on rejection against the residual (``p`` where the residual is empty). Each case
+    runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests, which must
+    emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is blamed on
+    RS-LAYOUT-1 or RS-MIXED-1. Trials are sized from the declared ``Power(ctx.deviation, ctx.power)``
+    (at most ``ctx.trials`` per case and layout); a test counts as a case only when it detects and
+    certifies that deviation (STAT-POWER-1, STAT-CERT-1). An engine that does not claim greedy
+    verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN. Each case and layout
+    draws from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
-    tally = Tally(requirements)
-    alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(_LAYOUTS) - 1))
-    worst_p, underpowered = 1.0, 0
+    greedy = "rs.greedy" in ctx.profile.classes
+    tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))  # no mixed batch without greedy
+    layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
+    alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
+    target = stats.Power(ctx.deviation, ctx.power)
+    worst_p, total, uncounted = 1.0, 0, []
 
     def violated(rid, mode, evidence, document) -> None:
         tally.violated(rid, mode, evidence, reproduction=None if rid in tally.failures else document())
 
     for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
+        accept, residual = _rule_expectation(logits[0], q_row, draft)
+        trials = min(_rule_trials(accept, residual, target, alpha_test), ctx.trials)
         failed_alone = False
-        for index, layout in enumerate(_LAYOUTS if number == 0 else _LAYOUTS[:1]):  # the first case in all three
-            seed = ctx.seed + len(_LAYOUTS) * number + index
-            run = run_rule(engine, ctx.profile, logits, q_row, draft, layout, ctx.trials, seed, alpha_test)
-            label = f"{name} ({layout}, {ctx.trials} trials)"
+        for index, layout in enumerate(layouts if number == 0 else layouts[:1]):  # the first case in every layout
+            seed = ctx.seed + 3 * number + index
+            run = run_rule(engine, ctx.profile, logits, q_row, draft, layout, trials, seed)
+            total += trials
+            label = f"{name} ({layout}, {trials} trials)"
             blame = _BLAME[layout]
 
-            def document(
-                rid, mode, run=run, name=name, logits=logits, q_row=q_row, draft=draft, layout=layout, seed=seed
-            ):
-                return lambda: rule_reproduction(
-                    name, logits, q_row, draft, layout, ctx.trials, seed, alpha_test, rid, mode, run
-                )
+            def document(rid, mode, case=(name, logits, q_row, draft, layout, trials, seed), run=run):
+                return lambda: rule_reproduction(*case, alpha_test, rid, mode, run)
 
-            if layout == "mixed":
-                if run.greedy_failure:
-                    mode = "greedy-request-differs"
-                    violated("RS-MIXED-1", mode, f"{label}: {run.greedy_failure}", document("RS-MIXED-1", mode))
-                else:
-                    tally.exercised("RS-MIXED-1")
-            for (what, counts, probs, result), rid in zip(run.tests, (accept_rid, residual_rid)):
+            if run.greedy_failure:
+                mode = "greedy-request-differs"
+                violated("RS-MIXED-1", mode, f"{label}: {run.greedy_failure}", document("RS-MIXED-1", mode))
+            elif layout == "mixed":
+                tally.exercised("RS-MIXED-1")
+            for (what, counts, probs, reach), rid in zip(run.tests, (accept_rid, residual_rid)):
+                judgement = stats.judge(stats.g_test(counts, probs, alpha_test), probs, target, reach)
+                result = judgement.result
                 worst_p = min(worst_p, result.p_value)
-                if not result.passed:
+                if judgement.failed:
                     failed_alone |= blame is None
-                    target = rid if blame is None or failed_alone else blame
+                    culprit = rid if blame is None or failed_alone else blame
                     violated(
-                        target,
+                        culprit,
                         what,
                         f"{label}: {what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: "
                         f"p = {result.p_value:.3g} < α_test {alpha_test:.2g}, {result.zero_hits} on p = 0",
-                        document(target, what),
+                        document(culprit, what),
                     )
-                elif (
-                    result.trials
-                    and stats.detectable_deviation(result.trials, len(probs), alpha_test, ctx.power) <= ctx.deviation
-                ):
+                elif judgement.counted:
                     tally.exercised(rid if blame is None else blame)
-                else:
-                    underpowered += 1
+                elif reach > 0:
+                    uncounted.append(f"{label} {what}: not counted, {judgement.reason}")
     return tally.outcome(
-        f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in ragged and mixed batches, × {ctx.trials} "
-        f"trials; smallest p "
-        f"{worst_p:.3g} at α_test {alpha_test:.2g}; {underpowered} tests could not detect TV {ctx.deviation}",
+        "\n".join(
+            [
+                f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in {' and '.join(layouts[1:])} batches, "
+                f"{total} trials in all (sized for TV {target.deviation} at power {target.power}, at most {ctx.trials} "
+                f"per case); smallest p {worst_p:.3g} at α_test {alpha_test:.2g}; {len(uncounted)} tests not counted",
+                *uncounted,
+            ]
+        ),
         p_value=worst_p,
         alpha=alpha_test,
-        trials=ctx.trials,
+        trials=total,
     )
 
 
@@ -582,6 +641,31 @@ def _engine_sampler(engine, profile):
         return sample_output(engine, profile, case)[0]
 
     return sample
+
+
+def _device_sampler(engine, profile):
+    """The engine's ``rejection_sample_tensors`` as a ``stats.DeviceSampler``, read like ``sample_output``."""
+    import torch
+
+    def sample(logits, drafts, num, q, temperature, seeds, positions):
+        tokens, num_emitted = engine.rejection_sample_tensors(logits, drafts, num, q, temperature, seeds, positions)
+        if profile.layout == "padded":
+            columns = torch.arange(tokens.shape[1], device=tokens.device)
+            tokens = tokens.masked_fill(columns[None, :] >= num_emitted[:, None], -1)
+        return tokens
+
+    return sample
+
+
+def run_distribution(engine, ctx: Context, case: stats.DistributionCase, trials: int, alpha_test: float, seed: int):
+    """``case``'s trials on ``engine`` judged against the declared power: on the engine's device when it takes
+    tensors there (``tensor_device`` and ``rejection_sample_tensors``), else through ``rejection_sample``."""
+    target = stats.Power(ctx.deviation, ctx.power)
+    device = getattr(engine, "tensor_device", None)
+    if device is not None:
+        sampler = _device_sampler(engine, ctx.profile)
+        return stats.distribution_check_on_device(sampler, case, trials, alpha_test, seed, target, device)
+    return stats.distribution_check(_engine_sampler(engine, ctx.profile), case, trials, alpha_test, seed, target)
 
 
 def distribution_check(requirements: tuple[str, ...], one_hot: bool):
@@ -595,12 +679,9 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
     only for a case whose every reachable test was counted."""
 
     def run(engine, ctx: Context) -> Outcome:
-        cases = [c for c in stats.standard_cases(large_vocab=1000) if c.pass_q]
-        if one_hot:  # the same targets, drafts drawn from q but verified as one-hot
-            cases = [
-                stats.DistributionCase(c.name + "-one-hot", c.target_logits, c.q, c.temperature, pass_q=False)
-                for c in cases
-            ]
+        cases = stats.standard_cases(large_vocab=1000)
+        if one_hot:  # the same kinds, drafts drawn from a stated q and verified as one-hot
+            cases = stats.one_hot_cases(cases)
         target = stats.Power(ctx.deviation, ctx.power)
         alpha_test = stats.family_alpha_test(ctx.alpha, cases)
         tally = Tally(requirements)
@@ -608,11 +689,9 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
         for i, case in enumerate(cases):
             n = stats.planned_trials(case, target, alpha_test, ctx.trials)
             trials.append(n)
-            report = stats.distribution_check(
-                _engine_sampler(engine, ctx.profile), case, n, alpha_test, ctx.seed + i, target
-            )
+            report = run_distribution(engine, ctx, case, n, alpha_test, ctx.seed + i)
             document = functools.partial(
-                statistical_reproduction, engine, ctx.profile, case, report, requirements, seed=ctx.seed + i
+                statistical_reproduction, engine, ctx, case, report, requirements, seed=ctx.seed + i
             )
             judge_report(report, requirements, tally, document)
             lines += report.position_lines()
@@ -675,7 +754,7 @@ def judge_report(
         violated("RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows")
     elif "RS-INPUT-1" in requirements:
         tally.exercised("RS-INPUT-1")
-    per_position = [r for r in ("RS-PROB-5", "RS-RNG-2", "RS-ONEHOT-2") if r in requirements]
+    per_position = ["RS-PROB-5"] if "RS-PROB-5" in requirements else []
     complete = True
     for j, judgement in enumerate(report.positions):
         if judgement.failed:
@@ -719,15 +798,14 @@ def smaller_distribution_cases(case: stats.DistributionCase):
         yield replace(case, target_logits=case.target_logits[:, keep], q=kept_q)
 
 
-def _rerun(engine, profile, case, report: stats.DistributionReport, seed: int) -> stats.DistributionReport:
+def _rerun(engine, ctx: Context, case, report: stats.DistributionReport, seed: int) -> stats.DistributionReport:
     """``case`` run as ``report``'s case was: the same trials, α_test, declared power and seed."""
-    sampler = _engine_sampler(engine, profile)
-    return stats.distribution_check(sampler, case, report.trials, report.alpha_test, seed, report.target)
+    return run_distribution(engine, ctx, case, report.trials, report.alpha_test, seed)
 
 
 def statistical_reproduction(
     engine,
-    profile,
+    ctx: Context,
     case: stats.DistributionCase,
     report: stats.DistributionReport,
     requirements: tuple[str, ...],
@@ -746,7 +824,7 @@ def statistical_reproduction(
     def still_fails(candidate: stats.DistributionCase) -> bool:
         tally = Tally(requirements)
         try:
-            judge_report(_rerun(engine, profile, candidate, report, seed), requirements, tally)
+            judge_report(_rerun(engine, ctx, candidate, report, seed), requirements, tally)
         except Exception:  # the engine fails otherwise on this candidate: not the same failure
             return False
         return tally.failures.get(rid, ("",))[0] == mode
@@ -754,7 +832,7 @@ def statistical_reproduction(
     original = case
     case = shrink.minimise(case, smaller_distribution_cases, still_fails, MAX_STATISTICAL_EVALUATIONS)
     if case is not original:
-        report = _rerun(engine, profile, case, report, seed)
+        report = _rerun(engine, ctx, case, report, seed)
     entry = {
         "name": case.name,
         "requirements": [rid, *[r for r in requirements if r != rid]],

@@ -11,6 +11,7 @@ counts for nothing (NOT_RUN).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -91,7 +92,7 @@ def _count_row(engine, entry) -> tuple[str, str] | None:
 def _metrics(engine, entry) -> tuple[str, str] | None:
     """The aggregate metrics the engine interface returns, against the vector's ``expected`` ones; the
     vector's per-step and raw counts are not observable through ``acceptance_metrics``."""
-    steps = [(s["num_draft_tokens"], s["row"]) for s in entry["steps"]]
+    steps = [(s["num_draft_tokens"], s["row"], s["commit_limit"]) for s in entry["steps"]]
     got = engine.acceptance_metrics(steps, entry["eos_token_ids"])
     expected = entry["expected"]
     differ = [
@@ -206,12 +207,13 @@ def sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
     came from (``seed``, ``trials``, ``alpha_test``, ``deviation``, ``power``) and is re-run with exactly
     that; a golden vector is sized from ``ctx``."""
     case = distribution_case(entry)
-    target = stats.Power(float(entry.get("deviation", ctx.deviation)), float(entry.get("power", ctx.power)))
+    ctx = replace(
+        ctx, deviation=float(entry.get("deviation", ctx.deviation)), power=float(entry.get("power", ctx.power))
+    )
+    target = stats.Power(ctx.deviation, ctx.power)
     alpha_test = float(entry.get("alpha_test", stats.sidak(ctx.alpha, stats.tests_per_case(case.K))))
     trials = int(entry.get("trials", stats.planned_trials(case, target, alpha_test, ctx.trials)))
-    seed = int(entry.get("seed", ctx.seed))
-    sampler = rejection._engine_sampler(engine, ctx.profile)
-    report = stats.distribution_check(sampler, case, trials, alpha_test, seed, target)
+    report = rejection.run_distribution(engine, ctx, case, trials, alpha_test, int(entry.get("seed", ctx.seed)))
     tally = Tally(requirements)
     rejection.judge_report(report, requirements, tally)
     tests = [j for j in report.positions if j.result.trials] + [report.accepted_length]

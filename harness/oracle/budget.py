@@ -10,6 +10,11 @@ Each request runs a streaming automaton over its prompt and committed output:
   partial match of ``E`` (TB-COUNT-1).
 * A position is forced when a section is open and ``count >= budget_left``; the forced token is
   ``E[m]`` where ``m`` is the current partial match of ``E`` (TB-FORCE-1, TB-FORCE-2).
+* A forced end sequence ``F`` other than ``E`` (a transition phrase ``P`` then ``E``, TB-END-1): forced
+  positions carry ``F[f]`` where ``f`` is the current partial match of ``F``; the section still closes when
+  ``E`` completes, forced or not (TB-END-2). Without one, ``F = E``.
+* Other accepted end markers (TB-END-3): any of them closes an open section too, the longest that completes
+  at a token being the one that closed it; forcing still continues ``E`` (or ``F``).
 * Scope ``"request"``: ``budget_left = budget - spent`` where ``spent`` sums the thinking tokens of
   the request's earlier sections that opened in the prompt's open section or the output
   (TB-SCOPE-1); scope ``"section"``: ``budget_left = budget`` (TB-SCOPE-2).
@@ -57,6 +62,23 @@ def validate_marker(tokens: Any, field_name: str) -> tuple[int, ...]:
     return marker
 
 
+def validate_forced(forced: Any, end: Sequence[int]) -> tuple[int, ...]:
+    """Return the forced end sequence ``F`` (TB-END-1): non-empty token ids that end with ``E`` and hold no
+    other occurrence of ``E`` (one would close the section before ``F`` is complete); else ValueError."""
+    sequence = validate_marker(forced, "forced_token_ids")
+    end = tuple(end)
+    if sequence[len(sequence) - len(end) :] != end:
+        raise ValueError(f"forced_token_ids must end with the end marker {list(end)}; got {list(sequence)}")
+    if occurs_before_end(end, sequence):
+        raise ValueError(f"forced_token_ids must hold the end marker {list(end)} only at its end; got {list(sequence)}")
+    return sequence
+
+
+def occurs_before_end(marker: tuple[int, ...], sequence: tuple[int, ...]) -> bool:
+    """Whether ``marker`` occurs in ``sequence`` ending before its last token."""
+    return any(sequence[i : i + len(marker)] == marker for i in range(len(sequence) - len(marker)))
+
+
 class MarkerAutomaton:
     """KMP matcher for one marker: ``step(m, token)`` returns the new partial-match length."""
 
@@ -93,9 +115,13 @@ class RequestBudget:
     end: MarkerAutomaton
     budget: int | None
     scope: str = "request"
+    forced: MarkerAutomaton | None = None  # the forced end sequence F when it is not E (TB-END-1)
+    others: tuple[MarkerAutomaton, ...] = ()  # other accepted end markers (TB-END-3)
     in_section: bool = False
     start_matched: int = 0
     end_matched: int = 0
+    forced_matched: int = 0  # partial match of F (only with ``forced``)
+    others_matched: list[int] = field(default_factory=list)  # partial match of each of ``others``
     count: int = 0
     spent: int = 0
     sections: list[int] = field(default_factory=list)  # thinking tokens of each closed section
@@ -110,11 +136,14 @@ class RequestBudget:
         budget: int | None,
         prompt_token_ids: Sequence[int],
         scope: str = "request",
+        forced: MarkerAutomaton | None = None,
+        others: tuple[MarkerAutomaton, ...] = (),
     ) -> RequestBudget:
         """Scan the prompt (TB-PROMPT-1): only the section left open by the prompt counts."""
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}; got {scope!r}")
-        state = cls(start=start, end=end, budget=budget, scope=scope)
+        state = cls(start=start, end=end, budget=budget, scope=scope, forced=forced, others=tuple(others))
+        state.others_matched = [0] * len(state.others)
         for token in prompt_token_ids:
             state.feed(token)
         state.spent = 0
@@ -131,10 +160,12 @@ class RequestBudget:
         return self.budget - self.spent
 
     def forced_token(self) -> int:
-        """The token this position must take, or -1 when the position is free (TB-FORCE-1)."""
+        """The token this position must take, or -1 when the position is free (TB-FORCE-1, TB-END-1)."""
         if self.budget is None or not self.in_section:
             return -1
         if self.count >= self.budget_left:
+            if self.forced is not None:
+                return self.forced.marker[self.forced_matched]
             return self.end.marker[self.end_matched]
         return -1
 
@@ -142,14 +173,23 @@ class RequestBudget:
         if self.in_section:
             self.count += 1
             self.end_matched = self.end.step(self.end_matched, token)
-            if self.end_matched == len(self.end):
-                thinking = self.count - len(self.end)
+            if self.forced is not None:
+                self.forced_matched = self.forced.step(self.forced_matched, token)
+            closing = [len(self.end)] if self.end_matched == len(self.end) else []  # forced or not (TB-END-2)
+            for k, other in enumerate(self.others):
+                self.others_matched[k] = other.step(self.others_matched[k], token)
+                if self.others_matched[k] == len(other):
+                    closing.append(len(other))  # another accepted end marker (TB-END-3)
+            if closing:
+                thinking = self.count - max(closing)
                 self.sections.append(thinking)
                 self.spent += thinking
                 self.in_section = False
                 self.opened_in_prompt = False
                 self.count = 0
                 self.end_matched = 0
+                self.forced_matched = 0
+                self.others_matched = [0] * len(self.others)
                 self.start_matched = 0
         else:
             self.start_matched = self.start.step(self.start_matched, token)
@@ -157,6 +197,8 @@ class RequestBudget:
                 self.in_section = True
                 self.count = 0
                 self.end_matched = 0
+                self.forced_matched = 0
+                self.others_matched = [0] * len(self.others)
                 self.start_matched = 0
 
     def open_thinking_tokens(self) -> int:
@@ -195,11 +237,26 @@ class BudgetBatch:
         end_token_ids: Sequence[int],
         max_num_reqs: int,
         scope: str = "request",
+        forced_token_ids: Sequence[int] | None = None,
+        other_end_token_ids: Sequence[Sequence[int]] = (),
     ):
+        """``forced_token_ids``: the forced end sequence ``F`` (TB-END-1); ``None`` forces ``E`` itself.
+        ``other_end_token_ids``: end markers accepted beside ``E`` (TB-END-3)."""
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}; got {scope!r}")
         self.start = MarkerAutomaton(validate_marker(start_token_ids, "start_token_ids"))
         self.end = MarkerAutomaton(validate_marker(end_token_ids, "end_token_ids"))
+        forced = None if forced_token_ids is None else validate_forced(forced_token_ids, self.end.marker)
+        self.forced = None if forced is None or forced == self.end.marker else MarkerAutomaton(forced)
+        others = [validate_marker(m, "other_end_token_ids") for m in other_end_token_ids]
+        for other in others:
+            if other == self.end.marker:
+                raise ValueError(f"other_end_token_ids must differ from the end marker; got {list(other)}")
+            if forced is not None and occurs_before_end(other, forced):
+                raise ValueError(
+                    f"other_end_token_ids {list(other)} occurs inside forced_token_ids {list(forced)} before its end"
+                )
+        self.others = tuple(MarkerAutomaton(m) for m in others)
         self.scope = scope
         self.max_num_reqs = max_num_reqs
         self.slots: list[Any] = [_EMPTY] * max_num_reqs
@@ -239,7 +296,7 @@ class BudgetBatch:
                 None
                 if budget is None
                 else self.request_type.from_prompt(
-                    self.start, self.end, budget, list(added.prompt_token_ids), self.scope
+                    self.start, self.end, budget, list(added.prompt_token_ids), self.scope, self.forced, self.others
                 )
             )
         for src, dst, kind in update.moved:

@@ -37,9 +37,10 @@ def validate_rows(rows: Sequence[Sequence[int]], vocab_size: int, placeholder: i
     return problems
 
 
-def committed_after_eos(row: Sequence[int], eos_token_ids: Iterable[int]) -> int:
-    """Tokens the step commits: the emitted prefix cut after its first EOS (AC-METRIC-4)."""
-    n = num_emitted(row)
+def committed_tokens(row: Sequence[int], eos_token_ids: Iterable[int], commit_limit: int | None = None) -> int:
+    """Tokens the step commits: the emitted prefix cut after its first end token (AC-METRIC-4) and at
+    the step's commit limit, what ``max_tokens`` or a completed stop string leaves (AC-STOP-1)."""
+    n = num_emitted(row) if commit_limit is None else min(num_emitted(row), commit_limit)
     eos = set(eos_token_ids)
     for index, token in enumerate(row[:n]):
         if token in eos:
@@ -49,11 +50,12 @@ def committed_after_eos(row: Sequence[int], eos_token_ids: Iterable[int]) -> int
 
 @dataclass
 class AcceptanceMetrics:
-    """Accumulated acceptance counters over steps (AC-METRIC-1..5).
+    """Accumulated acceptance counters over steps (AC-METRIC-1..5, AC-STOP-1).
 
     A step of a request with ``K >= 1`` drafts is one *draft*; a step with ``K = 0`` counts
     nothing. ``accepted = committed - 1`` where ``committed`` is the step's committed tokens after
-    EOS truncation. A discarded row (no tokens) is counted in ``num_discarded`` and nowhere else.
+    end-token truncation and its commit limit. A discarded row (no tokens) is counted in
+    ``num_discarded`` and nowhere else.
     """
 
     max_positions: int
@@ -68,10 +70,10 @@ class AcceptanceMetrics:
         self.accepted_per_position = [0] * self.max_positions
         self.drafts_per_position = [0] * self.max_positions
 
-    def observe(self, num_draft_tokens: int, row: Sequence[int], eos_token_ids=()) -> int:
+    def observe(self, num_draft_tokens: int, row: Sequence[int], eos_token_ids=(), commit_limit=None) -> int:
         if num_draft_tokens == 0:
             return 0
-        committed = committed_after_eos(row, eos_token_ids)
+        committed = committed_tokens(row, eos_token_ids, commit_limit)
         if committed == 0:
             self.num_discarded += 1
             return 0

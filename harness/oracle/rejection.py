@@ -159,11 +159,13 @@ class Draws:
     noise: Callable[[int], np.ndarray]
 
 
-def counter_draws(seed: int, position: int, vocab_size: int) -> Draws:
-    """The spec's counter-based draws for a request whose first new token is at ``position``."""
+def counter_draws(seed: int, position: int, vocab_size: int, noise_purpose: int = rng.PURPOSE_SAMPLE) -> Draws:
+    """The spec's counter-based draws for a request whose first new token is at ``position``; with
+    ``noise_purpose=rng.PURPOSE_ACCEPT`` the token is sampled from the acceptance stream (an RS-RNG-2
+    violation, which checks use to name it)."""
     return Draws(
         uniform=lambda j: rng.uniform(seed, position + j),
-        noise=lambda j: rng.exponentials(seed, position + j, vocab_size),
+        noise=lambda j: rng.exponentials(seed, position + j, vocab_size, noise_purpose),
     )
 
 

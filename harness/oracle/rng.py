@@ -55,9 +55,11 @@ def uniform(seed: int, position: int) -> float:
     return (h >> 8) * 2.0**-24
 
 
-def exponentials(seed: int, position: int, vocab_size: int) -> np.ndarray:
-    """Exp(1) noise ``[vocab_size]`` float64 for sampling the token at ``position``."""
-    h = counter_hash(seed, position, PURPOSE_SAMPLE, np.arange(vocab_size))
+def exponentials(seed: int, position: int, vocab_size: int, purpose: int = PURPOSE_SAMPLE) -> np.ndarray:
+    """Exp(1) noise ``[vocab_size]`` float64 for sampling the token at ``position``. Another ``purpose``
+    than ``PURPOSE_SAMPLE`` gives what an implementation that confuses the streams draws (RS-RNG-2):
+    ``PURPOSE_ACCEPT`` reuses the acceptance draw's hash as the noise of token 0."""
+    h = counter_hash(seed, position, purpose, np.arange(vocab_size))
     x = ((h & np.uint64(0x7FFFFFFF)).astype(np.float64) + 0.5) * 2.0**-32
     top = (h >> np.uint64(31)) == 1
     return np.where(top, -np.log1p(-x), -np.log(x))

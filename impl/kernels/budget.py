@@ -2,8 +2,9 @@
 
 State layout: ``state [NUM_FIELDS, max_num_reqs]`` int32 with the fields of
 ``impl.thinking_budget`` (TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT).
-One program per slot for ``forced_rows_kernel`` and ``advance_committed_kernel``; a 2-D grid over
-(row, vocabulary block) for ``write_forced_logits_kernel``. Markers and their KMP failure
+One program (of one warp: the work is scalar) per slot for ``budget_step_kernel``, which advances the
+state by the committed tokens, writes the forced rows and makes the forced logits rows one-hot, in one
+launch. Markers and their KMP failure
 functions are held in registers (``_load_markers``), so a KMP step costs no memory access.
 No kernel reads anything back to the host.
 """
@@ -104,12 +105,26 @@ def _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE
 
 
 @triton.jit
-def forced_rows_kernel(
+def _write_one_hot(row_ptr, token, vocab_size, BLOCK: tl.constexpr):
+    """``row [vocab_size]`` := 0 at ``token``, -inf elsewhere."""
+    for start in range(0, vocab_size, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        values = tl.where(offsets == token, 0.0, float("-inf"))
+        tl.store(row_ptr + offsets, values.to(row_ptr.dtype.element_ty), mask=offsets < vocab_size)
+
+
+@triton.jit
+def budget_step_kernel(
     state_ptr,
     state_stride,
+    tokens_ptr,
+    tokens_width,
     num_draft_ptr,
     draft_ids_ptr,
     out_ptr,
+    logits_ptr,
+    logits_stride,
+    vocab_size,
     start_ptr,
     start_fail_ptr,
     end_ptr,
@@ -119,32 +134,37 @@ def forced_rows_kernel(
     PAD: tl.constexpr,
     MAX_DRAFTS: tl.constexpr,
     SECTION_SCOPE: tl.constexpr,
+    HAS_COMMITTED: tl.constexpr,
+    HAS_ROWS: tl.constexpr,
     HAS_DRAFTS: tl.constexpr,
+    HAS_LOGITS: tl.constexpr,
     LAYOUT_BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
-    """``out[row]`` = forced token of every logits row of slot ``program_id(0)`` (-1 = free)."""
+    """One step of slot ``program_id(0)``, in one launch: with ``HAS_COMMITTED`` feed it its committed
+    tokens (the prefix before the first -1 of row ``slot`` of ``tokens [B, tokens_width]``) and store
+    the state; with ``HAS_ROWS`` then write ``out[row]``, the forced token of each of its logits rows
+    (-1 = free), row ``j`` judged on the state after its first ``j`` drafts; with ``HAS_LOGITS`` also
+    make each forced row of ``logits [rows, vocab_size]`` one-hot (a free row costs nothing, so the
+    step does not grow with the vocabulary when nothing is forced)."""
     slot = tl.program_id(0)
     start, start_fail, end, end_fail = _load_markers(
         start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN, END_LEN, PAD
     )
     tracked, budget, in_section, start_m, end_m, count, spent = _load_state(state_ptr, state_stride, slot)
-    if HAS_DRAFTS:
-        k = tl.load(num_draft_ptr + slot).to(tl.int32)
-        row0 = first_row(num_draft_ptr, slot, LAYOUT_BLOCK)
-        draft0 = row0 - slot
-        for j in tl.static_range(MAX_DRAFTS):
-            live = j < k
-            forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
-            tl.store(out_ptr + row0 + j, forced, mask=live)
-            token = _matchable(tl.load(draft_ids_ptr + draft0 + j, mask=live, other=0))
+    if HAS_COMMITTED:
+        live = tracked != 0
+        for c in range(tokens_width):
+            raw = tl.load(tokens_ptr + slot * tokens_width + c)
+            live = live & (raw != -1)
             in_section, start_m, end_m, count, spent = _feed(
                 in_section,
                 start_m,
                 end_m,
                 count,
                 spent,
-                token,
-                live & (tracked != 0),
+                _matchable(raw),
+                live,
                 start,
                 start_fail,
                 end,
@@ -153,73 +173,45 @@ def forced_rows_kernel(
                 END_LEN,
                 PAD,
             )
-    else:
-        k = 0
-        row0 = slot
-    forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
-    tl.store(out_ptr + row0 + k, forced)
-
-
-@triton.jit
-def advance_committed_kernel(
-    state_ptr,
-    state_stride,
-    tokens_ptr,
-    tokens_stride,
-    width,
-    start_ptr,
-    start_fail_ptr,
-    end_ptr,
-    end_fail_ptr,
-    START_LEN: tl.constexpr,
-    END_LEN: tl.constexpr,
-    PAD: tl.constexpr,
-):
-    """Feed slot ``program_id(0)`` its committed tokens: the row's prefix before the first -1."""
-    slot = tl.program_id(0)
-    start, start_fail, end, end_fail = _load_markers(
-        start_ptr, start_fail_ptr, end_ptr, end_fail_ptr, START_LEN, END_LEN, PAD
-    )
-    tracked, _, in_section, start_m, end_m, count, spent = _load_state(state_ptr, state_stride, slot)
-    live = tracked != 0
-    for c in range(width):
-        raw = tl.load(tokens_ptr + slot * tokens_stride + c)
-        live = live & (raw != -1)
-        token = _matchable(raw)
-        in_section, start_m, end_m, count, spent = _feed(
-            in_section,
-            start_m,
-            end_m,
-            count,
-            spent,
-            token,
-            live,
-            start,
-            start_fail,
-            end,
-            end_fail,
-            START_LEN,
-            END_LEN,
-            PAD,
-        )
-    tl.store(state_ptr + 2 * state_stride + slot, in_section)
-    tl.store(state_ptr + 3 * state_stride + slot, start_m)
-    tl.store(state_ptr + 4 * state_stride + slot, end_m)
-    tl.store(state_ptr + 5 * state_stride + slot, count)
-    tl.store(state_ptr + 6 * state_stride + slot, spent)
-
-
-@triton.jit
-def write_forced_logits_kernel(logits_ptr, logits_stride, forced_ptr, vocab_size, BLOCK: tl.constexpr):
-    """Make each forced row one-hot: 0 at the forced token, -inf elsewhere; free rows untouched.
-
-    One program per row: a free row costs one load, so the step does not grow with the vocabulary
-    when nothing is forced."""
-    row = tl.program_id(0)
-    forced = tl.load(forced_ptr + row)
-    if forced >= 0:
-        row_ptr = logits_ptr + row.to(tl.int64) * logits_stride
-        for start in range(0, vocab_size, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            values = tl.where(offsets == forced, 0.0, float("-inf"))
-            tl.store(row_ptr + offsets, values.to(logits_ptr.dtype.element_ty), mask=offsets < vocab_size)
+        tl.store(state_ptr + 2 * state_stride + slot, in_section)
+        tl.store(state_ptr + 3 * state_stride + slot, start_m)
+        tl.store(state_ptr + 4 * state_stride + slot, end_m)
+        tl.store(state_ptr + 5 * state_stride + slot, count)
+        tl.store(state_ptr + 6 * state_stride + slot, spent)
+    if HAS_ROWS:
+        if HAS_DRAFTS:
+            k = tl.load(num_draft_ptr + slot).to(tl.int32)
+            row0 = first_row(num_draft_ptr, slot, LAYOUT_BLOCK)
+            draft0 = row0 - slot
+            for j in tl.static_range(MAX_DRAFTS):
+                live = j < k
+                forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
+                tl.store(out_ptr + row0 + j, forced, mask=live)
+                if HAS_LOGITS:  # noqa: SIM102 - a static branch: the body compiles only with logits
+                    if live & (forced >= 0):
+                        _write_one_hot(logits_ptr + (row0 + j).to(tl.int64) * logits_stride, forced, vocab_size, BLOCK)
+                token = _matchable(tl.load(draft_ids_ptr + draft0 + j, mask=live, other=0))
+                in_section, start_m, end_m, count, spent = _feed(
+                    in_section,
+                    start_m,
+                    end_m,
+                    count,
+                    spent,
+                    token,
+                    live & (tracked != 0),
+                    start,
+                    start_fail,
+                    end,
+                    end_fail,
+                    START_LEN,
+                    END_LEN,
+                    PAD,
+                )
+        else:
+            k = 0
+            row0 = slot
+        forced = _forced(tracked, budget, in_section, end_m, count, spent, end, SECTION_SCOPE, PAD)
+        tl.store(out_ptr + row0 + k, forced)
+        if HAS_LOGITS:  # noqa: SIM102 - a static branch: the body compiles only with logits
+            if forced >= 0:
+                _write_one_hot(logits_ptr + (row0 + k).to(tl.int64) * logits_stride, forced, vocab_size, BLOCK)

@@ -52,16 +52,13 @@ def _reduce_argmax(best, best_arg):
 @triton.jit
 def row_pass_kernel(
     logits_ptr,
-    logits_stride,
     num_draft_ptr,
     temperature_ptr,
     seed_ptr,
     position_ptr,
     forced_ptr,
-    stat_max_ptr,
-    stat_sum_ptr,
-    stat_arg_ptr,
-    counter_ptr,
+    floats_ptr,
+    ints_ptr,
     vocab_size,
     split_size,
     width,
@@ -71,10 +68,17 @@ def row_pass_kernel(
     LAYOUT_BLOCK: tl.constexpr,
 ):
     """Statistics ``[B, width, num_splits]`` (float32 max and sum, int32 argument) of every row;
-    zeroes ``counter [B]`` int32 for ``verify_kernel``, which runs after it on the stream."""
+    zeroes the counters for ``verify_kernel``, which runs after it on the stream. ``floats`` and
+    ``ints``: the scratch of ``scratch_layout``."""
     request = tl.program_id(0)
     j = tl.program_id(1)
     split = tl.program_id(2)
+    batch = tl.num_programs(0)
+    stat_size = batch * width * num_splits
+    stat_max_ptr = floats_ptr
+    stat_sum_ptr = floats_ptr + stat_size
+    counter_ptr = ints_ptr + batch * width + batch
+    stat_arg_ptr = counter_ptr + batch
     if (j == 0) & (split == 0):
         tl.store(counter_ptr + request, 0)
     k = tl.load(num_draft_ptr + request).to(tl.int32)
@@ -86,7 +90,7 @@ def row_pass_kernel(
         needed = needed & (tl.load(forced_ptr + row, mask=j <= k, other=-1) < 0)
     if needed:
         inv_temperature = 1.0 / tl.where(greedy, 1.0, temperature)
-        row_ptr = logits_ptr + row * logits_stride
+        row_ptr = logits_ptr + row * vocab_size
         lo = split * split_size
         hi = tl.minimum(lo + split_size, vocab_size)
         best = tl.full([BLOCK], float("-inf"), tl.float32)
@@ -105,16 +109,17 @@ def row_pass_kernel(
                 x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
                 score = tl.where(inside & (x != float("-inf")), x - tl.log(exponentials(key, offsets)), float("-inf"))
                 best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-        else:  # online max and sum of exp(x - max) per lane
+        else:  # online max and sum of exp(x - max) per lane, one exponential per element
             for start in range(lo, hi, BLOCK):
                 offsets = start + tl.arange(0, BLOCK)
                 x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
                 x = x * inv_temperature
-                new_best = tl.maximum(best, x)
-                # shift by 0 while a lane has seen only -inf: exp(-inf - 0) = 0, and no -inf - -inf
-                shift = tl.where(new_best == float("-inf"), 0.0, new_best)
-                lanes = lanes * tl.exp(best - shift) + tl.exp(x - shift)
-                best = new_best
+                # exp(-|x - best|) rescales the sum to a new maximum or is the new term; both -inf
+                # gives NaN, never used: such an x is no new maximum and adds nothing
+                scale = tl.exp(-tl.abs(x - best))
+                bigger = x > best
+                lanes = tl.where(bigger, lanes * scale + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale))
+                best = tl.where(bigger, x, best)
         split_max, split_arg = _reduce_argmax(best, best_arg)
         scaled = tl.where(best == float("-inf"), 0.0, lanes * tl.exp(best - split_max))
         slot = (request * width + j) * num_splits + split
@@ -140,24 +145,15 @@ def _combine_stats(stat_max_ptr, stat_sum_ptr, stat_arg_ptr, base, num_splits, S
 @triton.jit
 def verify_kernel(
     logits_ptr,
-    logits_stride,
     draft_ids_ptr,
     q_ptr,
-    q_stride,
     num_draft_ptr,
     temperature_ptr,
     seed_ptr,
     position_ptr,
     forced_ptr,
-    stat_max_ptr,
-    stat_sum_ptr,
-    stat_arg_ptr,
-    race_ptr,
-    race_arg_ptr,
-    counter_ptr,
-    out_ptr,
-    out_stride,
-    num_emitted_ptr,
+    floats_ptr,
+    ints_ptr,
     vocab_size,
     split_size,
     width,
@@ -173,10 +169,21 @@ def verify_kernel(
 ):
     """Walk the drafts, write the output row; race over the rejected row of a sampled request.
 
-    ``race``/``race_arg``: ``[2, B, num_splits]`` float32/int32 (best and fallback of each split);
-    ``counter``: ``[B]`` int32, zeroed by ``row_pass_kernel``."""
+    ``floats`` and ``ints``: the scratch of ``scratch_layout``, statistics written by ``row_pass_kernel``
+    (with ``stat_splits`` splits per row), counters zeroed by it; the output ``[B, width]`` and
+    ``num_emitted [B]`` lead ``ints``."""
     request = tl.program_id(0)
     split = tl.program_id(1)
+    batch = tl.num_programs(0)
+    stat_size = batch * width * stat_splits
+    stat_max_ptr = floats_ptr
+    stat_sum_ptr = floats_ptr + stat_size
+    race_ptr = floats_ptr + 2 * stat_size  # [2, B, num_splits]: best and fallback of each split
+    out_ptr = ints_ptr
+    num_emitted_ptr = ints_ptr + batch * width
+    counter_ptr = num_emitted_ptr + batch
+    stat_arg_ptr = counter_ptr + batch
+    race_arg_ptr = stat_arg_ptr + stat_size
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     row0 = first_row(num_draft_ptr, request, LAYOUT_BLOCK)
     draft0 = row0 - request
@@ -185,7 +192,7 @@ def verify_kernel(
     inv_temperature = 1.0 / tl.where(greedy, 1.0, temperature)
     seed = tl.load(seed_ptr + request)
     position = tl.load(position_ptr + request)
-    out_row = out_ptr + request.to(tl.int64) * out_stride
+    out_row = out_ptr + request.to(tl.int64) * width
     stats_row = request * width * stat_splits
 
     j = 0
@@ -201,7 +208,7 @@ def verify_kernel(
         safe_draft = tl.where(in_vocab, draft, 0)
         q_draft = 1.0
         if HAS_Q:
-            q_draft = tl.load(q_ptr + (draft0 + j) * q_stride + safe_draft).to(tl.float32)
+            q_draft = tl.load(q_ptr + (draft0 + j) * vocab_size + safe_draft).to(tl.float32)
         forced = -1
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row0 + j).to(tl.int32)
@@ -215,7 +222,7 @@ def verify_kernel(
             accept = arg == draft
             final = arg
         else:
-            x_draft = tl.load(logits_ptr + (row0 + j) * logits_stride + safe_draft).to(tl.float32) * inv_temperature
+            x_draft = tl.load(logits_ptr + (row0 + j) * vocab_size + safe_draft).to(tl.float32) * inv_temperature
             p_draft = tl.where((x_draft == float("-inf")) | ~in_vocab, 0.0, tl.exp(x_draft - stat_max) / stat_sum)
             accept = (q_draft > 0.0) & (uniform(seed, position + j) * q_draft < p_draft)
             pending = tl.where(accept, RACE_NONE, RACE_RESIDUAL)
@@ -246,7 +253,7 @@ def verify_kernel(
         tl.store(num_emitted_ptr + request, emitted)
 
     if pending != RACE_NONE:
-        row_ptr = logits_ptr + (row0 + j) * logits_stride
+        row_ptr = logits_ptr + (row0 + j) * vocab_size
         best = tl.full([BLOCK], float("-inf"), tl.float32)
         best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
         fallback = tl.full([BLOCK], float("-inf"), tl.float32)
@@ -265,7 +272,7 @@ def verify_kernel(
                 inv_noise = 1.0 / exponentials(key, offsets)
                 p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
                 if HAS_Q:
-                    q = tl.load(q_ptr + (draft0 + j) * q_stride + offsets, mask=inside, other=0.0).to(tl.float32)
+                    q = tl.load(q_ptr + (draft0 + j) * vocab_size + offsets, mask=inside, other=0.0).to(tl.float32)
                 else:
                     q = tl.where(offsets == draft, 1.0, 0.0)
                 score = tl.where(inside, tl.maximum(p - q, 0.0) * inv_noise, -1.0)
@@ -278,7 +285,7 @@ def verify_kernel(
                 x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
                 best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
         slot = request * num_splits + split
-        fallback_slot = slot + num_splits * tl.num_programs(0)
+        fallback_slot = slot + num_splits * batch
         top, top_arg = _reduce_argmax(best, best_arg)
         tl.store(race_ptr + slot, top)
         tl.store(race_arg_ptr + slot, tl.where(top_arg == NO_ARG, lo, top_arg))
@@ -290,7 +297,7 @@ def verify_kernel(
             splits = tl.arange(0, SPLITS_POW2)
             inside = splits < num_splits
             base = request * num_splits
-            fallback_base = base + num_splits * tl.num_programs(0)
+            fallback_base = base + num_splits * batch
             race = tl.load(race_ptr + base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
             race_arg = tl.load(race_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
             top, token = _reduce_argmax(race, race_arg)

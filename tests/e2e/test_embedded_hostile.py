@@ -136,6 +136,9 @@ HOSTILE = [
         "chat_template_kwargs",
     ),
     ("chat/completions", {"model": MODEL, "messages": USER, "thinking_token_budget": 2.5}, "thinking_token_budget"),
+    ("chat/completions", {"model": MODEL, "messages": USER, "top_k": 1}, "top_k"),
+    ("chat/completions", {"model": MODEL, "messages": USER, "min_p": 1.0}, "min_p"),
+    ("chat/completions", {"model": MODEL, "messages": USER, "logit_bias": {"7": 100}}, "logit_bias"),
     ("completions", {"model": MODEL, "prompt": ""}, "prompt"),
     ("completions", {"model": MODEL, "prompt": [1, 10**9]}, "prompt"),
 ]

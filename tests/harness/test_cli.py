@@ -246,3 +246,18 @@ def test_quiet_silences_third_party_chatter_in_engine_processes(monkeypatch):
     finally:
         transformers_logging.enable_progress_bar()
         transformers_logging.set_verbosity(verbosity)
+
+
+@pytest.mark.req("STAT-POWER-1")
+def test_the_declared_deviation_is_the_engines_own_unless_given(tmp_path, capsys):
+    # the oracle declares TV 0.05 (it samples one request at a time); the reference takes the default, 0.03
+    def deviations(*extra):
+        folder = tmp_path / str(len(extra))
+        argv = ["run", "--engine", "oracle", "--engine", "reference", "--check", "rejection/invalid-ids"]
+        assert invoke([*argv, "--quiet", "--report-dir", str(folder), *extra], capsys)[0] == 0
+        (results,) = folder.glob("*/results.jsonl")
+        records = [json.loads(line) for line in results.read_text().splitlines()]
+        return {r["engine"]: r["reproduce"].split("--deviation ")[1].split()[0] for r in records}
+
+    assert deviations() == {"oracle": "0.05", "reference": "0.03"}
+    assert deviations("--deviation", "0.2") == {"oracle": "0.2", "reference": "0.2"}

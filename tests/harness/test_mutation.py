@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from harness import mutation
 
 TARGET = textwrap.dedent(
@@ -111,30 +113,54 @@ def test_skipped_functions_and_the_triton_branch_are_left_alone():
     assert ("binary", "+", "-") not in changes and ("binary", "*", "/") not in changes
 
 
+def _judge(tmp_path, mutant, limit_s=60):
+    setup = mutation.Setup(tmp_path, catalogue="tiny_checks:checks", exclude=())
+    job = mutation.Job("tiny_engine:make", mutant, ["tiny/forced"], {"tiny/forced": limit_s})
+    (judged,) = mutation.judge([job], setup)
+    return judged
+
+
 def test_the_runner_kills_a_mutant_that_breaks_a_requirement_and_not_an_equivalent_one(tmp_path):
     for name, text in (("tiny_target.py", TARGET), ("tiny_engine.py", ENGINE), ("tiny_checks.py", CHECKS)):
         (tmp_path / name).write_text(text)
     mutants = {m.replacement: m for m in mutation.mutants_of(TARGET, "tiny_target.py")}
 
-    def judge(mutant):
-        return mutation.judge_mutant(
-            mutant,
-            tmp_path,
-            tmp_path / "work",
-            "tiny_engine:make",
-            catalogue="tiny_checks:checks",
-            exclude=(),
-            area="TB-",
-            timeout_s=60,
-        )
-
-    killed = judge(mutants[">"])  # forcing one token late breaks TB-FORCE-1
+    killed = _judge(tmp_path, mutants[">"]).verdict  # forcing one token late breaks TB-FORCE-1
     assert (killed.status, killed.check, killed.check_status, killed.requirements) == (
         "KILLED",
         "tiny/forced",
         "FAIL",
         ["TB-FORCE-1"],
     )
-    survived = judge(mutants["/"])  # budget / 1 == budget * 1: equivalent
-    assert (survived.status, survived.checks_run) == ("SURVIVED", 1)
-    assert (tmp_path / "tiny_target.py").read_text() == TARGET  # the mutant lived only in its copy
+    survived = _judge(tmp_path, mutants["/"])  # budget / 1 == budget * 1: equivalent
+    assert (survived.verdict.status, survived.verdict.checks_run) == ("SURVIVED", 1)
+    assert (tmp_path / "tiny_target.py").read_text() == TARGET  # the mutant lived only in its child
+
+
+def test_a_mutant_that_hangs_is_a_timeout_and_one_that_exits_an_error(tmp_path):
+    hanging = TARGET.replace("    return", "    while count >= 0:\n        pass\n    return")
+    exiting = TARGET.replace("    return", "    import os\n    os._exit(3)\n    return")
+    (tmp_path / "tiny_engine.py").write_text(ENGINE)
+    (tmp_path / "tiny_checks.py").write_text(CHECKS)
+    for text, status in ((hanging, "TIMEOUT"), (exiting, "ERROR")):
+        (tmp_path / "tiny_target.py").write_text(text)
+        unchanged = mutation.Mutant("tiny_target.py", "forced", 1, "none", "", "", 0, 0, "unchanged")
+        verdict = _judge(tmp_path, unchanged, limit_s=2).verdict
+        assert (verdict.status, verdict.check, verdict.check_status, verdict.requirements) == (
+            "KILLED",
+            "tiny/forced",
+            status,
+            ["TB-FORCE-1"],
+        )
+
+
+def test_the_baseline_records_the_lines_each_check_executes(tmp_path):
+    pytest.importorskip("coverage", reason="the test extra installs coverage (pyproject.toml)")
+    for name, text in (("tiny_target.py", TARGET), ("tiny_engine.py", ENGINE), ("tiny_checks.py", CHECKS)):
+        (tmp_path / name).write_text(text)
+    setup = mutation.Setup(tmp_path, catalogue="tiny_checks:checks", exclude=())
+    (baseline,) = mutation.judge([mutation.Job("tiny_engine:make", trace=(str(tmp_path / "tiny_target.py"),))], setup)
+    assert baseline.verdict.status == "SURVIVED" and list(baseline.plan) == ["tiny/forced"]
+    lines = baseline.lines[str(tmp_path / "tiny_target.py")]
+    assert 10 in lines["tiny/forced"] and 8 not in lines["tiny/forced"]  # the raise is never reached
+    assert 5 in lines[mutation.IMPORT]  # the def line (and its default) runs at import

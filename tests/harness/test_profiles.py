@@ -44,3 +44,18 @@ def test_an_unknown_layout_is_an_error_naming_it(tmp_path):
     path.write_text("layout: strided\n")
     with pytest.raises(ValueError, match="layout must be one of ragged, padded; got 'strided'"):
         load_profile(str(path))
+
+
+@pytest.mark.req("RUN-PROFILE-3")
+def test_a_non_exact_verification_mode_claims_no_exact_class_and_is_named(tmp_path):
+    from harness.profiles import EXACT_RULE_CLASSES
+
+    path = tmp_path / "synthetic.yaml"
+    path.write_text("name: vllm-synthetic\nverification: synthetic\n")
+    with pytest.raises(ValueError, match=r"verification 'synthetic' is not exact.*rs\.greedy.*drop_classes"):
+        load_profile(str(path))
+    path.write_text(f"name: vllm-synthetic\nverification: synthetic\ndrop_classes: [{', '.join(EXACT_RULE_CLASSES)}]\n")
+    profile = load_profile(str(path))
+    assert not any(profile.claims(c) for c in EXACT_RULE_CLASSES) and profile.claims("rs.forced")
+    assert profile.label == "vllm-synthetic (verification: synthetic)" and canonical().label == "canonical"
+    assert profile.to_json()["verification"] == "synthetic"

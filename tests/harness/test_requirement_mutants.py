@@ -15,9 +15,7 @@ from harness.core import ERROR, FAIL, Context, uniform_outcome
 WITHOUT_MUTANT = {
     # Consequences of other requirements: every engine that breaks them breaks their premise too.
     "TB-FORCE-3": "a consequence of TB-FORCE-1/2 (caught with budget-off-by-one by budget/whole-generations)",
-    "RS-RNG-2": "observable only as RS-PROB-2's residual law (acceptance-draw-reused breaks RS-PROB-5)",
     "AC-METRIC-5": "a consequence of AC-METRIC-2's definition (mean-length-without-bonus breaks both)",
-    "RS-ONEHOT-2": "binds the caller that passes q; a misaligned q shows as RS-PROB-1/5",
     # Permissions (MAY): nothing an engine does violates them.
     "RS-LAYOUT-3": "a permission to declare another layout",
     "RS-INPUT-6": "a permission to skip validation",

@@ -52,6 +52,27 @@ def test_mrv2_judges_every_draft_row_on_its_own_prefix(mrv2):
     assert oracle.forced_rows([3, 1], [2, 6, 3, 4])[:4] == [6, 6, 7, 6]  # the case reaches a continued marker
 
 
+@pytest.mark.req("TB-BATCH-4")
+def test_mrv2_removal_of_an_emptied_slot_reaches_vllm_which_ignores_it(mrv2):
+    """Model Runner V2 names requests by id: the adapter hands the id the slot last held to vLLM's
+    ``RequestState.remove_request``, which ignores an id it no longer holds; the others stay judged."""
+    start, end = [5], [6]
+    oracle = tb.BudgetBatch(start, end, 3, "section")
+    state = mrv2.budget_state(start, end, 3, "section")
+    full = BatchUpdate(3, added=tuple(AddedRequest(slot, 1, (1, 5)) for slot in range(3)))
+    oracle.apply(full)
+    state.sync_batch(full)
+    oracle.apply(BatchUpdate(2, removed=(2,)))
+    state.sync_batch(BatchUpdate(2, removed=(2,)))
+    state.sync_batch(BatchUpdate(2, removed=(2,)))  # accepted, as vLLM accepts a finished id it does not hold
+    assert state.req_states.num_reqs == 2
+    assert sorted(state.req_states.free_indices) == sorted(set(state.req_states.free_indices))
+    committed = [[3, -1], [3, -1]]
+    oracle.commit(committed)
+    state.update_state(committed)
+    assert state.forced_tokens([0, 0], []) == oracle.forced_rows([0, 0], []) == [6, 6]
+
+
 @pytest.mark.req("TB-API-3")
 @pytest.mark.parametrize("runner", ["mrv2", "v1"])
 def test_empty_marker_is_refused_by_vllms_reasoning_config(runner, request):
@@ -80,9 +101,9 @@ def test_greedy_verification_equals_the_oracle(runner, request):
 def test_v1_metrics_skip_steps_the_scheduler_skips(v1):
     from harness.oracle import counting as ac
 
-    steps = [(3, [1, 2, -1, -1]), (2, [-1, -1, -1]), (1, [4, 5])]  # the middle row was discarded
+    steps = [(3, [1, 2, -1, -1], None), (2, [-1, -1, -1], None), (1, [4, 5], None)]  # the middle row: discarded
     oracle = ac.AcceptanceMetrics(max_positions=3)
-    for k, row in steps:
+    for k, row, _ in steps:
         oracle.observe(k, row, [])
     got = v1.acceptance_metrics(steps, [])
     assert got["mean_acceptance_length"] == pytest.approx(oracle.mean_acceptance_length)

@@ -33,7 +33,9 @@ SCENARIOS = st.sampled_from(tb.SCOPES).flatmap(lambda scope: scenarios(FAMILY, s
 _EXAMPLES = {"torch": 45, "triton": 10}
 
 
-def _follow(scenario, device: str, backend: str) -> None:
+def _follow(scenario, device: str, backend: str, fused: bool) -> None:
+    """Step the state beside the oracle. ``fused``: a step's committed tokens reach the state with the
+    next step's ``forced_tokens`` (``sampled_token_ids``) where no batch update comes between."""
     vector = scenario.vector("property", [])
     model = tb.BudgetBatch(scenario.start, scenario.end, scenario.max_num_reqs, scenario.scope)
     state = impl.ThinkingBudgetState(
@@ -45,22 +47,33 @@ def _follow(scenario, device: str, backend: str) -> None:
         device=device,
         backend=backend,
     )
+    pending = None  # committed tokens not yet given to the state
     for index, step in enumerate(vector["steps"]):
         update = None if step["update"] is None else BatchUpdate.from_json(step["update"])
+        if pending is not None and update is not None:
+            state.update_state(pending)
+            pending = None
         model.apply(update)
         state.sync_batch(update)
-        assert state.forced_tokens().cpu().tolist() == model.forced_rows(), index
         num, flat = step["num_draft_tokens"], step["draft_token_ids"]
         got = state.forced_tokens(
-            torch.tensor(num, dtype=torch.int64, device=device), torch.tensor(flat, dtype=torch.int64, device=device)
+            torch.tensor(num, dtype=torch.int64, device=device),
+            torch.tensor(flat, dtype=torch.int64, device=device),
+            sampled_token_ids=pending,
         )
+        pending = None
+        assert state.forced_tokens().cpu().tolist() == model.forced_rows(), index
         expected = model.forced_rows(num, flat)
         assert got.cpu().tolist() == expected, index  # the reference fills every row the oracle does
         # the vector leaves rows no one can observe open (None, TB-SPEC-1) and agrees with the oracle on the rest
         assert len(step["expected_forced"]) == len(expected), index
         assert all(v is None or v == e for v, e in zip(step["expected_forced"], expected)), index
         model.commit(step["sampled_token_ids"])
-        state.update_state(torch.tensor(step["sampled_token_ids"], dtype=torch.int64, device=device))
+        committed = torch.tensor(step["sampled_token_ids"], dtype=torch.int64, device=device)
+        if fused:
+            pending = committed
+        else:
+            state.update_state(committed)
         tracked = any(model.state(s) is not None for s in range(model.batch_size))
         assert state.has_tracked_requests() == tracked, index
 
@@ -88,9 +101,9 @@ def test_budget_state_follows_the_oracle(target):
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    @given(SCENARIOS)
-    def follows(scenario):
-        _follow(scenario, device, backend)
+    @given(SCENARIOS, st.booleans())
+    def follows(scenario, fused):
+        _follow(scenario, device, backend, fused)
 
     follows()
 

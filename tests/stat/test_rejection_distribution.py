@@ -15,7 +15,7 @@ from harness.adapters import zoo
 
 TRIALS = 20_000
 FAMILY_ALPHA = 1e-6
-CASES = stats.standard_cases(large_vocab=1000)
+CASES = stats.standard_cases(large_vocab=1000) + stats.one_hot_cases(stats.standard_cases(large_vocab=1000))
 ALPHA_TEST = stats.family_alpha_test(FAMILY_ALPHA, CASES)
 
 
@@ -71,6 +71,35 @@ def test_every_mutant_is_caught_on_the_requirement_it_breaks(mutation):
     reports = run_suite(zoo.mutant_sampler(mutation))
     found = set().union(*(r.violations() for r in reports))
     assert zoo.MUTANT_REQUIREMENTS[mutation] in found, found
+
+
+def impl_device_sampler(device="cpu", ignore_temperature=False):
+    """``impl.rejection_sample`` on tensors already on ``device`` (a ``stats.DeviceSampler``); with
+    ``ignore_temperature`` every request is sampled at temperature 1."""
+
+    def sample(logits, drafts, num, q, temperature, seeds, positions):
+        temperature = torch.ones_like(temperature) if ignore_temperature else temperature
+        return impl.rejection_sample(
+            logits, drafts, num, draft_probs=q, temperature=temperature, seeds=seeds, positions=positions
+        ).token_ids
+
+    return sample
+
+
+@pytest.mark.req("STAT-POWER-1", "STAT-CERT-1", "RS-PROB-5", "RS-PROB-6")
+def test_trials_on_the_device_certify_the_reference_and_catch_an_ignored_temperature():
+    target = stats.Power(0.05, 0.9)
+    for case in (CASES[0], CASES[-2]):  # reverse-ranked; temperature 0.5 verified as one-hot
+        trials = stats.planned_trials(case, target, ALPHA_TEST, 10**6)
+        report = stats.distribution_check_on_device(
+            impl_device_sampler(), case, trials, ALPHA_TEST, 5, target, batch=8192
+        )
+        assert report.passed and all(j.counted for j in report.positions), report.position_lines()
+        assert report.positions[0].result.trials == trials  # every trial reaches position 0
+    wrong = stats.distribution_check_on_device(
+        impl_device_sampler(ignore_temperature=True), CASES[6], 20_000, ALPHA_TEST, 5
+    )
+    assert CASES[6].name == "temperature-0.5" and "RS-PROB-5" in wrong.violations(), wrong.position_lines()
 
 
 def test_reruns_are_reproducible():

@@ -33,10 +33,15 @@ def test_validated_count_matches_the_definition_and_flags_every_bad_row(batch):
             assert fast[i] == result.num_emitted[i]  # the fast count is exact under the prefix invariant
 
 
-@pytest.mark.req("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5")
+@pytest.mark.req("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-STOP-1")
 @given(
     st.lists(
-        st.tuples(st.integers(0, 4), st.integers(0, 5), st.lists(st.integers(0, 6), min_size=5, max_size=5)),
+        st.tuples(
+            st.integers(0, 4),
+            st.integers(0, 5),
+            st.lists(st.integers(0, 6), min_size=5, max_size=5),
+            st.none() | st.integers(1, 5),  # the commit limit max_tokens or a stop string leaves
+        ),
         min_size=1,
         max_size=20,
     )
@@ -46,13 +51,13 @@ def test_acceptance_stats_match_the_oracle(steps):
     stats = impl.AcceptanceStats(max_positions=4, eos_token_ids=[6])
     oracle = ac.AcceptanceMetrics(max_positions=4)
     committed = 0
-    for k, emitted, tokens in steps:
+    for k, emitted, tokens, limit in steps:
         emitted = min(emitted, k + 1)
         row = tokens[:emitted] + [-1] * (5 - emitted)
-        got = stats.observe(torch.tensor([k]), torch.tensor([row]))
-        assert got.tolist() == [oracle.observe(k, row, eos_token_ids=[6])]
+        got = stats.observe(torch.tensor([k]), torch.tensor([row]), None if limit is None else torch.tensor([limit]))
+        assert got.tolist() == [oracle.observe(k, row, [6], limit)]
         if k:
-            committed += ac.committed_after_eos(row, [6])
+            committed += ac.committed_tokens(row, [6], limit)
     assert stats.num_accepted_tokens == oracle.num_accepted_tokens
     assert stats.num_drafts == oracle.num_drafts and stats.num_discarded == oracle.num_discarded
     assert stats.accepted_per_position.tolist() == oracle.accepted_per_position
@@ -62,10 +67,13 @@ def test_acceptance_stats_match_the_oracle(steps):
         assert stats.num_drafts * stats.mean_acceptance_length == pytest.approx(committed)
 
 
-def test_metric_vector_replays():
-    entry = spec.load_vectors("counting")["metrics"][0]
+@pytest.mark.req("AC-STOP-1")
+@pytest.mark.parametrize("entry", spec.load_vectors("counting")["metrics"], ids=lambda e: e["name"])
+def test_metric_vector_replays(entry):
     stats = impl.AcceptanceStats(max_positions=4, eos_token_ids=entry["eos_token_ids"])
     for step in entry["steps"]:
-        stats.observe(torch.tensor([step["num_draft_tokens"]]), torch.tensor([step["row"]]))
+        limit = None if step["commit_limit"] is None else torch.tensor([step["commit_limit"]])
+        stats.observe(torch.tensor([step["num_draft_tokens"]]), torch.tensor([step["row"]]), limit)
     assert stats.mean_acceptance_length == pytest.approx(entry["expected"]["mean_acceptance_length"])
     assert stats.acceptance_rate == pytest.approx(entry["expected"]["acceptance_rate"])
+    assert stats.accepted_per_position.tolist() == entry["expected"]["accepted_per_position"]

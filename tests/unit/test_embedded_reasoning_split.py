@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("fastapi", reason="the embedded engine needs fastapi")
 
-from embedded.app import split_reasoning  # noqa: E402
+from embedded.app import ReasoningSplit, split_reasoning  # noqa: E402
 from harness.oracle.naive import sections  # noqa: E402
 
 TOKENS = st.integers(0, 3)
@@ -44,3 +44,25 @@ def test_split_matches_the_naive_segmentation_and_streams_a_prefix_of_it(prompt,
         assert reasoning[: len(partial_reasoning)] == partial_reasoning
         assert content[: len(partial_content)] == partial_content
         assert len(partial_reasoning) + len(partial_content) <= partial_settled <= cut
+
+
+@given(
+    prompt=st.lists(TOKENS, max_size=8),
+    output=st.lists(TOKENS, max_size=30),
+    start=MARKERS,
+    end=MARKERS,
+    cuts=st.lists(st.integers(0, 30), max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_split_fed_as_the_output_grows_equals_the_split_of_each_whole_prefix(prompt, output, start, end, cuts):
+    """A stream reads each output token once (``ReasoningSplit.update``); at every chunk it holds what a split of the
+    whole output so far gives, and at the end the naive segmentation."""
+    split = ReasoningSplit(prompt, start, end)
+    for cut in sorted(min(cut, len(output)) for cut in cuts):
+        settled = split.update(output[:cut], final=False)
+        assert (split.reasoning, split.content, settled) == split_reasoning(prompt, output[:cut], start, end, False)
+    settled = split.update(output, final=True)
+    assert (split.reasoning, split.content) == naive_split(prompt, output, start, end)
+    assert settled == len(output)
+    with pytest.raises(ValueError, match="already final"):
+        split.update(output, final=True)

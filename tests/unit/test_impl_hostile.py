@@ -216,6 +216,10 @@ def test_sampler_arguments_of_the_wrong_type_name_the_argument_and_value(change,
             r"num_draft_tokens must lie in \[0, max_positions=4\]; got \[-1\]",
         ),
         (lambda: impl.AcceptanceStats(-2), "max_positions must be an integer >= 0; got -2"),
+        (
+            lambda: impl.AcceptanceStats(4).observe(torch.tensor([1]), torch.tensor([[5, 6]]), torch.tensor([0])),
+            r"commit_limits must have shape \(1,\) with every limit >= 1",
+        ),
     ],
 )
 def test_counting_rejects_what_it_would_miscount(call, message):

@@ -89,6 +89,19 @@ def test_forced_rows_become_one_hot_and_free_rows_stay_untouched(target, vocab_s
             assert logits[row, token] == 0 and torch.isneginf(logits[row]).sum() == vocab_size - 1
 
 
+def test_a_step_with_misshapen_logits_advances_nothing(target):
+    device, backend = target
+    state = impl.ThinkingBudgetState([1], [2], 1, device=device, backend=backend)
+    state.sync_batch(impl.BatchUpdate(1, added=(impl.AddedRequest(0, 5, [1]),)))
+    before = state.state.clone()
+    committed = torch.tensor([[7, 7]], device=device)
+    with pytest.raises(ValueError, match=r"logits must have shape \(1, V\); got \(3, 10\)"):
+        state.apply_to_logits(torch.zeros(3, 10, device=device), sampled_token_ids=committed)
+    assert torch.equal(state.state, before)
+    state.apply_to_logits(torch.zeros(1, 10, device=device), sampled_token_ids=committed)
+    assert not torch.equal(state.state, before)  # the same step with well-shaped logits advances the count
+
+
 @pytest.mark.req("RS-INPUT-3", "RS-INPUT-4", "RS-INPUT-5")
 @pytest.mark.parametrize("entry", spec.load_vectors("rejection")["errors"], ids=lambda e: e["name"])
 def test_invalid_sampler_input_is_rejected_naming_the_field(target, entry):

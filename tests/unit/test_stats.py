@@ -131,13 +131,40 @@ def test_a_test_short_of_its_trials_does_not_count():
 
 
 def test_positions_are_sized_by_how_often_they_are_reached():
-    case = stats.standard_cases()[0]  # reverse-ranked: positions reached with probability 1, 0.4, 0.16
+    case = stats.standard_cases()[0]  # reverse-ranked: positions reached with probability 1, 0.4, 0.316
     target, alpha = stats.Power(0.05, 0.9), 1e-6
     reach = case.reach()
-    np.testing.assert_allclose(reach, [1.0, 0.4, 0.16], atol=0.01)
+    np.testing.assert_allclose(reach, [1.0, 0.4, 0.316], atol=0.001)
     trials = stats.planned_trials(case, target, alpha, 10**9)
     assert trials * reach[2] >= stats.trials_needed(case.p[2], target, alpha)  # the rarest position reaches it
     assert stats.planned_trials(case, target, alpha, 1000) == 1000  # the cap binds
+
+
+@pytest.mark.req("STAT-POWER-1")
+def test_every_reachable_position_of_the_standard_cases_is_reached_often_and_certifies_at_the_default_power():
+    # Reach from the closed form of the accepted length (RS-PROB-6); a rare position would set its case's trials.
+    for cases, floor in ((stats.standard_cases(), 0.3), (stats.one_hot_cases(stats.standard_cases()), 0.24)):
+        alpha = stats.family_alpha_test(1e-6, cases)
+        for case in cases:
+            reach = case.reach()
+            assert reach[reach > stats.UNREACHABLE].min() >= floor, (case.name, reach)
+            # the default cap leaves no test of a standard case short of the default deviation
+            planned = stats.planned_trials(case, stats.DEFAULT_POWER, alpha, 10**12)
+            assert planned <= stats.DEFAULT_MAX_TRIALS, (case.name, planned)
+    # disjoint supports: the later positions are unreachable, in both checks
+    assert [
+        c.reach()[1:].max() for c in (stats.standard_cases()[1], stats.one_hot_cases(stats.standard_cases())[1])
+    ] == [
+        0.0,
+        0.0,
+    ]
+
+
+def test_the_rows_of_a_standard_case_differ():
+    # an engine reading the wrong row's p or q is seen at the positions after the first
+    for case in stats.standard_cases():
+        p = case.p
+        assert all(not np.allclose(p[i], p[j]) for i in range(len(p)) for j in range(i)), case.name
 
 
 @pytest.mark.req("STAT-CASE-1", "STAT-CASE-2", "STAT-TEST-4", "RS-PROB-5", "RS-PROB-6")

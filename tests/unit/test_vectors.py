@@ -36,7 +36,12 @@ def test_budget_scenario_replays_in_the_oracle(name):
     data = spec.load_vectors("thinking-budget")
     scenario = next(s for s in data["scenarios"] if s["name"] == name)
     batch = tb.BudgetBatch(
-        scenario["start_token_ids"], scenario["end_token_ids"], scenario["max_num_reqs"], scenario["scope"]
+        scenario["start_token_ids"],
+        scenario["end_token_ids"],
+        scenario["max_num_reqs"],
+        scenario["scope"],
+        scenario.get("forced_token_ids"),  # a forced transition phrase (TB-END-1)
+        scenario.get("other_end_token_ids") or (),  # other accepted end markers (TB-END-3)
     )
     for step in scenario["steps"]:
         batch.apply(None if step["update"] is None else BatchUpdate.from_json(step["update"]))
@@ -107,7 +112,10 @@ def test_counting_vectors_replay():
         assert kinds == entry["expected_problems"], entry["name"]
     for entry in data["metrics"]:
         metrics = ac.AcceptanceMetrics(max_positions=4)
-        got = [metrics.observe(s["num_draft_tokens"], s["row"], entry["eos_token_ids"]) for s in entry["steps"]]
+        got = [
+            metrics.observe(s["num_draft_tokens"], s["row"], entry["eos_token_ids"], s["commit_limit"])
+            for s in entry["steps"]
+        ]
         assert got == entry["expected_accepted_per_step"]
         expected = entry["expected"]
         assert metrics.num_accepted_tokens == expected["num_accepted_tokens"]
