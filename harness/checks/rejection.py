@@ -570,8 +570,9 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     RS-LAYOUT-1 or RS-MIXED-1. Trials are sized from the declared ``Power(ctx.deviation, ctx.power)``
     (at most ``ctx.trials`` per case and layout); a test counts as a case only when it detects and
     certifies that deviation (STAT-POWER-1, STAT-CERT-1). An engine that does not claim greedy
-    verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN. Each case and layout
-    draws from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
+    verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN, and does not hold back the
+    check's PASS (RUN-STATUS-3: it applies only to an engine with both rules). Each case and layout draws
+    from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     greedy = "rs.greedy" in ctx.profile.classes
     tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))  # no mixed batch without greedy

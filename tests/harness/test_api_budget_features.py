@@ -165,6 +165,7 @@ def test_the_honest_server_passes(monkeypatch, check_name):
         ("api/utf8-boundary", "waits-for-a-complete-piece", "API-UTF-1", "overran-past-the-character"),
     ],
 )
+@pytest.mark.req("API-TRUNC-1", "API-N-1", "API-NOTHINK-1", "API-LOGPROB-1", "API-UTF-1", "API-GRAMMAR-1")
 def test_each_mutation_fails_its_requirement(monkeypatch, check_name, mutation, requirement, mode):
     declared = {"utf8_boundary": "complete-character"} if mutation == "waits-for-a-complete-piece" else {}
     outcome = judge(monkeypatch, check_name, mutation, **declared)

@@ -131,6 +131,6 @@ def test_acceptance_rule_gives_an_engine_without_greedy_verification_no_mixed_ba
     profile = canonical()
     profile = replace(profile, classes=profile.classes - {"rs.greedy"})
     outcome = BY_NAME["rejection/acceptance-rule"].run(HasNoGreedyMode(), Context(profile))
-    assert outcome.status == "PASS", outcome.message
-    assert outcome.requirements["RS-MIXED-1"].status == "NOT_RUN"
-    assert outcome.requirements["RS-LAYOUT-1"].status == "PASS"
+    statuses = {rid: result.status for rid, result in outcome.requirements.items()}
+    assert statuses.pop("RS-MIXED-1") == "NOT_RUN", outcome.message
+    assert set(statuses.values()) == {"PASS"}, outcome.message

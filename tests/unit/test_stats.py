@@ -1,5 +1,7 @@
 """The statistical machinery: calibration, power, pooling, certificates (specs/statistics.md)."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -178,3 +180,36 @@ def test_the_oracle_passes_every_standard_case():
             [(r.result.statistic, r.result.p_value, r.result.zero_hits) for r in report.positions],
             report.accepted_length,
         )
+
+
+@pytest.mark.req("API-SPEC-2")
+@pytest.mark.parametrize("cells", [4, 40])
+def test_two_sample_tv_bounds_cover_the_true_distance(cells):
+    # Two samplers at TV about 0.2 apart: at confidence 1 - delta each bound misses the true distance at
+    # most delta of the time (within binomial slack), so a FAIL (lower bound above the tolerance) is evidence.
+    rng = np.random.default_rng(11)
+    delta, reps, n = 0.05, 400, 500
+    first = rng.dirichlet(np.ones(cells))
+    second = 0.8 * first + 0.2 * rng.dirichlet(np.ones(cells))
+    true_tv = 0.5 * np.abs(first - second).sum()
+    low_misses = high_misses = 0
+    for _ in range(reps):
+        a = Counter(rng.choice(cells, n, p=first).tolist())
+        b = Counter(rng.choice(cells, n, p=second).tolist())
+        _, lower, upper = stats.two_sample_tv_bounds(a, b, n, delta)
+        low_misses += lower > true_tv
+        high_misses += upper < true_tv
+    assert low_misses / reps <= delta + _binomial_slack(delta, reps)
+    assert high_misses / reps <= delta + _binomial_slack(delta, reps)
+
+
+def test_two_sample_tv_bounds_decide_clear_cases_only():
+    n, delta = 1000, 1e-3
+    same = Counter({0: 500, 1: 500})
+    _, _, upper = stats.two_sample_tv_bounds(same, same, n, delta)
+    assert upper < 0.15  # two cells, identical samples: shown equivalent
+    _, lower, _ = stats.two_sample_tv_bounds(Counter({0: 1000}), Counter({1: 1000}), n, delta)
+    assert lower > 0.15  # disjoint supports: shown different
+    broad = Counter({token: 1 for token in range(1000)})
+    _, lower, upper = stats.two_sample_tv_bounds(broad, broad, n, delta)
+    assert lower < 0.15 < upper  # a thousand cells seen once each: neither
