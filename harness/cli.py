@@ -297,12 +297,13 @@ def cmd_replay(args) -> int:
     from . import reproductions
     from .adapters import make_engine
 
-    check_engine_spec(args.engine, {})
+    api_options = _api_options(args)
+    check_engine_spec(args.engine, api_options)
     try:
         document = reproductions.load(args.file)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    engine = make_engine(args.engine, {})
+    engine = make_engine(args.engine, api_options)
     failed = 0
     recorded = document.get("fingerprint", "")
     for result in reproductions.replay(engine, document):
@@ -468,6 +469,31 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def _add_api_options(parser) -> None:
+    """The options that name an OpenAI-compatible server (``--engine openai``)."""
+    parser.add_argument("--base-url", help="with --engine openai: the server's base URL, e.g. http://host:8000/v1")
+    parser.add_argument("--model", help="with --engine openai: the model to judge")
+    parser.add_argument("--spec-model", help="with --engine openai: the same model served with speculative decoding")
+    parser.add_argument("--plain-model", help="with --engine openai: a model without reasoning markers")
+    parser.add_argument(
+        "--spec-base-url", help="with --engine openai: the base URL of the --spec-model's server (default: --base-url)"
+    )
+    parser.add_argument(
+        "--plain-base-url",
+        help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
+    )
+    parser.add_argument(
+        "--engine-name",
+        help="with --engine openai: the engine's name in reports (default: <api profile>:<model>@<host:port>, "
+        "or openai:<model>@<host:port> without --api-profile)",
+    )
+    parser.add_argument(
+        "--api-profile",
+        choices=tuple(API_PROFILES),
+        help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
+    )
+
+
 def _add_run_options(parser) -> None:
     parser.add_argument(
         "--check",
@@ -538,27 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"{', '.join(ENGINE_FORMS)} (repeatable; default: reference, oracle and the "
         "embedded engine with both tokenizer variants)",
     )
-    run.add_argument("--base-url", help="with --engine openai: the server's base URL, e.g. http://host:8000/v1")
-    run.add_argument("--model", help="with --engine openai: the model to judge")
-    run.add_argument("--spec-model", help="with --engine openai: the same model served with speculative decoding")
-    run.add_argument("--plain-model", help="with --engine openai: a model without reasoning markers")
-    run.add_argument(
-        "--spec-base-url", help="with --engine openai: the base URL of the --spec-model's server (default: --base-url)"
-    )
-    run.add_argument(
-        "--plain-base-url",
-        help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
-    )
-    run.add_argument(
-        "--engine-name",
-        help="with --engine openai: the engine's name in reports (default: <api profile>:<model>@<host:port>, "
-        "or openai:<model>@<host:port> without --api-profile)",
-    )
-    run.add_argument(
-        "--api-profile",
-        choices=tuple(API_PROFILES),
-        help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
-    )
+    _add_api_options(run)
     run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
     run.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
     run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
@@ -577,8 +583,12 @@ def build_parser() -> argparse.ArgumentParser:
     rpl = sub.add_parser("replay", help="re-run a standalone vector file (a minimal reproduction) against an engine")
     rpl.add_argument("file", help="a vector file, e.g. RUN_DIR/reproductions/<engine>--<check>--<requirement>.json")
     rpl.add_argument(
-        "--engine", required=True, help="oracle, reference[:cuda[:triton]], zoo:<mutant> or module:factory"
+        "--engine",
+        required=True,
+        help="oracle, reference[:cuda[:triton]], zoo:<mutant>, module:factory, or for an api reproduction "
+        "embedded:single|multi or openai with its options",
     )
+    _add_api_options(rpl)
     rpl.set_defaults(func=cmd_replay)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
     rep.add_argument("run_dir", help="a run folder (one that holds results.jsonl)")

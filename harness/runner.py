@@ -342,7 +342,10 @@ def write_reproductions(run_dir: Path, record: Record) -> None:
         (run_dir / relative).write_text(json.dumps(document, indent=1) + "\n")
         result["reproduction"] = str(relative)
         record.reproduction = record.reproduction or str(relative)
-        command = f"specconform replay {relative} --engine {shlex.quote(record.engine_spec)}"
+        engine_args = f"--engine {shlex.quote(record.engine_spec)}"  # with its API options where the run had them
+        if record.reproduce.startswith("specconform run "):
+            engine_args = record.reproduce.removeprefix("specconform run ").split(" --check ")[0]
+        command = f"specconform replay {relative} {engine_args}"
         result["evidence"] += f" [minimal reproduction: {relative}; {command}]"
 
 

@@ -213,6 +213,8 @@ class ApiEngine:
             for server in servers
         }
         self._tokenized: dict[str, list[int]] = {}
+        # every chat request and what came back, for a failing API check's reproduction (cleared per check)
+        self.exchanges: list[dict] = []
         listings = []
         for server in servers:
             listing = self.http.get(f"{server}/models")
@@ -332,9 +334,11 @@ class ApiEngine:
         body = self.request_body(model, budget, max_tokens, temperature, seed, **kwargs)
         if raw:
             try:
-                return self._create(model, body, raw=True).http_response
+                response = self._create(model, body, raw=True).http_response
             except openai.APIStatusError as error:
-                return error.response
+                response = error.response
+            self._log(model, body, {"status_code": response.status_code, "text": response.text})
+            return response
         try:
             completion = self._create(model, body)
             if not isinstance(completion.choices, list):
@@ -350,7 +354,11 @@ class ApiEngine:
         if self.api.token_ids == "verbose" and verbose and "tokens" in verbose and data.get("choices"):
             data["choices"][0]["token_ids"] = verbose["tokens"]
             data["prompt_token_ids"] = self.tokenize(verbose["prompt"])
+        self._log(model, body, data)
         return data
+
+    def _log(self, model: str, body: dict, response: dict) -> None:
+        self.exchanges.append({"url": f"{self.url_of(model)}/chat/completions", "body": body, "response": response})
 
     def stream(self, model, budget, max_tokens, temperature, seed=None):
         """Concatenated stream, read chunk by chunk through the client: token ids (None where the engine
@@ -379,4 +387,5 @@ class ApiEngine:
             raise UnparsableResponse(
                 f"{model}: the openai client could not parse the stream: {type(error).__name__}: {error}"
             ) from None
+        self._log(model, body, {"streamed": out})
         return out

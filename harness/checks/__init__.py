@@ -19,13 +19,14 @@ from .budget import BudgetFamily
 from .vectors import vector_checks
 
 _REGISTRY = spec.load_registry()
+_CLASSES = spec.classes()
 
 
 def _check(name, cls, requirements, needs, description, run) -> Check:
     unknown = [r for r in requirements if r not in _REGISTRY]
     if unknown:
         raise ValueError(f"check {name} declares requirements missing from specs/requirements.yaml: {unknown}")
-    if cls not in spec.classes():
+    if cls not in _CLASSES:
         raise ValueError(f"check {name} declares an unknown class {cls!r}")
     return Check(name, cls, tuple(requirements), tuple(needs), description, run)
 
@@ -432,7 +433,11 @@ def api_checks() -> list[Check]:
         ),
     ]
     # a response the openai client cannot parse is a failure of the server, not an error of the check
-    return [replace(check, run=api.client_parses(check.run, check.requirements)) for check in checks]
+    # a failed requirement leaves the requests the check sent as a reproduction
+    return [
+        replace(check, run=api.leaves_reproductions(check.name, api.client_parses(check.run, check.requirements)))
+        for check in checks
+    ]
 
 
 def all_checks() -> list[Check]:

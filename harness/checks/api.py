@@ -10,19 +10,67 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import json
 import math
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import stats
-from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, UnparsableResponse, uniform_outcome
+from .. import spec, stats, vectors
+from ..core import FAIL, PRECONDITION_FAILED, Context, Outcome, Tally, UnparsableResponse, uniform_outcome
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
 
 if TYPE_CHECKING:
     from ..adapters.http import SpecCounters
+
+
+def curl(exchange: dict) -> str:
+    """A shell command that sends one logged chat request again (``ApiEngine.exchanges``)."""
+    return (
+        f"curl -s {shlex.quote(exchange['url'])} -H 'Content-Type: application/json' "
+        f"-d {shlex.quote(json.dumps(exchange['body']))}"
+    )
+
+
+def reproduction_document(check: str, rid: str, fingerprint: str, evidence: str, seed: int, exchanges) -> dict:
+    """A standalone API reproduction: the check and seed that ``specconform replay`` re-runs, the
+    requirement and the property it states, and every chat request the check sent (as JSON and as a
+    curl command) with the response the engine gave."""
+    statement = spec.load_registry()[rid].summary
+    return {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "api",
+        "fingerprint": fingerprint,
+        "check": check,
+        "requirement": rid,
+        "expected": statement,
+        "observed": evidence,
+        "seed": seed,
+        "requests": [{**exchange, "curl": curl(exchange)} for exchange in exchanges],
+    }
+
+
+def leaves_reproductions(name: str, run):
+    """``run`` (an API check named ``name``), where every failed requirement carries a reproduction
+    (``reproduction_document``) of the requests the check sent."""
+
+    @functools.wraps(run)
+    def judged(engine, ctx: Context) -> Outcome:
+        log = getattr(engine, "exchanges", None)
+        if log is not None:
+            log.clear()
+        outcome = run(engine, ctx)
+        for rid, result in outcome.requirements.items():
+            if result.status == FAIL and result.reproduction is None:
+                result.reproduction = reproduction_document(
+                    name, rid, result.fingerprint, result.evidence, ctx.seed, list(log or ())
+                )
+        return outcome
+
+    return judged
 
 
 def client_parses(run, requirements: tuple[str, ...]):

@@ -290,21 +290,35 @@ def describe(vector: dict, divergence: Divergence) -> str:
     )
 
 
-def reproduction_document(vector: dict, divergence: Divergence, original_size: int, minimal_size: int) -> dict:
-    """A standalone thinking-budget vector file holding the minimal scenario and the fingerprint
-    it fails on (``specconform replay`` re-runs it)."""
+def compared_rows(vector: dict) -> int:
+    """The logits rows a budget scenario in the golden-vector format compares: per step, one per
+    live slot plus one per draft."""
+    return sum(len(step["num_draft_tokens"]) + sum(step["num_draft_tokens"]) for step in vector["steps"])
+
+
+def reproduction_document(
+    vector: dict, divergence: Divergence, original: dict, original_size: int, minimal_size: int
+) -> dict:
+    """A standalone thinking-budget vector file holding the minimal scenario ``vector`` and the
+    fingerprint it fails on (``specconform replay`` re-runs it); ``original`` is the drawn scenario it
+    was minimised from, whose size and rows it records beside its own."""
     return {
         "format": FORMAT_VERSION,
         "kind": "thinking-budget",
         "fingerprint": divergence.fingerprint,
         "original_size": original_size,
         "minimal_size": minimal_size,
+        "original_rows": compared_rows(original),
+        "minimal_rows": compared_rows(vector),
         "scenarios": [vector],
         "errors": [],
     }
 
 
-def _minimal(engine, scenario: BudgetScenario, divergence: Divergence, requirements, max_spec) -> BudgetScenario:
+def fails_the_same(engine, fingerprint: str, requirements: tuple[str, ...], max_spec: int):
+    """A predicate: whether a candidate scenario is reachable, valid for the oracle, and makes ``engine``
+    diverge with ``fingerprint`` (another failure met on the way does not count)."""
+
     def still_fails(candidate: BudgetScenario) -> bool:
         if unreachable(candidate):
             return False
@@ -317,9 +331,14 @@ def _minimal(engine, scenario: BudgetScenario, divergence: Divergence, requireme
             found = replay_scenario(engine, vector, requirements)
         except Exception:  # the engine fails otherwise on this candidate: not the same failure
             return False
-        return found is not None and found.fingerprint == divergence.fingerprint
+        return found is not None and found.fingerprint == fingerprint
 
-    return shrink.minimise(scenario, smaller, still_fails)
+    return still_fails
+
+
+def minimal_scenario(engine, scenario: BudgetScenario, fingerprint: str, requirements, max_spec) -> BudgetScenario:
+    """``scenario`` shrunk (``cases.budget.smaller``) while ``engine`` still fails it with ``fingerprint``."""
+    return shrink.minimise(scenario, smaller, fails_the_same(engine, fingerprint, tuple(requirements), max_spec))
 
 
 def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None):
@@ -341,7 +360,7 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             if divergence.requirement in tally.failures:
                 tally.violated(divergence.requirement, divergence.mode, "")
                 continue
-            minimal = _minimal(engine, scenario, divergence, requirements, family.max_spec)
+            minimal = minimal_scenario(engine, scenario, divergence.fingerprint, requirements, family.max_spec)
             reduced = minimal.vector(f"minimal-{n}", list(requirements), f"minimised from scenario {n}")
             reduced["max_spec_len"] = family.max_spec
             shown = replay_scenario(engine, reduced, requirements) or divergence
@@ -351,7 +370,7 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
                 divergence.requirement,
                 divergence.mode,
                 f"scenario {n} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
-                reproduction=reproduction_document(reduced, shown, scenario.size, minimal.size),
+                reproduction=reproduction_document(reduced, shown, vector, scenario.size, minimal.size),
             )
         return tally.outcome(f"{count} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle")
 

@@ -9,6 +9,9 @@ requirements it exercises, and a mismatch is blamed on the requirement of the fi
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from .. import cases, shrink, stats, vectors
@@ -462,6 +465,9 @@ def _greedy_row(case: rs.RejectionCase, i: int) -> list[int]:
     return (emitted + [-1, -1])[:2]
 
 
+_BLAME = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}
+
+
 def _rule_trials(accept: float, residual: np.ndarray, target: stats.Power, alpha_test: float) -> int:
     """Trials of one fixed-draft case after which its acceptance-rate test and, on the rejected trials, its
     rejection-token test reach the trials ``target`` needs (STAT-POWER-1)."""
@@ -469,6 +475,89 @@ def _rule_trials(accept: float, residual: np.ndarray, target: stats.Power, alpha
     if accept < 1:
         needed = max(needed, stats.trials_to_reach(stats.trials_needed(residual, target, alpha_test), 1 - accept))
     return needed
+
+
+@dataclass
+class RuleRun:
+    """One fixed-draft case of the acceptance-rule check in one batch layout, sampled by an engine: the
+    greedy requests' failure (exact, or None) and the two tests, each ``(what, counts, probs, reach)``
+    (the acceptance rate of the draft row, then the token emitted on rejection, which a conforming
+    engine reaches with probability ``1 - accept``)."""
+
+    greedy_failure: str | None
+    tests: list[tuple[str, np.ndarray, np.ndarray, float]]
+
+
+def run_rule(engine, profile, logits, q_row, draft: int, layout: str, trials: int, seed: int) -> RuleRun:
+    """``trials`` seeded requests of one fixed-draft case (``logits [2, V]``: the draft row and the bonus
+    row, ``q_row [V]`` or None for one-hot, ``draft``) in ``layout``, drawn from ``seed``."""
+    accept, residual = _rule_expectation(logits[0], q_row, draft)
+    rows = [list(row) for row in logits]
+    case, trial_index, greedy_index = _rule_batch(np.random.default_rng(seed), rows, q_row, draft, trials, layout)
+    tokens, _ = sample_output(engine, profile, case)
+    tokens = np.asarray(tokens)
+    greedy_failure = None
+    if greedy_index:
+        expected = {i: _greedy_row(case, i) for i in greedy_index}
+        wrong = [i for i in greedy_index if tokens[i, :2].tolist() != expected[i]]
+        if wrong:
+            greedy_failure = (
+                f"greedy request {wrong[0]} emitted {tokens[wrong[0], :2].tolist()}, expected {expected[wrong[0]]}"
+            )
+    trial_tokens = tokens[trial_index, :2]
+    accepted = trial_tokens[:, 1] != -1
+    rejected_tokens = trial_tokens[~accepted, 0]
+    in_range = rejected_tokens[(rejected_tokens >= 0) & (rejected_tokens < len(residual))]
+    tests = [
+        ("acceptance-rate", np.array([accepted.sum(), (~accepted).sum()]), np.array([accept, 1 - accept]), 1.0),
+        ("rejection-token", np.bincount(in_range, minlength=len(residual)), np.asarray(residual), 1 - accept),
+    ]
+    return RuleRun(greedy_failure, tests)
+
+
+def rule_reproduction(name, logits, q_row, draft, layout, trials, seed, alpha_test, rid, mode, run: RuleRun) -> dict:
+    """A standalone document for one failed test of the acceptance-rule check: the fixed-draft case, its
+    layout and run (trials, seed, α_test), the test (``mode``) and its observed counts against the
+    expected probabilities (``specconform replay`` re-runs the same test)."""
+    entry = {
+        "name": f"{name}-{layout}",
+        "requirements": [rid],
+        "test": mode,
+        "target_logits": vectors.encode_matrix(logits),
+        "q": None if q_row is None else [vectors.encode_float(x) for x in q_row],
+        "draft": draft,
+        "layout": layout,
+        "trials": trials,
+        "seed": seed,
+        "alpha_test": alpha_test,
+        "observed_counts": {what: counts.tolist() for what, counts, _, _ in run.tests},
+        "expected_probabilities": {what: [vectors.encode_float(x) for x in probs] for what, _, probs, _ in run.tests},
+        "greedy_failure": run.greedy_failure,
+    }
+    return {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": f"{rid}/{mode}",
+        "exact": [],
+        "acceptance_rule": [entry],
+        "errors": [],
+    }
+
+
+def replay_rule(engine, profile, entry: dict) -> tuple[str, str]:
+    """Re-run an ``acceptance_rule`` entry: ``(fingerprint, evidence)``, the fingerprint empty when its test
+    passes."""
+    logits = np.array(entry["target_logits"], dtype=np.float64)
+    q_row = None if entry["q"] is None else np.array(entry["q"], dtype=np.float64)
+    layout, trials, seed = entry["layout"], int(entry["trials"]), int(entry["seed"])
+    run = run_rule(engine, profile, logits, q_row, int(entry["draft"]), layout, trials, seed)
+    rid, mode = entry["requirements"][0], entry["test"]
+    if mode == "greedy-request-differs":
+        return (f"{rid}/{mode}", run.greedy_failure) if run.greedy_failure else ("", "greedy requests equal the oracle")
+    what, counts, probs, _ = next(t for t in run.tests if t[0] == mode)
+    result = stats.g_test(counts, probs, float(entry["alpha_test"]))
+    line = f"{what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: p = {result.p_value:.3g}"
+    return (f"{rid}/{mode}" if not result.passed else "", line)
 
 
 def acceptance_rule(engine, ctx: Context) -> Outcome:
@@ -482,66 +571,51 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     (at most ``ctx.trials`` per case and layout); a test counts as a case only when it detects and
     certifies that deviation (STAT-POWER-1, STAT-CERT-1). An engine that does not claim greedy
     verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN, and does not hold back the
-    check's PASS (RUN-STATUS-3: it applies only to an engine with both rules)."""
+    check's PASS (RUN-STATUS-3: it applies only to an engine with both rules). Each case and layout draws
+    from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
     requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     greedy = "rs.greedy" in ctx.profile.classes
     tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))  # no mixed batch without greedy
-    rng = np.random.default_rng(ctx.seed)
     layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
     target = stats.Power(ctx.deviation, ctx.power)
     worst_p, total, uncounted = 1.0, 0, []
+
+    def violated(rid, mode, evidence, document) -> None:
+        tally.violated(rid, mode, evidence, reproduction=None if rid in tally.failures else document())
+
     for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
         accept, residual = _rule_expectation(logits[0], q_row, draft)
         trials = min(_rule_trials(accept, residual, target, alpha_test), ctx.trials)
         failed_alone = False
-        for layout in layouts if number == 0 else layouts[:1]:  # the first case also in ragged and mixed batches
-            case, trial_index, greedy_index = _rule_batch(rng, logits, q_row, draft, trials, layout)
-            tokens, _ = sample_output(engine, ctx.profile, case)
-            tokens = np.asarray(tokens)
+        for index, layout in enumerate(layouts if number == 0 else layouts[:1]):  # the first case in every layout
+            seed = ctx.seed + 3 * number + index
+            run = run_rule(engine, ctx.profile, logits, q_row, draft, layout, trials, seed)
             total += trials
             label = f"{name} ({layout}, {trials} trials)"
-            blame = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}[layout]
-            if greedy_index:
-                expected = {i: _greedy_row(case, i) for i in greedy_index}
-                wrong = [i for i in greedy_index if tokens[i, :2].tolist() != expected[i]]
-                if wrong:
-                    tally.violated(
-                        "RS-MIXED-1",
-                        "greedy-request-differs",
-                        f"{label}: greedy request {wrong[0]} "
-                        f"emitted {tokens[wrong[0], :2].tolist()}, expected {expected[wrong[0]]}",
-                    )
-                else:
-                    tally.exercised("RS-MIXED-1")
-            trial_tokens = tokens[trial_index, :2]
-            accepted = trial_tokens[:, 1] != -1
-            rejected_tokens = trial_tokens[~accepted, 0]
-            tests = (
-                (accept_rid, "acceptance-rate", np.array([accepted.sum(), (~accepted).sum()]), [accept, 1 - accept], 1),
-                (
-                    residual_rid,
-                    "rejection-token",
-                    np.bincount(
-                        rejected_tokens[(rejected_tokens >= 0) & (rejected_tokens < len(residual))],
-                        minlength=len(residual),
-                    ),
-                    residual,
-                    1 - accept,
-                ),
-            )
-            for rid, what, counts, probs, reach in tests:
-                judgement = stats.judge(stats.g_test(counts, probs, alpha_test), np.asarray(probs), target, reach)
+            blame = _BLAME[layout]
+
+            def document(rid, mode, case=(name, logits, q_row, draft, layout, trials, seed), run=run):
+                return lambda: rule_reproduction(*case, alpha_test, rid, mode, run)
+
+            if run.greedy_failure:
+                mode = "greedy-request-differs"
+                violated("RS-MIXED-1", mode, f"{label}: {run.greedy_failure}", document("RS-MIXED-1", mode))
+            elif layout == "mixed":
+                tally.exercised("RS-MIXED-1")
+            for (what, counts, probs, reach), rid in zip(run.tests, (accept_rid, residual_rid)):
+                judgement = stats.judge(stats.g_test(counts, probs, alpha_test), probs, target, reach)
                 result = judgement.result
                 worst_p = min(worst_p, result.p_value)
                 if judgement.failed:
                     failed_alone |= blame is None
                     culprit = rid if blame is None or failed_alone else blame
-                    tally.violated(
+                    violated(
                         culprit,
                         what,
                         f"{label}: {what} counts {counts.tolist()} against {np.round(probs, 4).tolist()}: "
                         f"p = {result.p_value:.3g} < α_test {alpha_test:.2g}, {result.zero_hits} on p = 0",
+                        document(culprit, what),
                     )
                 elif judgement.counted:
                     tally.exercised(rid if blame is None else blame)
@@ -617,7 +691,10 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
             n = stats.planned_trials(case, target, alpha_test, ctx.trials)
             trials.append(n)
             report = run_distribution(engine, ctx, case, n, alpha_test, ctx.seed + i)
-            judge_report(report, requirements, tally)
+            document = functools.partial(
+                statistical_reproduction, engine, ctx, case, report, requirements, seed=ctx.seed + i
+            )
+            judge_report(report, requirements, tally, document)
             lines += report.position_lines()
             reachable = [j for j, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE]
             tests = reachable + [report.accepted_length]
@@ -661,15 +738,21 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
     return tally.outcome("ids just outside the allowed ranges are rejected naming the field")
 
 
-def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally) -> None:
+def judge_report(
+    report: stats.DistributionReport, requirements: tuple[str, ...], tally: Tally, reproduction=None
+) -> None:
     """Count ``report``'s judged tests into ``tally`` for ``requirements``: failures violate RS-PROB-5,
     RS-PROB-6 or RS-INPUT-1; a counted position exercises RS-PROB-5 and the position-level requirements
     the check names; the harness's STAT-* requirements count once for a case whose every reachable test
-    was counted (STAT-POWER-1 can then not be PASS at trials that cannot reach the declared deviation)."""
+    was counted (STAT-POWER-1 can then not be PASS at trials that cannot reach the declared deviation).
+    ``reproduction(requirement, mode)``, when given, makes the document a failure leaves."""
+
+    def violated(rid: str, mode: str, evidence: str) -> None:
+        document = reproduction(rid, mode) if reproduction and rid not in tally.failures else None
+        tally.violated(rid, mode, evidence, reproduction=document)
+
     if report.out_of_range:
-        tally.violated(
-            "RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows"
-        )
+        violated("RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows")
     elif "RS-INPUT-1" in requirements:
         tally.exercised("RS-INPUT-1")
     per_position = ["RS-PROB-5"] if "RS-PROB-5" in requirements else []
@@ -677,20 +760,109 @@ def judge_report(report: stats.DistributionReport, requirements: tuple[str, ...]
     for j, judgement in enumerate(report.positions):
         if judgement.failed:
             kind = "zero-probability-token" if judgement.result.zero_hits else "position-distribution"
-            tally.violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"))
+            violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"))
         elif judgement.counted:
             tally.exercised(*per_position)
         elif report.reach[j] > stats.UNREACHABLE:
             complete = False
     length = report.accepted_length
     if length.failed:
-        tally.violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"))
+        violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"))
     elif length.counted:
         tally.exercised(*[r for r in ("RS-PROB-6",) if r in requirements])
     else:
         complete = False
     if complete:
         tally.exercised(*[r for r in requirements if r.startswith("STAT-")])
+
+
+# Statistical candidates cost a whole test each: a few, biggest cuts first.
+MAX_STATISTICAL_EVALUATIONS = 6
+
+
+def smaller_distribution_cases(case: stats.DistributionCase):
+    """Candidate reductions of a distribution case: fewer draft positions (``K' = 1 .. K - 1``), the
+    vocabulary without every id that no target row and no draft distribution gives mass, then (for
+    ``V ≤ 16``) without one id at a time; ``q`` rows renormalised, ``V ≥ 2``, every row keeps mass."""
+    for k in range(1, case.K):
+        yield replace(case, target_logits=case.target_logits[: k + 1], q=case.q[:k])
+    p, q = case.p, case.q
+    used = (p > 0).any(axis=0) | (q > 0).any(axis=0)  # [V]
+    drops = [~used] if (~used).any() else []
+    if len(used) <= 16:
+        drops += [np.arange(len(used)) == v for v in range(len(used))]
+    for drop in drops:
+        keep = ~drop
+        if keep.sum() < 2 or not (q[:, keep].sum(axis=1) > 0).all() or not (p[:, keep].sum(axis=1) > 0).all():
+            continue
+        kept_q = q[:, keep] / q[:, keep].sum(axis=1, keepdims=True)
+        yield replace(case, target_logits=case.target_logits[:, keep], q=kept_q)
+
+
+def _rerun(engine, ctx: Context, case, report: stats.DistributionReport, seed: int) -> stats.DistributionReport:
+    """``case`` run as ``report``'s case was: the same trials, α_test, declared power and seed."""
+    return run_distribution(engine, ctx, case, report.trials, report.alpha_test, seed)
+
+
+def statistical_reproduction(
+    engine,
+    ctx: Context,
+    case: stats.DistributionCase,
+    report: stats.DistributionReport,
+    requirements: tuple[str, ...],
+    rid: str,
+    mode: str,
+    *,
+    seed: int,
+) -> dict:
+    """A standalone ``sampled_drafts`` document for a failed distribution test of ``case``, shrunk to the
+    fewest draft positions and ids that fail ``rid`` the same way under the same run: the case (target
+    logits ``[K + 1, V]`` at its temperature, draft distributions ``q [K, V]``, drafts drawn from ``q`` by
+    ``seed``), the run (trials, α_test, declared deviation and power), and the observed against the
+    expected per-position frequencies ``[K + 1][V]`` and accepted-length frequencies ``[K + 1]``
+    (``specconform replay`` re-runs the same test)."""
+
+    def still_fails(candidate: stats.DistributionCase) -> bool:
+        tally = Tally(requirements)
+        try:
+            judge_report(_rerun(engine, ctx, candidate, report, seed), requirements, tally)
+        except Exception:  # the engine fails otherwise on this candidate: not the same failure
+            return False
+        return tally.failures.get(rid, ("",))[0] == mode
+
+    original = case
+    case = shrink.minimise(case, smaller_distribution_cases, still_fails, MAX_STATISTICAL_EVALUATIONS)
+    if case is not original:
+        report = _rerun(engine, ctx, case, report, seed)
+    entry = {
+        "name": case.name,
+        "requirements": [rid, *[r for r in requirements if r != rid]],
+        "description": "; ".join(report.position_lines()),
+        "p": vectors.encode_matrix(case.p),
+        "target_logits": vectors.encode_matrix(case.target_logits),
+        "temperature": case.temperature,
+        "q": vectors.encode_matrix(case.q),
+        "pass_q": case.pass_q,
+        "seed": seed,
+        "trials": report.trials,
+        "alpha_test": report.alpha_test,
+        "deviation": report.target.deviation,
+        "power": report.target.power,
+        "expected_position_marginals": vectors.encode_matrix(case.p),
+        "expected_accepted_length": [vectors.encode_float(x) for x in case.length_law()],
+        "observed_position_marginals": vectors.encode_matrix(report.empirical),
+        "observed_accepted_length": [vectors.encode_float(x) for x in report.lengths],
+    }
+    return {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": f"{rid}/{mode}",
+        "original_shape": {"K": original.K, "vocab_size": int(original.target_logits.shape[1])},
+        "minimal_shape": {"K": case.K, "vocab_size": int(case.target_logits.shape[1])},
+        "exact": [],
+        "sampled_drafts": [entry],
+        "errors": [],
+    }
 
 
 def _distribution_plot(case: stats.DistributionCase, report: stats.DistributionReport) -> dict:

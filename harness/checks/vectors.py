@@ -11,6 +11,7 @@ counts for nothing (NOT_RUN).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,25 +24,13 @@ from . import budget, rejection
 
 
 def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
-    state = engine.budget_state(
-        scenario["start_token_ids"],
-        scenario["end_token_ids"],
-        scenario["max_num_reqs"],
-        scenario["scope"],
-        max_spec_len=max((max(s["num_draft_tokens"], default=0) for s in scenario["steps"]), default=0),
-        **budget.marker_arguments(scenario),
-    )
-    for index, step in enumerate(scenario["steps"]):
-        try:
-            state.sync_batch(None if step["update"] is None else BatchUpdate.from_json(step["update"]))
-        except ValueError as exc:
-            return "valid-update-rejected", f"step {index}: the valid update was rejected: {exc}"
-        got = [int(x) for x in state.forced_tokens(step["num_draft_tokens"], step["draft_token_ids"])]
-        judged = [i for i, token in enumerate(step["expected_forced"]) if token is not None]  # None: discarded
-        if len(got) != len(step["expected_forced"]) or any(got[i] != step["expected_forced"][i] for i in judged):
-            return "forced-rows-differ", f"step {index}: forced rows {got}, expected {step['expected_forced']}"
-        state.update_state(step["sampled_token_ids"])
-    return None
+    """A ``scenarios`` vector, driven as the generated budget checks drive theirs (``budget.replay_scenario``);
+    every diverging row is one way of failing here (``forced-rows-differ``), a rejected valid update another."""
+    divergence = budget.replay_scenario(engine, scenario, tuple(scenario["requirements"]))
+    if divergence is None:
+        return None
+    mode = "valid-update-rejected" if divergence.mode == "valid-update-rejected" else "forced-rows-differ"
+    return mode, budget.describe(scenario, divergence)
 
 
 def _expected_error(entry, call: Callable[[], object], errors: tuple[type[Exception], ...]) -> tuple[str, str] | None:
@@ -195,22 +184,36 @@ def _row_codes(tokens: np.ndarray, V: int) -> np.ndarray:
     return np.where(bad, -1, ((tokens + 1) * weights).sum(axis=1))
 
 
-def _sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
-    """Statistical replay of a ``sampled_drafts`` vector: drafts drawn from ``q``, every position tested
-    against ``expected_position_marginals`` and the accepted length against ``expected_accepted_length``,
-    each judged against the declared power (``rejection.judge_report``)."""
-    p = _vector_probs(entry["p"])
-    case = stats.DistributionCase(
+def distribution_case(entry: dict) -> stats.DistributionCase:
+    """The ``stats.DistributionCase`` of a ``sampled_drafts`` entry: its ``target_logits`` at its
+    ``temperature`` where it states them (a reproduction does), else ``log p`` at temperature 1; drafts
+    verified with ``q`` unless ``pass_q`` is false; the expected values are the entry's."""
+    logits = _log(_vector_probs(entry["p"])) if "target_logits" not in entry else _vector_probs(entry["target_logits"])
+    return stats.DistributionCase(
         entry["name"],
-        _log(p),
+        logits,
         _vector_probs(entry["q"]),
+        float(entry.get("temperature", 1.0)),
+        bool(entry.get("pass_q", True)),
         expected_positions=_vector_probs(entry["expected_position_marginals"]),
         expected_lengths=_vector_probs(entry["expected_accepted_length"]),
     )
+
+
+def sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
+    """Statistical replay of a ``sampled_drafts`` entry: drafts drawn from ``q``, every position tested
+    against ``expected_position_marginals`` and the accepted length against ``expected_accepted_length``,
+    each judged against the declared power (``rejection.judge_report``). A reproduction states the run it
+    came from (``seed``, ``trials``, ``alpha_test``, ``deviation``, ``power``) and is re-run with exactly
+    that; a golden vector is sized from ``ctx``."""
+    case = distribution_case(entry)
+    ctx = replace(
+        ctx, deviation=float(entry.get("deviation", ctx.deviation)), power=float(entry.get("power", ctx.power))
+    )
     target = stats.Power(ctx.deviation, ctx.power)
-    alpha_test = stats.sidak(ctx.alpha, stats.tests_per_case(case.K))
-    trials = stats.planned_trials(case, target, alpha_test, ctx.trials)
-    report = rejection.run_distribution(engine, ctx, case, trials, alpha_test, ctx.seed)
+    alpha_test = float(entry.get("alpha_test", stats.sidak(ctx.alpha, stats.tests_per_case(case.K))))
+    trials = int(entry.get("trials", stats.planned_trials(case, target, alpha_test, ctx.trials)))
+    report = rejection.run_distribution(engine, ctx, case, trials, alpha_test, int(entry.get("seed", ctx.seed)))
     tally = Tally(requirements)
     rejection.judge_report(report, requirements, tally)
     tests = [j for j in report.positions if j.result.trials] + [report.accepted_length]
@@ -227,7 +230,7 @@ _GROUPS = (
     ("thinking-budget", "errors", _exactly(_budget_error), ("budget",)),
     ("rejection", "exact", _exactly(_rejection_exact), ("rejection",)),
     ("rejection", "distributions", _fixed_drafts, ("rejection",)),
-    ("rejection", "sampled_drafts", _sampled_drafts, ("rejection",)),
+    ("rejection", "sampled_drafts", sampled_drafts, ("rejection",)),
     ("rejection", "errors", _exactly(_rejection_error), ("rejection", "input-validation")),
     ("counting", "rows", _exactly(_count_row), ("counting",)),
     ("counting", "metrics", _exactly(_metrics), ("metrics",)),

@@ -90,7 +90,7 @@ def test_greedy_and_forced_rows_are_refused_naming_the_field():
 
 
 @pytest.mark.gpu
-def test_flashinfer_output_is_canonical_and_seeded_draws_repeat():
+def test_flashinfer_output_keeps_the_layout_and_seeded_draws_repeat():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("FlashInfer's kernels need a CUDA GPU")
@@ -101,6 +101,10 @@ def test_flashinfer_output_is_canonical_and_seeded_draws_repeat():
     for seed in range(10):
         case = _sampled_case(seed, with_q=seed % 2 == 0)
         tokens, num = engine.rejection_sample(case)
-        assert output_problem(case, tokens, num) is None
+        # the adapter's glue keeps the layout and the count; a zero-probability token is FlashInfer's own published
+        # failure (RS-PROB-3: a draft with q = 0 accepted, an empty residual sampled as its last valid id; see
+        # reports/engines/flashinfer-0.7.2), which these random cases reach and the conformance run judges
+        problem = output_problem(case, tokens, num)
+        assert problem is None or problem[:2] == ("RS-PROB-3", "zero-probability-token"), problem
         again, _ = engine.rejection_sample(case)
         assert np.array_equal(tokens, again)
