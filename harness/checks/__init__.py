@@ -155,9 +155,10 @@ def kernel_checks() -> list[Check]:
         _check(
             "budget/batch-errors",
             "tb.batch",
-            ("TB-BATCH-4",),
+            ("TB-BATCH-4", "TB-BATCH-5"),
             ("budget",),
-            "removing, moving from or swapping with a slot that a removal emptied is an error naming the slot",
+            "removing, moving from or swapping with a slot that a removal emptied is an error naming the slot; "
+            "a step before the first update lays out no row",
             budget.batch_errors_check,
         ),
         _check(

@@ -455,8 +455,15 @@ def api_check(engine, ctx: Context) -> Outcome:
 
 def batch_errors_check(engine, ctx: Context) -> Outcome:
     """TB-BATCH-4 on slots that a removal or a UNIDIRECTIONAL move emptied: a later removal of, move from or
-    SWAP with such a slot, in the same update or the next, raises a ValueError that names the slot."""
-    tally = Tally(("TB-BATCH-4",))
+    SWAP with such a slot, in the same update or the next, raises a ValueError that names the slot. TB-BATCH-5
+    on a state stepped before its first update: its batch holds no slot, so a step lays out no row."""
+    tally = Tally(("TB-BATCH-4", "TB-BATCH-5"))
+    fresh = engine.budget_state([1], [2], 4, ctx.profile.scope)
+    forced = list(fresh.forced_tokens(None, None))
+    if forced:
+        tally.violated("TB-BATCH-5", "rows-before-first-update", f"a step before any update forced rows {forced}")
+    else:
+        tally.exercised("TB-BATCH-5")
     full = BatchUpdate(3, added=tuple(AddedRequest(slot, slot + 1, (1,)) for slot in range(3)))
     emptied = BatchUpdate(2, removed=(2,))
     cases = {
@@ -488,7 +495,9 @@ def batch_errors_check(engine, ctx: Context) -> Outcome:
                 tally.violated("TB-BATCH-4", "error-does-not-name-slot", f"{case}: rejected as {exc}")
             continue
         tally.violated("TB-BATCH-4", "emptied-slot-accepted", f"{case}: {updates[-1].to_json()} was accepted")
-    return tally.outcome("updates naming a slot emptied by a removal or a move are rejected naming the slot")
+    return tally.outcome(
+        "updates naming a slot emptied by a removal or a move are rejected naming the slot; no row before any update"
+    )
 
 
 LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)

@@ -69,7 +69,8 @@ def _untrimmed(steps):
 
 def metrics_check(engine, ctx: Context) -> Outcome:
     """AC-METRIC-1..3 and 5 on a stream without EOS; AC-METRIC-4 on a stream where EOS ends accepted runs;
-    AC-STOP-1 on one where commit limits (``max_tokens``, stop strings) trim them too."""
+    AC-STOP-1 on one where commit limits (``max_tokens``, stop strings) trim them too; AC-METRIC-1 (NaN when
+    nothing was drafted) over zero steps."""
     tally = Tally(("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-STOP-1", "AC-METRIC-5"))
     rng = np.random.default_rng(ctx.seed)
     for eos, limits in (([], False), ([3], False), ([3], True)):
@@ -134,4 +135,17 @@ def metrics_check(engine, ctx: Context) -> Outcome:
             tally.violated(
                 "AC-METRIC-5", "not-a-sum-over-committed-tokens", f"{label}: drafts × mean length ≠ {committed}"
             )
-    return tally.outcome("acceptance metrics over committed tokens, without EOS, with EOS, with EOS and commit limits")
+    empty = engine.acceptance_metrics([], [])
+    if np.isnan(empty["acceptance_rate"]) and not any(empty["accepted_per_position"]):
+        tally.exercised("AC-METRIC-1")
+    else:
+        tally.violated(
+            "AC-METRIC-1",
+            "rate-defined-without-drafts",
+            f"over zero steps: acceptance rate {empty['acceptance_rate']}, accepted per position "
+            f"{list(empty['accepted_per_position'])} (expected NaN and no accepted draft)",
+        )
+    return tally.outcome(
+        "acceptance metrics over committed tokens, without EOS, with EOS, with EOS and commit limits; "
+        "NaN rate over zero steps"
+    )

@@ -735,7 +735,40 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
                     tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
                 continue
             tally.violated("RS-INPUT-5", "invalid-id-accepted", f"{change} was accepted")
-    return tally.outcome("ids just outside the allowed ranges are rejected naming the field")
+    summary = "ids just outside the allowed ranges are rejected naming the field"
+    device = getattr(engine, "tensor_device", None)
+    if device is not None:  # only an engine that takes tensors can be handed draft ids that are no integers
+        _fractional_draft_ids(engine, device, logits, tally)
+        summary += "; so are fractional draft ids given as tensors"
+    return tally.outcome(summary)
+
+
+def _fractional_draft_ids(engine, device: str, logits: np.ndarray, tally: Tally) -> None:
+    """RS-INPUT-5 on ``draft_token_ids`` float32 ``[2]`` holding 1.5: no id in ``[0, V)``, so ``engine``'s
+    ``rejection_sample_tensors`` must raise a ValueError naming the field."""
+    import torch
+
+    def tensor(values, dtype):
+        return torch.tensor(values, dtype=dtype, device=device)
+
+    drafts = [1.5, 2.0]
+    try:
+        engine.rejection_sample_tensors(
+            tensor(logits, torch.float32),
+            tensor(drafts, torch.float32),
+            tensor([2], torch.int64),
+            None,
+            tensor([1.0], torch.float32),
+            tensor([1], torch.int64),
+            None,
+        )
+    except ValueError as exc:
+        if "draft_token_ids" in str(exc):
+            tally.exercised("RS-INPUT-5")
+        else:
+            tally.violated("RS-INPUT-5", "error-does-not-name-field", f"float draft ids {drafts}: rejected as {exc}")
+        return
+    tally.violated("RS-INPUT-5", "invalid-id-accepted", f"float draft ids {drafts} were accepted")
 
 
 def judge_report(
