@@ -714,7 +714,8 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
 
 def invalid_ids_check(engine, ctx: Context) -> Outcome:
     """RS-INPUT-5 at both ends of the allowed ranges: a forced id below -1 or equal to V and a draft id below -1
-    or equal to V are errors naming the field (a ValueError), never tokens."""
+    or equal to V are errors naming the field (a ValueError), never tokens; so are fractional draft ids, on an
+    engine that takes tensors (``tensor_device``: the canonical case stores ids as integers)."""
     tally = Tally(("RS-INPUT-5",))
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)

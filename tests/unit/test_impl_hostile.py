@@ -85,6 +85,8 @@ def test_a_bad_update_changes_nothing_even_after_a_good_swap(target, update, mes
         (lambda s: s.forced_tokens(np.array([1, 0]), torch.tensor([4])), "num_draft_tokens.*ndarray"),
         (lambda s: s.apply_to_logits(torch.zeros(2, 8, dtype=torch.int64)), "logits.*floating.*int64"),
         (lambda s: s.apply_to_logits(torch.zeros(2, 3)), r"end_token_ids \[2, 3\] must lie in \[0, V\).*V = 3"),
+        (lambda s: s.apply_to_logits(torch.zeros(3, 8)), r"logits must have shape \(2, V\); got \(3, 8\)"),
+        (lambda s: s.apply_to_logits(torch.zeros(2, 8, 1)), r"logits must have shape \(2, V\); got \(2, 8, 1\)"),
         (lambda s: s.update_state(torch.tensor([[4.0], [4.0]])), "sampled_token_ids.*float32"),
     ],
 )
