@@ -39,8 +39,9 @@ def submitted(server):
     submit = engine.submit
 
     def recording(request):
-        requests.put(request)
-        return submit(request)
+        handle = submit(request)
+        requests.put(request)  # only once the engine holds it: a step released on this signal must see it
+        return handle
 
     engine.submit = recording
     yield requests
