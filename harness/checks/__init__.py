@@ -199,6 +199,15 @@ def kernel_checks() -> list[Check]:
             rejection.invalid_ids_check,
         ),
         _check(
+            "rejection/invalid-layout",
+            "rs.input",
+            ("RS-INPUT-5",),
+            ("rejection", "input-validation"),
+            "tensors whose layout disagrees with num_draft_tokens (shapes, negative or mis-summed draft counts) are "
+            "errors naming the field",
+            rejection.invalid_layout_check,
+        ),
+        _check(
             "rejection/output-contract",
             "rs.input",
             ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3"),

@@ -450,7 +450,36 @@ def api_check(engine, ctx: Context) -> Outcome:
             tally.exercised("TB-API-3")
             continue
         tally.violated("TB-API-3", "empty-marker-accepted", f"empty marker accepted: S={start} E={end}")
-    return tally.outcome("invalid budgets and markers rejected naming the field; -1 and None untracked")
+    _extreme_values(engine, ctx, tally)
+    return tally.outcome(
+        "invalid budgets and markers rejected naming the field; -1 and None untracked; markers holding the largest "
+        "token id and a budget beyond 32 bits work"
+    )
+
+
+def _extreme_values(engine, ctx: Context, tally: Tally) -> None:
+    """TB-API-3 and TB-API-1 at the top of their ranges: markers holding the largest token id in contract,
+    ``2^31 − 1`` (S) and ``2^31 − 2`` (E), with two requests whose prompts open a section: budget 0 forces E
+    at once, and budget ``2^40`` (any integer ``B ≥ 0`` is a budget) forces nothing."""
+    top = 2**31 - 1
+    prompt = (5, top)
+    try:
+        state = engine.budget_state([top], [top - 1], 2, ctx.profile.scope)
+        state.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, prompt), AddedRequest(1, 2**40, prompt))))
+        forced = [int(x) for x in state.forced_tokens(None, None)]
+    except ValueError as exc:
+        tally.violated("TB-API-3", "extreme-value-rejected", f"S=[{top}], E=[{top - 1}], budgets 0 and 2**40: {exc}")
+        return
+    if forced[0] == top - 1:
+        tally.exercised("TB-API-3")
+    else:
+        tally.violated(
+            "TB-API-3", "large-marker-id-not-matched", f"S=[{top}] opened by the prompt, budget 0: forced {forced[0]}"
+        )
+    if forced[1] == -1:
+        tally.exercised("TB-API-1")
+    else:
+        tally.violated("TB-API-1", "large-budget-forced", f"budget 2**40, nothing thought yet: forced {forced[1]}")
 
 
 def batch_errors_check(engine, ctx: Context) -> Outcome:

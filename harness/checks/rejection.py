@@ -283,6 +283,68 @@ def _describe(case: rs.RejectionCase) -> str:
     )
 
 
+def invalid_layout_check(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-5 on layouts that disagree with ``num_draft_tokens``, handed to an engine that takes tensors
+    (``tensor_device``; the canonical case cannot hold them): each must raise a ValueError naming the field.
+    The valid case it departs from: ``target_logits`` float32 ``[3, 6]``, ``draft_token_ids`` int64 ``[1, 2]``,
+    ``num_draft_tokens`` int64 ``[2]``, ``temperature`` float32 ``[1.0]``, ``seeds`` int64 ``[1]``."""
+    import torch
+
+    tally = Tally(("RS-INPUT-5",))
+    device = getattr(engine, "tensor_device", None)
+    if device is None:
+        return tally.outcome("the engine takes no tensors, so no layout can disagree with its draft counts")
+    vocab = 6
+    logits = np.random.default_rng(ctx.seed).normal(size=(4, vocab)).astype(np.float32)
+    valid = {
+        "target_logits": (logits[:3], torch.float32),
+        "draft_token_ids": ([1, 2], torch.int64),
+        "num_draft_tokens": ([2], torch.int64),
+        "draft_probs": None,
+        "temperature": ([1.0], torch.float32),
+        "seeds": ([1], torch.int64),
+        "positions": None,
+        "forced_token_ids": None,
+    }
+    wide = np.full((2, vocab + 1), 1 / (vocab + 1), dtype=np.float32)  # rows sum to 1, one column too many
+    cases = {  # what is wrong -> (the field an error must name, the fields that differ from the valid case)
+        "a negative draft count": (
+            "num_draft_tokens",
+            {
+                "num_draft_tokens": ([-1, 3], torch.int64),
+                "temperature": ([1.0, 1.0], torch.float32),
+                "seeds": ([1, 2], torch.int64),
+                "target_logits": (logits, torch.float32),
+            },
+        ),
+        "draft counts summing to 3 for 2 drafts": ("num_draft_tokens", {"num_draft_tokens": ([3], torch.int64)}),
+        "1-D target_logits": ("target_logits", {"target_logits": (logits[0], torch.float32)}),
+        "2-D num_draft_tokens": ("num_draft_tokens", {"num_draft_tokens": ([[2]], torch.int64)}),
+        "2-D draft_token_ids": ("draft_token_ids", {"draft_token_ids": ([[1, 2]], torch.int64)}),
+        "target_logits with a row more": ("target_logits", {"target_logits": (logits, torch.float32)}),
+        "draft_probs with a column more": ("draft_probs", {"draft_probs": (wide, torch.float32)}),
+        "two temperatures for one request": ("temperature", {"temperature": ([1.0, 1.0], torch.float32)}),
+        "two seeds for one request": ("seeds", {"seeds": ([1, 2], torch.int64)}),
+        "forced_token_ids for 2 of 3 rows": ("forced_token_ids", {"forced_token_ids": ([-1, -1], torch.int64)}),
+    }
+    for change, (field_name, fields) in cases.items():
+        given = {**valid, **fields}
+        tensors = {
+            name: None if value is None else torch.tensor(np.asarray(value[0]), dtype=value[1], device=device)
+            for name, value in given.items()
+        }
+        try:
+            engine.rejection_sample_tensors(*tensors.values())
+        except ValueError as exc:
+            if field_name in str(exc):
+                tally.exercised("RS-INPUT-5")
+            else:
+                tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
+            continue
+        tally.violated("RS-INPUT-5", "layout-disagreement-accepted", f"{change} was accepted")
+    return tally.outcome(f"{len(cases)} layouts that disagree with num_draft_tokens are rejected naming the field")
+
+
 def output_contract(engine, ctx: Context) -> Outcome:
     requirements = ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3")
     tally = Tally(requirements)

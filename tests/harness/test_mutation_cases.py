@@ -1,0 +1,82 @@
+"""Conformance cases added for survivors of the full mutation run fail an engine that breaks them, on the
+requirement each judges: layouts that disagree with num_draft_tokens given as tensors (RS-INPUT-5), markers
+holding the largest token id (TB-API-3) and a budget beyond 32 bits (TB-API-1)."""
+
+from dataclasses import replace
+
+import pytest
+
+from harness import checks
+from harness.adapters.oracle import OracleEngine
+from harness.adapters.reference import ReferenceEngine
+from harness.core import Context
+from harness.profiles import canonical
+
+BY_NAME = checks.by_name()
+
+
+class KeepsFirstSeeds(ReferenceEngine):
+    """Reads one seed per request and ignores the rest, instead of rejecting a seeds tensor of the wrong length."""
+
+    def rejection_sample_tensors(
+        self, target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, *rest
+    ):
+        seeds = None if seeds is None else seeds[: num_draft_tokens.shape[0]]
+        return super().rejection_sample_tensors(
+            target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, *rest
+        )
+
+
+class Int32Budgets(OracleEngine):
+    """Keeps budgets in 32 bits and wraps larger ones (2**40 becomes 0)."""
+
+    def budget_state(self, *args, **kwargs):
+        handle = super().budget_state(*args, **kwargs)
+        apply = handle.batch.apply
+
+        def wrapped(update):
+            added = tuple(
+                replace(a, budget=a.budget % 2**32) if type(a.budget) is int and a.budget >= 0 else a
+                for a in update.added
+            )
+            apply(replace(update, added=added))
+
+        handle.batch.apply = wrapped
+        return handle
+
+
+class Int31MarkerIds(OracleEngine):
+    """Rejects marker ids at or above 2**30 as out of range."""
+
+    def budget_state(self, start, end, *args, **kwargs):
+        if max([*start, *end], default=0) >= 2**30:
+            raise ValueError(f"marker ids must lie below 2**30; got {start} and {end}")
+        return super().budget_state(start, end, *args, **kwargs)
+
+
+@pytest.mark.req("RS-INPUT-5")
+def test_a_seeds_tensor_of_the_wrong_length_accepted_fails_rs_input_5():
+    outcome = BY_NAME["rejection/invalid-layout"].run(KeepsFirstSeeds(), Context(canonical()))
+    assert outcome.violated == ("RS-INPUT-5",), outcome.message
+    assert outcome.requirements["RS-INPUT-5"].fingerprint == "RS-INPUT-5/layout-disagreement-accepted"
+    assert "two seeds for one request" in outcome.message
+
+
+@pytest.mark.req("RS-INPUT-5")
+def test_an_engine_without_tensors_leaves_the_layouts_not_run():
+    outcome = BY_NAME["rejection/invalid-layout"].run(OracleEngine(), Context(canonical()))
+    assert outcome.requirements["RS-INPUT-5"].status == "NOT_RUN"
+
+
+@pytest.mark.req("TB-API-1")
+def test_a_budget_wrapped_to_32_bits_fails_tb_api_1_only():
+    outcome = BY_NAME["budget/api"].run(Int32Budgets(), Context(canonical()))
+    assert outcome.violated == ("TB-API-1",), outcome.message
+    assert outcome.requirements["TB-API-1"].fingerprint == "TB-API-1/large-budget-forced"
+
+
+@pytest.mark.req("TB-API-3")
+def test_rejecting_the_largest_marker_id_fails_tb_api_3_only():
+    outcome = BY_NAME["budget/api"].run(Int31MarkerIds(), Context(canonical()))
+    assert outcome.violated == ("TB-API-3",), outcome.message
+    assert outcome.requirements["TB-API-3"].fingerprint == "TB-API-3/extreme-value-rejected"
