@@ -45,6 +45,10 @@ class ReferenceEngine:
         )
         return tokens.cpu().numpy(), num_emitted.cpu().numpy()
 
+    # the modes ``rejection_sample_tensors`` offers beside the canonical one: ``validate=False``, without input
+    # validation (RS-INPUT-6), and ``max_spec_len=``, a fixed output width ``max_spec_len + 1`` (RS-LAYOUT-3)
+    tensor_modes = ("unvalidated", "fixed-width")
+
     @property
     def tensor_device(self) -> str:
         """The device ``rejection_sample_tensors`` takes and returns its tensors on."""
@@ -60,11 +64,15 @@ class ReferenceEngine:
         seeds,
         positions,
         forced_token_ids=None,
+        *,
+        max_spec_len=None,
+        validate=True,
     ):
         """``impl.rejection_sample`` on torch tensors already on ``tensor_device`` (the canonical layout's
         fields, ``None`` where absent); ``(token_ids [B, K + 1] int32, num_emitted [B] int32)`` stay there, so
         a statistical check's trials never leave the device. ``rejection_sample`` goes through it too: a
-        subclass that changes the sampler overrides this method alone."""
+        subclass that changes the sampler overrides this method alone. ``max_spec_len`` (an int): the output is
+        ``[B, max_spec_len + 1]`` instead; ``validate=False``: the values are not checked (``tensor_modes``)."""
         out = self.impl.rejection_sample(
             target_logits,
             draft_token_ids,
@@ -74,6 +82,8 @@ class ReferenceEngine:
             seeds=seeds,
             positions=positions,
             forced_token_ids=forced_token_ids,
+            max_spec_len=max_spec_len,
+            validate=validate,
             backend=self.backend,
         )
         return out.token_ids, out.num_emitted

@@ -208,6 +208,23 @@ def kernel_checks() -> list[Check]:
             rejection.invalid_layout_check,
         ),
         _check(
+            "rejection/unvalidated-mode",
+            "rs.input",
+            ("RS-INPUT-6",),
+            ("rejection",),
+            "without input validation, valid input is sampled as with it and invalid ids emit ids in [0, V) only",
+            rejection.unvalidated_mode_check,
+        ),
+        _check(
+            "rejection/fixed-width",
+            "rs.layout",
+            ("RS-LAYOUT-3", "RS-INPUT-5"),
+            ("rejection",),
+            "rows of a fixed-width output read through num_emitted equal the oracle's; a draft count above the "
+            "width is an error naming it",
+            rejection.fixed_width_check,
+        ),
+        _check(
             "rejection/output-contract",
             "rs.input",
             ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3"),

@@ -320,7 +320,7 @@ def invalid_layout_check(engine, ctx: Context) -> Outcome:
         "draft counts summing to 3 for 2 drafts": ("num_draft_tokens", {"num_draft_tokens": ([3], torch.int64)}),
         "1-D target_logits": ("target_logits", {"target_logits": (logits[0], torch.float32)}),
         "2-D num_draft_tokens": ("num_draft_tokens", {"num_draft_tokens": ([[2]], torch.int64)}),
-        "2-D draft_token_ids": ("draft_token_ids", {"draft_token_ids": ([[1, 2]], torch.int64)}),
+        "2-D draft_token_ids": ("draft_token_ids", {"draft_token_ids": ([[1], [2]], torch.int64)}),
         "target_logits with a row more": ("target_logits", {"target_logits": (logits, torch.float32)}),
         "draft_probs with a column more": ("draft_probs", {"draft_probs": (wide, torch.float32)}),
         "two temperatures for one request": ("temperature", {"temperature": ([1.0, 1.0], torch.float32)}),
@@ -343,6 +343,128 @@ def invalid_layout_check(engine, ctx: Context) -> Outcome:
             continue
         tally.violated("RS-INPUT-5", "layout-disagreement-accepted", f"{change} was accepted")
     return tally.outcome(f"{len(cases)} layouts that disagree with num_draft_tokens are rejected naming the field")
+
+
+def _mode_tensors(case: rs.RejectionCase, device: str) -> list:
+    """``case``'s fields as the tensors ``rejection_sample_tensors`` takes, in its order (None where absent)."""
+    import torch
+
+    def tensor(values, dtype):
+        return None if values is None else torch.tensor(np.asarray(values), dtype=dtype, device=device)
+
+    return [
+        tensor(case.target_logits, torch.float32),
+        tensor(case.draft_token_ids, torch.int64),
+        tensor(case.num_draft_tokens, torch.int64),
+        tensor(case.draft_probs, torch.float32),
+        tensor(case.temperature, torch.float32),
+        tensor(case.seeds, torch.int64),
+        tensor(case.positions, torch.int64),
+        tensor(case.forced_token_ids, torch.int64),
+    ]
+
+
+def _greedy_mode_case(ctx: Context, num_draft_tokens: list[int], vocab: int, forced=None) -> rs.RejectionCase:
+    """A greedy case (deterministic, so judged exactly) with drafts equal to each row's argmax but the last of
+    every request (accepted, then rejected)."""
+    rng = np.random.default_rng(ctx.seed)
+    rows = sum(k + 1 for k in num_draft_tokens)
+    logits = rng.normal(size=(rows, vocab)).astype(np.float32)
+    drafts, row = [], 0
+    for k in num_draft_tokens:
+        drafts += [
+            int(np.argmax(logits[row + j])) if j < k - 1 else (int(np.argmax(logits[row + j])) + 1) % vocab
+            for j in range(k)
+        ]
+        row += k + 1
+    return rs.RejectionCase(logits, drafts, num_draft_tokens, [0.0] * len(num_draft_tokens), forced_token_ids=forced)
+
+
+def _emitted_rows(tokens, num) -> list[list[int]]:
+    return [[int(t) for t in row[: int(n)]] for row, n in zip(np.asarray(tokens), np.asarray(num))]
+
+
+def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-6 on an engine that offers a mode without input validation (``tensor_modes`` holds
+    ``"unvalidated"``: ``rejection_sample_tensors(..., validate=False)``). Valid input is sampled as with
+    validation: a greedy case with forced ids 0, V − 1 and one beyond the row count, judged row by row against
+    the oracle. Invalid input (draft ids -1 and V, forced ids -2 and V) gives unspecified tokens, but every
+    emitted id lies in ``[0, V)`` and every row emits 1 to K + 1 of them."""
+    tally = Tally(("RS-INPUT-6",))
+    device = getattr(engine, "tensor_device", None)
+    if device is None or "unvalidated" not in getattr(engine, "tensor_modes", ()):
+        return tally.outcome("the engine offers no mode without input validation (RS-INPUT-6 is a MAY)")
+    vocab = 9
+    valid = _greedy_mode_case(ctx, [2, 1], vocab, forced=[0, -1, -1, vocab - 1, 6])  # 5 rows: 6 lies beyond them
+    label = f"forced ids {valid.forced_token_ids.tolist()} (V = {vocab}) without validation"
+    try:
+        tokens, num = engine.rejection_sample_tensors(*_mode_tensors(valid, device), validate=False)
+    except ValueError as exc:
+        tally.violated("RS-INPUT-6", "valid-input-rejected", f"{label}: rejected as {exc}")
+    else:
+        got, expected = _emitted_rows(tokens.cpu(), num.cpu()), _emitted_rows(*rs.sample_case(valid)[:2])
+        if got == expected:
+            tally.exercised("RS-INPUT-6")
+        else:
+            tally.violated("RS-INPUT-6", "valid-input-sampled-differently", f"{label}: {got}, expected {expected}")
+    invalid = (  # draft ids -1 and V, forced ids -2 and V; and V = 1, where every id but 0 is outside
+        replace(valid, draft_token_ids=[-1, vocab, vocab], forced_token_ids=[vocab, -2, -1, -1, vocab]),
+        rs.RejectionCase(np.zeros((2, 1), np.float32), [1], [1], [1.0], forced_token_ids=[1, 1], seeds=[1]),
+    )
+    for case in invalid:
+        tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), validate=False)
+        rows = _emitted_rows(tokens.cpu(), num.cpu())
+        outside = [t for row in rows for t in row if not 0 <= t < case.vocab_size]
+        if outside or not all(1 <= len(row) <= k + 1 for row, k in zip(rows, case.num_draft_tokens)):
+            tally.violated(
+                "RS-INPUT-6",
+                "id-outside-vocabulary",
+                f"draft ids {case.draft_token_ids.tolist()}, forced ids {case.forced_token_ids.tolist()} without "
+                f"validation emitted {rows} (V = {case.vocab_size})",
+            )
+        else:
+            tally.exercised("RS-INPUT-6")
+    return tally.outcome(
+        "without validation: valid forced ids sampled as the oracle does; invalid ids emit ids in [0, V)"
+    )
+
+
+def fixed_width_check(engine, ctx: Context) -> Outcome:
+    """RS-LAYOUT-3 on an engine whose output can have a fixed width (``tensor_modes`` holds ``"fixed-width"``:
+    ``rejection_sample_tensors(..., max_spec_len=M)`` gives ``[B, M + 1]``): greedy cases with M equal to the
+    largest draft count, above it, and 0 for a batch without drafts, each row read through ``num_emitted`` and
+    judged against the oracle; RS-INPUT-5: a draft count above M is an error naming ``max_spec_len``."""
+    tally = Tally(("RS-LAYOUT-3", "RS-INPUT-5"))
+    device = getattr(engine, "tensor_device", None)
+    if device is None or "fixed-width" not in getattr(engine, "tensor_modes", ()):
+        return tally.outcome("the engine's output has no fixed width (RS-LAYOUT-3 is a MAY)")
+    vocab = 7
+    for counts, width in (([2, 0, 1], 2), ([2, 0, 1], 4), ([0, 0], 0)):
+        case = _greedy_mode_case(ctx, counts, vocab)
+        label = f"draft counts {counts}, max_spec_len {width}"
+        try:
+            tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), max_spec_len=width)
+        except ValueError as exc:
+            tally.violated("RS-LAYOUT-3", "valid-case-rejected", f"{label}: rejected as {exc}")
+            continue
+        got, expected = _emitted_rows(tokens.cpu(), num.cpu()), _emitted_rows(*rs.sample_case(case)[:2])
+        if tuple(tokens.shape)[0] == len(counts) and got == expected:
+            tally.exercised("RS-LAYOUT-3")
+        else:
+            tally.violated("RS-LAYOUT-3", "fixed-width-rows-differ", f"{label}: {got}, expected {expected}")
+    case = _greedy_mode_case(ctx, [3, 1], vocab)
+    try:
+        engine.rejection_sample_tensors(*_mode_tensors(case, device), max_spec_len=2)
+    except ValueError as exc:
+        if "max_spec_len" in str(exc):
+            tally.exercised("RS-INPUT-5")
+        else:
+            tally.violated("RS-INPUT-5", "error-does-not-name-field", f"3 drafts, max_spec_len 2: rejected as {exc}")
+    else:
+        tally.violated("RS-INPUT-5", "layout-disagreement-accepted", "3 drafts with max_spec_len 2 were accepted")
+    return tally.outcome(
+        "fixed-width rows read through num_emitted equal the oracle's; a draft count above the width is an error"
+    )
 
 
 def output_contract(engine, ctx: Context) -> Outcome:

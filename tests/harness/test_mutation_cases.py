@@ -1,6 +1,7 @@
 """Conformance cases added for survivors of the full mutation run fail an engine that breaks them, on the
-requirement each judges: layouts that disagree with num_draft_tokens given as tensors (RS-INPUT-5), markers
-holding the largest token id (TB-API-3) and a budget beyond 32 bits (TB-API-1)."""
+requirement each judges: layouts that disagree with num_draft_tokens given as tensors (RS-INPUT-5), the mode
+without validation (RS-INPUT-6), a fixed output width (RS-LAYOUT-3, RS-INPUT-5), markers holding the largest token
+id (TB-API-3) and a budget beyond 32 bits (TB-API-1)."""
 
 from dataclasses import replace
 
@@ -25,6 +26,21 @@ class KeepsFirstSeeds(ReferenceEngine):
         return super().rejection_sample_tensors(
             target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, *rest
         )
+
+
+class ForgetsForcedIdsUnvalidated(ReferenceEngine):
+    """Without validation, drops the forced ids instead of forcing the valid ones."""
+
+    def rejection_sample_tensors(self, *fields, max_spec_len=None, validate=True):
+        fields = fields if validate else (*fields[:7], None)
+        return super().rejection_sample_tensors(*fields, max_spec_len=max_spec_len, validate=validate)
+
+
+class IgnoresFixedWidth(ReferenceEngine):
+    """Gives the ragged width whatever ``max_spec_len`` says, so a draft count above it is no error."""
+
+    def rejection_sample_tensors(self, *fields, max_spec_len=None, validate=True):
+        return super().rejection_sample_tensors(*fields, validate=validate)
 
 
 class Int32Budgets(OracleEngine):
@@ -66,6 +82,20 @@ def test_a_seeds_tensor_of_the_wrong_length_accepted_fails_rs_input_5():
 def test_an_engine_without_tensors_leaves_the_layouts_not_run():
     outcome = BY_NAME["rejection/invalid-layout"].run(OracleEngine(), Context(canonical()))
     assert outcome.requirements["RS-INPUT-5"].status == "NOT_RUN"
+
+
+@pytest.mark.req("RS-INPUT-6")
+def test_forced_ids_dropped_without_validation_fail_rs_input_6():
+    outcome = BY_NAME["rejection/unvalidated-mode"].run(ForgetsForcedIdsUnvalidated(), Context(canonical()))
+    assert outcome.violated == ("RS-INPUT-6",), outcome.message
+    assert outcome.requirements["RS-INPUT-6"].fingerprint == "RS-INPUT-6/valid-input-sampled-differently"
+
+
+@pytest.mark.req("RS-INPUT-5")
+def test_a_draft_count_above_the_fixed_width_accepted_fails_rs_input_5_only():
+    outcome = BY_NAME["rejection/fixed-width"].run(IgnoresFixedWidth(), Context(canonical()))
+    assert outcome.violated == ("RS-INPUT-5",), outcome.message
+    assert outcome.requirements["RS-LAYOUT-3"].status == "PASS"
 
 
 @pytest.mark.req("TB-API-1")
