@@ -237,7 +237,8 @@ class MetricsEngine(Protocol):
     def acceptance_metrics(
         self, steps: Sequence[tuple[int, Sequence[int], int | None]], eos_token_ids: Sequence[int]
     ) -> dict:
-        """``acceptance_rate``, ``mean_acceptance_length`` and ``accepted_per_position`` over
+        """``acceptance_rate``, ``mean_acceptance_length``, ``accepted_per_position`` and, where the engine reports
+        them, ``per_position_rates`` (AC-METRIC-3: accepted over drafted per position, NaN where none) over
         ``(K, row, commit_limit)`` steps: ``commit_limit`` is how many of the row's tokens the request
         may still commit (``max_tokens`` left, or up to a completed stop string; None: no limit)."""
 

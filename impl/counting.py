@@ -29,10 +29,6 @@ class ValidatedCount:
     broken_prefix: torch.Tensor
     out_of_vocab: torch.Tensor
 
-    @property
-    def valid(self) -> torch.Tensor:
-        return ~(self.broken_prefix | self.out_of_vocab)
-
 
 def count_emitted_validated(token_ids: torch.Tensor, vocab_size: int, placeholder: int = -1) -> ValidatedCount:
     """Count by definition and report rows of ``token_ids [B, W]`` (int) that break AC-COUNT-2 or AC-COUNT-3."""

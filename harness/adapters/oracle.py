@@ -58,6 +58,7 @@ class OracleEngine:
             "acceptance_rate": metrics.acceptance_rate,
             "mean_acceptance_length": metrics.mean_acceptance_length,
             "accepted_per_position": metrics.accepted_per_position,
+            "per_position_rates": metrics.per_position_rates(),
         }
 
 

@@ -108,6 +108,7 @@ class ReferenceEngine:
             "acceptance_rate": stats.acceptance_rate,
             "mean_acceptance_length": stats.mean_acceptance_length,
             "accepted_per_position": stats.accepted_per_position.tolist(),
+            "per_position_rates": stats.per_position_rates(),
         }
 
 

@@ -121,6 +121,12 @@ def metrics_check(engine, ctx: Context) -> Outcome:
                 oracle.accepted_per_position,
             ),
         )
+        if "per_position_rates" in got:  # AC-METRIC-3's rates, where the engine reports them
+            rates = list(got["per_position_rates"])
+            same = len(rates) == len(oracle.per_position_rates()) and np.allclose(
+                rates, oracle.per_position_rates(), equal_nan=True
+            )
+            judged += (("AC-METRIC-3", same, "per-position rates", rates, oracle.per_position_rates()),)
         for rid, ok, what, value, expected in judged:
             if ok:
                 tally.exercised(rid)

@@ -1,7 +1,7 @@
 """Conformance cases added for survivors of the full mutation run fail an engine that breaks them, on the
 requirement each judges: layouts that disagree with num_draft_tokens given as tensors (RS-INPUT-5), the mode
 without validation (RS-INPUT-6), a fixed output width (RS-LAYOUT-3, RS-INPUT-5), markers holding the largest token
-id (TB-API-3) and a budget beyond 32 bits (TB-API-1)."""
+id (TB-API-3), a budget beyond 32 bits (TB-API-1) and per-position acceptance rates (AC-METRIC-3)."""
 
 from dataclasses import replace
 
@@ -41,6 +41,16 @@ class IgnoresFixedWidth(ReferenceEngine):
 
     def rejection_sample_tensors(self, *fields, max_spec_len=None, validate=True):
         return super().rejection_sample_tensors(*fields, validate=validate)
+
+
+class RatesOverAllDrafts(OracleEngine):
+    """Divides the accepted count of every position by all drafts, not by those that proposed that far."""
+
+    def acceptance_metrics(self, steps, eos_token_ids):
+        metrics = super().acceptance_metrics(steps, eos_token_ids)
+        drafts = sum(1 for k, row, _ in steps if k and row and row[0] != -1)
+        rates = [a / drafts if drafts else float("nan") for a in metrics["accepted_per_position"]]
+        return {**metrics, "per_position_rates": rates}
 
 
 class Int32Budgets(OracleEngine):
@@ -110,3 +120,10 @@ def test_rejecting_the_largest_marker_id_fails_tb_api_3_only():
     outcome = BY_NAME["budget/api"].run(Int31MarkerIds(), Context(canonical()))
     assert outcome.violated == ("TB-API-3",), outcome.message
     assert outcome.requirements["TB-API-3"].fingerprint == "TB-API-3/extreme-value-rejected"
+
+
+@pytest.mark.req("AC-METRIC-3")
+def test_rates_over_all_drafts_fail_ac_metric_3_only():
+    outcome = BY_NAME["counting/metrics"].run(RatesOverAllDrafts(), Context(canonical()))
+    assert outcome.violated == ("AC-METRIC-3",), outcome.message
+    assert outcome.requirements["AC-METRIC-3"].fingerprint == "AC-METRIC-3/per-position-rates-differs"
