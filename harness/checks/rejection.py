@@ -747,7 +747,7 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
 def _wrong_tensor_kinds(engine, device: str, logits: np.ndarray, tally: Tally) -> None:
     """RS-INPUT-5 on tensors of the wrong kind handed to ``engine``'s ``rejection_sample_tensors``: draft ids
     float32 ``[2]`` holding 1.5 (no id in ``[0, V)``) and ``target_logits`` int64 ``[3, V]`` (no logits); each
-    must raise a ValueError naming its field."""
+    must raise a ValueError naming its field and dtype."""
     import torch
 
     def tensor(values, dtype):
@@ -780,7 +780,8 @@ def _wrong_tensor_kinds(engine, device: str, logits: np.ndarray, tally: Tally) -
                 None,
             )
         except ValueError as exc:
-            if field_name in str(exc):
+            wrong = target_logits if field_name == "target_logits" else draft_token_ids
+            if field_name in str(exc) and str(wrong.dtype).removeprefix("torch.") in str(exc):
                 tally.exercised("RS-INPUT-5")
             else:
                 tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
