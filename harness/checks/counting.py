@@ -14,8 +14,15 @@ def validated_count_check(engine, ctx: Context) -> Outcome:
     rng = np.random.default_rng(ctx.seed)
     rows = [[5, 6, 9, -1], [-1, -1, -1, -1], [5, -1, 7, -1], [5, 11, -1, -1], [1, 2, 3, 4]]
     rows += [[int(t) for t in rng.integers(-1, 12, 4)] for _ in range(200)]
-    num, broken, oov = (np.asarray(x) for x in engine.count_emitted(np.array(rows), 10))
-    problems = ac.validate_rows(rows, 10)
+    tiny = [[0, -1], [0, 0], [1, -1], [-1, 0]]  # V = 1: only the id 0 is in the vocabulary
+    for batch, vocab in ((rows, 10), (tiny, 1)):
+        _judge_counts(engine, batch, vocab, tally)
+    return tally.outcome(f"{len(rows)} rows at V = 10 and {len(tiny)} at V = 1 counted by definition")
+
+
+def _judge_counts(engine, rows: list[list[int]], vocab: int, tally: Tally) -> None:
+    num, broken, oov = (np.asarray(x) for x in engine.count_emitted(np.array(rows), vocab))
+    problems = ac.validate_rows(rows, vocab)
     for i, row in enumerate(rows):
         hole = any(p.row == i and p.kind == "hole" for p in problems)
         bad_id = any(p.row == i and p.kind == "out_of_vocab" for p in problems)
@@ -37,7 +44,6 @@ def validated_count_check(engine, ctx: Context) -> Outcome:
             tally.violated("AC-COUNT-3", "bad-id-misreported", f"row {row}: out-of-vocabulary reported {bool(oov[i])}")
         else:
             tally.exercised("AC-COUNT-3")
-    return tally.outcome(f"{len(rows)} rows counted by definition")
 
 
 def _steps(rng, eos_token: int | None, limits: bool = False) -> list[tuple[int, list[int], int | None]]:
@@ -141,17 +147,18 @@ def metrics_check(engine, ctx: Context) -> Outcome:
             tally.violated(
                 "AC-METRIC-5", "not-a-sum-over-committed-tokens", f"{label}: drafts × mean length ≠ {committed}"
             )
-    empty = engine.acceptance_metrics([], [])
-    if np.isnan(empty["acceptance_rate"]) and not any(empty["accepted_per_position"]):
-        tally.exercised("AC-METRIC-1")
-    else:
-        tally.violated(
-            "AC-METRIC-1",
-            "rate-defined-without-drafts",
-            f"over zero steps: acceptance rate {empty['acceptance_rate']}, accepted per position "
-            f"{list(empty['accepted_per_position'])} (expected NaN and no accepted draft)",
-        )
+    for label, steps in (("over zero steps", []), ("over steps that drafted nothing", [(0, [5], None), (0, [6], 1)])):
+        empty = engine.acceptance_metrics(steps, [])
+        if np.isnan(empty["acceptance_rate"]) and not any(empty["accepted_per_position"]):
+            tally.exercised("AC-METRIC-1")
+        else:
+            tally.violated(
+                "AC-METRIC-1",
+                "rate-defined-without-drafts",
+                f"{label}: acceptance rate {empty['acceptance_rate']}, accepted per position "
+                f"{list(empty['accepted_per_position'])} (expected NaN and no accepted draft)",
+            )
     return tally.outcome(
         "acceptance metrics over committed tokens, without EOS, with EOS, with EOS and commit limits; "
-        "NaN rate over zero steps"
+        "NaN rate over zero steps and over steps that drafted nothing"
     )
