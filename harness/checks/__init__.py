@@ -162,6 +162,15 @@ def kernel_checks() -> list[Check]:
             budget.batch_errors_check,
         ),
         _check(
+            "budget/marker-borders",
+            "tb.multitoken",
+            ("TB-MARK-2", "TB-MARK-3"),
+            ("budget",),
+            "markers whose prefixes are also suffixes, met in streams that break off and resume partial matches, "
+            "as E and as S, equal the oracle",
+            budget.marker_borders_check,
+        ),
+        _check(
             "budget/api",
             "tb.api",
             ("TB-API-1", "TB-API-2", "TB-API-3"),

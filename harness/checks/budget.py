@@ -423,6 +423,64 @@ def generation_invariants(engine, ctx: Context) -> Outcome:
     return tally.outcome("40 generations judged by naive segmentation", plots=plots)
 
 
+BORDER_MARKERS = ((7, 7, 8, 7), (7, 8, 7, 8, 9), (7, 7, 7), (7, 8, 7, 7, 8, 7, 8))
+
+
+def _border_streams(marker: tuple[int, ...], rng) -> list[list[int]]:
+    """Streams that break off a partial match and resume it: a proper prefix of ``marker`` then all of it,
+    for every prefix length, and four streams of 12 tokens drawn from the marker's own ids and 0."""
+    streams = [list(marker[:k] + marker) for k in range(1, len(marker))]
+    alphabet = sorted(set(marker) | {0})
+    return streams + [[int(t) for t in rng.choice(alphabet, 12)] for _ in range(4)]
+
+
+def marker_borders_check(engine, ctx: Context) -> Outcome:
+    """TB-MARK-2 and TB-MARK-3 on markers whose prefixes are also suffixes (several non-zero entries in their
+    KMP failure tables), in streams that break off partial matches and resume them, judged against the oracle.
+    As E (S = [1], opened by the prompt): for every prefix of a stream, a fresh request whose budget is the
+    prefix's length takes the prefix as free tokens; its next forced row shows how much of E it has matched
+    (E[matched] while the section is open, -1 once E completed). As S (E = [2], budget 0): the stream is
+    committed token by token, the forced token once forcing starts; each step's forced row shows whether S
+    completed."""
+    tally = Tally(("TB-MARK-2", "TB-MARK-3"))
+    rng = np.random.default_rng(ctx.seed)
+    scope, compared = ctx.profile.scope, 0
+    for marker in BORDER_MARKERS:
+        for stream in _border_streams(marker, rng):
+            problems = []
+            for length in range(1, len(stream) + 1):  # the marker as E
+                update = BatchUpdate(1, added=(AddedRequest(0, length, (1,)),))
+                state, model = engine.budget_state([1], list(marker), 1, scope), tb.BudgetBatch([1], marker, 1, scope)
+                state.sync_batch(update)
+                model.apply(update)
+                for token in stream[:length]:
+                    state.forced_tokens(None, None)
+                    state.update_state([[token]])
+                    model.commit([[token]])
+                got, expected = int(state.forced_tokens(None, None)[0]), model.forced_rows()[0]
+                if got != expected:
+                    problems.append(f"E={list(marker)} after {stream[:length]}: forced {got}, expected {expected}")
+            update = BatchUpdate(1, added=(AddedRequest(0, 0, (5,)),))  # the marker as S
+            state, model = engine.budget_state(list(marker), [2], 1, scope), tb.BudgetBatch(marker, [2], 1, scope)
+            state.sync_batch(update)
+            model.apply(update)
+            for position, proposal in enumerate(stream):
+                got, expected = int(state.forced_tokens(None, None)[0]), model.forced_rows()[0]
+                if got != expected:
+                    problems.append(f"S={list(marker)} after {stream[:position]}: forced {got}, expected {expected}")
+                    break
+                token = proposal if expected == -1 else expected
+                state.update_state([[token]])
+                model.commit([[token]])
+            compared += 1
+            rid = "TB-MARK-3" if tb.MarkerAutomaton(marker).failure[-1] else "TB-MARK-2"
+            if problems:
+                tally.violated(rid, "partial-match-lost", problems[0])
+            else:
+                tally.exercised(rid)
+    return tally.outcome(f"{compared} streams over {len(BORDER_MARKERS)} markers with borders, as E and as S")
+
+
 def api_check(engine, ctx: Context) -> Outcome:
     """TB-API-1..3: untracked budgets, invalid budgets rejected naming the field, empty markers rejected."""
     tally = Tally(("TB-API-1", "TB-API-2", "TB-API-3"))
