@@ -210,10 +210,10 @@ def kernel_checks() -> list[Check]:
         _check(
             "rejection/invalid-layout",
             "rs.input",
-            ("RS-INPUT-5",),
+            ("RS-INPUT-3", "RS-INPUT-5"),
             ("rejection", "input-validation"),
-            "tensors whose layout disagrees with num_draft_tokens (shapes, negative or mis-summed draft counts) are "
-            "errors naming the field",
+            "a NaN in a free row beside a forced row, and tensors whose layout disagrees with num_draft_tokens "
+            "(shapes, negative or mis-summed draft counts) or whose kind is wrong, are errors naming the field",
             rejection.invalid_layout_check,
         ),
         _check(

@@ -284,18 +284,32 @@ def _describe(case: rs.RejectionCase) -> str:
 
 
 def invalid_layout_check(engine, ctx: Context) -> Outcome:
-    """RS-INPUT-5 on layouts that disagree with ``num_draft_tokens``, handed to an engine that takes tensors
-    (``tensor_device``; the canonical case cannot hold them): each must raise a ValueError naming the field.
-    The valid case it departs from: ``target_logits`` float32 ``[3, 6]``, ``draft_token_ids`` int64 ``[1, 2]``,
-    ``num_draft_tokens`` int64 ``[2]``, ``temperature`` float32 ``[1.0]``, ``seeds`` int64 ``[1]``."""
+    """RS-INPUT-3 on a NaN in a free row of a case that forces another row: an error naming ``target_logits``.
+    RS-INPUT-5 on layouts that disagree with ``num_draft_tokens`` and on ``draft_probs`` and forced ids of the
+    wrong kind, handed to an engine that takes tensors (``tensor_device``; the canonical case cannot hold them):
+    each must raise a ValueError naming the field. The valid case they depart from: ``target_logits`` float32
+    ``[3, 6]``, ``draft_token_ids`` int64 ``[1, 2]``, ``num_draft_tokens`` int64 ``[2]``, ``temperature`` float32
+    ``[1.0]``, ``seeds`` int64 ``[1]``."""
     import torch
 
-    tally = Tally(("RS-INPUT-5",))
-    device = getattr(engine, "tensor_device", None)
-    if device is None:
-        return tally.outcome("the engine takes no tensors, so no layout can disagree with its draft counts")
+    tally = Tally(("RS-INPUT-3", "RS-INPUT-5"))
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(4, vocab)).astype(np.float32)
+    nan_free_row = logits[:3].copy()
+    nan_free_row[1, 2] = np.nan  # row 1 is free; row 0 is forced
+    case = rs.RejectionCase(nan_free_row, [1, 2], [2], [1.0], forced_token_ids=[3, -1, -1], seeds=[1])
+    try:
+        engine.rejection_sample(case)
+    except (ValueError, rs.InvalidCase) as exc:
+        if "target_logits" in str(exc):
+            tally.exercised("RS-INPUT-3")
+        else:
+            tally.violated("RS-INPUT-3", "error-does-not-name-field", f"NaN in free row 1, row 0 forced: {exc}")
+    else:
+        tally.violated("RS-INPUT-3", "nan-accepted", "a NaN in free row 1 was accepted because row 0 was forced")
+    device = getattr(engine, "tensor_device", None)
+    if device is None:
+        return tally.outcome("a NaN in a free row beside a forced one is rejected; the engine takes no tensors")
     valid = {
         "target_logits": (logits[:3], torch.float32),
         "draft_token_ids": ([1, 2], torch.int64),
@@ -326,6 +340,8 @@ def invalid_layout_check(engine, ctx: Context) -> Outcome:
         "two temperatures for one request": ("temperature", {"temperature": ([1.0, 1.0], torch.float32)}),
         "two seeds for one request": ("seeds", {"seeds": ([1, 2], torch.int64)}),
         "forced_token_ids for 2 of 3 rows": ("forced_token_ids", {"forced_token_ids": ([-1, -1], torch.int64)}),
+        "integer draft_probs": ("draft_probs", {"draft_probs": (np.eye(vocab)[[1, 2]], torch.int64)}),
+        "float forced ids": ("forced_token_ids", {"forced_token_ids": ([-1.0, -1.0, -1.0], torch.float32)}),
     }
     for change, (field_name, fields) in cases.items():
         given = {**valid, **fields}
@@ -342,7 +358,10 @@ def invalid_layout_check(engine, ctx: Context) -> Outcome:
                 tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
             continue
         tally.violated("RS-INPUT-5", "layout-disagreement-accepted", f"{change} was accepted")
-    return tally.outcome(f"{len(cases)} layouts that disagree with num_draft_tokens are rejected naming the field")
+    return tally.outcome(
+        f"a NaN in a free row beside a forced one, and {len(cases)} tensors whose layout disagrees with "
+        "num_draft_tokens or whose kind is wrong, are rejected naming the field"
+    )
 
 
 def _mode_tensors(case: rs.RejectionCase, device: str) -> list:
