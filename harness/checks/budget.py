@@ -522,17 +522,22 @@ def _extreme_values(engine, ctx: Context, tally: Tally) -> None:
     top = 2**31 - 1
     prompt = (5, top)
     try:
-        state = engine.budget_state([top], [top - 1], 2, ctx.profile.scope)
-        state.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, prompt), AddedRequest(1, 2**40, prompt))))
+        state = engine.budget_state([top], [top - 1], 3, ctx.profile.scope)
+        added = (AddedRequest(0, 0, prompt), AddedRequest(1, 2**40, prompt), AddedRequest(2, 0, (5,)))
+        state.sync_batch(BatchUpdate(3, added=added))
+        state.forced_tokens(None, None)
+        state.update_state([[top - 1], [6], [top]])  # request 2 opens its section with a committed S
         forced = [int(x) for x in state.forced_tokens(None, None)]
     except ValueError as exc:
         tally.violated("TB-API-3", "extreme-value-rejected", f"S=[{top}], E=[{top - 1}], budgets 0 and 2**40: {exc}")
         return
-    if forced[0] == top - 1:
+    if forced[0] == -1 and forced[2] == top - 1:  # request 0 committed E; request 2 committed S
         tally.exercised("TB-API-3")
     else:
         tally.violated(
-            "TB-API-3", "large-marker-id-not-matched", f"S=[{top}] opened by the prompt, budget 0: forced {forced[0]}"
+            "TB-API-3",
+            "large-marker-id-not-matched",
+            f"budget 0, E=[{top - 1}] committed after S=[{top}] in the prompt, and S committed: forced {forced}",
         )
     if forced[1] == -1:
         tally.exercised("TB-API-1")
@@ -583,11 +588,56 @@ def batch_errors_check(engine, ctx: Context) -> Outcome:
                 tally.violated("TB-BATCH-4", "error-does-not-name-slot", f"{case}: rejected as {exc}")
             continue
         tally.violated("TB-BATCH-4", "emptied-slot-accepted", f"{case}: {updates[-1].to_json()} was accepted")
-    summary = "updates naming a slot emptied by a removal or a move are rejected naming the slot"
+    _slots_out_of_range(engine, ctx, full, tally)
+    _empty_batch(engine, ctx, full, tally)
+    summary = (
+        "updates naming a slot emptied by a removal or a move, or a slot outside [0, max_num_reqs), are rejected "
+        "naming the slot"
+    )
     if getattr(engine, "tensor_device", None) is not None and "budget-logits" in ctx.profile.capabilities:
         _logits_row_count(engine, ctx, tally)  # only an engine that takes tensors is handed logits by its caller
         summary += "; so are logits with a row more than the batch lays out"
-    return tally.outcome(summary + "; no row before any update")
+    return tally.outcome(summary + "; no row before any update, nor once every request is removed")
+
+
+def _slots_out_of_range(engine, ctx: Context, full: BatchUpdate, tally: Tally) -> None:
+    """TB-BATCH-4 on slot indices just outside ``[0, 4)`` (an add, a removal, a move's source and destination),
+    each given to a state holding ``full``: a ValueError naming the index."""
+    cases = {
+        "an add at slot -1": (BatchUpdate(4, added=(AddedRequest(-1, 1, (1,)),)), "-1"),
+        "removal of slot 4": (BatchUpdate(2, removed=(4,)), "4"),
+        "a SWAP from slot 4": (BatchUpdate(3, moved=((4, 0, Move.SWAP),)), "4"),
+        "a UNIDIRECTIONAL move to slot 4": (BatchUpdate(3, moved=((0, 4, Move.UNIDIRECTIONAL),)), "4"),
+    }
+    for case, (update, index) in cases.items():
+        state = engine.budget_state([1], [2], 4, ctx.profile.scope)
+        state.sync_batch(full)
+        try:
+            state.sync_batch(update)
+        except ValueError as exc:
+            if index in str(exc):
+                tally.exercised("TB-BATCH-4")
+            else:
+                tally.violated("TB-BATCH-4", "error-does-not-name-slot", f"{case}: rejected as {exc}")
+            continue
+        tally.violated("TB-BATCH-4", "slot-out-of-range-accepted", f"{case} (max_num_reqs 4) was accepted")
+
+
+def _empty_batch(engine, ctx: Context, full: BatchUpdate, tally: Tally) -> None:
+    """TB-BATCH-5 on a batch whose requests were all removed (``batch_size`` 0): a step lays out no row, with
+    and without (empty) drafts."""
+    state = engine.budget_state([1], [2], 4, ctx.profile.scope)
+    state.sync_batch(full)
+    try:
+        state.sync_batch(BatchUpdate(0, removed=(0, 1, 2)))
+        rows = [list(state.forced_tokens(None, None)), list(state.forced_tokens([], []))]
+    except ValueError as exc:
+        tally.violated("TB-BATCH-5", "empty-batch-rejected", f"removing every request, then a step: {exc}")
+        return
+    if rows == [[], []]:
+        tally.exercised("TB-BATCH-5")
+    else:
+        tally.violated("TB-BATCH-5", "rows-for-empty-batch", f"every request removed: a step laid out rows {rows}")
 
 
 def _logits_row_count(engine, ctx: Context, tally: Tally) -> None:
@@ -624,10 +674,26 @@ def forced_logits_check(engine, ctx: Context) -> Outcome:
     logits = rng.normal(size=(5, 12)).astype(np.float32)
     logits[1, 7] = -np.inf  # the forced token was masked before
     out = np.asarray(state.apply_to_logits(logits.copy(), [2, 1], [3, 7, 5]))
-    expected = [-1, 7, 8, -1, -1]  # request 0: after 4 and 3 the budget forces E[0], after 7 E[1]
+    # request 0: after 4 and 3 the budget forces E[0], after 7 E[1]; rows 3 and 4 belong to the untracked request
+    judged = [(logits, out, [-1, 7, 8, -1, -1], 3)]
+    plain = engine.budget_state([1], [0], 2, ctx.profile.scope)  # E = [0]: the forced token is the id 0
+    plain.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, (1,)), AddedRequest(1, None, (1,)))))
+    logits = rng.normal(size=(2, 12)).astype(np.float32)
+    judged.append((logits, np.asarray(plain.apply_to_logits(logits.copy())), [0, -1], 1))  # a step without drafts
+    for logits, out, expected, untracked_from in judged:
+        _judge_forced_logits(logits, out, expected, untracked_from, forced_rid, variant, tally)
+    if variant:
+        return tally.outcome(f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), rest untouched")
+    return tally.outcome("forced rows one-hot (0 / -inf), free rows untouched, with drafts and without")
+
+
+def _judge_forced_logits(logits, out, expected, untracked_from: int, forced_rid: str, variant: bool, tally) -> None:
+    """Each row of ``out`` float32 ``[rows, V]`` against ``logits`` before the call: one-hot (or, under the
+    large-constant variant, large) at ``expected[row]`` where that is a token, unchanged where it is -1; rows from
+    ``untracked_from`` on belong to untracked requests (TB-UNTRACKED-1)."""
     for row, token in enumerate(expected):
         if token == -1:
-            rid = "TB-UNTRACKED-1" if row >= 3 else forced_rid
+            rid = "TB-UNTRACKED-1" if row >= untracked_from else forced_rid
             if np.array_equal(out[row], logits[row], equal_nan=True):
                 tally.exercised(rid)
             else:
@@ -651,6 +717,3 @@ def forced_logits_check(engine, ctx: Context) -> Outcome:
                 "forced-row-not-one-hot",
                 f"forced row {row} is not one-hot at {token}: {out[row].tolist()}",
             )
-    if variant:
-        return tally.outcome(f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), rest untouched")
-    return tally.outcome("forced rows one-hot (0 / -inf), free rows untouched")

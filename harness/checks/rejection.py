@@ -342,6 +342,7 @@ def invalid_layout_check(engine, ctx: Context) -> Outcome:
         "forced_token_ids for 2 of 3 rows": ("forced_token_ids", {"forced_token_ids": ([-1, -1], torch.int64)}),
         "integer draft_probs": ("draft_probs", {"draft_probs": (np.eye(vocab)[[1, 2]], torch.int64)}),
         "float forced ids": ("forced_token_ids", {"forced_token_ids": ([-1.0, -1.0, -1.0], torch.float32)}),
+        "boolean draft ids": ("draft_token_ids", {"draft_token_ids": ([True, False], torch.bool)}),
     }
     for change, (field_name, fields) in cases.items():
         given = {**valid, **fields}
@@ -415,13 +416,15 @@ def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
         return tally.outcome("the engine offers no mode without input validation (RS-INPUT-6 is a MAY)")
     vocab = 9
     valid = _greedy_mode_case(ctx, [2, 1], vocab, forced=[0, -1, -1, vocab - 1, 6])  # 5 rows: 6 lies beyond them
-    label = f"forced ids {valid.forced_token_ids.tolist()} (V = {vocab}) without validation"
-    try:
-        tokens, num = engine.rejection_sample_tensors(*_mode_tensors(valid, device), validate=False)
-    except ValueError as exc:
-        tally.violated("RS-INPUT-6", "valid-input-rejected", f"{label}: rejected as {exc}")
-    else:
-        got, expected = _emitted_rows(tokens.cpu(), num.cpu()), _emitted_rows(*rs.sample_case(valid)[:2])
+    for case in (valid, replace(valid, forced_token_ids=None)):
+        forced = None if case.forced_token_ids is None else case.forced_token_ids.tolist()
+        label = f"forced ids {forced} (V = {vocab}) without validation"
+        try:
+            tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), validate=False)
+        except ValueError as exc:
+            tally.violated("RS-INPUT-6", "valid-input-rejected", f"{label}: rejected as {exc}")
+            continue
+        got, expected = _emitted_rows(tokens.cpu(), num.cpu()), _emitted_rows(*rs.sample_case(case)[:2])
         if got == expected:
             tally.exercised("RS-INPUT-6")
         else:
