@@ -979,11 +979,17 @@ def run(args) -> int:
     planned: list[tuple[Target, Mutant]] = []
     generated = 0
     judged = {entry["key"] for run_dir in args.skip_judged or () for entry in _read(Path(run_dir))}
+    keys = set(args.key or ()) | {
+        entry["key"]
+        for run_dir in args.survivors_of or ()
+        for entry in _read(Path(run_dir))
+        if entry["status"] != "KILLED"
+    }
     for target in targets:
         mutants = mutants_of(sources[target.path], target.path, target.skip)
         mutants = [m for m in mutants if not args.operator or m.operator in args.operator]
         generated += len(mutants)
-        chosen = [m for m in mutants if m.key in args.key] if args.key else sample(mutants, args.fraction, args.seed)
+        chosen = [m for m in mutants if m.key in keys] if keys else sample(mutants, args.fraction, args.seed)
         planned += [(target, m) for m in chosen if m.key not in judged]
     # each file's mutants in a seeded random order, the files interleaved: a run stopped early has judged a
     # random sample of each file's mutants
@@ -1061,8 +1067,8 @@ def run(args) -> int:
         "seconds": time.monotonic() - started,
         "workers": args.workers,
         "generated": generated,
-        "sampling": f"the mutants named by --key ({len(planned)})"
-        if args.key
+        "sampling": f"the mutants named by --key or --survivors-of ({len(planned)})"
+        if keys
         else f"a {args.fraction:.0%} sample stratified by file and operator, seed {args.seed}"
         if args.fraction < 1
         else "all of them",
@@ -1090,6 +1096,7 @@ def main(argv=None) -> int:
     go.add_argument("--key", action="append", help="only the mutant with this key (repeatable)")
     go.add_argument("--exclude", action="append", help="also leave out the checks matching this glob (repeatable)")
     go.add_argument("--skip-judged", action="append", help="leave out the mutants this run folder judged")
+    go.add_argument("--survivors-of", action="append", help="only the mutants that survived in this run folder")
     go.add_argument("--fraction", type=float, default=1.0, help="judge this fraction of the mutants (stratified)")
     go.add_argument("--workers", type=int, default=1)
     go.add_argument("--timeout", type=float, default=10, help="seconds per check, plus --timeout-factor × its baseline")
