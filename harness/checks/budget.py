@@ -423,13 +423,17 @@ def generation_invariants(engine, ctx: Context) -> Outcome:
     return tally.outcome("40 generations judged by naive segmentation", plots=plots)
 
 
-BORDER_MARKERS = ((7, 7, 8, 7), (7, 8, 7, 8, 9), (7, 7, 7), (7, 8, 7, 7, 8, 7, 8))
+BORDER_MARKERS = ((7, 7, 8, 7), (7, 8, 7, 8, 9), (7, 7, 7), (7, 8, 7, 7, 8, 7, 8), (7, 7, 7, 8, 7, 7, 7, 7, 9))
 
 
 def _border_streams(marker: tuple[int, ...], rng) -> list[list[int]]:
-    """Streams that break off a partial match and resume it: a proper prefix of ``marker`` then all of it,
-    for every prefix length, and four streams of 12 tokens drawn from the marker's own ids and 0."""
+    """Streams that break off a partial match and resume it: for every proper prefix of ``marker``, the prefix
+    then all of the marker, and the prefix then the marker's rest after the prefix's longest border (so the
+    match completes only through that border); and four streams of 12 tokens drawn from the marker's own ids
+    and 0."""
+    failure = tb.MarkerAutomaton(marker).failure
     streams = [list(marker[:k] + marker) for k in range(1, len(marker))]
+    streams += [list(marker[:k] + marker[failure[k - 1] :]) for k in range(1, len(marker)) if failure[k - 1]]
     alphabet = sorted(set(marker) | {0})
     return streams + [[int(t) for t in rng.choice(alphabet, 12)] for _ in range(4)]
 
