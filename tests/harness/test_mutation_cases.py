@@ -1,14 +1,15 @@
 """Conformance cases added for survivors of the full mutation run fail an engine that breaks them, on the
 requirement each judges: layouts that disagree with num_draft_tokens given as tensors (RS-INPUT-5), the mode
 without validation (RS-INPUT-6), a fixed output width (RS-LAYOUT-3, RS-INPUT-5), markers holding the largest token
-id (TB-API-3), a budget beyond 32 bits (TB-API-1) and per-position acceptance rates (AC-METRIC-3)."""
+id (TB-API-3), a budget beyond 32 bits (TB-API-1), per-position acceptance rates (AC-METRIC-3), markers with
+borders (TB-MARK-2, TB-MARK-3), slots outside the batch (TB-BATCH-4) and a forced token 0 (TB-FORCE-5)."""
 
 from dataclasses import replace
 
 import pytest
 
 from harness import checks
-from harness.adapters.oracle import OracleEngine
+from harness.adapters.oracle import OracleBudget, OracleEngine
 from harness.adapters.reference import ReferenceEngine
 from harness.core import Context
 from harness.profiles import canonical
@@ -51,6 +52,50 @@ class RatesOverAllDrafts(OracleEngine):
         drafts = sum(1 for k, row, _ in steps if k and row and row[0] != -1)
         rates = [a / drafts if drafts else float("nan") for a in metrics["accepted_per_position"]]
         return {**metrics, "per_position_rates": rates}
+
+
+class MatchesWithoutBorders(ReferenceEngine):
+    """Falls back to an empty match on every mismatch (a failure table of zeros) instead of the longest border."""
+
+    def budget_state(self, *args, **kwargs):
+        handle = super().budget_state(*args, **kwargs)
+        state = handle.state
+        state._start_fail.zero_()
+        state._end_fail.zero_()
+        for matcher in (state._start_matcher, state._end_matcher):
+            matcher.failure = (0,) * len(matcher.failure)
+        return handle
+
+
+class WrapsNegativeSlots(OracleEngine):
+    """Reads slot -1 as the last slot, as a Python list would, instead of rejecting it."""
+
+    def budget_state(self, start, end, max_num_reqs, *args, **kwargs):
+        handle = super().budget_state(start, end, max_num_reqs, *args, **kwargs)
+        apply = handle.batch.apply
+
+        def wrapped(update):
+            added = tuple(replace(a, index=a.index % max_num_reqs) for a in update.added)
+            apply(replace(update, added=added))
+
+        handle.batch.apply = wrapped
+        return handle
+
+
+class SkipsTokenZero(OracleBudget):
+    """Writes no forced row whose token is the id 0 (it tests forced > 0 for forced >= 0)."""
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
+        for row, token in enumerate(self.forced_tokens(num_draft_tokens, draft_token_ids)):
+            if token > 0:
+                logits[row] = float("-inf")
+                logits[row, token] = 0.0
+        return logits
+
+
+class ForcesNoTokenZero(OracleEngine):
+    def budget_state(self, *args, **kwargs):
+        return SkipsTokenZero(super().budget_state(*args, **kwargs).batch)
 
 
 class Int32Budgets(OracleEngine):
@@ -127,3 +172,23 @@ def test_rates_over_all_drafts_fail_ac_metric_3_only():
     outcome = BY_NAME["counting/metrics"].run(RatesOverAllDrafts(), Context(canonical()))
     assert outcome.violated == ("AC-METRIC-3",), outcome.message
     assert outcome.requirements["AC-METRIC-3"].fingerprint == "AC-METRIC-3/per-position-rates-differs"
+
+
+@pytest.mark.req("TB-MARK-3")
+def test_matching_without_borders_fails_the_marker_requirements():
+    outcome = BY_NAME["budget/marker-borders"].run(MatchesWithoutBorders(), Context(canonical()))
+    assert set(outcome.violated) == {"TB-MARK-2", "TB-MARK-3"}, outcome.message
+    assert outcome.requirements["TB-MARK-3"].fingerprint == "TB-MARK-3/partial-match-lost"
+
+
+@pytest.mark.req("TB-BATCH-4")
+def test_a_negative_slot_read_as_the_last_fails_tb_batch_4_only():
+    outcome = BY_NAME["budget/batch-errors"].run(WrapsNegativeSlots(), Context(canonical()))
+    assert outcome.violated == ("TB-BATCH-4",), outcome.message
+    assert outcome.requirements["TB-BATCH-4"].fingerprint == "TB-BATCH-4/slot-out-of-range-accepted"
+
+
+@pytest.mark.req("TB-FORCE-5")
+def test_a_forced_token_0_left_unwritten_fails_tb_force_5_only():
+    outcome = BY_NAME["budget/forced-logits"].run(ForcesNoTokenZero(), Context(canonical()))
+    assert outcome.violated == ("TB-FORCE-5",), outcome.message
