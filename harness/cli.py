@@ -156,6 +156,7 @@ def _api_options(args) -> dict:
         "spec_base_url",
         "plain_base_url",
         "engine_name",
+        "restart_command",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name, None)}
 
@@ -481,6 +482,12 @@ def _add_api_options(parser) -> None:
     parser.add_argument(
         "--plain-base-url",
         help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
+    )
+    parser.add_argument(
+        "--restart-command",
+        help="with --engine openai: a shell command that restarts a server that stopped answering (a check killed "
+        "it), run with SPECCONFORM_BASE_URL set to that server's base URL; the check that killed it stays ERROR, the "
+        "next check runs once the server answers GET /models again (without it, later checks on that server ERROR)",
     )
     parser.add_argument(
         "--engine-name",

@@ -11,6 +11,7 @@ for the next check.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import multiprocessing
 import signal
@@ -19,7 +20,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from .core import ERROR, TIMEOUT, Context, Outcome
+from .core import ERROR, TIMEOUT, Context, Outcome, ServedEngine
 from .profiles import Profile
 
 
@@ -95,14 +96,27 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
             return
         name, ctx = request
         try:
+            revived = engine.revive() if isinstance(engine, ServedEngine) else []
             outcome = checks[name].run(engine, ctx)
         except SystemExit as exc:  # the engine tried to end the process: report it and let the child go
-            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check"))
+            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check{_servers_lost(engine)}"))
             return
         except BaseException as exc:  # a crash is not a spec violation (RUN-STATUS-1)
-            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"))
+            cause = f"{type(exc).__name__}: {exc}{_servers_lost(engine)}"
+            conn.send(("error", f"{cause}\n{traceback.format_exc(limit=6)}"))
             continue
+        notes = [f"[before this check {line}]" for line in revived] + [_servers_lost(engine).strip()]
+        if any(notes):
+            outcome = dataclasses.replace(outcome, message=" ".join([outcome.message, *filter(None, notes)]))
         conn.send(("outcome", outcome))
+
+
+def _servers_lost(engine) -> str:
+    """`` [after this check ...]`` naming each of the engine's servers that no longer answers; "" when all do."""
+    if not isinstance(engine, ServedEngine):
+        return ""
+    dead = engine.dead_servers().items()
+    return "".join(f" [after this check the server at {server} no longer answers: {why}]" for server, why in dead)
 
 
 def _death(process) -> str:
