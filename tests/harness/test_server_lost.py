@@ -11,8 +11,9 @@ from harness.isolation import EngineProcess
 from . import dying_server
 
 
-def _run(tmp_path, monkeypatch, restart_command: str) -> list:
+def _run(tmp_path, monkeypatch, restart_command: str, dies_late: bool = False) -> list:
     (tmp_path / "alive").touch()
+    monkeypatch.setenv("SPECCONFORM_TEST_DIES_LATE", "1" if dies_late else "")
     monkeypatch.setenv("SPECCONFORM_TEST_SERVER_DIR", str(tmp_path))
     monkeypatch.setenv("SPECCONFORM_TEST_RESTART", restart_command)
     engine = EngineProcess("tests.harness.dying_server:make", catalogue="tests.harness.dying_server:checks")
@@ -25,9 +26,10 @@ def _run(tmp_path, monkeypatch, restart_command: str) -> list:
 
 
 @pytest.mark.req("RUN-STATUS-1")
-def test_the_check_after_a_killed_server_runs_on_the_restarted_one(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dies_late", [False, True], ids=["dies-at-once", "answers-once-more"])
+def test_the_check_after_a_killed_server_runs_on_the_restarted_one(tmp_path, monkeypatch, dies_late):
     restart = f'echo "$SPECCONFORM_BASE_URL" >> {tmp_path}/restarted && touch {tmp_path}/alive'
-    killed, after = _run(tmp_path, monkeypatch, restart)
+    killed, after = _run(tmp_path, monkeypatch, restart, dies_late)
     assert killed.status == "ERROR" and killed.message.startswith("InternalServerError: Error code: 500")
     assert f"[after this check the server at {dying_server.SPEC_URL} no longer answers: ConnectError" in killed.message
     assert after.status == "PASS" and after.results["API-SPEC-3"]["status"] == "PASS"
