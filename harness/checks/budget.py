@@ -12,7 +12,8 @@ the reproduction (``specconform replay FILE --engine E``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -347,11 +348,15 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
 
     def run(engine, ctx: Context) -> Outcome:
         tally = Tally(requirements)
+        examples = [
+            (f"example {n}", replace(e, scope=scope or ctx.profile.scope)) for n, e in enumerate(family.examples)
+        ]
         drawn = cases.draw(scenarios(family, scope or ctx.profile.scope), ctx.seed, family.scenarios)
+        numbered = ((f"scenario {n}", scenario) for n, scenario in enumerate(drawn))
         diverged = count = 0
-        for n, scenario in enumerate(drawn):
+        for label, scenario in itertools.chain(examples, numbered):
             count += 1
-            vector = scenario.vector(f"scenario-{n}", list(requirements))
+            vector = scenario.vector(label.replace(" ", "-"), list(requirements))
             vector["max_spec_len"] = family.max_spec
             divergence = replay_scenario(engine, vector, requirements, tally)
             if divergence is None:
@@ -361,7 +366,9 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
                 tally.violated(divergence.requirement, divergence.mode, "")
                 continue
             minimal = minimal_scenario(engine, scenario, divergence.fingerprint, requirements, family.max_spec)
-            reduced = minimal.vector(f"minimal-{n}", list(requirements), f"minimised from scenario {n}")
+            reduced = minimal.vector(
+                f"minimal-{label.replace(' ', '-')}", list(requirements), f"minimised from {label}"
+            )
             reduced["max_spec_len"] = family.max_spec
             shown = replay_scenario(engine, reduced, requirements) or divergence
             if shown.fingerprint != divergence.fingerprint:  # the engine is not deterministic: keep the original
@@ -369,10 +376,13 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             tally.violated(
                 divergence.requirement,
                 divergence.mode,
-                f"scenario {n} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
+                f"{label} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
                 reproduction=reproduction_document(reduced, shown, vector, scenario.size, minimal.size),
             )
-        return tally.outcome(f"{count} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle")
+        first = f" ({len(examples)} examples first)" if examples else ""
+        return tally.outcome(
+            f"{count} scenarios{first} × up to {family.steps} steps; {diverged} diverged from the oracle"
+        )
 
     run.family = family  # the cases it draws, for tests of the strategies
     return run
