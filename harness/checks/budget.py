@@ -343,8 +343,8 @@ def minimal_scenario(engine, scenario: BudgetScenario, fingerprint: str, require
 
 
 def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None):
-    """A check body: ``family.scenarios`` scenarios drawn from ``ctx.seed``, each compared with the
-    oracle row by row; the first failure of each requirement is minimised into a reproduction."""
+    """A check body: the family's examples, then ``family.scenarios`` scenarios drawn from ``ctx.seed``, each
+    compared with the oracle row by row; the first failure of each requirement is minimised into a reproduction."""
 
     def run(engine, ctx: Context) -> Outcome:
         tally = Tally(requirements)
