@@ -29,6 +29,7 @@ import impl
 
 from .engine import Engine
 from .engine import Request as EngineRequest
+from .process import EngineProcess
 
 DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
 
@@ -81,7 +82,7 @@ class BadRequest(Exception):
 @dataclass
 class ServedModel:
     name: str
-    engine: Engine
+    engine: Engine | EngineProcess
     tokenizer: object
     reasoning: bool  # has reasoning markers: budgets allowed, reasoning split out
 

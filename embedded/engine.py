@@ -52,6 +52,7 @@ class Request:
     seed: int
     budget: int | None
     on_tokens: Callable[[Request], None] = lambda request: None  # called from the engine thread
+    on_cancel: Callable[[Request], None] = lambda request: None  # called by ``cancel``, from the cancelling thread
     output: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish_reason: str | None = None
@@ -65,6 +66,7 @@ class Request:
     def cancel(self) -> None:
         """Stop generating (the client went away); the engine drops the request at its next step."""
         self.cancelled.set()
+        self.on_cancel(self)
 
     def fail(self, error: str) -> None:
         """End the request with ``error`` (from the engine thread) and tell its client."""
@@ -101,6 +103,22 @@ def _uniforms(seeds: torch.Tensor, positions: torch.Tensor, purpose: int, vocab_
     index = torch.arange(vocab_size, device=seeds.device)
     bits = rng.mix32(rng.stream_key(seeds, positions, purpose)[:, None] ^ index) >> 8
     return (bits.double() + 0.5) * 2.0**-24
+
+
+def check_request(request: Request, vocab_size: int, context_length: int, k: int) -> None:
+    """Raise ValueError naming the field if ``request`` cannot run on an engine of ``vocab_size`` tokens,
+    ``context_length`` positions and ``k`` speculative tokens per step."""
+    prompt = request.prompt_token_ids
+    if not prompt or any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab_size for t in prompt):
+        raise ValueError(f"prompt_token_ids must be a non-empty list of token ids in [0, {vocab_size})")
+    impl.validate_budget(request.budget, "budget")  # as the kernel API validates it in sync_batch
+    positions = context_length - k  # the drafts of the last step need K positions past the output
+    if len(prompt) + request.max_tokens > positions:
+        raise ValueError(
+            f"this model's context holds {positions} tokens with {k} speculative positions; the request "
+            f"asks for {len(prompt) + request.max_tokens} ({len(prompt)} in the prompt, {request.max_tokens} "
+            f"to generate)"
+        )
 
 
 class Engine:
@@ -144,19 +162,7 @@ class Engine:
 
     def check(self, request: Request) -> None:
         """Raise ValueError naming the field if ``request`` cannot run here; nothing is changed."""
-        prompt = request.prompt_token_ids
-        if not prompt or any(
-            isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.vocab_size for t in prompt
-        ):
-            raise ValueError(f"prompt_token_ids must be a non-empty list of token ids in [0, {self.vocab_size})")
-        impl.validate_budget(request.budget, "budget")  # as the kernel API validates it in sync_batch
-        positions = self.context_length - self.k  # the drafts of the last step need K positions past the output
-        if len(prompt) + request.max_tokens > positions:
-            raise ValueError(
-                f"this model's context holds {positions} tokens with {self.k} speculative positions; the request "
-                f"asks for {len(prompt) + request.max_tokens} ({len(prompt)} in the prompt, {request.max_tokens} "
-                f"to generate)"
-            )
+        check_request(request, self.vocab_size, self.context_length, self.k)
 
     def submit(self, request: Request) -> Request:
         self.check(request)

@@ -1,0 +1,183 @@
+"""An embedded engine in a process of its own, so that engines and the HTTP server do not share one interpreter lock.
+
+In one process the engines' step loops and the server's event loop take turns on Python's interpreter lock: the
+server's work per request (HTTP, JSON, server-sent events) holds up every engine, and the engines hold up each
+other. ``EngineProcess`` runs an ``Engine`` in a child process (started with ``spawn``, so nothing of the server's
+threads is inherited) and stands for it in the server: ``check`` and ``submit`` as ``Engine`` has them, on the
+server's own ``Request`` objects. A pipe carries requests and cancellations to the child and, after each of its
+steps, one message with every request's new tokens back; a reader thread applies them to the server's requests and
+calls their ``on_tokens``, as the engine thread does in one process.
+
+If the child process dies, every request it held fails with an error naming its exit code, and so does every
+request submitted after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import queue
+import signal
+import threading
+from dataclasses import dataclass
+
+from .engine import Engine, Request, check_request
+from .model import TinyModel
+
+
+@dataclass(frozen=True)
+class Update:
+    """What one step of the child changed of one request: the tokens it appended to ``output`` (with their log
+    probabilities) and, once the request is done, how it finished."""
+
+    request_id: int
+    tokens: list[int]
+    logprobs: list[float]
+    done: bool
+    finish_reason: str | None
+    error: str | None
+
+
+def _serve(connection, tiny: TinyModel, engine_options: dict) -> None:
+    """The child process: an ``Engine`` serving the requests that arrive on ``connection``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server ends its engines; a Ctrl-C is the server's to handle
+    engine = Engine(tiny, **engine_options)
+    requests: dict[int, Request] = {}  # by the server's request id
+    server_ids: dict[int, int] = {}  # the server's request id of each request here, by its id here
+    sent: dict[int, int] = {}  # how many output tokens of each request (by its id here) the server has been sent
+    updates: queue.SimpleQueue[Update] = queue.SimpleQueue()
+
+    lock = threading.Lock()  # guards server_ids and sent, which the engine thread and this one both change
+
+    def on_tokens(request: Request) -> None:  # on the engine thread
+        done = request.done.is_set()
+        with lock:
+            if request.id not in sent:  # cancelled and dropped already
+                return
+            start, sent[request.id] = sent[request.id], len(request.output)
+            server_id = server_ids.pop(request.id) if done else server_ids[request.id]
+            if done:
+                del sent[request.id]
+        finish = (request.finish_reason, request.error) if done else (None, None)
+        updates.put(Update(server_id, request.output[start:], request.logprobs[start:], done, *finish))
+
+    def send_updates() -> None:  # every update waiting goes out in one message: one per step, not one per request
+        while True:
+            batch = [updates.get()]
+            while not updates.empty():
+                batch.append(updates.get())
+            connection.send(batch)
+
+    threading.Thread(target=send_updates, name="specconform-engine-updates", daemon=True).start()
+    connection.send("ready")
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:  # the server is gone
+            return
+        if message[0] == "submit":
+            _, request_id, prompt, max_tokens, temperature, seed, budget = message
+            request = Request(prompt, max_tokens, temperature, seed, budget, on_tokens=on_tokens)
+            with lock:
+                requests[request_id], server_ids[request.id], sent[request.id] = request, request_id, 0
+            try:
+                engine.submit(request)
+            except Exception as exc:  # the server checked it already; should its check ever differ, say so
+                request.fail(f"the engine process refused the request: {type(exc).__name__}: {exc}")
+        elif message[0] == "cancel" and message[1] in requests:
+            requests[message[1]].cancel()
+        for request_id in [i for i, r in requests.items() if r.done.is_set()]:
+            request = requests.pop(request_id)
+            if request.finish_reason == "cancelled":  # the engine dropped it without a word: the server knows
+                with lock:
+                    server_ids.pop(request.id, None)
+                    sent.pop(request.id, None)
+
+
+class EngineProcess:
+    """An ``Engine`` of ``tiny`` (keyword ``engine_options`` as ``Engine`` takes them) in a child process, with the
+    interface the server uses: ``tiny``, ``k``, ``context_length``, ``vocab_size``, ``check`` and ``submit``."""
+
+    def __init__(self, tiny: TinyModel, **engine_options):
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(tiny.path)
+        self.tiny = tiny
+        self.k = engine_options.get("num_speculative_tokens", 0)
+        self.context_length, self.vocab_size = config.max_position_embeddings, config.vocab_size
+        context = multiprocessing.get_context("spawn")
+        self.connection, child = context.Pipe()
+        self.process = context.Process(
+            target=_serve, args=(child, tiny, engine_options), name="specconform-engine", daemon=True
+        )
+        self.process.start()
+        child.close()
+        self._lock = threading.Lock()  # one sender at a time; the requests in flight
+        self._requests: dict[int, Request] = {}
+        self._exit: str | None = None  # why the child is gone, once it is
+        self._ready = threading.Event()
+        threading.Thread(target=self._read, name="specconform-engine-reader", daemon=True).start()
+
+    def wait_ready(self, timeout: float = 300) -> None:
+        """Wait until the child has loaded its model; raise RuntimeError if it does not within ``timeout`` s."""
+        if not self._ready.wait(timeout) or self._exit:
+            raise RuntimeError(f"the engine process of {self.tiny.path} did not start: {self._exit or 'timed out'}")
+
+    def check(self, request: Request) -> None:
+        """Raise ValueError naming the field if ``request`` cannot run here (as ``Engine.check``)."""
+        check_request(request, self.vocab_size, self.context_length, self.k)
+
+    def submit(self, request: Request) -> Request:
+        self.check(request)
+        request.on_cancel = self._cancel
+        with self._lock:
+            if self._exit is None:
+                self._requests[request.id] = request
+                message = ("submit", request.id, request.prompt_token_ids, request.max_tokens)
+                self.connection.send((*message, request.temperature, request.seed, request.budget))
+                return request
+        request.fail(self._exit)
+        return request
+
+    def _cancel(self, request: Request) -> None:
+        """Tell the child to drop ``request``; it is done here at once (the child's later updates are ignored)."""
+        with self._lock:
+            if self._exit is not None or self._requests.pop(request.id, None) is None:
+                return
+            self.connection.send(("cancel", request.id))
+        request.finish_reason = "cancelled"
+        request.done.set()
+
+    def _read(self) -> None:
+        """Apply the child's updates to the server's requests, in order; fail them all if the child dies."""
+        try:
+            if self.connection.recv() != "ready":
+                raise EOFError
+            self._ready.set()
+            while True:
+                for update in self.connection.recv():
+                    request = self._requests.get(update.request_id)
+                    if request is None:  # cancelled
+                        continue
+                    request.output.extend(update.tokens)
+                    request.logprobs.extend(update.logprobs)
+                    if update.done:
+                        request.error, request.finish_reason = update.error, update.finish_reason
+                        request.done.set()
+                        with self._lock:
+                            self._requests.pop(update.request_id, None)
+                    with contextlib.suppress(Exception):  # a client that cannot be told sees ``done`` when it looks
+                        request.on_tokens(request)
+        except (EOFError, OSError):
+            self.process.join(5)
+            with self._lock:
+                self._exit = f"the engine process exited (exit code {self.process.exitcode}); this request failed"
+                orphans, self._requests = list(self._requests.values()), {}
+            self._ready.set()
+            for request in orphans:
+                request.fail(self._exit)
+
+    def stop(self) -> None:
+        """End the child process."""
+        self.process.terminate()
+        self.process.join(10)
