@@ -12,7 +12,8 @@ The drafts' noise and draws are counter-based (``impl.rng``, keyed by the reques
 the whole batch drafts in a few tensor operations and a request drafts the same alone or in any batch.
 
 Requests are validated before they enter the batch (``Engine.check``), so a bad request fails alone.
-A request cancelled by its client (``Request.cancel``) leaves the batch at the next step.
+A request cancelled by its client (``Request.cancel``) leaves the batch at the next step, which tells its
+``on_tokens`` (finish reason ``cancelled``).
 
 Faults: a step computes everything before it commits anything (cached lengths, budget state, outputs), so
 a step that raises can be examined. A forward pass that raises is run again for each of its requests alone;
@@ -67,6 +68,13 @@ class Request:
         """Stop generating (the client went away); the engine drops the request at its next step."""
         self.cancelled.set()
         self.on_cancel(self)
+
+    def drop(self) -> None:
+        """End the cancelled request (from the engine thread) and tell its client, if it still listens."""
+        self.finish_reason = "cancelled"
+        self.done.set()
+        with contextlib.suppress(Exception):
+            self.on_tokens(self)
 
     def fail(self, error: str) -> None:
         """End the request with ``error`` (from the engine thread) and tell its client."""
@@ -204,8 +212,7 @@ class Engine:
     def _sync_batch(self) -> None:
         for request in self.slots:
             if request.cancelled.is_set() and not request.done.is_set():
-                request.finish_reason = "cancelled"
-                request.done.set()
+                request.drop()
         removed = [i for i, r in enumerate(self.slots) if r.done.is_set()]
         live = [i for i, r in enumerate(self.slots) if not r.done.is_set()]
         holes = sorted(removed)
@@ -218,8 +225,7 @@ class Engine:
         while len(live) < self.max_num_reqs and not self.waiting.empty():  # live counts the added ones too
             request = self.waiting.get()
             if request.cancelled.is_set():  # abandoned before it started
-                request.finish_reason = "cancelled"
-                request.done.set()
+                request.drop()
                 continue
             index = holes.pop(0) if holes else len(slots)
             if index == len(slots):

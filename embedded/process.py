@@ -49,11 +49,9 @@ def _serve(connection, tiny: TinyModel, engine_options: dict) -> None:
 
     lock = threading.Lock()  # guards server_ids and sent, which the engine thread and this one both change
 
-    def on_tokens(request: Request) -> None:  # on the engine thread
+    def on_tokens(request: Request) -> None:  # on the engine thread, once per step and once when done
         done = request.done.is_set()
         with lock:
-            if request.id not in sent:  # cancelled and dropped already
-                return
             start, sent[request.id] = sent[request.id], len(request.output)
             server_id = server_ids.pop(request.id) if done else server_ids[request.id]
             if done:
@@ -87,11 +85,7 @@ def _serve(connection, tiny: TinyModel, engine_options: dict) -> None:
         elif message[0] == "cancel" and message[1] in requests:
             requests[message[1]].cancel()
         for request_id in [i for i, r in requests.items() if r.done.is_set()]:
-            request = requests.pop(request_id)
-            if request.finish_reason == "cancelled":  # the engine dropped it without a word: the server knows
-                with lock:
-                    server_ids.pop(request.id, None)
-                    sent.pop(request.id, None)
+            del requests[request_id]
 
 
 class EngineProcess:
@@ -130,23 +124,24 @@ class EngineProcess:
     def submit(self, request: Request) -> Request:
         self.check(request)
         request.on_cancel = self._cancel
+        message = ("submit", request.id, request.prompt_token_ids, request.max_tokens)
         with self._lock:
             if self._exit is None:
                 self._requests[request.id] = request
-                message = ("submit", request.id, request.prompt_token_ids, request.max_tokens)
-                self.connection.send((*message, request.temperature, request.seed, request.budget))
-                return request
-        request.fail(self._exit)
+                try:
+                    self.connection.send((*message, request.temperature, request.seed, request.budget))
+                    return request
+                except OSError:  # the child is gone; the reader fails what it held, and says why
+                    del self._requests[request.id]
+            why = self._exit or "the engine process is gone; this request failed"
+        request.fail(why)
         return request
 
     def _cancel(self, request: Request) -> None:
-        """Tell the child to drop ``request``; it is done here at once (the child's later updates are ignored)."""
-        with self._lock:
-            if self._exit is not None or self._requests.pop(request.id, None) is None:
-                return
-            self.connection.send(("cancel", request.id))
-        request.finish_reason = "cancelled"
-        request.done.set()
+        """Tell the child to drop ``request``; it is done once the child says so (finish reason ``cancelled``)."""
+        with self._lock, contextlib.suppress(OSError):  # a child that is gone generates nothing anyway
+            if self._exit is None and request.id in self._requests:
+                self.connection.send(("cancel", request.id))
 
     def _read(self) -> None:
         """Apply the child's updates to the server's requests, in order; fail them all if the child dies."""
@@ -156,26 +151,31 @@ class EngineProcess:
             self._ready.set()
             while True:
                 for update in self.connection.recv():
-                    request = self._requests.get(update.request_id)
-                    if request is None:  # cancelled
-                        continue
+                    request = self._requests[update.request_id]
                     request.output.extend(update.tokens)
                     request.logprobs.extend(update.logprobs)
                     if update.done:
                         request.error, request.finish_reason = update.error, update.finish_reason
                         request.done.set()
                         with self._lock:
-                            self._requests.pop(update.request_id, None)
+                            del self._requests[update.request_id]
                     with contextlib.suppress(Exception):  # a client that cannot be told sees ``done`` when it looks
                         request.on_tokens(request)
         except (EOFError, OSError):
             self.process.join(5)
-            with self._lock:
-                self._exit = f"the engine process exited (exit code {self.process.exitcode}); this request failed"
-                orphans, self._requests = list(self._requests.values()), {}
-            self._ready.set()
-            for request in orphans:
-                request.fail(self._exit)
+            self._end(f"the engine process exited (exit code {self.process.exitcode}); this request failed")
+        except Exception as exc:  # a bug of this side: nothing more can be trusted of the child's updates
+            self._end(f"the engine process's updates could not be applied ({type(exc).__name__}: {exc})")
+
+    def _end(self, why: str) -> None:
+        """Stop the child if it still runs and fail every request it held, and every later one, with ``why``."""
+        self.process.kill()
+        with self._lock:
+            self._exit = why
+            orphans, self._requests = list(self._requests.values()), {}
+        self._ready.set()
+        for request in orphans:
+            request.fail(why)
 
     def stop(self) -> None:
         """End the child process."""
