@@ -494,7 +494,7 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         }
         if want_ids:
             response["prompt_token_ids"] = list(request.prompt_token_ids)
-        return response
+        return JSONResponse(response)  # plain JSON already: FastAPI's encoder need not walk it
 
     async def _stream(model, request, updates, chat, want_ids, body):
         sent_reasoning, sent_content, sent_ids = "", "", 0

@@ -135,7 +135,8 @@ def start_server(name: str, checkout: Path) -> Server:
     with socket.socket() as probe:  # a free loopback port
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    environment = {**os.environ, "PYTHONPATH": str(checkout)}
+    search_path = os.pathsep.join([str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])])
+    environment = {**os.environ, "PYTHONPATH": search_path}  # the checkout's code first
     process = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "serve", "--port", str(port)], cwd=checkout, env=environment
     )
