@@ -2,8 +2,9 @@
 
 In one process the engines' step loops and the server's event loop take turns on Python's interpreter lock: the
 server's work per request (HTTP, JSON, server-sent events) holds up every engine, and the engines hold up each
-other. ``EngineProcess`` runs an ``Engine`` in a child process (started with ``spawn``, so nothing of the server's
-threads is inherited) and stands for it in the server: ``check`` and ``submit`` as ``Engine`` has them, on the
+other. ``EngineProcess`` runs an ``Engine`` in a child process (a fresh interpreter, ``python -m embedded.process``,
+which inherits nothing of the server's threads and imports nothing of the server's program) and stands for it in the
+server: ``check`` and ``submit`` as ``Engine`` has them, on the
 server's own ``Request`` objects. A pipe carries requests and cancellations to the child and, after each of its
 steps, one message with every request's new tokens back; a reader thread applies them to the server's requests and
 calls their ``on_tokens``, as the engine thread does in one process.
@@ -15,11 +16,15 @@ request submitted after.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import os
 import queue
 import signal
+import socket
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 
 from .engine import Engine, Request, check_request
 from .model import TinyModel
@@ -38,9 +43,11 @@ class Update:
     error: str | None
 
 
-def _serve(connection, tiny: TinyModel, engine_options: dict) -> None:
-    """The child process: an ``Engine`` serving the requests that arrive on ``connection``."""
+def _serve(connection: Connection) -> None:
+    """The child process: an ``Engine`` (of the model and options that arrive first on ``connection``) serving the
+    requests that arrive after."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server ends its engines; a Ctrl-C is the server's to handle
+    tiny, engine_options = connection.recv()
     engine = Engine(tiny, **engine_options)
     requests: dict[int, Request] = {}  # by the server's request id
     server_ids: dict[int, int] = {}  # the server's request id of each request here, by its id here
@@ -99,13 +106,16 @@ class EngineProcess:
         self.tiny = tiny
         self.k = engine_options.get("num_speculative_tokens", 0)
         self.context_length, self.vocab_size = config.max_position_embeddings, config.vocab_size
-        context = multiprocessing.get_context("spawn")
-        self.connection, child = context.Pipe()
-        self.process = context.Process(
-            target=_serve, args=(child, tiny, engine_options), name="specconform-engine", daemon=True
+        ours, child = socket.socketpair()
+        search_path = os.pathsep.join(filter(None, sys.path))  # the child finds every module as this process does
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "embedded.process", str(child.fileno())],
+            pass_fds=[child.fileno()],
+            env={**os.environ, "PYTHONPATH": search_path},
         )
-        self.process.start()
         child.close()
+        self.connection = Connection(ours.detach())
+        self.connection.send((tiny, engine_options))
         self._lock = threading.Lock()  # one sender at a time; the requests in flight
         self._requests: dict[int, Request] = {}
         self._exit: str | None = None  # why the child is gone, once it is
@@ -162,8 +172,9 @@ class EngineProcess:
                     with contextlib.suppress(Exception):  # a client that cannot be told sees ``done`` when it looks
                         request.on_tokens(request)
         except (EOFError, OSError):
-            self.process.join(5)
-            self._end(f"the engine process exited (exit code {self.process.exitcode}); this request failed")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(5)
+            self._end(f"the engine process exited (exit code {self.process.returncode}); this request failed")
         except Exception as exc:  # a bug of this side: nothing more can be trusted of the child's updates
             self._end(f"the engine process's updates could not be applied ({type(exc).__name__}: {exc})")
 
@@ -180,4 +191,10 @@ class EngineProcess:
     def stop(self) -> None:
         """End the child process."""
         self.process.terminate()
-        self.process.join(10)
+        self.process.wait(10)
+
+
+if __name__ == "__main__":  # the child: python -m embedded.process FD (one end of a socket pair)
+    from embedded.process import _serve as serve  # the module by its own name, so that its updates unpickle
+
+    serve(Connection(int(sys.argv[1])))
