@@ -1,8 +1,8 @@
 """Speculative-decoding rejection sampling with fused accepted-token counting.
 
 ``rejection_sample`` implements specs/rejection-sampling.md on the canonical ragged layout. On a
-GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches two
-Triton kernels, parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
+GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches three
+Triton kernels, two of them parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
 it runs a vectorised PyTorch path with the same semantics and the same counter-based draws
 (``impl.rng``), so GPU, CPU and the oracle agree token for token except within ~1e-6 of a
 floating-point decision boundary.
@@ -252,12 +252,14 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass
 class _TritonPlan:
-    """The launches of one launch key (``_plan``): scratch sizes and the two kernels' launches."""
+    """The launches of one launch key (``_plan``): scratch sizes and the three kernels' launches."""
 
     floats: int
     ints: int
+    setup: object
     row_pass: object
     verify: object
+    setup_ints: tuple[int, ...]
     row_pass_ints: tuple[int, ...]
     verify_ints: tuple[int, ...]
 
@@ -274,36 +276,40 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
     plan = _PLANS.get(key)
     if plan is not None:
         return plan
-    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch * width, device)
+    rows = batch * width
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, rows, device)
     race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
-    layout_block = min(1024, max(triton_next_pow2(batch), 16))
-    stat_size = batch * width * stat_splits
+    stat_size = rows * stat_splits
     race_size = 2 * batch * race_splits  # best and fallback of each split
     plan = _TritonPlan(
-        floats=2 * stat_size + race_size,  # split max, split sum, race
-        ints=batch * width + 2 * batch + stat_size + race_size,  # output, emitted, counters, split arg, race arg
+        # the scratch of kernels.rejection._scratch
+        floats=2 * stat_size + 2 * rows + race_size,
+        ints=3 * rows + 4 * batch + stat_size + race_size,
+        setup=CompiledLaunch(
+            kernels.setup_kernel, (1,), NARROW_WARPS, BLOCK=min(1024, max(triton_next_pow2(rows), 16))
+        ),
         row_pass=CompiledLaunch(
             kernels.row_pass_kernel,
-            (batch, width, stat_splits),
+            (rows * stat_splits,),
             stat_warps,
+            HAS_Q=has_q,
             HAS_FORCED=has_forced,
+            SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
             BLOCK=stat_block,
-            LAYOUT_BLOCK=layout_block,
         ),
         verify=CompiledLaunch(
             kernels.verify_kernel,
-            (batch, race_splits),
+            (batch * race_splits,),
             race_warps,
             HAS_Q=has_q,
             HAS_FORCED=has_forced,
             WIDTH_POW2=max(triton_next_pow2(width), 2),
-            STAT_SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
             SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
             BLOCK=race_block,
-            LAYOUT_BLOCK=layout_block,
         ),
-        row_pass_ints=(vocab, stat_split_size, width, stat_splits),
-        verify_ints=(vocab, race_split_size, width, stat_splits, race_splits),
+        setup_ints=(batch, width, stat_splits),
+        row_pass_ints=(vocab, stat_split_size, batch, width, stat_splits),
+        verify_ints=(vocab, race_split_size, batch, width, stat_splits, race_splits),
     )
     if len(_PLANS) >= MAX_PLANS:
         _PLANS.clear()
@@ -312,7 +318,7 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
 
 
 def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
-    """Two launches (``impl/kernels/rejection.py``) through compiled handles cached per launch key;
+    """Three launches (``impl/kernels/rejection.py``) through compiled handles cached per launch key;
     no host work that grows with the batch."""
     device = logits.device
     batch, vocab = num_draft.shape[0], logits.shape[1]
@@ -341,10 +347,9 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
     # output [B, width] and num_emitted [B]
     floats = torch.empty(plan.floats, dtype=torch.float32, device=device)
     ints = torch.empty(plan.ints, dtype=torch.int32, device=device)
-    plan.row_pass(logits, num_draft, temperature, seeds, positions, forced_arg, floats, ints, *plan.row_pass_ints)
-    plan.verify(
-        logits, drafts, q, num_draft, temperature, seeds, positions, forced_arg, floats, ints, *plan.verify_ints
-    )
+    plan.setup(num_draft, floats, ints, *plan.setup_ints)
+    plan.row_pass(*tensors, floats, ints, *plan.row_pass_ints)
+    plan.verify(*tensors, floats, ints, *plan.verify_ints)
     return RejectionOutput(ints[: batch * width].view(batch, width), ints[batch * width : batch * width + batch])
 
 
