@@ -280,7 +280,7 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
     stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, rows, device)
     race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
     stat_size = rows * stat_splits
-    race_size = 2 * batch * race_splits  # best and fallback of each split
+    race_size = batch * race_splits  # the best score of each split
     plan = _TritonPlan(
         # the scratch of kernels.rejection._scratch
         floats=2 * stat_size + 2 * rows + race_size,

@@ -27,14 +27,43 @@ running maxima, sums and arguments and reduce across lanes once per program, so 
 inside a loop over the vocabulary. Which rows are skipped depends on timing; what is emitted does not.
 """
 
+import os
+
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 from .layout import store_first_rows
 from .rng import exponentials, stream_key, uniform
 
 NO_ARG = tl.constexpr(2147483647)  # the argument of a lane that has seen only -inf
 NO_REJECTION = tl.constexpr(2147483647)  # a request's first known rejection before any is known
+LOG2_E = tl.constexpr(1.4426950408889634)
+HARDWARE_LOG2 = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")  # the interpreter has no libdevice
+# positions in the tuple of ``_scratch``
+STAT_MAX = tl.constexpr(0)
+STAT_SUM = tl.constexpr(1)
+ROW_MAX = tl.constexpr(2)
+ROW_SUM = tl.constexpr(3)
+RACE = tl.constexpr(4)
+OUT = tl.constexpr(5)
+NUM_EMITTED = tl.constexpr(6)
+FIRST_ROW = tl.constexpr(7)
+REJECTED_AT = tl.constexpr(8)
+RACE_COUNTER = tl.constexpr(9)
+ROW_COUNTER = tl.constexpr(10)
+ROW_TOKEN = tl.constexpr(11)
+STAT_ARG = tl.constexpr(12)
+RACE_ARG = tl.constexpr(13)
+
+
+@triton.jit
+def _log2(x):
+    """float32 log2: on a GPU the hardware approximation (absolute error at most 2**-22 in [0.5, 2], 2 ulp
+    elsewhere; a libdevice log costs some 25 instructions more per element), in the interpreter numpy's."""
+    if HARDWARE_LOG2:
+        return libdevice.fast_log2f(x)
+    return tl.log2(x)
 
 
 @triton.jit
@@ -53,11 +82,11 @@ def _reduce_argmax(best, best_arg):
 
 @triton.jit
 def _scratch(floats_ptr, ints_ptr, batch, width, stat_splits):
-    """Pointers into the scratch of ``scratch_sizes`` (``W = width``, ``S = B * W * stat_splits``):
-    float32 ``stat_max [S]``, ``stat_sum [S]``, ``row_max [B * W]``, ``row_sum [B * W]``, ``race [2, B,
+    """Pointers into the scratch (sized by ``impl.rejection._plan``; ``W = width``, ``S = B * W * stat_splits``):
+    float32 ``stat_max [S]``, ``stat_sum [S]``, ``row_max [B * W]``, ``row_sum [B * W]``, ``race [B,
     race splits]``; int32 ``out [B, W]``, ``num_emitted [B]``, ``first_row [B]``, ``rejected_at [B]``,
     ``race_counter [B]``, ``row_counter [B * W]``, ``row_token [B * W]``, ``stat_arg [S]``, ``race_arg
-    [2, B, race splits]``."""
+    [B, race splits]``."""
     rows = batch * width
     stats = rows * stat_splits
     stat_max = floats_ptr
@@ -95,9 +124,11 @@ def _scratch(floats_ptr, ints_ptr, batch, width, stat_splits):
 @triton.jit
 def setup_kernel(num_draft_ptr, floats_ptr, ints_ptr, batch, width, stat_splits, BLOCK: tl.constexpr):
     """One program: ``first_row``, ``rejected_at = NO_REJECTION`` and zeroed counters (``_scratch``)."""
-    (_, _, _, _, _, _, _, first_row, rejected_at, race_counter, row_counter, _, _, _) = _scratch(
-        floats_ptr, ints_ptr, batch, width, stat_splits
-    )
+    scratch = _scratch(floats_ptr, ints_ptr, batch, width, stat_splits)
+    first_row = scratch[FIRST_ROW]
+    rejected_at = scratch[REJECTED_AT]
+    race_counter = scratch[RACE_COUNTER]
+    row_counter = scratch[ROW_COUNTER]
     store_first_rows(num_draft_ptr, batch, first_row, BLOCK)
     for start in range(0, batch, BLOCK):
         offsets = start + tl.arange(0, BLOCK)
@@ -152,22 +183,16 @@ def row_pass_kernel(
     split = program % num_splits
     request = (program // num_splits) % batch
     j = program // (num_splits * batch)
-    (
-        stat_max_ptr,
-        stat_sum_ptr,
-        row_max_ptr,
-        row_sum_ptr,
-        _,
-        _,
-        _,
-        first_row_ptr,
-        rejected_at_ptr,
-        _,
-        row_counter_ptr,
-        row_token_ptr,
-        stat_arg_ptr,
-        _,
-    ) = _scratch(floats_ptr, ints_ptr, batch, width, num_splits)
+    scratch = _scratch(floats_ptr, ints_ptr, batch, width, num_splits)
+    stat_max_ptr = scratch[STAT_MAX]
+    stat_sum_ptr = scratch[STAT_SUM]
+    row_max_ptr = scratch[ROW_MAX]
+    row_sum_ptr = scratch[ROW_SUM]
+    first_row_ptr = scratch[FIRST_ROW]
+    rejected_at_ptr = scratch[REJECTED_AT]
+    row_counter_ptr = scratch[ROW_COUNTER]
+    row_token_ptr = scratch[ROW_TOKEN]
+    stat_arg_ptr = scratch[STAT_ARG]
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     if j <= k:
         row0 = tl.load(first_row_ptr + request).to(tl.int64)
@@ -194,13 +219,15 @@ def row_pass_kernel(
                     x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
                     best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
             elif j == k:  # the bonus row: the exponential race for p, decided without a normaliser
+                # argmax(l / T - log e), scaled by log2(e) so that the noise's logarithm is one hardware log2
                 key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
+                scale = inv_temperature * LOG2_E
                 for start in range(lo, hi, BLOCK):
                     offsets = start + tl.arange(0, BLOCK)
                     inside = offsets < hi
-                    x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
+                    x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * scale
                     score = tl.where(
-                        inside & (x != float("-inf")), x - tl.log(exponentials(key, offsets)), float("-inf")
+                        inside & (x != float("-inf")), x - _log2(exponentials(key, offsets)), float("-inf")
                     )
                     best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
             else:  # online max and sum of exp(x - max) per lane, one exponential per element
@@ -255,6 +282,44 @@ def row_pass_kernel(
 
 
 @triton.jit
+def _residual_race(
+    row_ptr,
+    q_row_ptr,
+    draft,
+    key,
+    inv_temperature,
+    row_max,
+    inv_sum,
+    lo,
+    hi,
+    RESIDUAL: tl.constexpr,
+    HAS_Q: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """(best score, lowest id attaining it) of the race over ids ``[lo, hi)`` of a rejected row: scores
+    ``max(p - q, 0) / e`` with ``RESIDUAL``, else ``p / e`` (``p = exp(l / T - row_max) * inv_sum``; ``q``
+    the row at ``q_row_ptr`` with ``HAS_Q``, else one-hot at ``draft``; ``e`` the noise of stream
+    ``key``). The id is ``lo`` where every score is -1 (no id in range)."""
+    best = tl.full([BLOCK], -1.0, tl.float32)
+    best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
+    for start in range(lo, hi, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        inside = offsets < hi
+        x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
+        p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
+        if RESIDUAL:
+            if HAS_Q:
+                q = tl.load(q_row_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+            else:
+                q = tl.where(offsets == draft, 1.0, 0.0)
+            p = tl.maximum(p - q, 0.0)
+        score = tl.where(inside, p / exponentials(key, offsets), -1.0)
+        best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
+    top, top_arg = _reduce_argmax(best, best_arg)
+    return top, tl.where(top_arg == NO_ARG, lo, top_arg)
+
+
+@triton.jit
 def verify_kernel(
     logits_ptr,
     draft_ids_ptr,
@@ -285,22 +350,17 @@ def verify_kernel(
     program = tl.program_id(0)
     split = program % num_splits
     request = program // num_splits
-    (
-        _,
-        _,
-        row_max_ptr,
-        row_sum_ptr,
-        race_ptr,
-        out_ptr,
-        num_emitted_ptr,
-        first_row_ptr,
-        rejected_at_ptr,
-        counter_ptr,
-        _,
-        row_token_ptr,
-        _,
-        race_arg_ptr,
-    ) = _scratch(floats_ptr, ints_ptr, batch, width, stat_splits)
+    scratch = _scratch(floats_ptr, ints_ptr, batch, width, stat_splits)
+    row_max_ptr = scratch[ROW_MAX]
+    row_sum_ptr = scratch[ROW_SUM]
+    race_ptr = scratch[RACE]
+    out_ptr = scratch[OUT]
+    num_emitted_ptr = scratch[NUM_EMITTED]
+    first_row_ptr = scratch[FIRST_ROW]
+    rejected_at_ptr = scratch[REJECTED_AT]
+    counter_ptr = scratch[RACE_COUNTER]
+    row_token_ptr = scratch[ROW_TOKEN]
+    race_arg_ptr = scratch[RACE_ARG]
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     row0 = tl.load(first_row_ptr + request).to(tl.int64)
     draft0 = row0 - request
@@ -325,48 +385,39 @@ def verify_kernel(
         row_max = tl.load(row_max_ptr + request * width + j)
         inv_sum = 1.0 / tl.load(row_sum_ptr + request * width + j)
         row_ptr = logits_ptr + (row0 + j) * vocab_size
-        best = tl.full([BLOCK], float("-inf"), tl.float32)
-        best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
-        fallback = tl.full([BLOCK], float("-inf"), tl.float32)
-        fallback_arg = tl.full([BLOCK], NO_ARG, tl.int32)
-        lo = split * split_size
-        hi = tl.minimum(lo + split_size, vocab_size)
+        q_row_ptr = q_ptr + (draft0 + j) * vocab_size
         draft = tl.load(draft_ids_ptr + draft0 + j)
         draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
         key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-        for start in range(lo, hi, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            inside = offsets < vocab_size
-            x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-            inv_noise = 1.0 / exponentials(key, offsets)
-            p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
-            if HAS_Q:
-                q = tl.load(q_ptr + (draft0 + j) * vocab_size + offsets, mask=inside, other=0.0).to(tl.float32)
-            else:
-                q = tl.where(offsets == draft, 1.0, 0.0)
-            score = tl.where(inside, tl.maximum(p - q, 0.0) * inv_noise, -1.0)
-            best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-            score = tl.where(inside, p * inv_noise, -1.0)
-            fallback, fallback_arg = _lane_argmax_update(score, offsets, fallback, fallback_arg)
+        lo = split * split_size
+        hi = tl.minimum(lo + split_size, vocab_size)
+        top, winner = _residual_race(
+            row_ptr, q_row_ptr, draft, key, inv_temperature, row_max, inv_sum, lo, hi, True, HAS_Q, BLOCK
+        )
         slot = request * num_splits + split
-        fallback_slot = slot + num_splits * batch
-        top, top_arg = _reduce_argmax(best, best_arg)
         tl.store(race_ptr + slot, top)
-        tl.store(race_arg_ptr + slot, tl.where(top_arg == NO_ARG, lo, top_arg))
-        top, top_arg = _reduce_argmax(fallback, fallback_arg)
-        tl.store(race_ptr + fallback_slot, top)
-        tl.store(race_arg_ptr + fallback_slot, tl.where(top_arg == NO_ARG, lo, top_arg))
+        tl.store(race_arg_ptr + slot, winner)
         tl.debug_barrier()  # every lane's stores before the release below
         if tl.atomic_add(counter_ptr + request, 1, sem="acq_rel") == num_splits - 1:  # the last split
             splits = tl.arange(0, SPLITS_POW2)
             inside = splits < num_splits
             base = request * num_splits
-            fallback_base = base + num_splits * batch
             scores = tl.load(race_ptr + base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
             winners = tl.load(race_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
             top, token = _reduce_argmax(scores, winners)
-            scores = tl.load(race_ptr + fallback_base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
-            winners = tl.load(race_arg_ptr + fallback_base + splits, mask=inside, other=0, cache_modifier=".cg")
-            _, fallback_token = _reduce_argmax(scores, winners)
-            # A residual without mass (every score 0) samples p instead (RS-PROB-4).
-            tl.store(out_row + j, tl.where(top <= 0.0, fallback_token, token))
+            if top <= 0.0:  # a residual without mass (every score 0) samples p instead (RS-PROB-4): rare, one program
+                top, token = _residual_race(
+                    row_ptr,
+                    q_row_ptr,
+                    draft,
+                    key,
+                    inv_temperature,
+                    row_max,
+                    inv_sum,
+                    0,
+                    vocab_size,
+                    False,
+                    HAS_Q,
+                    BLOCK,
+                )
+            tl.store(out_row + j, token)
