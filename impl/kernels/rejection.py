@@ -27,19 +27,15 @@ running maxima, sums and arguments and reduce across lanes once per program, so 
 inside a loop over the vocabulary. Which rows are skipped depends on timing; what is emitted does not.
 """
 
-import os
-
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
 
 from .layout import store_first_rows
-from .rng import exponentials, stream_key, uniform
+from .rng import exponentials, hardware_log2, stream_key, uniform
 
 NO_ARG = tl.constexpr(2147483647)  # the argument of a lane that has seen only -inf
 NO_REJECTION = tl.constexpr(2147483647)  # a request's first known rejection before any is known
 LOG2_E = tl.constexpr(1.4426950408889634)
-HARDWARE_LOG2 = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")  # the interpreter has no libdevice
 # positions in the tuple of ``_scratch``
 STAT_MAX = tl.constexpr(0)
 STAT_SUM = tl.constexpr(1)
@@ -55,15 +51,6 @@ ROW_COUNTER = tl.constexpr(10)
 ROW_TOKEN = tl.constexpr(11)
 STAT_ARG = tl.constexpr(12)
 RACE_ARG = tl.constexpr(13)
-
-
-@triton.jit
-def _log2(x):
-    """float32 log2: on a GPU the hardware approximation (absolute error at most 2**-22 in [0.5, 2], 2 ulp
-    elsewhere; a libdevice log costs some 25 instructions more per element), in the interpreter numpy's."""
-    if HARDWARE_LOG2:
-        return libdevice.fast_log2f(x)
-    return tl.log2(x)
 
 
 @triton.jit
@@ -227,7 +214,7 @@ def row_pass_kernel(
                     inside = offsets < hi
                     x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * scale
                     score = tl.where(
-                        inside & (x != float("-inf")), x - _log2(exponentials(key, offsets)), float("-inf")
+                        inside & (x != float("-inf")), x - hardware_log2(exponentials(key, offsets)), float("-inf")
                     )
                     best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
             else:  # online max and sum of exp(x - max) per lane, one exponential per element
