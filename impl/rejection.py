@@ -217,6 +217,10 @@ def rejection_sample(
 PROGRAMS_PER_SM = 64
 WIDE_WARPS = 8
 NARROW_WARPS = 4
+# Bytes of one level of rows (a row of every request) from which each level gets its own launch: some
+# 20 us of reads on an H100, several times the gap between two launches, and about what a rejection
+# saves on the rows after it.
+LEVEL_LAUNCH_BYTES = 64 * 2**20
 
 
 def _target_programs(device: torch.device) -> int:
@@ -252,15 +256,15 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass
 class _TritonPlan:
-    """The launches of one launch key (``_plan``): scratch sizes and the three kernels' launches."""
+    """The launches of one launch key (``_plan``): scratch sizes and the kernels' launches."""
 
     floats: int
     ints: int
     setup: object
-    row_pass: object
+    row_passes: list  # one launch per level, or one for all levels
     verify: object
     setup_ints: tuple[int, ...]
-    row_pass_ints: tuple[int, ...]
+    row_pass_ints: list[tuple[int, ...]]
     verify_ints: tuple[int, ...]
 
 
@@ -268,7 +272,9 @@ _PLANS: dict[tuple, _TritonPlan] = {}
 MAX_PLANS = 1024  # launch keys kept; an engine sees a few batch sizes and widths
 
 
-def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_forced: bool, device) -> _TritonPlan:
+def _plan(
+    key: tuple, vocab: int, batch: int, width: int, element_size: int, has_q: bool, has_forced: bool, device
+) -> _TritonPlan:
     """The plan of a launch key, made on first use: launch shapes, scratch sizes, compiled launches."""
     from .kernels import rejection as kernels
     from .kernels.launch import CompiledLaunch
@@ -277,10 +283,14 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
     if plan is not None:
         return plan
     rows = batch * width
-    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, rows, device)
+    # one launch per level where a level alone fills the device, else one launch for all levels
+    by_level = batch * vocab * element_size >= LEVEL_LAUNCH_BYTES
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch if by_level else rows, device)
     race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
     stat_size = rows * stat_splits
     race_size = batch * race_splits  # the best score of each split
+    level_starts = range(width) if by_level else (0,)
+    levels_per_launch = 1 if by_level else width
     plan = _TritonPlan(
         # the scratch of kernels.rejection._scratch
         floats=2 * stat_size + 2 * rows + race_size,
@@ -288,15 +298,18 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
         setup=CompiledLaunch(
             kernels.setup_kernel, (1,), NARROW_WARPS, BLOCK=min(1024, max(triton_next_pow2(rows), 16))
         ),
-        row_pass=CompiledLaunch(
-            kernels.row_pass_kernel,
-            (rows * stat_splits,),
-            stat_warps,
-            HAS_Q=has_q,
-            HAS_FORCED=has_forced,
-            SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
-            BLOCK=stat_block,
-        ),
+        row_passes=[
+            CompiledLaunch(
+                kernels.row_pass_kernel,
+                (levels_per_launch * batch * stat_splits,),
+                stat_warps,
+                HAS_Q=has_q,
+                HAS_FORCED=has_forced,
+                SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
+                BLOCK=stat_block,
+            )
+            for _ in level_starts
+        ],
         verify=CompiledLaunch(
             kernels.verify_kernel,
             (batch * race_splits,),
@@ -308,7 +321,7 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
             BLOCK=race_block,
         ),
         setup_ints=(batch, width, stat_splits),
-        row_pass_ints=(vocab, stat_split_size, batch, width, stat_splits),
+        row_pass_ints=[(vocab, stat_split_size, batch, width, stat_splits, start) for start in level_starts],
         verify_ints=(vocab, race_split_size, batch, width, stat_splits, race_splits),
     )
     if len(_PLANS) >= MAX_PLANS:
@@ -318,8 +331,9 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
 
 
 def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
-    """Three launches (``impl/kernels/rejection.py``) through compiled handles cached per launch key;
-    no host work that grows with the batch."""
+    """The launches of ``impl/kernels/rejection.py`` (three, or two plus one per level of rows where a
+    level fills the device) through compiled handles cached per launch key; no host work that grows
+    with the batch."""
     device = logits.device
     batch, vocab = num_draft.shape[0], logits.shape[1]
     if batch == 0:
@@ -342,13 +356,14 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         *(t.dtype for t in tensors),
         *(t.data_ptr() % 16 == 0 for t in tensors),
     )
-    plan = _plan(key, vocab, batch, width, draft_probs is not None, forced is not None, device)
+    plan = _plan(key, vocab, batch, width, logits.element_size(), draft_probs is not None, forced is not None, device)
     # one allocation of each dtype (host time counts at small batches): ``ints`` begins with the
     # output [B, width] and num_emitted [B]
     floats = torch.empty(plan.floats, dtype=torch.float32, device=device)
     ints = torch.empty(plan.ints, dtype=torch.int32, device=device)
     plan.setup(num_draft, floats, ints, *plan.setup_ints)
-    plan.row_pass(*tensors, floats, ints, *plan.row_pass_ints)
+    for row_pass, row_pass_ints in zip(plan.row_passes, plan.row_pass_ints, strict=True):
+        row_pass(*tensors, floats, ints, *row_pass_ints)
     plan.verify(*tensors, floats, ints, *plan.verify_ints)
     return RejectionOutput(ints[: batch * width].view(batch, width), ints[batch * width : batch * width + batch])
 

@@ -1,30 +1,33 @@
 """Rejection-sampling kernels (specs/rejection-sampling.md, specs/accepted-tokens.md).
 
-Three launches; the two that read the vocabulary are parallel over it, so that one request (B = 1)
+Three kernels; the two that read the vocabulary are parallel over it, so that one request (B = 1)
 and many (B = 1024) both keep the memory system busy:
 
 1. ``setup_kernel`` (one program): every request's first logits row from one prefix sum over the draft
    counts (``O(B)``), the counters zeroed, no rejection known yet.
-2. ``row_pass_kernel`` (one program per row split, rows in order of their draft index ``j``, so that the
-   first drafts of every request are judged before the later rows are read) reads every row once: for a
-   draft row of a sampled request the split's max and sum of ``exp(l / T - max)``; for a greedy row the
-   split's max and argmax; for the bonus row of a sampled request the split's winner of the exponential
-   race ``argmax(l / T - log e)`` (it needs no normaliser). The last split of a row to finish (an atomic
-   counter per row) reduces the splits and judges the row: its draft accepted or not (one load of
-   ``l[d]`` and ``q[d]``), its token if it is the last one emitted (argmax, race winner or forced id); a
-   rejection lowers the request's first known rejection (``atomic_min``). A program whose row lies
-   after a rejection already known reads nothing, so a rejected first draft saves most later rows.
-   Forced rows are not read.
+2. ``row_pass_kernel`` (one program per row split; rows in order of their draft index ``j``, the
+   level) reads every row once: for a draft row of a sampled request the split's max and sum of
+   ``exp(l / T - max)``; for a greedy row the split's max and argmax; for the bonus row of a sampled
+   request the split's winner of the exponential race ``argmax(l / T - log e)`` (it needs no
+   normaliser). The last split of a row to finish (an atomic counter per row) reduces the splits and
+   judges the row: its draft accepted or not (one load of ``l[d]`` and ``q[d]``), its token if it is
+   the last one emitted (argmax, race winner or forced id); a rejection lowers the request's first
+   known rejection (``atomic_min``). A program whose row lies after a known rejection reads nothing.
+   Where one level of rows fills the device on its own the levels are launched one after another, so
+   that every rejection is known before the next level is read and no row after one is read; else one
+   launch covers every level, in level order, and skips what it can. Forced rows are not read.
 3. ``verify_kernel`` (one program per request split): the first rejection is the least rejected row;
    split 0 writes the accepted drafts, the final token where the row pass knows it, the padding and
    ``num_emitted``. For a sampled request with a rejected draft each split runs the race
-   ``argmax(max(p - q, 0) / e)`` (``p / e`` as fallback) over its part of the rejected row and of its
-   ``q`` row; the last split to finish reduces the splits and writes the token.
+   ``argmax(max(p - q, 0) / e)`` over its part of the rejected row and of its ``q`` row; the last split
+   to finish reduces the splits and writes the token (where the residual has no mass, it runs the race
+   ``argmax(p / e)`` over the whole row).
 
-Bytes read: every draft row and bonus row once, except the rows after a rejection the row pass already
-knows of; for a sampled rejection that row and its ``q`` row once more. Inner loops keep per-lane
-running maxima, sums and arguments and reduce across lanes once per program, so that no barrier sits
-inside a loop over the vocabulary. Which rows are skipped depends on timing; what is emitted does not.
+Bytes read: the rows up to each request's first rejection, or to its bonus row (with one launch for
+all levels, also those rows after a rejection that started before it was known); for a sampled
+rejection that row and its ``q`` row once more. Inner loops keep per-lane running maxima, sums and
+arguments and reduce across lanes once per program, so that no barrier sits inside a loop over the
+vocabulary. Which rows are skipped may depend on timing; what is emitted does not.
 """
 
 import triton
@@ -158,18 +161,20 @@ def row_pass_kernel(
     batch,
     width,
     num_splits,
+    first_level,
     HAS_Q: tl.constexpr,
     HAS_FORCED: tl.constexpr,
     SPLITS_POW2: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """Program ``((j * B) + request) * num_splits + split``: the statistics of split ``split`` of row
-    ``j`` of ``request``; the last split of the row judges it (``row_token``, ``row_max``, ``row_sum``,
+    """Program ``((j - first_level) * B + request) * num_splits + split``: the statistics of split
+    ``split`` of row ``j`` of ``request`` (a launch covers the levels ``j >= first_level`` its grid
+    reaches); the last split of the row judges it (``row_token``, ``row_max``, ``row_sum``,
     ``rejected_at``). ``floats`` and ``ints``: the scratch of ``_scratch``, set up by ``setup_kernel``."""
     program = tl.program_id(0)
     split = program % num_splits
     request = (program // num_splits) % batch
-    j = program // (num_splits * batch)
+    j = first_level + program // (num_splits * batch)
     scratch = _scratch(floats_ptr, ints_ptr, batch, width, num_splits)
     stat_max_ptr = scratch[STAT_MAX]
     stat_sum_ptr = scratch[STAT_SUM]
