@@ -12,7 +12,7 @@ and many (B = 1024) both keep the memory system busy:
    normaliser). The last split of a row to finish (an atomic counter per row) reduces the splits and
    judges the row: its draft accepted or not (one load of ``l[d]`` and ``q[d]``), its token if it is
    the last one emitted (argmax, race winner or forced id); a rejection lowers the request's first
-   known rejection (``atomic_min``). A program whose row lies after a known rejection reads nothing.
+   known rejection (``atomic_min``). A program whose row lies after a known rejection does nothing.
    Where one level of rows fills the device on its own the levels are launched one after another, so
    that every rejection is known before the next level is read and no row after one is read; else one
    launch covers every level, in level order, and skips what it can. Forced rows are not read.
@@ -186,7 +186,10 @@ def row_pass_kernel(
     row_token_ptr = scratch[ROW_TOKEN]
     stat_arg_ptr = scratch[STAT_ARG]
     k = tl.load(num_draft_ptr + request).to(tl.int32)
-    if j <= k:
+    # A row after a rejection already known is moot: neither read nor judged (a stale value only reads
+    # more). A row some of whose splits skipped it never completes its counter, so it is never judged.
+    known = tl.load(rejected_at_ptr + request, cache_modifier=".cg")
+    if (j <= k) & (known >= j):
         row0 = tl.load(first_row_ptr + request).to(tl.int64)
         row = row0 + j
         temperature = tl.load(temperature_ptr + request).to(tl.float32)
@@ -195,10 +198,8 @@ def row_pass_kernel(
         forced = -1
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row).to(tl.int32)
-        # read unless forced or after a rejection already known (a stale value only reads more)
-        known = tl.load(rejected_at_ptr + request, cache_modifier=".cg")
         stats_base = (request * width + j) * num_splits
-        if (forced < 0) & (known >= j):
+        if forced < 0:
             row_ptr = logits_ptr + row * vocab_size
             lo = split * split_size
             hi = tl.minimum(lo + split_size, vocab_size)
@@ -240,9 +241,7 @@ def row_pass_kernel(
             tl.store(stat_arg_ptr + stats_base + split, tl.where(split_arg == NO_ARG, lo, split_arg))
         tl.debug_barrier()  # every lane's stores before the release below
         if tl.atomic_add(row_counter_ptr + request * width + j, 1, sem="acq_rel") == num_splits - 1:
-            # The last split judges the row. Where a split skipped it (a rejection before j is known) its
-            # statistics are stale, and so is this verdict, which is then never used: the first rejection
-            # lies before j, so rejected_at stays below j and the verify kernel reads no token of row j.
+            # the last split judges the row from every split's statistics
             row_max, row_sum, arg = _combine_stats(
                 stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_base, num_splits, SPLITS_POW2
             )
