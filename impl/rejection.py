@@ -217,10 +217,10 @@ def rejection_sample(
 PROGRAMS_PER_SM = 64
 WIDE_WARPS = 8
 NARROW_WARPS = 4
-# Bytes of one level of rows (a row of every request) from which each level gets its own launch: some
-# 20 us of reads on an H100, several times the gap between two launches, and about what a rejection
-# saves on the rows after it.
-LEVEL_LAUNCH_BYTES = 64 * 2**20
+# Narrow blocks of the row pass are half the wide block, those of the residual race a quarter (the
+# fastest of the two in one run at the bench's shapes, scripts/profile-kernels.py).
+ROW_PASS_NARROWING = 2
+RACE_NARROWING = 4
 
 
 def _target_programs(device: torch.device) -> int:
@@ -236,15 +236,16 @@ def _multi_processors(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def _launch_shape(vocab_size: int, rows: int, device: torch.device) -> tuple[int, int, int, int]:
+def _launch_shape(vocab_size: int, rows: int, device: torch.device, narrowing: int) -> tuple[int, int, int, int]:
     """``(block, num_warps, num_splits, split_size)`` for ``rows`` rows: one program per row where
-    the rows fill half the target programs, else vocabulary splits so that ``rows * num_splits``
-    programs reach the target; ``split_size`` is a multiple of ``block``."""
+    the rows fill half the target programs, else vocabulary splits of blocks ``narrowing`` times
+    narrower so that ``rows * num_splits`` programs reach the target; ``split_size`` is a multiple of
+    ``block``."""
     block = _block_size(vocab_size)
     programs = _target_programs(device)
     if 2 * rows >= programs:
         return block, WIDE_WARPS, 1, _cdiv(vocab_size, block) * block
-    block = max(16, block // 4)
+    block = max(16, block // narrowing)
     wanted = max(1, min(_cdiv(programs, max(rows, 1)), _cdiv(vocab_size, block)))
     split_size = _cdiv(_cdiv(vocab_size, wanted), block) * block
     return block, NARROW_WARPS, _cdiv(vocab_size, split_size), split_size
@@ -261,10 +262,10 @@ class _TritonPlan:
     floats: int
     ints: int
     setup: object
-    row_passes: list  # one launch per level, or one for all levels
+    row_pass: object
     verify: object
     setup_ints: tuple[int, ...]
-    row_pass_ints: list[tuple[int, ...]]
+    row_pass_ints: tuple[int, ...]
     verify_ints: tuple[int, ...]
 
 
@@ -272,9 +273,7 @@ _PLANS: dict[tuple, _TritonPlan] = {}
 MAX_PLANS = 1024  # launch keys kept; an engine sees a few batch sizes and widths
 
 
-def _plan(
-    key: tuple, vocab: int, batch: int, width: int, element_size: int, has_q: bool, has_forced: bool, device
-) -> _TritonPlan:
+def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_forced: bool, device) -> _TritonPlan:
     """The plan of a launch key, made on first use: launch shapes, scratch sizes, compiled launches."""
     from .kernels import rejection as kernels
     from .kernels.launch import CompiledLaunch
@@ -283,14 +282,10 @@ def _plan(
     if plan is not None:
         return plan
     rows = batch * width
-    # one launch per level where a level alone fills the device, else one launch for all levels
-    by_level = batch * vocab * element_size >= LEVEL_LAUNCH_BYTES
-    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch if by_level else rows, device)
-    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, rows, device, ROW_PASS_NARROWING)
+    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device, RACE_NARROWING)
     stat_size = rows * stat_splits
     race_size = batch * race_splits  # the best score of each split
-    level_starts = range(width) if by_level else (0,)
-    levels_per_launch = 1 if by_level else width
     plan = _TritonPlan(
         # the scratch of kernels.rejection._scratch
         floats=2 * stat_size + 2 * rows + race_size,
@@ -298,18 +293,15 @@ def _plan(
         setup=CompiledLaunch(
             kernels.setup_kernel, (1,), NARROW_WARPS, BLOCK=min(1024, max(triton_next_pow2(rows), 16))
         ),
-        row_passes=[
-            CompiledLaunch(
-                kernels.row_pass_kernel,
-                (levels_per_launch * batch * stat_splits,),
-                stat_warps,
-                HAS_Q=has_q,
-                HAS_FORCED=has_forced,
-                SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
-                BLOCK=stat_block,
-            )
-            for _ in level_starts
-        ],
+        row_pass=CompiledLaunch(
+            kernels.row_pass_kernel,
+            (rows * stat_splits,),
+            stat_warps,
+            HAS_Q=has_q,
+            HAS_FORCED=has_forced,
+            SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
+            BLOCK=stat_block,
+        ),
         verify=CompiledLaunch(
             kernels.verify_kernel,
             (batch * race_splits,),
@@ -321,7 +313,7 @@ def _plan(
             BLOCK=race_block,
         ),
         setup_ints=(batch, width, stat_splits),
-        row_pass_ints=[(vocab, stat_split_size, batch, width, stat_splits, start) for start in level_starts],
+        row_pass_ints=(vocab, stat_split_size, batch, width, stat_splits),
         verify_ints=(vocab, race_split_size, batch, width, stat_splits, race_splits),
     )
     if len(_PLANS) >= MAX_PLANS:
@@ -331,9 +323,8 @@ def _plan(
 
 
 def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
-    """The launches of ``impl/kernels/rejection.py`` (three, or two plus one per level of rows where a
-    level fills the device) through compiled handles cached per launch key; no host work that grows
-    with the batch."""
+    """The three launches of ``impl/kernels/rejection.py`` through compiled handles cached per launch
+    key; no host work that grows with the batch."""
     device = logits.device
     batch, vocab = num_draft.shape[0], logits.shape[1]
     if batch == 0:
@@ -356,14 +347,13 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         *(t.dtype for t in tensors),
         *(t.data_ptr() % 16 == 0 for t in tensors),
     )
-    plan = _plan(key, vocab, batch, width, logits.element_size(), draft_probs is not None, forced is not None, device)
+    plan = _plan(key, vocab, batch, width, draft_probs is not None, forced is not None, device)
     # one allocation of each dtype (host time counts at small batches): ``ints`` begins with the
     # output [B, width] and num_emitted [B]
     floats = torch.empty(plan.floats, dtype=torch.float32, device=device)
     ints = torch.empty(plan.ints, dtype=torch.int32, device=device)
     plan.setup(num_draft, floats, ints, *plan.setup_ints)
-    for row_pass, row_pass_ints in zip(plan.row_passes, plan.row_pass_ints, strict=True):
-        row_pass(*tensors, floats, ints, *row_pass_ints)
+    plan.row_pass(*tensors, floats, ints, *plan.row_pass_ints)
     plan.verify(*tensors, floats, ints, *plan.verify_ints)
     return RejectionOutput(ints[: batch * width].view(batch, width), ints[batch * width : batch * width + batch])
 
@@ -373,7 +363,7 @@ def triton_next_pow2(n: int) -> int:
 
 
 def _block_size(vocab_size: int) -> int:
-    """The wide block (one program per row); narrow blocks are a quarter of it."""
+    """The wide block (one program per row); narrow blocks are a fraction of it (``_launch_shape``)."""
     return min(2048, max(triton_next_pow2(vocab_size), 16))
 
 

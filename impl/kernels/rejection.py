@@ -12,10 +12,10 @@ and many (B = 1024) both keep the memory system busy:
    normaliser). The last split of a row to finish (an atomic counter per row) reduces the splits and
    judges the row: its draft accepted or not (one load of ``l[d]`` and ``q[d]``), its token if it is
    the last one emitted (argmax, race winner or forced id); a rejection lowers the request's first
-   known rejection (``atomic_min``). A program whose row lies after a known rejection does nothing.
-   Where one level of rows fills the device on its own the levels are launched one after another, so
-   that every rejection is known before the next level is read and no row after one is read; else one
-   launch covers every level, in level order, and skips what it can. Forced rows are not read.
+   known rejection (``atomic_min``). A program whose row lies after a known rejection does nothing:
+   programs run in level order, so most rows after a rejected first draft are skipped. (One launch per
+   level would skip every row after a rejection, but measured slower on an H100 at most of the bench's
+   shapes: each launch pays its tail, and the skipped programs their setup.) Forced rows are not read.
 3. ``verify_kernel`` (one program per request split): the first rejection is the least rejected row;
    split 0 writes the accepted drafts, the final token where the row pass knows it, the padding and
    ``num_emitted``. For a sampled request with a rejected draft each split runs the race
@@ -23,9 +23,9 @@ and many (B = 1024) both keep the memory system busy:
    to finish reduces the splits and writes the token (where the residual has no mass, it runs the race
    ``argmax(p / e)`` over the whole row).
 
-Bytes read: the rows up to each request's first rejection, or to its bonus row (with one launch for
-all levels, also those rows after a rejection that started before it was known); for a sampled
-rejection that row and its ``q`` row once more. Inner loops keep per-lane running maxima, sums and
+Bytes read: the rows up to each request's first rejection, or to its bonus row, and those rows after
+a rejection that started before it was known; for a sampled rejection that row and its ``q`` row once
+more. Inner loops keep per-lane running maxima, sums and
 arguments and reduce across lanes once per program, so that no barrier sits inside a loop over the
 vocabulary. Which rows are skipped may depend on timing; what is emitted does not.
 """
@@ -161,20 +161,18 @@ def row_pass_kernel(
     batch,
     width,
     num_splits,
-    first_level,
     HAS_Q: tl.constexpr,
     HAS_FORCED: tl.constexpr,
     SPLITS_POW2: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """Program ``((j - first_level) * B + request) * num_splits + split``: the statistics of split
-    ``split`` of row ``j`` of ``request`` (a launch covers the levels ``j >= first_level`` its grid
-    reaches); the last split of the row judges it (``row_token``, ``row_max``, ``row_sum``,
+    """Program ``((j * B) + request) * num_splits + split``: the statistics of split ``split`` of row
+    ``j`` of ``request``; the last split of the row judges it (``row_token``, ``row_max``, ``row_sum``,
     ``rejected_at``). ``floats`` and ``ints``: the scratch of ``_scratch``, set up by ``setup_kernel``."""
     program = tl.program_id(0)
     split = program % num_splits
     request = (program // num_splits) % batch
-    j = first_level + program // (num_splits * batch)
+    j = program // (num_splits * batch)
     scratch = _scratch(floats_ptr, ints_ptr, batch, width, num_splits)
     stat_max_ptr = scratch[STAT_MAX]
     stat_sum_ptr = scratch[STAT_SUM]

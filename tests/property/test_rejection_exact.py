@@ -88,15 +88,12 @@ def test_impl_matches_the_oracle_exactly(target):
     run()
 
 
-@pytest.mark.parametrize("by_level", [False, True], ids=["one-row-launch", "launch-per-level"])
 @pytest.mark.parametrize("programs", [1, 64], ids=["one-split", "many-splits"])
-def test_multi_block_vocabulary_loops_match_the_oracle(target, monkeypatch, programs, by_level):
+def test_multi_block_vocabulary_loops_match_the_oracle(target, monkeypatch, programs):
     """Small blocks, so that every loop over the vocabulary runs several blocks and a ragged tail;
-    with many programs wanted, every row is also cut into several vocabulary splits; the rows read in
-    one launch, or in one launch per level (draft index) as for large batches."""
+    with many programs wanted, every row is also cut into several vocabulary splits."""
     monkeypatch.setattr(impl.rejection, "_block_size", lambda vocab_size: 16)
     monkeypatch.setattr(impl.rejection, "_target_programs", lambda device: programs)
-    monkeypatch.setattr(impl.rejection, "LEVEL_LAUNCH_BYTES", 0 if by_level else 2**62)
     monkeypatch.setattr(impl.rejection, "_PLANS", {})  # plans made under other settings
 
     @given(cases(vocabs=(1, 5, 16, 17, 37, 64, 90)))
