@@ -7,9 +7,8 @@ import triton.language as tl
 @triton.jit
 def first_row(num_draft_ptr, request, BLOCK: tl.constexpr):
     """First logits row of ``request``: ``request + sum_{s < request} K_s``, as int64, summed by the
-    calling program: ``O(request)`` loads per program, ``O(B^2)`` per launch. The budget step uses it, as
-    its one launch has no earlier launch to take ``store_first_rows`` (a second launch would cost more
-    than the loads, which come from L2)."""
+    calling program: ``O(request)`` loads per program, ``O(B^2)`` per launch. The budget step uses it: its
+    step is one launch, with no earlier launch of its own to run ``store_first_rows``."""
     total = request.to(tl.int64)
     for start in range(0, request, BLOCK):
         offsets = start + tl.arange(0, BLOCK)
