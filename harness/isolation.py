@@ -5,7 +5,8 @@ sends check names and receives outcomes. So nothing the engine does (``sys.exit`
 segfault, a hang in C code or with SIGALRM blocked, a factory that never returns) can end the run or
 stop the parent from writing records: the parent waits with a deadline, kills the child when it is
 passed (TIMEOUT) and reports a death with its exit code or signal (ERROR), then starts a fresh child
-for the next check.
+for the next check. An engine behind servers (``ServedEngine``, the HTTP adapter) has each check's record
+name a server that stopped answering during it, and has such a server restarted before the next check.
 """
 
 from __future__ import annotations
