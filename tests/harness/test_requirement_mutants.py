@@ -19,20 +19,11 @@ WITHOUT_MUTANT = {
     # Permissions (MAY): nothing an engine does violates them.
     "RS-LAYOUT-3": "a permission to declare another layout",
     "RS-INPUT-6": "a permission to skip validation",
-    # Requirements on the harness's statistics, exercised by tests/unit/test_stats.py.
-    "STAT-CASE-1": "binds the harness",
-    "STAT-CASE-2": "binds the harness",
-    "STAT-TEST-1": "binds the harness",
-    "STAT-TEST-2": "binds the harness",
-    "STAT-TEST-3": "binds the harness",
-    "STAT-TEST-4": "binds the harness",
-    "STAT-POWER-1": "binds the harness",
-    "STAT-CERT-1": "binds the harness",
-    "STAT-SEED-1": "binds the harness",
 }
 # API-level requirements are broken by HTTP engines (tests/harness/test_api_*.py, tests/e2e); RUN-*
-# requirements bind the runner (tests/harness/test_runner.py).
-LEVELS_ELSEWHERE = ("API-", "RUN-")
+# requirements bind the runner (tests/harness/test_runner.py); STAT-* requirements bind the harness's
+# statistics, each broken by a mutant of them (tests/harness/test_stat_mutants.py).
+LEVELS_ELSEWHERE = ("API-", "RUN-", "STAT-")
 # The first mutant of each requirement (sampler mutants are judged at full trials in their own
 # process by tests/harness/test_zoo_and_engines.py; the others here, in process).
 _MUTANTS_BY_REQUIREMENT = {}
