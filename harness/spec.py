@@ -69,6 +69,25 @@ def load_registry() -> dict[str, Requirement]:
     return registry
 
 
+@dataclass(frozen=True)
+class Alias:
+    """An id that is no longer a requirement: ``now`` are the requirements that carry what it said."""
+
+    id: str
+    now: tuple[str, ...]
+    since: str
+    why: str
+
+
+def load_aliases() -> dict[str, Alias]:
+    """``{old id: Alias}`` from the ``aliases`` list of ``specs/requirements.yaml``."""
+    data = yaml.safe_load((spec_dir() / "requirements.yaml").read_text())
+    return {
+        entry["id"]: Alias(entry["id"], tuple(entry["now"]), str(entry["since"]), entry["why"])
+        for entry in data.get("aliases", ())
+    }
+
+
 def classes() -> dict[str, list[str]]:
     """``{conformance class: [requirement ids]}``."""
     out: dict[str, list[str]] = {}

@@ -174,3 +174,9 @@ def test_diff_lists_new_failures_first_then_fixes_then_statistics():
     assert new_failures == 1
     assert text.index("## New failures") < text.index("`a`") < text.index("## Fixes") < text.index("`b`")
     assert "p 0.5 → 1e-09" in text
+
+
+def test_a_record_naming_an_alias_counts_for_its_successor():
+    old = _record("budget/whole-generations", "FAIL", reqs=("TB-FORCE-3",))  # a record of specification 0.1
+    statuses = reports.requirement_status([old, _record("budget/sequential", "PASS", reqs=("TB-FORCE-1",))])
+    assert statuses == {("e", "TB-FORCE-1"): ("FAIL", 2)}

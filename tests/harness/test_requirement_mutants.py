@@ -13,9 +13,6 @@ from harness.core import ERROR, FAIL, Context, uniform_outcome
 
 # Requirements no mutant engine can break on its own, and why.
 WITHOUT_MUTANT = {
-    # Consequences of other requirements: every engine that breaks them breaks their premise too.
-    "TB-FORCE-3": "a consequence of TB-FORCE-1/2 (caught with budget-off-by-one by budget/whole-generations)",
-    "AC-METRIC-5": "a consequence of AC-METRIC-2's definition (mean-length-without-bonus breaks both)",
     # Permissions (MAY): nothing an engine does violates them.
     "RS-LAYOUT-3": "a permission to declare another layout",
     "RS-INPUT-6": "a permission to skip validation",
