@@ -193,9 +193,10 @@ def kernel_checks() -> list[Check]:
         _check(
             "rejection/invalid-ids",
             "rs.input",
-            ("RS-INPUT-5",),
-            ("rejection", "input-validation"),
-            "forced and draft ids just outside their allowed ranges are errors naming the field",
+            ("RS-INPUT-5", "RS-INPUT-7"),
+            ("rejection",),
+            "forced and draft ids just outside their allowed ranges are errors naming the field (without input "
+            "validation, RS-INPUT-6: ids in [0, V) or an error)",
             rejection.invalid_ids_check,
         ),
         _check(

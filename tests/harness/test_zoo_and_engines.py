@@ -67,6 +67,5 @@ def test_the_reference_and_the_oracle_pass_every_claimed_check(make, trials):
 
 def test_every_requirement_is_covered_by_a_check_or_listed():
     uncovered = checks.uncovered_requirements()
-    # MAY permissions: RS-LAYOUT-3's declared layout is honoured by every rejection check
-    # (tests/harness/test_profiles.py), RS-INPUT-6's mode is an engine's choice
-    assert uncovered == ["RS-INPUT-6", "RS-LAYOUT-3"]
+    # permissions (RS-LAYOUT-3, RS-INPUT-6) are no requirements: tests/harness/test_permissions.py
+    assert uncovered == []
