@@ -331,6 +331,12 @@ def _uncovered_lines(uncovered: list[str]) -> list[str]:
         f"Runner requirements ({len(runner_reqs)}: {', '.join(runner_reqs)}) bind the runner, not an engine; "
         "the project's own tests judge them."
     )
+    permissions = spec.load_permissions().values()
+    lines += [
+        "",
+        "Permissions are no requirements: each is declared in the profile and honoured by the checks "
+        "(specs/INTERPRETING.md, RUN-PROFILE-1): " + "; ".join(f"{p.id} ({p.declared_by})" for p in permissions) + ".",
+    ]
     return lines
 
 

@@ -180,3 +180,10 @@ def test_a_record_naming_an_alias_counts_for_its_successor():
     old = _record("budget/whole-generations", "FAIL", reqs=("TB-FORCE-3",))  # a record of specification 0.1
     statuses = reports.requirement_status([old, _record("budget/sequential", "PASS", reqs=("TB-FORCE-1",))])
     assert statuses == {("e", "TB-FORCE-1"): ("FAIL", 2)}
+
+
+def test_the_report_names_the_permissions_and_how_they_are_declared():
+    text = reports.markdown([_record("a", "PASS")], [])
+    assert "Permissions are no requirements" in text
+    assert "RS-LAYOUT-3 (layout: padded)" in text and "RS-INPUT-6 (capabilities without input-validation)" in text
+    assert "| RS-LAYOUT-3 |" not in text  # not a row of the requirement table
