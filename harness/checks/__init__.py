@@ -193,11 +193,18 @@ def kernel_checks() -> list[Check]:
         _check(
             "rejection/invalid-ids",
             "rs.input",
-            ("RS-INPUT-5", "RS-INPUT-7"),
-            ("rejection",),
-            "forced and draft ids just outside their allowed ranges are errors naming the field (without input "
-            "validation, RS-INPUT-6: ids in [0, V) or an error)",
+            ("RS-INPUT-5",),
+            ("rejection", "input-validation"),
+            "forced and draft ids just outside their allowed ranges are errors naming the field",
             rejection.invalid_ids_check,
+        ),
+        _check(
+            "rejection/unvalidated-ids",
+            "rs.input",
+            ("RS-INPUT-7",),
+            ("rejection",),
+            "without input validation (RS-INPUT-6), the same invalid ids give ids in [0, V) or an error",
+            rejection.unvalidated_ids_check,
         ),
         _check(
             "rejection/output-contract",

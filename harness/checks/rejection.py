@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import cases, shrink, stats, vectors
 from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejection_cases, smaller_cases
-from ..core import Context, Outcome, Tally
+from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
 from ..oracle import rng as reference_rng
@@ -713,36 +713,20 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
 
 
 def invalid_ids_check(engine, ctx: Context) -> Outcome:
-    """Ids just outside the allowed ranges: a forced id below -1 or equal to V and a draft id below -1 or equal
-    to V. An engine that validates (capability ``input-validation``) rejects each with an error naming the
-    field, a ValueError (RS-INPUT-5), and so fractional draft ids on an engine that takes tensors
-    (``tensor_device``: the canonical case stores ids as integers). One in a mode without validation (the
-    permission RS-INPUT-6) may emit anything or raise, but every id it emits lies in ``[0, V)`` (RS-INPUT-7)."""
-    validating = "input-validation" in ctx.profile.capabilities
-    tally = Tally(("RS-INPUT-5", "RS-INPUT-7"), conditional=("RS-INPUT-5", "RS-INPUT-7"))
+    """RS-INPUT-5 at both ends of the allowed ranges: a forced id below -1 or equal to V and a draft id below -1
+    or equal to V are errors naming the field (a ValueError), never tokens; so are fractional draft ids, on an
+    engine that takes tensors (``tensor_device``: the canonical case stores ids as integers)."""
+    tally = Tally(("RS-INPUT-5",))
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
     cases = {
         "forced_token_ids": ({"forced_token_ids": [-2, -1, -1]}, {"forced_token_ids": [-1, -1, vocab]}),
         "draft_token_ids": ({"draft_token_ids": [-2, 1]}, {"draft_token_ids": [1, vocab]}),
     }
-    refused = []
     for field_name, changes in cases.items():
         for change in changes:
             fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
             case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
-            if not validating:
-                try:
-                    tokens, _ = sample_output(engine, ctx.profile, case)
-                except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
-                    refused.append(f"{change}: {type(exc).__name__}")
-                    continue
-                emitted = np.asarray(tokens)[np.asarray(tokens) != -1]
-                if ((emitted < 0) | (emitted >= vocab)).any():
-                    tally.violated("RS-INPUT-7", "id-outside-vocabulary", f"{change}: emitted {np.asarray(tokens)}")
-                else:
-                    tally.exercised("RS-INPUT-7")
-                continue
             try:
                 engine.rejection_sample(case)
             except (ValueError, rs.InvalidCase) as exc:
@@ -752,15 +736,50 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
                     tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
                 continue
             tally.violated("RS-INPUT-5", "invalid-id-accepted", f"{change} was accepted")
-    if not validating:
-        summary = "without input validation (RS-INPUT-6): invalid ids give ids in [0, V) or an error"
-        return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
     summary = "ids just outside the allowed ranges are rejected naming the field"
     device = getattr(engine, "tensor_device", None)
     if device is not None:  # only an engine that takes tensors can be handed draft ids that are no integers
         _fractional_draft_ids(engine, device, logits, tally)
         summary += "; so are fractional draft ids given as tensors"
     return tally.outcome(summary)
+
+
+def unvalidated_ids_check(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-7, for an engine judged in a mode without input validation (the permission RS-INPUT-6, declared
+    by leaving the capability ``input-validation`` out): the invalid ids of ``invalid_ids_check`` may give any
+    tokens or an error, but every id emitted lies in ``[0, V)``. An engine that validates cannot show this
+    mode: PRECONDITION_FAILED."""
+    if "input-validation" in ctx.profile.capabilities:
+        return uniform_outcome(
+            PRECONDITION_FAILED,
+            "the engine validates its input (capability input-validation); RS-INPUT-7 binds a mode without it",
+            ("RS-INPUT-7",),
+        )
+    tally = Tally(("RS-INPUT-7",))
+    vocab = 6
+    logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
+    invalid_ids = (  # the ids just outside their ranges that RS-INPUT-5 has a validating engine reject
+        {"forced_token_ids": [-2, -1, -1]},
+        {"forced_token_ids": [-1, -1, vocab]},
+        {"draft_token_ids": [-2, 1]},
+        {"draft_token_ids": [1, vocab]},
+    )
+    refused = []
+    for change in invalid_ids:
+        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
+        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+        try:
+            tokens, _ = sample_output(engine, ctx.profile, case)
+        except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
+            refused.append(f"{change}: {type(exc).__name__}")
+            continue
+        emitted = tokens[tokens != -1]
+        if ((emitted < 0) | (emitted >= vocab)).any():
+            tally.violated("RS-INPUT-7", "id-outside-vocabulary", f"{change}: emitted {tokens.tolist()}")
+        else:
+            tally.exercised("RS-INPUT-7")
+    summary = "without input validation (RS-INPUT-6): invalid ids give ids in [0, V) or an error"
+    return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
 
 
 def _fractional_draft_ids(engine, device: str, logits: np.ndarray, tally: Tally) -> None:
