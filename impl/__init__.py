@@ -1,6 +1,6 @@
 """The reference implementation: thinking-budget state, rejection sampler, counting."""
 
-from .counting import AcceptanceStats, ValidatedCount, count_emitted, count_emitted_validated
+from .counting import AcceptanceStats, ValidatedCount, count_emitted_validated
 from .markers import MarkerMatcher
 from .rejection import RejectionOutput, rejection_sample
 from .thinking_budget import AddedRequest, BatchUpdate, Move, ThinkingBudgetState, validate_budget
@@ -16,7 +16,6 @@ __all__ = [
     "RejectionOutput",
     "ThinkingBudgetState",
     "ValidatedCount",
-    "count_emitted",
     "count_emitted_validated",
     "rejection_sample",
     "validate_budget",

@@ -10,16 +10,6 @@ import torch
 from .validation import describe, require_int, require_tensor
 
 
-def count_emitted(token_ids: torch.Tensor, placeholder: int = -1) -> torch.Tensor:
-    """``[B]`` int32: emitted tokens per row of ``token_ids [B, W]`` (AC-COUNT-1).
-
-    The fast count ``(row != placeholder).sum()``: equal to the index of the first placeholder
-    only under the prefix invariant; use ``count_emitted_validated`` on untrusted rows.
-    """
-    _require_rows("token_ids", token_ids)
-    return (token_ids != placeholder).sum(dim=1, dtype=torch.int32)
-
-
 @dataclass
 class ValidatedCount:
     """``num_emitted [B]`` int32 (index of the first placeholder), ``broken_prefix [B]`` bool (a real

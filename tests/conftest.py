@@ -4,10 +4,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-# CI runs every property test on the same examples (derandomised, no example database), so a fresh
-# clone passes or fails the same way for any --hypothesis-seed; `tox -e explore` hunts for new bugs
-# with random examples and many more of them.
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+# CI runs every property test on the same examples (derandomised, no example database, no per-example
+# deadline: a loaded runner must not turn a slow example into a failure), so a fresh clone passes or
+# fails the same way for any --hypothesis-seed; `tox -e explore` hunts for new bugs with random
+# examples and many more of them.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile(
     "explore", max_examples=2_000, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
 )

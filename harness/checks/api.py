@@ -171,7 +171,8 @@ def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
 
 def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, holds: str) -> None:
     """Three seeded requests per budget: ``holds`` (the requirement the budget's holding stands for),
-    API-BUDGET-1 (the field was accepted) and API-REASON-1 (no end marker in the reasoning) per response."""
+    API-BUDGET-1 (the field was accepted) and API-REASON-1 (the end marker in neither reasoning nor content) per
+    response."""
     waits = engine.api.utf8_boundary == "complete-character"  # API-UTF-1: judged on the tokens' bytes
     for budget in budgets:
         for seed in range(3):
@@ -198,13 +199,28 @@ def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, hold
             if "API-REASON-1" not in tally.requirements:
                 continue
             _, _, closed = _thinking(engine, response["prompt_token_ids"], ids)
-            reasoning = response["choices"][0]["message"].get(engine.api.reasoning_field) or ""
-            if closed and engine.api.end_text in reasoning:
-                tally.violated(
-                    "API-REASON-1", "end-marker-in-reasoning", f"{case}: the end marker leaked: {reasoning!r}"
-                )
-            elif closed:
-                tally.exercised("API-REASON-1")
+            if closed:
+                _judge_end_marker_apart(engine, tally, response["choices"][0]["message"], ids, case)
+
+
+def _judge_end_marker_apart(engine, tally: Tally, message: dict, ids: list[int], case: str) -> None:
+    """API-REASON-1 on a response whose section closed: the end marker that closed it is in neither the
+    reasoning nor the content. The content may spell the end marker only as often as the output generated
+    it again after the close (each later end-marker id sequence)."""
+    reasoning = message.get(engine.api.reasoning_field) or ""
+    content = message.get("content") or ""
+    width = len(engine.end_ids)
+    generated = sum(ids[i : i + width] == list(engine.end_ids) for i in range(len(ids) - width + 1))
+    if engine.api.end_text in reasoning:
+        tally.violated("API-REASON-1", "end-marker-in-reasoning", f"{case}: the end marker leaked: {reasoning!r}")
+    elif content.count(engine.api.end_text) > generated - 1:
+        tally.violated(
+            "API-REASON-1",
+            "end-marker-in-content",
+            f"{case}: the end marker that closed the section is in the content: {content!r} (output ids {ids})",
+        )
+    else:
+        tally.exercised("API-REASON-1")
 
 
 def _precondition(engine, requirements, *, ids=True, spec_model=False, plain_model=False) -> Outcome | None:

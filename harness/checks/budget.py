@@ -457,7 +457,8 @@ def api_check(engine, ctx: Context) -> Outcome:
 
 def batch_errors_check(engine, ctx: Context) -> Outcome:
     """TB-BATCH-4 on slots that a removal or a UNIDIRECTIONAL move emptied: a later removal of, move from or
-    SWAP with such a slot, in the same update or the next, raises a ValueError that names the slot. TB-BATCH-5
+    SWAP with such a slot, in the same update or the next, raises a ValueError that names the slot; on an engine that
+    takes tensors, so do logits whose row count differs from the batch's rows. TB-BATCH-5
     on a state stepped before its first update: its batch holds no slot, so a step lays out no row."""
     tally = Tally(("TB-BATCH-4", "TB-BATCH-5"))
     fresh = engine.budget_state([1], [2], 4, ctx.profile.scope)
@@ -497,9 +498,28 @@ def batch_errors_check(engine, ctx: Context) -> Outcome:
                 tally.violated("TB-BATCH-4", "error-does-not-name-slot", f"{case}: rejected as {exc}")
             continue
         tally.violated("TB-BATCH-4", "emptied-slot-accepted", f"{case}: {updates[-1].to_json()} was accepted")
-    return tally.outcome(
-        "updates naming a slot emptied by a removal or a move are rejected naming the slot; no row before any update"
-    )
+    summary = "updates naming a slot emptied by a removal or a move are rejected naming the slot"
+    if getattr(engine, "tensor_device", None) is not None and "budget-logits" in ctx.profile.capabilities:
+        _logits_row_count(engine, ctx, tally)  # only an engine that takes tensors is handed logits by its caller
+        summary += "; so are logits with a row more than the batch lays out"
+    return tally.outcome(summary + "; no row before any update")
+
+
+def _logits_row_count(engine, ctx: Context, tally: Tally) -> None:
+    """TB-BATCH-4 on ``apply_to_logits`` given logits float32 ``[3, V]`` for a batch that lays out 2 rows (TB-BATCH-5):
+    a ValueError naming ``logits``."""
+    state = engine.budget_state([1], [2], 4, ctx.profile.scope)
+    state.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, (1,)), AddedRequest(1, None, (1,)))))
+    logits = np.zeros((3, 4), dtype=np.float32)
+    try:
+        state.apply_to_logits(logits, None, None)
+    except ValueError as exc:
+        if "logits" in str(exc):
+            tally.exercised("TB-BATCH-4")
+        else:
+            tally.violated("TB-BATCH-4", "error-does-not-name-field", f"logits [3, 4] for 2 rows: rejected as {exc}")
+        return
+    tally.violated("TB-BATCH-4", "logits-row-count-accepted", "logits [3, 4] for a batch of 2 rows were accepted")
 
 
 LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)

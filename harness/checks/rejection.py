@@ -714,8 +714,8 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
 
 def invalid_ids_check(engine, ctx: Context) -> Outcome:
     """RS-INPUT-5 at both ends of the allowed ranges: a forced id below -1 or equal to V and a draft id below -1
-    or equal to V are errors naming the field (a ValueError), never tokens; so are fractional draft ids, on an
-    engine that takes tensors (``tensor_device``: the canonical case stores ids as integers)."""
+    or equal to V are errors naming the field (a ValueError), never tokens; so are fractional draft ids and integer
+    logits, on an engine that takes tensors (``tensor_device``: the canonical case stores floats and integers)."""
     tally = Tally(("RS-INPUT-5",))
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
@@ -738,9 +738,9 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
             tally.violated("RS-INPUT-5", "invalid-id-accepted", f"{change} was accepted")
     summary = "ids just outside the allowed ranges are rejected naming the field"
     device = getattr(engine, "tensor_device", None)
-    if device is not None:  # only an engine that takes tensors can be handed draft ids that are no integers
-        _fractional_draft_ids(engine, device, logits, tally)
-        summary += "; so are fractional draft ids given as tensors"
+    if device is not None:  # only an engine that takes tensors can be handed tensors of the wrong kind
+        _wrong_tensor_kinds(engine, device, logits, tally)
+        summary += "; so are fractional draft ids and integer logits given as tensors"
     return tally.outcome(summary)
 
 
@@ -782,32 +782,49 @@ def unvalidated_ids_check(engine, ctx: Context) -> Outcome:
     return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
 
 
-def _fractional_draft_ids(engine, device: str, logits: np.ndarray, tally: Tally) -> None:
-    """RS-INPUT-5 on ``draft_token_ids`` float32 ``[2]`` holding 1.5: no id in ``[0, V)``, so ``engine``'s
-    ``rejection_sample_tensors`` must raise a ValueError naming the field."""
+def _wrong_tensor_kinds(engine, device: str, logits: np.ndarray, tally: Tally) -> None:
+    """RS-INPUT-5 on tensors of the wrong kind handed to ``engine``'s ``rejection_sample_tensors``: draft ids
+    float32 ``[2]`` holding 1.5 (no id in ``[0, V)``) and ``target_logits`` int64 ``[3, V]`` (no logits); each
+    must raise a ValueError naming its field and dtype."""
     import torch
 
     def tensor(values, dtype):
         return torch.tensor(values, dtype=dtype, device=device)
 
     drafts = [1.5, 2.0]
-    try:
-        engine.rejection_sample_tensors(
+    cases = {
+        f"float draft ids {drafts}": (
+            "draft_token_ids",
+            "invalid-id-accepted",
             tensor(logits, torch.float32),
             tensor(drafts, torch.float32),
-            tensor([2], torch.int64),
-            None,
-            tensor([1.0], torch.float32),
-            tensor([1], torch.int64),
-            None,
-        )
-    except ValueError as exc:
-        if "draft_token_ids" in str(exc):
-            tally.exercised("RS-INPUT-5")
-        else:
-            tally.violated("RS-INPUT-5", "error-does-not-name-field", f"float draft ids {drafts}: rejected as {exc}")
-        return
-    tally.violated("RS-INPUT-5", "invalid-id-accepted", f"float draft ids {drafts} were accepted")
+        ),
+        "int64 target logits": (
+            "target_logits",
+            "integer-logits-accepted",
+            tensor(np.rint(logits), torch.int64),
+            tensor([1, 2], torch.int64),
+        ),
+    }
+    for change, (field_name, mode, target_logits, draft_token_ids) in cases.items():
+        try:
+            engine.rejection_sample_tensors(
+                target_logits,
+                draft_token_ids,
+                tensor([2], torch.int64),
+                None,
+                tensor([1.0], torch.float32),
+                tensor([1], torch.int64),
+                None,
+            )
+        except ValueError as exc:
+            wrong = target_logits if field_name == "target_logits" else draft_token_ids
+            if field_name in str(exc) and str(wrong.dtype).removeprefix("torch.") in str(exc):
+                tally.exercised("RS-INPUT-5")
+            else:
+                tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
+            continue
+        tally.violated("RS-INPUT-5", mode, f"{change} were accepted")
 
 
 def judge_report(

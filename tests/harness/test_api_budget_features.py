@@ -60,6 +60,10 @@ def _choice(index, prompt, ids, finish, body, mutation):
         "content": "a" * (len(ids) - cut - len(END)) if closed else "",
         "reasoning": "t" * cut,
     }
+    if closed and mutation == "end-marker-in-content":
+        message["content"] = "</think>" + message["content"]  # the closing marker handed to the content
+    if closed and mutation == "end-marker-in-reasoning":
+        message["reasoning"] += "</think>"
     choice = {"index": index, "message": message, "finish_reason": finish, "token_ids": ids}
     if body.get("logprobs"):
         forced_value = float("-inf") if mutation == "forced-logprob-minus-inf" else -0.5
@@ -132,6 +136,7 @@ def judge(monkeypatch, check_name: str, mutation: str = "", **profile):
         "api/forced-logprobs",
         "api/utf8-boundary",
         "api/budget-with-structured-output",
+        "api/budget-holds",
     ],
 )
 def test_the_honest_server_passes(monkeypatch, check_name):
@@ -163,9 +168,13 @@ def test_the_honest_server_passes(monkeypatch, check_name):
             "400-does-not-name-response-format",
         ),
         ("api/utf8-boundary", "waits-for-a-complete-piece", "API-UTF-1", "overran-past-the-character"),
+        ("api/budget-holds", "end-marker-in-content", "API-REASON-1", "end-marker-in-content"),
+        ("api/budget-holds", "end-marker-in-reasoning", "API-REASON-1", "end-marker-in-reasoning"),
     ],
 )
-@pytest.mark.req("API-TRUNC-1", "API-N-1", "API-NOTHINK-1", "API-LOGPROB-1", "API-UTF-1", "API-GRAMMAR-1")
+@pytest.mark.req(
+    "API-TRUNC-1", "API-N-1", "API-NOTHINK-1", "API-LOGPROB-1", "API-UTF-1", "API-GRAMMAR-1", "API-REASON-1"
+)
 def test_each_mutation_fails_its_requirement(monkeypatch, check_name, mutation, requirement, mode):
     declared = {"utf8_boundary": "complete-character"} if mutation == "waits-for-a-complete-piece" else {}
     outcome = judge(monkeypatch, check_name, mutation, **declared)

@@ -27,10 +27,6 @@ def test_validated_count_matches_the_definition_and_flags_every_bad_row(batch):
     assert result.num_emitted.tolist() == [ac.num_emitted(r) for r in batch]
     assert result.broken_prefix.nonzero()[:, 0].tolist() == sorted({p.row for p in problems if p.kind == "hole"})
     assert result.out_of_vocab.nonzero()[:, 0].tolist() == sorted({p.row for p in problems if p.kind == "out_of_vocab"})
-    fast = impl.count_emitted(torch.tensor(batch))
-    for i in range(len(batch)):
-        if not result.broken_prefix[i]:
-            assert fast[i] == result.num_emitted[i]  # the fast count is exact under the prefix invariant
 
 
 @pytest.mark.req("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-STOP-1")

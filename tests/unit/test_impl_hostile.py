@@ -208,7 +208,7 @@ def test_sampler_arguments_of_the_wrong_type_name_the_argument_and_value(change,
             lambda: impl.count_emitted_validated(torch.tensor([[1, 2]]), -5),
             "vocab_size must be an integer >= 1; got -5",
         ),
-        (lambda: impl.count_emitted(torch.tensor([[1.0, 2.0]])), "token_ids.*integer.*float32"),
+        (lambda: impl.count_emitted_validated(torch.tensor([[1.0, 2.0]]), 5), "token_ids.*integer.*float32"),
         (
             lambda: impl.AcceptanceStats(4).observe(torch.tensor([1, 2]), torch.tensor([[5, 6, -1]])),
             r"num_draft_tokens must have shape \(1,\)",
