@@ -413,7 +413,7 @@ def cmd_serve(args) -> int:
 
     from embedded import build_app
 
-    app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device)
+    app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device, engine_processes=True)
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
@@ -634,7 +634,9 @@ def build_parser() -> argparse.ArgumentParser:
     ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
     ben.add_argument("--out", help="directory for the JSON results (default: reports/perf/<gpu>)")
     ben.set_defaults(func=cmd_bench)
-    srv = sub.add_parser("serve", help="serve the embedded reference engine (OpenAI-compatible) on loopback")
+    srv = sub.add_parser(
+        "serve", help="serve the embedded reference engine (OpenAI-compatible) on loopback, each engine in a process"
+    )
     srv.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     srv.add_argument("--port", type=_bounded(int, 1, 65535), default=8000, help="the TCP port to listen on")
     srv.add_argument(
