@@ -798,7 +798,8 @@ class MutantEngine(OracleEngine):
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
         if mutant.name == "unvalidated-ids-emitted":  # uses the permission RS-INPUT-6
-            self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"input-validation"})
+            capabilities = self.profile.capabilities - {"input-validation"} | {"unvalidated-mode"}
+            self.profile = replace(self.profile, capabilities=capabilities)
         if mutant.name in _SAMPLER_MUTATIONS:
             self.sampler = mutant_sampler(_SAMPLER_MUTATIONS[mutant.name])
         self.draws_for = {

@@ -202,7 +202,7 @@ def kernel_checks() -> list[Check]:
             "rejection/unvalidated-ids",
             "rs.input",
             ("RS-INPUT-7",),
-            ("rejection",),
+            ("rejection", "unvalidated-mode"),
             "without input validation (RS-INPUT-6), the same invalid ids give ids in [0, V) or an error",
             rejection.unvalidated_ids_check,
         ),

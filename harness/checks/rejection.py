@@ -746,9 +746,9 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
 
 def unvalidated_ids_check(engine, ctx: Context) -> Outcome:
     """RS-INPUT-7, for an engine judged in a mode without input validation (the permission RS-INPUT-6, declared
-    by leaving the capability ``input-validation`` out): the invalid ids of ``invalid_ids_check`` may give any
-    tokens or an error, but every id emitted lies in ``[0, V)``. An engine that validates cannot show this
-    mode: PRECONDITION_FAILED."""
+    by the capability ``unvalidated-mode`` without ``input-validation``): the invalid ids of ``invalid_ids_check``
+    may give any tokens or an error, but every id emitted lies in ``[0, V)``. An engine that also claims to
+    validate contradicts itself: PRECONDITION_FAILED."""
     if "input-validation" in ctx.profile.capabilities:
         return uniform_outcome(
             PRECONDITION_FAILED,

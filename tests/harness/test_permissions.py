@@ -87,7 +87,7 @@ class WithoutValidation(ReferenceEngine):
 @pytest.mark.req("RS-INPUT-6", "RS-INPUT-7")
 def test_a_mode_without_validation_declared_is_not_failed_and_undeclared_is():
     engine = WithoutValidation(backend="torch")
-    profile = replace(canonical(), capabilities=canonical().capabilities - {"input-validation"})
+    profile = replace(canonical(), capabilities=canonical().capabilities - {"input-validation"} | {"unvalidated-mode"})
     declared = _judge(engine, profile, "RS-INPUT-6")
     assert FAIL not in declared.values(), declared
     assert {name for name, status in declared.items() if status == PRECONDITION_FAILED} == {
