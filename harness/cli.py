@@ -424,6 +424,9 @@ def cmd_list(args) -> int:
     if args.what == "requirements":
         for req in spec.load_registry().values():
             print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
+        print("\npermissions (no requirements: declared in the profile, honoured by every check):")
+        for permission in spec.load_permissions().values():
+            print(f"{permission.id:14} {'MAY':6} {permission.cls:18} {permission.summary} ({permission.declared_by})")
     else:
         for check in checks_module.all_checks():
             print(f"{check.name:58} {check.cls:18} {','.join(check.requirements)}")

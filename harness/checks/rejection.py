@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import cases, shrink, stats, vectors
 from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejection_cases, smaller_cases
-from ..core import Context, Outcome, Tally
+from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
 from ..oracle import rng as reference_rng
@@ -742,6 +742,44 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
         _wrong_tensor_kinds(engine, device, logits, tally)
         summary += "; so are fractional draft ids and integer logits given as tensors"
     return tally.outcome(summary)
+
+
+def unvalidated_ids_check(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-7, for an engine judged in a mode without input validation (the permission RS-INPUT-6, declared
+    by the capability ``unvalidated-mode`` without ``input-validation``): the invalid ids of ``invalid_ids_check``
+    may give any tokens or an error, but every id emitted lies in ``[0, V)``. An engine that also claims to
+    validate contradicts itself: PRECONDITION_FAILED."""
+    if "input-validation" in ctx.profile.capabilities:
+        return uniform_outcome(
+            PRECONDITION_FAILED,
+            "the engine validates its input (capability input-validation); RS-INPUT-7 binds a mode without it",
+            ("RS-INPUT-7",),
+        )
+    tally = Tally(("RS-INPUT-7",))
+    vocab = 6
+    logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
+    invalid_ids = (  # the ids just outside their ranges that RS-INPUT-5 has a validating engine reject
+        {"forced_token_ids": [-2, -1, -1]},
+        {"forced_token_ids": [-1, -1, vocab]},
+        {"draft_token_ids": [-2, 1]},
+        {"draft_token_ids": [1, vocab]},
+    )
+    refused = []
+    for change in invalid_ids:
+        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
+        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+        try:
+            tokens, _ = sample_output(engine, ctx.profile, case)
+        except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
+            refused.append(f"{change}: {type(exc).__name__}")
+            continue
+        emitted = tokens[tokens != -1]
+        if ((emitted < 0) | (emitted >= vocab)).any():
+            tally.violated("RS-INPUT-7", "id-outside-vocabulary", f"{change}: emitted {tokens.tolist()}")
+        else:
+            tally.exercised("RS-INPUT-7")
+    summary = "without input validation (RS-INPUT-6): invalid ids give ids in [0, V) or an error"
+    return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
 
 
 def _wrong_tensor_kinds(engine, device: str, logits: np.ndarray, tally: Tally) -> None:
