@@ -32,22 +32,32 @@ def build_app(
     num_speculative_tokens: int = 3,
     device: str = "cpu",
     reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content"),
+    engine_processes: bool = False,
 ):
+    """The server's app. With ``engine_processes`` each engine runs in a process of its own
+    (``process.EngineProcess``), so that the engines and the server's event loop do not share one interpreter
+    lock; without, in a thread of this process, where tests can reach into it."""
     from transformers import AutoTokenizer
 
     from . import model as tiny_model
     from .app import ServedModel, create_app
     from .engine import Engine
+    from .process import EngineProcess
 
-    served = {}
+    served, engines = {}, []
     for variant in variants:
         tiny = tiny_model.build(variant)
         tokenizer = AutoTokenizer.from_pretrained(tiny.path)
-        plain = Engine(tiny, device=device)
-        spec = Engine(tiny, num_speculative_tokens=num_speculative_tokens, device=device)
+        make = EngineProcess if engine_processes else Engine
+        plain = make(tiny, device=device)
+        spec = make(tiny, num_speculative_tokens=num_speculative_tokens, device=device)
+        engines += [plain, spec]
         served[f"tiny-think-{variant}"] = ServedModel(f"tiny-think-{variant}", plain, tokenizer, True)
         served[f"tiny-think-{variant}-spec"] = ServedModel(f"tiny-think-{variant}-spec", spec, tokenizer, True)
         served[f"tiny-plain-{variant}"] = ServedModel(f"tiny-plain-{variant}", plain, tokenizer, False)
+    if engine_processes:  # the processes load their models at the same time
+        for engine in engines:
+            engine.wait_ready()
     return create_app(served, reasoning_fields)
 
 

@@ -29,6 +29,7 @@ import impl
 
 from .engine import Engine
 from .engine import Request as EngineRequest
+from .process import EngineProcess
 
 DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
 
@@ -81,7 +82,7 @@ class BadRequest(Exception):
 @dataclass
 class ServedModel:
     name: str
-    engine: Engine
+    engine: Engine | EngineProcess
     tokenizer: object
     reasoning: bool  # has reasoning markers: budgets allowed, reasoning split out
 
@@ -493,7 +494,7 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
         }
         if want_ids:
             response["prompt_token_ids"] = list(request.prompt_token_ids)
-        return response
+        return JSONResponse(response)  # plain JSON already: FastAPI's encoder need not walk it
 
     async def _stream(model, request, updates, chat, want_ids, body):
         sent_reasoning, sent_content, sent_ids = "", "", 0

@@ -12,7 +12,8 @@ The drafts' noise and draws are counter-based (``impl.rng``, keyed by the reques
 the whole batch drafts in a few tensor operations and a request drafts the same alone or in any batch.
 
 Requests are validated before they enter the batch (``Engine.check``), so a bad request fails alone.
-A request cancelled by its client (``Request.cancel``) leaves the batch at the next step.
+A request cancelled by its client (``Request.cancel``) leaves the batch at the next step, which tells its
+``on_tokens`` (finish reason ``cancelled``).
 
 Faults: a step computes everything before it commits anything (cached lengths, budget state, outputs), so
 a step that raises can be examined. A forward pass that raises is run again for each of its requests alone;
@@ -52,6 +53,7 @@ class Request:
     seed: int
     budget: int | None
     on_tokens: Callable[[Request], None] = lambda request: None  # called from the engine thread
+    on_cancel: Callable[[Request], None] = lambda request: None  # called by ``cancel``, from the cancelling thread
     output: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish_reason: str | None = None
@@ -65,6 +67,14 @@ class Request:
     def cancel(self) -> None:
         """Stop generating (the client went away); the engine drops the request at its next step."""
         self.cancelled.set()
+        self.on_cancel(self)
+
+    def drop(self) -> None:
+        """End the cancelled request (from the engine thread) and tell its client, if it still listens."""
+        self.finish_reason = "cancelled"
+        self.done.set()
+        with contextlib.suppress(Exception):
+            self.on_tokens(self)
 
     def fail(self, error: str) -> None:
         """End the request with ``error`` (from the engine thread) and tell its client."""
@@ -101,6 +111,22 @@ def _uniforms(seeds: torch.Tensor, positions: torch.Tensor, purpose: int, vocab_
     index = torch.arange(vocab_size, device=seeds.device)
     bits = rng.mix32(rng.stream_key(seeds, positions, purpose)[:, None] ^ index) >> 8
     return (bits.double() + 0.5) * 2.0**-24
+
+
+def check_request(request: Request, vocab_size: int, context_length: int, k: int) -> None:
+    """Raise ValueError naming the field if ``request`` cannot run on an engine of ``vocab_size`` tokens,
+    ``context_length`` positions and ``k`` speculative tokens per step."""
+    prompt = request.prompt_token_ids
+    if not prompt or any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab_size for t in prompt):
+        raise ValueError(f"prompt_token_ids must be a non-empty list of token ids in [0, {vocab_size})")
+    impl.validate_budget(request.budget, "budget")  # as the kernel API validates it in sync_batch
+    positions = context_length - k  # the drafts of the last step need K positions past the output
+    if len(prompt) + request.max_tokens > positions:
+        raise ValueError(
+            f"this model's context holds {positions} tokens with {k} speculative positions; the request "
+            f"asks for {len(prompt) + request.max_tokens} ({len(prompt)} in the prompt, {request.max_tokens} "
+            f"to generate)"
+        )
 
 
 class Engine:
@@ -144,19 +170,7 @@ class Engine:
 
     def check(self, request: Request) -> None:
         """Raise ValueError naming the field if ``request`` cannot run here; nothing is changed."""
-        prompt = request.prompt_token_ids
-        if not prompt or any(
-            isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.vocab_size for t in prompt
-        ):
-            raise ValueError(f"prompt_token_ids must be a non-empty list of token ids in [0, {self.vocab_size})")
-        impl.validate_budget(request.budget, "budget")  # as the kernel API validates it in sync_batch
-        positions = self.context_length - self.k  # the drafts of the last step need K positions past the output
-        if len(prompt) + request.max_tokens > positions:
-            raise ValueError(
-                f"this model's context holds {positions} tokens with {self.k} speculative positions; the request "
-                f"asks for {len(prompt) + request.max_tokens} ({len(prompt)} in the prompt, {request.max_tokens} "
-                f"to generate)"
-            )
+        check_request(request, self.vocab_size, self.context_length, self.k)
 
     def submit(self, request: Request) -> Request:
         self.check(request)
@@ -198,8 +212,7 @@ class Engine:
     def _sync_batch(self) -> None:
         for request in self.slots:
             if request.cancelled.is_set() and not request.done.is_set():
-                request.finish_reason = "cancelled"
-                request.done.set()
+                request.drop()
         removed = [i for i, r in enumerate(self.slots) if r.done.is_set()]
         live = [i for i, r in enumerate(self.slots) if not r.done.is_set()]
         holes = sorted(removed)
@@ -212,8 +225,7 @@ class Engine:
         while len(live) < self.max_num_reqs and not self.waiting.empty():  # live counts the added ones too
             request = self.waiting.get()
             if request.cancelled.is_set():  # abandoned before it started
-                request.finish_reason = "cancelled"
-                request.done.set()
+                request.drop()
                 continue
             index = holes.pop(0) if holes else len(slots)
             if index == len(slots):

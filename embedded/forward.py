@@ -71,7 +71,8 @@ def forward(
         new_kv = torch.stack([key, value], dim=1)  # [batch, 2, kv_heads, width, head_dim]
         layer_pool = pool.tensor[:, index]  # a view [rows, 2, kv_heads, capacity, head_dim]
         layer_pool[written_rows, :, :, written_positions] = new_kv[request, :, :, column]
-        cache = layer_pool[rows, :, :, :span]  # [batch, 2, kv_heads, span, head_dim], this pass's keys included
+        # [batch, 2, kv_heads, span, head_dim], this pass's keys included (index_select copies faster than indexing)
+        cache = layer_pool[:, :, :, :span].index_select(0, rows)
         out = F.scaled_dot_product_attention(
             query, cache[:, 0], cache[:, 1], attn_mask=visible, scale=attention.scaling, enable_gqa=True
         )

@@ -156,6 +156,7 @@ def _api_options(args) -> dict:
         "spec_base_url",
         "plain_base_url",
         "engine_name",
+        "restart_command",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name, None)}
 
@@ -413,7 +414,7 @@ def cmd_serve(args) -> int:
 
     from embedded import build_app
 
-    app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device)
+    app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device, engine_processes=True)
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
@@ -423,6 +424,9 @@ def cmd_list(args) -> int:
     if args.what == "requirements":
         for req in spec.load_registry().values():
             print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
+        print("\npermissions (no requirements: declared in the profile, honoured by every check):")
+        for permission in spec.load_permissions().values():
+            print(f"{permission.id:14} {'MAY':6} {permission.cls:18} {permission.summary} ({permission.declared_by})")
     else:
         for check in checks_module.all_checks():
             print(f"{check.name:58} {check.cls:18} {','.join(check.requirements)}")
@@ -481,6 +485,12 @@ def _add_api_options(parser) -> None:
     parser.add_argument(
         "--plain-base-url",
         help="with --engine openai: the base URL of the --plain-model's server (default: --base-url)",
+    )
+    parser.add_argument(
+        "--restart-command",
+        help="with --engine openai: a shell command that restarts a server that stopped answering (a check killed "
+        "it), run with SPECCONFORM_BASE_URL set to that server's base URL; the check that killed it stays ERROR, the "
+        "next check runs once the server answers GET /models again (without it, later checks on that server ERROR)",
     )
     parser.add_argument(
         "--engine-name",
@@ -631,7 +641,9 @@ def build_parser() -> argparse.ArgumentParser:
     ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
     ben.add_argument("--out", help="directory for the JSON results (default: reports/perf/<gpu>)")
     ben.set_defaults(func=cmd_bench)
-    srv = sub.add_parser("serve", help="serve the embedded reference engine (OpenAI-compatible) on loopback")
+    srv = sub.add_parser(
+        "serve", help="serve the embedded reference engine (OpenAI-compatible) on loopback, each engine in a process"
+    )
     srv.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     srv.add_argument("--port", type=_bounded(int, 1, 65535), default=8000, help="the TCP port to listen on")
     srv.add_argument(

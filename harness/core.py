@@ -243,6 +243,19 @@ class MetricsEngine(Protocol):
         may still commit (``max_tokens`` left, or up to a completed stop string; None: no limit)."""
 
 
+@runtime_checkable
+class ServedEngine(Protocol):
+    """An engine behind servers that can die mid-run (the HTTP adapter). The runner's engine process
+    notes a server that stopped answering after a check, and revives it before the next one."""
+
+    def dead_servers(self) -> dict[str, str]:
+        """Each server that does not answer now, with why (the transport's error)."""
+
+    def revive(self) -> list[str]:
+        """Restart the servers that do not answer, or raise naming the one that cannot be; a line per
+        restart made since the last call."""
+
+
 CAPABILITY_PROTOCOLS: dict[str, type] = {
     "budget": BudgetEngine,
     "rejection": RejectionEngine,

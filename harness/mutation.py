@@ -124,6 +124,8 @@ TARGETS = (
             "PROGRAMS_PER_SM",
             "WIDE_WARPS",
             "NARROW_WARPS",
+            "ROW_PASS_NARROWING",
+            "RACE_NARROWING",
             "_target_programs",
             "_multi_processors",
             "_launch_shape",

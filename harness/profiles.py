@@ -35,6 +35,9 @@ CAPABILITIES = (
     "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
     "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)
     "metrics",  # acceptance_metrics(steps (K, row, commit_limit), eos_token_ids) -> dict of AC-METRIC values
+    # declared, never in the canonical profile: the engine is judged in a mode without input validation that
+    # it offers (the permission RS-INPUT-6); engines whose own code never hands them invalid ids do not declare it
+    "unvalidated-mode",
     # API level (harness.adapters.http), probed from the running server:
     "http",  # an OpenAI-compatible endpoint
     "token-ids",  # responses carry token ids (return_token_ids)
@@ -42,7 +45,7 @@ CAPABILITIES = (
     "spec-model",  # the profile names the same model with speculative decoding
     "plain-model",  # the profile names a model without reasoning markers
 )
-KERNEL_CAPABILITIES = CAPABILITIES[:8]
+KERNEL_CAPABILITIES = CAPABILITIES[:8]  # the canonical profile: every kernel capability but unvalidated-mode
 SCOPE_CLASSES = {"request": "tb.scope.request", "section": "tb.scope.section"}
 FORCED_LOGITS = ("one-hot", "large-constant")
 # RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail

@@ -34,12 +34,14 @@ def _sorted(records):
 def requirement_status(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
     """``{(engine, requirement): (status, cases)}``: the worst status among the checks' results for
     it, and the cases that exercised it. PASS needs cases > 0 and no violation anywhere; a requirement
-    that no check reached is NOT_RUN."""
+    that no check reached is NOT_RUN. A record of an earlier specification that names an id now an alias
+    (``spec.load_aliases``) counts for the alias's first successor."""
+    successor = {rid: alias.now[0] for rid, alias in spec.load_aliases().items()}
     statuses: dict[tuple[str, str], list[str]] = defaultdict(list)
     cases: dict[tuple[str, str], int] = defaultdict(int)
     for r in records:
         for rid, result in r["results"].items():
-            key = (r["engine"], rid)
+            key = (r["engine"], successor.get(rid, rid))
             statuses[key].append(result["status"])
             cases[key] += result["cases"]
     out = {}
@@ -329,6 +331,12 @@ def _uncovered_lines(uncovered: list[str]) -> list[str]:
         f"Runner requirements ({len(runner_reqs)}: {', '.join(runner_reqs)}) bind the runner, not an engine; "
         "the project's own tests judge them."
     )
+    permissions = spec.load_permissions().values()
+    lines += [
+        "",
+        "Permissions are no requirements: each is declared in the profile and honoured by the checks "
+        "(specs/INTERPRETING.md, RUN-PROFILE-1): " + "; ".join(f"{p.id} ({p.declared_by})" for p in permissions) + ".",
+    ]
     return lines
 
 

@@ -18,11 +18,10 @@ SPEC_DOCUMENTS = (
     "statistics.md",
     "INTERPRETING.md",
 )
-LEVELS = ("MUST", "SHOULD", "MAY")
-_REQUIREMENT_LINE = re.compile(
-    r"\*\*(?P<id>(?:TB|RS|AC|API|STAT|RUN)-[A-Z]+-\d+)\*\*\s*\((?P<level>MUST|SHOULD|MAY),\s*"
-    r"`(?P<cls>[a-z.\-]+)`"
-)
+LEVELS = ("MUST", "SHOULD")  # a MAY is a permission, not a requirement
+_ID = r"\*\*(?P<id>(?:TB|RS|AC|API|STAT|RUN)-[A-Z]+-\d+)\*\*\s*"
+_REQUIREMENT_LINE = re.compile(_ID + r"\((?P<level>MUST|SHOULD),\s*`(?P<cls>[a-z.\-]+)`")
+_PERMISSION_LINE = re.compile(_ID + r"\(permission,\s*`(?P<cls>[a-z.\-]+)`")
 
 
 def spec_dir() -> Path:
@@ -54,6 +53,44 @@ def requirements_in_documents() -> dict[str, tuple[str, str, str]]:
     return found
 
 
+def permissions_in_documents() -> dict[str, tuple[str, str]]:
+    """``{id: (class, document)}`` for every permission (``(permission, `class`)``) in the Markdown."""
+    found: dict[str, tuple[str, str]] = {}
+    for name in SPEC_DOCUMENTS:
+        for match in _PERMISSION_LINE.finditer((spec_dir() / name).read_text()):
+            found[match["id"]] = (match["cls"], name)
+    return found
+
+
+@dataclass(frozen=True)
+class Permission:
+    """A way an engine MAY differ (not a requirement): ``declared_by`` is the profile setting that declares
+    it, ``honoured_by`` the checks that honour it."""
+
+    id: str
+    cls: str
+    document: str
+    summary: str
+    declared_by: str
+    honoured_by: tuple[str, ...]
+
+
+def load_permissions() -> dict[str, Permission]:
+    """``{id: Permission}`` from the ``permissions`` list of ``specs/requirements.yaml``."""
+    data = yaml.safe_load((spec_dir() / "requirements.yaml").read_text())
+    return {
+        entry["id"]: Permission(
+            entry["id"],
+            entry["class"],
+            entry["document"],
+            entry["summary"],
+            entry["declared_by"],
+            tuple(entry["honoured_by"]),
+        )
+        for entry in data.get("permissions", ())
+    }
+
+
 def load_registry() -> dict[str, Requirement]:
     """The machine-readable registry ``specs/requirements.yaml``."""
     data = yaml.safe_load((spec_dir() / "requirements.yaml").read_text())
@@ -67,6 +104,25 @@ def load_registry() -> dict[str, Requirement]:
             document=entry["document"],
         )
     return registry
+
+
+@dataclass(frozen=True)
+class Alias:
+    """An id that is no longer a requirement: ``now`` are the requirements that carry what it said."""
+
+    id: str
+    now: tuple[str, ...]
+    since: str
+    why: str
+
+
+def load_aliases() -> dict[str, Alias]:
+    """``{old id: Alias}`` from the ``aliases`` list of ``specs/requirements.yaml``."""
+    data = yaml.safe_load((spec_dir() / "requirements.yaml").read_text())
+    return {
+        entry["id"]: Alias(entry["id"], tuple(entry["now"]), str(entry["since"]), entry["why"])
+        for entry in data.get("aliases", ())
+    }
 
 
 def classes() -> dict[str, list[str]]:

@@ -381,6 +381,13 @@ def _batch_rows(K: int, V: int, logits: int = 2**24) -> int:
     return int(np.clip(logits // ((K + 1) * V), 1024, MAX_BATCH_ROWS))
 
 
+def draw_drafts(rng: np.random.Generator, q: np.ndarray, count: int) -> np.ndarray:
+    """``count`` trials' drafts ``[count, K]`` (int64): column ``j`` drawn from row ``j`` of ``q [K, V]``,
+    renormalised (STAT-CASE-1)."""
+    V = q.shape[1]
+    return np.stack([rng.choice(V, size=count, p=row / row.sum()) for row in q], axis=1).reshape(count, len(q))
+
+
 def distribution_check(
     sampler: Sampler,
     case: DistributionCase,
@@ -406,7 +413,7 @@ def distribution_check(
     batch = batch or _batch_rows(K, V)
     while done < trials:
         b = min(batch, trials - done)
-        drafts = np.stack([rng.choice(V, size=b, p=case.q[j] / case.q[j].sum()) for j in range(K)], axis=1)
+        drafts = draw_drafts(rng, case.q, b)
         logits = np.broadcast_to(case.target_logits, (b, K + 1, V)).reshape(b * (K + 1), V)
         q = None
         if case.pass_q:

@@ -199,7 +199,7 @@ def _isolating_budget_vectors() -> list[dict]:
             S3,
             E4,
             name="multi-token-start-across-steps",
-            reqs=["TB-MARK-2", "TB-FORCE-3"],
+            reqs=["TB-MARK-2", "TB-FORCE-1"],
             desc="S arrives one token per step; the section opens at its last token.",
         ),
         budget_scenario(
@@ -349,7 +349,7 @@ def budget_vectors() -> dict:
             S1,
             E1,
             name="model-opened-budget-3",
-            reqs=["TB-FORCE-1", "TB-MARK-1", "TB-COUNT-1", "TB-FORCE-3", "TB-FORCE-5"],
+            reqs=["TB-FORCE-1", "TB-MARK-1", "TB-COUNT-1", "TB-FORCE-5"],
             desc="S in the output opens the section; the 4th token after it is forced to E.",
         )
     )
@@ -365,9 +365,7 @@ def budget_vectors() -> dict:
             desc="Budget 0: the token right after S is forced to E[0].",
         )
     )
-    s.append(
-        _sequential([1], 1, [100, 5, 6, 7], S1, E1, name="model-opened-budget-1", reqs=["TB-FORCE-1", "TB-FORCE-3"])
-    )
+    s.append(_sequential([1], 1, [100, 5, 6, 7], S1, E1, name="model-opened-budget-1", reqs=["TB-FORCE-1"]))
     s.append(
         _sequential(
             [1],
@@ -388,7 +386,7 @@ def budget_vectors() -> dict:
             S3,
             E4,
             name="multi-token-end-forced-whole",
-            reqs=["TB-FORCE-3", "TB-MARK-2"],
+            reqs=["TB-FORCE-2", "TB-MARK-2"],
         )
     )
     s.append(
@@ -1066,11 +1064,11 @@ def counting_vectors() -> dict:
     metric_vectors = [
         _metrics_vector(
             "metrics-with-eos",
-            ["AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-COUNT-4"],
+            ["AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-COUNT-4"],
             [2],
             with_eos,
         ),
-        _metrics_vector("metrics-with-stops", ["AC-STOP-1", "AC-METRIC-4", "AC-METRIC-5"], [7], with_stops),
+        _metrics_vector("metrics-with-stops", ["AC-STOP-1", "AC-METRIC-4", "AC-METRIC-2"], [7], with_stops),
     ]
     return {"format": FORMAT_VERSION, "kind": "counting", "rows": counts, "metrics": metric_vectors}
 

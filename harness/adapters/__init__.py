@@ -71,7 +71,9 @@ def _build(spec: str, api_options: dict | None):
         name = options.pop("engine_name", None) or (
             f"{named_profile or 'openai'}:{options['model']}@{urllib.parse.urlsplit(base_url).netloc or base_url}"
         )
-        return ApiEngine(base_url, ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options), name=name)
+        restart_command = options.pop("restart_command", None)
+        profile = ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options)
+        return ApiEngine(base_url, profile, name=name, restart_command=restart_command)
     if spec == "oracle":
         from .oracle import OracleEngine
 

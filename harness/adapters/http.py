@@ -15,6 +15,9 @@ missing from its capabilities, and the checks (``harness.checks.api``) then say 
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -23,6 +26,9 @@ import httpx2
 from .. import profiles, spec
 from ..core import UnparsableResponse
 from . import UsageError
+
+PROBE_TIMEOUT_S = 10  # GET /models: how long a live server may take to answer it
+RESTART_LIMIT_S = 600  # how long a restarted server may take to answer GET /models again
 
 # ``openai`` is imported where it is used: it takes seconds to import, and every engine process and
 # `specconform list` import this module.
@@ -179,14 +185,25 @@ def parse_spec_counters(exposition: str, prefix: str) -> SpecCounters | None:
     )
 
 
+class ServerDown(Exception):
+    """A server the engine needs does not answer and could not be restarted."""
+
+
 class ApiEngine:
     """An engine judged over HTTP: one server, or one server per role (``spec_base_url``,
-    ``plain_base_url``) for engines that serve one model each."""
+    ``plain_base_url``) for engines that serve one model each.
 
-    def __init__(self, base_url: str, api: ApiProfile, name: str | None = None):
+    ``restart_command``: a shell command that restarts a server that stopped answering (a request
+    that killed it, say). It runs with ``SPECCONFORM_BASE_URL`` set to that server's base URL; the
+    adapter then waits up to ``RESTART_LIMIT_S`` for the server to answer ``GET /models``. Without
+    one, a server that does not answer is reported (``ServerDown``), never restarted."""
+
+    def __init__(self, base_url: str, api: ApiProfile, name: str | None = None, restart_command: str | None = None):
         import openai
 
         self.base_url = base_url.rstrip("/")
+        self.restart_command = restart_command
+        self._restarts: list[str] = []  # restarts not yet reported by ``revive``
         self.api = api
         self.name = name or f"http:{api.name}"
         self.base_urls = {api.model: self.base_url}
@@ -215,6 +232,7 @@ class ApiEngine:
         self._tokenized: dict[str, list[int]] = {}
         # every chat request and what came back, for a failing API check's reproduction (cleared per check)
         self.exchanges: list[dict] = []
+        self._restarts = self._restart_dead()
         listings = []
         for server in servers:
             listing = self.http.get(f"{server}/models")
@@ -262,6 +280,63 @@ class ApiEngine:
         if self.api.plain_model:
             found.add("plain-model")
         return found
+
+    def dead_servers(self) -> dict[str, str]:
+        """Each server that does not answer ``GET /models`` now, with the transport's error."""
+        errors = {server: self._unanswered(server) for server in self.clients}
+        return {server: error for server, error in errors.items() if error}
+
+    def _unanswered(self, server: str) -> str:
+        """Why ``server`` does not answer ``GET /models`` ("" when it answers, whatever its status)."""
+        try:
+            self.http.get(f"{server}/models", timeout=PROBE_TIMEOUT_S)
+        except httpx2.TransportError as error:
+            return f"{type(error).__name__}: {error}"
+        return ""
+
+    def revive(self) -> list[str]:
+        """Restart every server that does not answer (``restart_command``); one line per restart made
+        since the last call, the engine's construction included. Raises ``ServerDown`` naming the server
+        when it cannot be restarted: no command, the command failed, or no answer in time."""
+        restarts = self._restarts + self._restart_dead()
+        self._restarts = []
+        return restarts
+
+    def _restart_dead(self) -> list[str]:
+        restarts = []
+        for server, error in self.dead_servers().items():
+            if not self.restart_command:
+                raise ServerDown(f"the server at {server} does not answer ({error}); no --restart-command was given")
+            started = time.monotonic()
+            with tempfile.TemporaryFile() as output:  # a file, not a pipe: a server the command starts may keep it open
+                done = subprocess.run(
+                    self.restart_command,
+                    shell=True,
+                    env={**os.environ, "SPECCONFORM_BASE_URL": server},
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                )
+                output.seek(0)
+                said = output.read().decode(errors="replace").strip()
+            if done.returncode != 0:
+                raise ServerDown(
+                    f"the server at {server} does not answer ({error}); --restart-command {self.restart_command!r} "
+                    f"exited with code {done.returncode}: {said[-500:]}"
+                )
+            while self._unanswered(server):
+                if time.monotonic() - started > RESTART_LIMIT_S:
+                    raise ServerDown(
+                        f"the server at {server} does not answer ({error}), nor {RESTART_LIMIT_S} s after "
+                        f"--restart-command {self.restart_command!r}"
+                    )
+                time.sleep(1)
+            restarts.append(
+                f"the server at {server} did not answer ({error}); restarted by --restart-command, "
+                f"answering after {time.monotonic() - started:.0f} s"
+            )
+        return restarts
 
     def url_of(self, model: str) -> str:
         """The base URL of the server that serves ``model``."""

@@ -530,6 +530,24 @@ def _mutant_sample_case(case: rs.RejectionCase, mutation: str, draws_for) -> tup
     return out, num
 
 
+def _ids_as_given(case: rs.RejectionCase) -> tuple[np.ndarray, np.ndarray]:
+    """``(token_ids [B, max K + 1], num_emitted [B])`` int64 of a sampler that skips validation: every draft
+    accepted as given, every forced id emitted as given, the bonus row's argmax last (ids outside ``[0, V)``
+    included)."""
+    counts = case.num_draft_tokens
+    out = np.full((len(counts), int(counts.max(initial=0)) + 1), -1, dtype=np.int64)
+    forced = case.forced_token_ids if case.forced_token_ids is not None else np.full(len(case.target_logits), -1)
+    draft_start = np.concatenate([[0], np.cumsum(counts)])
+    for i, k in enumerate(counts):
+        rows = np.arange(draft_start[i] + i, draft_start[i + 1] + i + 1)  # request i's draft rows, then its bonus row
+        free = [
+            *case.draft_token_ids[draft_start[i] : draft_start[i + 1]],
+            int(np.argmax(case.target_logits[rows[-1]])),
+        ]
+        out[i, : k + 1] = np.where(forced[rows] != -1, forced[rows], free)
+    return out, counts + 1
+
+
 @dataclass(frozen=True)
 class Mutant:
     name: str
@@ -651,6 +669,11 @@ MUTANTS = (
     Mutant("invalid-logits-sanitised", "RS-INPUT-3", "NaN and +inf logits are replaced instead of rejected"),
     Mutant("draft-probs-renormalised", "RS-INPUT-4", "invalid draft probabilities are renormalised, not rejected"),
     Mutant("invalid-ids-clamped", "RS-INPUT-5", "out-of-range ids and negative temperatures are clamped"),
+    Mutant(
+        "unvalidated-ids-emitted",
+        "RS-INPUT-7",
+        "without input validation (RS-INPUT-6), invalid input emits its draft and forced ids as they are",
+    ),
     Mutant("stateful-generator", "RS-RNG-1", "one generator per seed, advanced by every call (not counter-based)"),
     Mutant(
         "generator-seeded-per-call",
@@ -774,6 +797,9 @@ class MutantEngine(OracleEngine):
         hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
+        if mutant.name == "unvalidated-ids-emitted":  # uses the permission RS-INPUT-6
+            capabilities = self.profile.capabilities - {"input-validation"} | {"unvalidated-mode"}
+            self.profile = replace(self.profile, capabilities=capabilities)
         if mutant.name in _SAMPLER_MUTATIONS:
             self.sampler = mutant_sampler(_SAMPLER_MUTATIONS[mutant.name])
         self.draws_for = {
@@ -800,6 +826,11 @@ class MutantEngine(OracleEngine):
         if self.mutant.name == "num-emitted-is-k-plus-one":
             tokens, _ = super().rejection_sample(case)
             return tokens, np.asarray(case.num_draft_tokens) + 1
+        if self.mutant.name == "unvalidated-ids-emitted":
+            try:
+                case.validate()
+            except rs.InvalidCase:
+                return _ids_as_given(case)
         case.validate()
         uniform = (
             case.forced_token_ids is None

@@ -67,6 +67,8 @@ class BudgetFamily:
     max_spec: int = 3
     phrase: int = 0  # > 0: a forced end sequence F = P + E with a transition phrase P of 1..phrase ids (TB-END-1)
     other_end: int = 0  # > 0: another accepted end marker of 1..other_end ids (TB-END-3)
+    # reachable scenarios judged before the drawn ones: shapes the strategies reach rarely (``EXAMPLES``)
+    examples: tuple[BudgetScenario, ...] = ()
 
     def __post_init__(self):
         if self.prompt not in PROMPT_KINDS:
@@ -75,6 +77,14 @@ class BudgetFamily:
             raise ValueError(
                 f"alphabet {self.alphabet} leaves no id for E beside a start marker of length {self.marker_lengths[0]}"
             )
+        for index, example in enumerate(self.examples):
+            why = unreachable(example, self.disjoint_markers)
+            lengths = (len(example.start), len(example.end))
+            if why or any(n > most for n, most in zip(lengths, self.marker_lengths)):
+                raise ValueError(
+                    f"examples[{index}] is not a scenario of this family: "
+                    f"{why or f'markers of lengths {lengths} exceed {self.marker_lengths}'}"
+                )
 
 
 @dataclass(frozen=True)
@@ -264,6 +274,33 @@ def scenarios(family: BudgetFamily, scope: str) -> st.SearchStrategy[BudgetScena
         return BudgetScenario(start, end, scope, max_num_reqs, tuple(steps), forced, others)
 
     return scenario()
+
+
+def single_request(start, end, budget, prompt, emitted) -> BudgetScenario:
+    """One request without drafts, added with ``budget`` and ``prompt``; one step per token of ``emitted``
+    (what the request emits where its row is free), then a last step whose row is judged (per-section
+    scope; a check runs it under its own)."""
+    added = BatchUpdate(1, added=(AddedRequest(0, budget, tuple(prompt)),))
+    tokens = [*emitted, 0]  # the last step's token is never committed before its row is judged
+    steps = tuple((added if i == 0 else None, (SlotStep([], 0, token),)) for i, token in enumerate(tokens))
+    return BudgetScenario(tuple(start), tuple(end), "section", 1, steps)
+
+
+# Reachable shapes that the strategies draw rarely: each is a minimal case that a real engine failed
+# when an earlier generator drew it (reports/engines/vllm-0.33-v1 and -mrv2, README), and that no
+# seeded draw of these strategies reached again. The catalogue (harness.checks) gives each to the
+# families that can draw it; their checks judge it before the drawn scenarios.
+EXAMPLES = {
+    # TB-NATURAL-1: the output closes a section it never opened, then opens one and closes it within
+    # its budget, then opens another: that one starts with nothing spent
+    "stray-end-then-sections": single_request((0,), (5,), 2, (), (5, 0, 5, 0)),
+    # TB-PROMPT-2: a start marker inside the section the prompt opened is content; the prompt's two
+    # thinking tokens spend the whole budget of 2, so the first generated token is forced
+    "start-inside-prompt-section": single_request((0,), (2,), 2, (0, 0, 1), ()),
+    # TB-PROMPT-3: the same with a prompt that ends inside E: its partial E counts (4 of 4), and the
+    # first generated token completes E
+    "partial-end-after-repeated-start": single_request((1,), (3, 3), 4, (1, 1, 0, 0, 3), ()),
+}
 
 
 def unreachable(scenario: BudgetScenario, disjoint_markers: bool = True) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import spec
+from ..cases.budget import EXAMPLES
 from ..cases.rejection import RejectionFamily
 from ..core import Check
 from . import api, budget, counting, rejection
@@ -65,14 +66,14 @@ def kernel_checks() -> list[Check]:
             "tb.core",
             ("TB-MARK-1", "TB-COUNT-1", "TB-FORCE-1", "TB-FORCE-4", "TB-NATURAL-1", "TB-UNTRACKED-1"),
             "one-token markers, no drafts, mixed budgets: forced rows equal the oracle's",
-            BudgetFamily(),
+            BudgetFamily(examples=(EXAMPLES["stray-end-then-sections"],)),
         ),
         _check(
             "budget/whole-generations",
             "tb.core",
-            ("TB-FORCE-3",),
+            ("TB-FORCE-1",),
             ("budget",),
-            "generations hold exactly the budget, judged by naive segmentation",
+            "generations hold exactly the budget and close with the whole E, judged by naive segmentation",
             budget.generation_invariants,
         ),
         _check(
@@ -95,7 +96,12 @@ def kernel_checks() -> list[Check]:
             "tb.prompt-opened",
             ("TB-PROMPT-1", "TB-PROMPT-2", "TB-PROMPT-3"),
             "prompts that open a section or end inside a marker",
-            BudgetFamily(marker_lengths=(3, 3), alphabet=4, prompt="partial"),
+            BudgetFamily(
+                marker_lengths=(3, 3),
+                alphabet=4,
+                prompt="partial",
+                examples=(EXAMPLES["start-inside-prompt-section"], EXAMPLES["partial-end-after-repeated-start"]),
+            ),
         ),
         _budget(
             "budget/spec-decode",
@@ -219,7 +225,7 @@ def kernel_checks() -> list[Check]:
         _check(
             "rejection/unvalidated-mode",
             "rs.input",
-            ("RS-INPUT-6",),
+            ("RS-INPUT-7",),
             ("rejection",),
             "without input validation, valid input is sampled as with it and invalid ids emit ids in [0, V) only",
             rejection.unvalidated_mode_check,
@@ -227,11 +233,19 @@ def kernel_checks() -> list[Check]:
         _check(
             "rejection/fixed-width",
             "rs.layout",
-            ("RS-LAYOUT-3", "RS-INPUT-5"),
+            ("RS-LAYOUT-2", "RS-INPUT-5"),
             ("rejection",),
             "rows of a fixed-width output read through num_emitted equal the oracle's; a draft count above the "
             "width is an error naming it",
             rejection.fixed_width_check,
+        ),
+        _check(
+            "rejection/unvalidated-ids",
+            "rs.input",
+            ("RS-INPUT-7",),
+            ("rejection", "unvalidated-mode"),
+            "without input validation (RS-INPUT-6), the same invalid ids give ids in [0, V) or an error",
+            rejection.unvalidated_ids_check,
         ),
         _check(
             "rejection/output-contract",
@@ -318,7 +332,7 @@ def kernel_checks() -> list[Check]:
         _check(
             "counting/metrics",
             "ac.metrics",
-            ("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-METRIC-5", "AC-STOP-1"),
+            ("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-STOP-1"),
             ("metrics",),
             "acceptance metrics equal their definitions, without EOS, with EOS, with max_tokens and stop-string limits",
             counting.metrics_check,

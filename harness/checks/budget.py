@@ -12,7 +12,8 @@ the reproduction (``specconform replay FILE --engine E``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -342,16 +343,20 @@ def minimal_scenario(engine, scenario: BudgetScenario, fingerprint: str, require
 
 
 def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None):
-    """A check body: ``family.scenarios`` scenarios drawn from ``ctx.seed``, each compared with the
-    oracle row by row; the first failure of each requirement is minimised into a reproduction."""
+    """A check body: the family's examples, then ``family.scenarios`` scenarios drawn from ``ctx.seed``, each
+    compared with the oracle row by row; the first failure of each requirement is minimised into a reproduction."""
 
     def run(engine, ctx: Context) -> Outcome:
         tally = Tally(requirements)
+        examples = [
+            (f"example {n}", replace(e, scope=scope or ctx.profile.scope)) for n, e in enumerate(family.examples)
+        ]
         drawn = cases.draw(scenarios(family, scope or ctx.profile.scope), ctx.seed, family.scenarios)
+        numbered = ((f"scenario {n}", scenario) for n, scenario in enumerate(drawn))
         diverged = count = 0
-        for n, scenario in enumerate(drawn):
+        for label, scenario in itertools.chain(examples, numbered):
             count += 1
-            vector = scenario.vector(f"scenario-{n}", list(requirements))
+            vector = scenario.vector(label.replace(" ", "-"), list(requirements))
             vector["max_spec_len"] = family.max_spec
             divergence = replay_scenario(engine, vector, requirements, tally)
             if divergence is None:
@@ -361,7 +366,9 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
                 tally.violated(divergence.requirement, divergence.mode, "")
                 continue
             minimal = minimal_scenario(engine, scenario, divergence.fingerprint, requirements, family.max_spec)
-            reduced = minimal.vector(f"minimal-{n}", list(requirements), f"minimised from scenario {n}")
+            reduced = minimal.vector(
+                f"minimal-{label.replace(' ', '-')}", list(requirements), f"minimised from {label}"
+            )
             reduced["max_spec_len"] = family.max_spec
             shown = replay_scenario(engine, reduced, requirements) or divergence
             if shown.fingerprint != divergence.fingerprint:  # the engine is not deterministic: keep the original
@@ -369,20 +376,25 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             tally.violated(
                 divergence.requirement,
                 divergence.mode,
-                f"scenario {n} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
+                f"{label} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
                 reproduction=reproduction_document(reduced, shown, vector, scenario.size, minimal.size),
             )
-        return tally.outcome(f"{count} scenarios × up to {family.steps} steps; {diverged} diverged from the oracle")
+        first = f" ({len(examples)} examples first)" if examples else ""
+        return tally.outcome(
+            f"{count} scenarios{first} × up to {family.steps} steps; {diverged} diverged from the oracle"
+        )
 
     run.family = family  # the cases it draws, for tests of the strategies
     return run
 
 
 def generation_invariants(engine, ctx: Context) -> Outcome:
-    """Whole generations (no drafts): no section exceeds its budget; exactly the budget when the model
-    never starts E; E arrives whole (TB-FORCE-3), judged by naive segmentation, not by the oracle."""
+    """TB-FORCE-1 end to end (its consequence in thinking-budget.md §4), judged by naive segmentation, not by
+    the oracle: over whole generations (no drafts) where the model never starts E, every section holds exactly
+    its budget and closes with the whole E. A multi-token E restarted instead of continued (TB-FORCE-2, which
+    ``budget/multitoken`` separates) shows here as a section that never closes."""
     rng = np.random.default_rng(ctx.seed)
-    tally = Tally(("TB-FORCE-3",))
+    tally = Tally(("TB-FORCE-1",))
     plots = []
     for n in range(40):
         start, end = [100 + int(rng.integers(0, 2))], [110, 111][: int(rng.integers(1, 3))]
@@ -415,11 +427,11 @@ def generation_invariants(engine, ctx: Context) -> Outcome:
         sections = thinking_tokens([1, 2] + stream, start, end, 2)
         case = f"generation {n} (S={start}, E={end}, budget {budget}): {stream[:30]}"
         if not sections or not sections[0][2]:
-            tally.violated("TB-FORCE-3", "section-never-closed", f"{case}: the section never closed")
+            tally.violated("TB-FORCE-1", "section-never-closed", f"{case}: the section never closed")
         elif sections[0][0] != budget:
-            tally.violated("TB-FORCE-3", "thinking-tokens-differ", f"{case}: {sections[0][0]} thinking tokens")
+            tally.violated("TB-FORCE-1", "thinking-tokens-differ", f"{case}: {sections[0][0]} thinking tokens")
         else:
-            tally.exercised("TB-FORCE-3")
+            tally.exercised("TB-FORCE-1")
     return tally.outcome("40 generations judged by naive segmentation", plots=plots)
 
 

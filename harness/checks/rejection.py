@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import cases, shrink, stats, vectors
 from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejection_cases, smaller_cases
-from ..core import Context, Outcome, Tally
+from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
 from ..oracle import rng as reference_rng
@@ -405,15 +405,17 @@ def _emitted_rows(tokens, num) -> list[list[int]]:
 
 
 def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
-    """RS-INPUT-6 on an engine that offers a mode without input validation (``tensor_modes`` holds
+    """RS-INPUT-7 on an engine that offers a mode without input validation (RS-INPUT-6) (``tensor_modes`` holds
     ``"unvalidated"``: ``rejection_sample_tensors(..., validate=False)``). Valid input is sampled as with
     validation: a greedy case with forced ids 0, V − 1 and one beyond the row count, judged row by row against
     the oracle. Invalid input (draft ids -1 and V, forced ids -2 and V) gives unspecified tokens, but every
     emitted id lies in ``[0, V)`` and every row emits 1 to K + 1 of them."""
-    tally = Tally(("RS-INPUT-6",))
+    tally = Tally(("RS-INPUT-7",))
     device = getattr(engine, "tensor_device", None)
     if device is None or "unvalidated" not in getattr(engine, "tensor_modes", ()):
-        return tally.outcome("the engine offers no mode without input validation (RS-INPUT-6 is a MAY)")
+        return tally.outcome(
+            "the engine offers no mode without input validation (RS-INPUT-6 permits one; RS-INPUT-7 judges it)"
+        )
     vocab = 9
     valid = _greedy_mode_case(ctx, [2, 1], vocab, forced=[0, -1, -1, vocab - 1, 6])  # 5 rows: 6 lies beyond them
     for case in (valid, replace(valid, forced_token_ids=None)):
@@ -422,13 +424,13 @@ def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
         try:
             tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), validate=False)
         except ValueError as exc:
-            tally.violated("RS-INPUT-6", "valid-input-rejected", f"{label}: rejected as {exc}")
+            tally.violated("RS-INPUT-7", "valid-input-rejected", f"{label}: rejected as {exc}")
             continue
         got, expected = _emitted_rows(tokens.cpu(), num.cpu()), _emitted_rows(*rs.sample_case(case)[:2])
         if got == expected:
-            tally.exercised("RS-INPUT-6")
+            tally.exercised("RS-INPUT-7")
         else:
-            tally.violated("RS-INPUT-6", "valid-input-sampled-differently", f"{label}: {got}, expected {expected}")
+            tally.violated("RS-INPUT-7", "valid-input-sampled-differently", f"{label}: {got}, expected {expected}")
     invalid = (  # draft ids -1 and V, forced ids -2 and V; and V = 1, where every id but 0 is outside
         replace(valid, draft_token_ids=[-1, vocab, vocab], forced_token_ids=[vocab, -2, -1, -1, vocab]),
         rs.RejectionCase(np.zeros((2, 1), np.float32), [1], [1], [1.0], forced_token_ids=[1, 1], seeds=[1]),
@@ -439,27 +441,28 @@ def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
         outside = [t for row in rows for t in row if not 0 <= t < case.vocab_size]
         if outside or not all(1 <= len(row) <= k + 1 for row, k in zip(rows, case.num_draft_tokens)):
             tally.violated(
-                "RS-INPUT-6",
+                "RS-INPUT-7",
                 "id-outside-vocabulary",
                 f"draft ids {case.draft_token_ids.tolist()}, forced ids {case.forced_token_ids.tolist()} without "
                 f"validation emitted {rows} (V = {case.vocab_size})",
             )
         else:
-            tally.exercised("RS-INPUT-6")
+            tally.exercised("RS-INPUT-7")
     return tally.outcome(
         "without validation: valid forced ids sampled as the oracle does; invalid ids emit ids in [0, V)"
     )
 
 
 def fixed_width_check(engine, ctx: Context) -> Outcome:
-    """RS-LAYOUT-3 on an engine whose output can have a fixed width (``tensor_modes`` holds ``"fixed-width"``:
-    ``rejection_sample_tensors(..., max_spec_len=M)`` gives ``[B, M + 1]``): greedy cases with M equal to the
-    largest draft count, above it, and 0 for a batch without drafts, each row read through ``num_emitted`` and
-    judged against the oracle; RS-INPUT-5: a draft count above M is an error naming ``max_spec_len``."""
-    tally = Tally(("RS-LAYOUT-3", "RS-INPUT-5"))
+    """RS-LAYOUT-2 on an engine whose output can have a fixed width, the padded layout RS-LAYOUT-3 permits
+    (``tensor_modes`` holds ``"fixed-width"``: ``rejection_sample_tensors(..., max_spec_len=M)`` gives
+    ``[B, M + 1]``): greedy cases with M equal to the largest draft count, above it, and 0 for a batch without
+    drafts, each row read through ``num_emitted`` and judged against the oracle; RS-INPUT-5: a draft count above
+    M is an error naming ``max_spec_len``."""
+    tally = Tally(("RS-LAYOUT-2", "RS-INPUT-5"))
     device = getattr(engine, "tensor_device", None)
     if device is None or "fixed-width" not in getattr(engine, "tensor_modes", ()):
-        return tally.outcome("the engine's output has no fixed width (RS-LAYOUT-3 is a MAY)")
+        return tally.outcome("the engine's output has no fixed width (RS-LAYOUT-3 permits one)")
     vocab = 7
     for counts, width in (([2, 0, 1], 2), ([2, 0, 1], 4), ([0, 0], 0)):
         case = _greedy_mode_case(ctx, counts, vocab)
@@ -467,13 +470,13 @@ def fixed_width_check(engine, ctx: Context) -> Outcome:
         try:
             tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), max_spec_len=width)
         except ValueError as exc:
-            tally.violated("RS-LAYOUT-3", "valid-case-rejected", f"{label}: rejected as {exc}")
+            tally.violated("RS-LAYOUT-2", "valid-case-rejected", f"{label}: rejected as {exc}")
             continue
         got, expected = _emitted_rows(tokens.cpu(), num.cpu()), _emitted_rows(*rs.sample_case(case)[:2])
         if tuple(tokens.shape)[0] == len(counts) and got == expected:
-            tally.exercised("RS-LAYOUT-3")
+            tally.exercised("RS-LAYOUT-2")
         else:
-            tally.violated("RS-LAYOUT-3", "fixed-width-rows-differ", f"{label}: {got}, expected {expected}")
+            tally.violated("RS-LAYOUT-2", "fixed-width-rows-differ", f"{label}: {got}, expected {expected}")
     case = _greedy_mode_case(ctx, [3, 1], vocab)
     try:
         engine.rejection_sample_tensors(*_mode_tensors(case, device), max_spec_len=2)
@@ -948,6 +951,44 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
         _wrong_tensor_kinds(engine, device, logits, tally)
         summary += "; so are fractional draft ids and integer logits given as tensors"
     return tally.outcome(summary)
+
+
+def unvalidated_ids_check(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-7, for an engine judged in a mode without input validation (the permission RS-INPUT-6, declared
+    by the capability ``unvalidated-mode`` without ``input-validation``): the invalid ids of ``invalid_ids_check``
+    may give any tokens or an error, but every id emitted lies in ``[0, V)``. An engine that also claims to
+    validate contradicts itself: PRECONDITION_FAILED."""
+    if "input-validation" in ctx.profile.capabilities:
+        return uniform_outcome(
+            PRECONDITION_FAILED,
+            "the engine validates its input (capability input-validation); RS-INPUT-7 binds a mode without it",
+            ("RS-INPUT-7",),
+        )
+    tally = Tally(("RS-INPUT-7",))
+    vocab = 6
+    logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
+    invalid_ids = (  # the ids just outside their ranges that RS-INPUT-5 has a validating engine reject
+        {"forced_token_ids": [-2, -1, -1]},
+        {"forced_token_ids": [-1, -1, vocab]},
+        {"draft_token_ids": [-2, 1]},
+        {"draft_token_ids": [1, vocab]},
+    )
+    refused = []
+    for change in invalid_ids:
+        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
+        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+        try:
+            tokens, _ = sample_output(engine, ctx.profile, case)
+        except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
+            refused.append(f"{change}: {type(exc).__name__}")
+            continue
+        emitted = tokens[tokens != -1]
+        if ((emitted < 0) | (emitted >= vocab)).any():
+            tally.violated("RS-INPUT-7", "id-outside-vocabulary", f"{change}: emitted {tokens.tolist()}")
+        else:
+            tally.exercised("RS-INPUT-7")
+    summary = "without input validation (RS-INPUT-6): invalid ids give ids in [0, V) or an error"
+    return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
 
 
 def _wrong_tensor_kinds(engine, device: str, logits: np.ndarray, tally: Tally) -> None:

@@ -23,7 +23,7 @@ from ..oracle import rejection as rs
 from . import budget, rejection
 
 
-def _budget_scenario(engine, scenario) -> tuple[str, str] | None:
+def _budget_scenario(engine, profile, scenario) -> tuple[str, str] | None:
     """A ``scenarios`` vector, driven as the generated budget checks drive theirs (``budget.replay_scenario``);
     every diverging row is one way of failing here (``forced-rows-differ``), a rejected valid update another."""
     divergence = budget.replay_scenario(engine, scenario, tuple(scenario["requirements"]))
@@ -44,7 +44,7 @@ def _expected_error(entry, call: Callable[[], object], errors: tuple[type[Except
     return "invalid-input-accepted", f"accepted invalid input; expected an error naming {field_name!r}"
 
 
-def _budget_error(engine, entry) -> tuple[str, str] | None:
+def _budget_error(engine, profile, entry) -> tuple[str, str] | None:
     def call():
         state = engine.budget_state(entry["start_token_ids"], entry["end_token_ids"], entry["max_num_reqs"])
         if entry["update"] is not None:
@@ -53,9 +53,11 @@ def _budget_error(engine, entry) -> tuple[str, str] | None:
     return _expected_error(entry, call, (ValueError,))
 
 
-def _rejection_exact(engine, entry) -> tuple[str, str] | None:
+def _rejection_exact(engine, profile, entry) -> tuple[str, str] | None:
+    """The engine's output, read in the layout ``profile`` declares (``rejection.sample_output``), against the
+    vector's."""
     try:
-        tokens, num = engine.rejection_sample(vectors.case_from_json(entry["case"]))
+        tokens, num = rejection.sample_output(engine, profile, vectors.case_from_json(entry["case"]))
     except (ValueError, rs.InvalidCase) as exc:
         return "valid-input-rejected", f"the valid case was rejected: {exc}"
     tokens, num = [list(map(int, r)) for r in tokens], [int(n) for n in num]
@@ -68,13 +70,13 @@ def _rejection_exact(engine, entry) -> tuple[str, str] | None:
     return None
 
 
-def _rejection_error(engine, entry) -> tuple[str, str] | None:
+def _rejection_error(engine, profile, entry) -> tuple[str, str] | None:
     return _expected_error(
         entry, lambda: engine.rejection_sample(vectors.case_from_json(entry["case"])), (ValueError, rs.InvalidCase)
     )
 
 
-def _count_row(engine, entry) -> tuple[str, str] | None:
+def _count_row(engine, profile, entry) -> tuple[str, str] | None:
     num, broken, out_of_vocab = (
         np.asarray(x) for x in engine.count_emitted(np.array([entry["row"]]), entry["vocab_size"])
     )
@@ -89,7 +91,7 @@ def _count_row(engine, entry) -> tuple[str, str] | None:
     return None
 
 
-def _metrics(engine, entry) -> tuple[str, str] | None:
+def _metrics(engine, profile, entry) -> tuple[str, str] | None:
     """The aggregate metrics the engine interface returns, against the vector's ``expected`` ones; the
     vector's per-step and raw counts are not observable through ``acceptance_metrics``."""
     steps = [(s["num_draft_tokens"], s["row"], s["commit_limit"]) for s in entry["steps"]]
@@ -108,11 +110,13 @@ def _metrics(engine, entry) -> tuple[str, str] | None:
 
 
 def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
-    """A replay that matches or not: the vector exercises all its requirements, or fails its first."""
+    """A replay that matches or not: the vector exercises all its requirements, or fails its first.
+    ``replay_one(engine, profile, entry)`` returns ``(mode, evidence)`` of a failure or None; the profile
+    gives the variants the engine declares (the rejection layout, RS-LAYOUT-3)."""
 
     def run(engine, ctx: Context, entry, requirements) -> Outcome:
         tally = Tally(requirements)
-        failure = replay_one(engine, entry)
+        failure = replay_one(engine, ctx.profile, entry)
         if failure:
             tally.violated(requirements[0], failure[0], failure[1])
         else:
@@ -157,7 +161,7 @@ def _fixed_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
             seeds=rng.integers(0, 2**62, size=b),
             positions=np.zeros(b, dtype=np.int64),
         )
-        tokens = np.asarray(engine.rejection_sample(case)[0])[:, : K + 1]
+        tokens = rejection.sample_output(engine, ctx.profile, case)[0][:, : K + 1]
         seen = _row_codes(tokens, V)[:, None] == codes[None, :]  # [b, outcomes]
         cells = np.where(seen.any(axis=1), seen.argmax(axis=1), len(outcomes))
         counts += np.bincount(cells, minlength=len(probs))

@@ -75,7 +75,7 @@ class RejectionCase:
         return np.concatenate([[0], np.cumsum(self.num_draft_tokens)])
 
     def validate(self) -> None:
-        """Raise ``InvalidCase`` naming the field for input the spec rejects (RS-INPUT-1..6)."""
+        """Raise ``InvalidCase`` naming the field for input the spec rejects (RS-INPUT-1..5)."""
         B, V = self.batch_size, self.vocab_size
         if (self.num_draft_tokens < 0).any():
             raise InvalidCase(f"num_draft_tokens must be >= 0; got {self.num_draft_tokens.tolist()}")

@@ -1,6 +1,6 @@
 """Conformance cases added for survivors of the full mutation run fail an engine that breaks them, on the
 requirement each judges: layouts that disagree with num_draft_tokens given as tensors (RS-INPUT-5), the mode
-without validation (RS-INPUT-6), a fixed output width (RS-LAYOUT-3, RS-INPUT-5), markers holding the largest token
+without validation (RS-INPUT-7), a fixed output width (RS-LAYOUT-2, RS-INPUT-5), markers holding the largest token
 id (TB-API-3), a budget beyond 32 bits (TB-API-1), per-position acceptance rates (AC-METRIC-3), markers with
 borders (TB-MARK-2, TB-MARK-3), slots outside the batch (TB-BATCH-4) and a forced token 0 (TB-FORCE-5)."""
 
@@ -139,18 +139,18 @@ def test_an_engine_without_tensors_leaves_the_layouts_not_run():
     assert outcome.requirements["RS-INPUT-5"].status == "NOT_RUN"
 
 
-@pytest.mark.req("RS-INPUT-6")
-def test_forced_ids_dropped_without_validation_fail_rs_input_6():
+@pytest.mark.req("RS-INPUT-7")
+def test_forced_ids_dropped_without_validation_fail_rs_input_7():
     outcome = BY_NAME["rejection/unvalidated-mode"].run(ForgetsForcedIdsUnvalidated(), Context(canonical()))
-    assert outcome.violated == ("RS-INPUT-6",), outcome.message
-    assert outcome.requirements["RS-INPUT-6"].fingerprint == "RS-INPUT-6/valid-input-sampled-differently"
+    assert outcome.violated == ("RS-INPUT-7",), outcome.message
+    assert outcome.requirements["RS-INPUT-7"].fingerprint == "RS-INPUT-7/valid-input-sampled-differently"
 
 
 @pytest.mark.req("RS-INPUT-5")
 def test_a_draft_count_above_the_fixed_width_accepted_fails_rs_input_5_only():
     outcome = BY_NAME["rejection/fixed-width"].run(IgnoresFixedWidth(), Context(canonical()))
     assert outcome.violated == ("RS-INPUT-5",), outcome.message
-    assert outcome.requirements["RS-LAYOUT-3"].status == "PASS"
+    assert outcome.requirements["RS-LAYOUT-2"].status == "PASS"
 
 
 @pytest.mark.req("TB-API-1")

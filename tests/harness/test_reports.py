@@ -104,7 +104,7 @@ def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_e
 
 
 def test_the_uncovered_count_agrees_with_the_requirement_table():
-    uncovered = ["RS-INPUT-6", "TB-FORCE-6"]
+    uncovered = ["RS-INPUT-7", "TB-FORCE-6"]
     text = reports.markdown([_record("a", "PASS")], uncovered)
     table = text.split("## Per requirement")[1].split("**Not yet covered")[0]
     assert sum("| not covered |" in line for line in table.splitlines()) == len(uncovered)
@@ -174,3 +174,16 @@ def test_diff_lists_new_failures_first_then_fixes_then_statistics():
     assert new_failures == 1
     assert text.index("## New failures") < text.index("`a`") < text.index("## Fixes") < text.index("`b`")
     assert "p 0.5 → 1e-09" in text
+
+
+def test_a_record_naming_an_alias_counts_for_its_successor():
+    old = _record("budget/whole-generations", "FAIL", reqs=("TB-FORCE-3",))  # a record of specification 0.1
+    statuses = reports.requirement_status([old, _record("budget/sequential", "PASS", reqs=("TB-FORCE-1",))])
+    assert statuses == {("e", "TB-FORCE-1"): ("FAIL", 2)}
+
+
+def test_the_report_names_the_permissions_and_how_they_are_declared():
+    text = reports.markdown([_record("a", "PASS")], [])
+    assert "Permissions are no requirements" in text
+    assert "RS-LAYOUT-3 (layout: padded)" in text and "RS-INPUT-6 (capabilities without input-validation)" in text
+    assert "| RS-LAYOUT-3 |" not in text  # not a row of the requirement table

@@ -1,8 +1,9 @@
 """Every requirement has a check that can fail on its own: for each registered id, a mutant engine of
 the zoo (harness/adapters/zoo.py) breaks that requirement, and the checks covering it FAIL it.
 
-Requirements without such a mutant are listed in WITHOUT_MUTANT with the reason; the test fails when
-the registry, the zoo and the list disagree, so the list only shrinks.
+Permissions (MAY) are no requirements and have no mutant: tests/harness/test_permissions.py shows each
+honoured. A requirement that cannot fail on its own is folded into the one it follows from
+(``aliases`` in specs/requirements.yaml).
 """
 
 import pytest
@@ -11,28 +12,10 @@ from harness import checks, spec
 from harness.adapters import zoo
 from harness.core import ERROR, FAIL, Context, uniform_outcome
 
-# Requirements no mutant engine can break on its own, and why.
-WITHOUT_MUTANT = {
-    # Consequences of other requirements: every engine that breaks them breaks their premise too.
-    "TB-FORCE-3": "a consequence of TB-FORCE-1/2 (caught with budget-off-by-one by budget/whole-generations)",
-    "AC-METRIC-5": "a consequence of AC-METRIC-2's definition (mean-length-without-bonus breaks both)",
-    # Permissions (MAY): nothing an engine does violates them.
-    "RS-LAYOUT-3": "a permission to declare another layout",
-    "RS-INPUT-6": "a permission to skip validation",
-    # Requirements on the harness's statistics, exercised by tests/unit/test_stats.py.
-    "STAT-CASE-1": "binds the harness",
-    "STAT-CASE-2": "binds the harness",
-    "STAT-TEST-1": "binds the harness",
-    "STAT-TEST-2": "binds the harness",
-    "STAT-TEST-3": "binds the harness",
-    "STAT-TEST-4": "binds the harness",
-    "STAT-POWER-1": "binds the harness",
-    "STAT-CERT-1": "binds the harness",
-    "STAT-SEED-1": "binds the harness",
-}
 # API-level requirements are broken by HTTP engines (tests/harness/test_api_*.py, tests/e2e); RUN-*
-# requirements bind the runner (tests/harness/test_runner.py).
-LEVELS_ELSEWHERE = ("API-", "RUN-")
+# requirements bind the runner (tests/harness/test_runner.py); STAT-* requirements bind the harness's
+# statistics, each broken by a mutant of them (tests/harness/test_stat_mutants.py).
+LEVELS_ELSEWHERE = ("API-", "RUN-", "STAT-")
 # The first mutant of each requirement (sampler mutants are judged at full trials in their own
 # process by tests/harness/test_zoo_and_engines.py; the others here, in process).
 _MUTANTS_BY_REQUIREMENT = {}
@@ -48,8 +31,7 @@ def test_every_kernel_requirement_has_a_mutant_or_a_stated_reason():
     requirements = set(_kernel_requirements())
     with_mutant = set(_MUTANTS_BY_REQUIREMENT)
     assert sorted(with_mutant - requirements - {r for r in with_mutant if r.startswith(LEVELS_ELSEWHERE)}) == []
-    assert sorted(requirements - with_mutant - set(WITHOUT_MUTANT)) == [], "add a mutant or a reason"
-    assert sorted(with_mutant & set(WITHOUT_MUTANT)) == [], "has a mutant now: remove it from WITHOUT_MUTANT"
+    assert sorted(requirements - with_mutant) == [], "add a mutant"
 
 
 def _judge_in_process(mutant: zoo.Mutant, trials: int = 1_500):

@@ -45,7 +45,6 @@ def test_automaton_finds_the_same_sections_as_naive_slicing(pair, stream):
 @pytest.mark.req(
     "TB-FORCE-1",
     "TB-FORCE-2",
-    "TB-FORCE-3",
     "TB-SCOPE-1",
     "TB-SCOPE-2",
     "TB-PROMPT-1",
@@ -67,7 +66,7 @@ def test_no_section_ever_exceeds_its_budget(case):
         spent += thinking
 
 
-@pytest.mark.req("TB-FORCE-3", "TB-NATURAL-1")
+@pytest.mark.req("TB-FORCE-1", "TB-NATURAL-1")
 @given(MARKERS, st.integers(0, 8), st.lists(st.integers(4, 9), min_size=20, max_size=30))
 @settings(max_examples=200, deadline=None)
 def test_section_holds_exactly_the_budget_when_the_model_never_starts_the_end(pair, budget, filler):

@@ -41,3 +41,10 @@ def test_an_engine_plugged_in_as_module_factory_fails_the_run_naming_the_require
 def test_vectors_command_reports_up_to_date(capsys):
     assert cli.main(["vectors"]) == 0
     assert "up to date" in capsys.readouterr().out
+
+
+def test_list_requirements_names_the_permissions_apart(capsys):
+    assert cli.main(["list", "requirements"]) == 0
+    requirements, permissions = capsys.readouterr().out.split("permissions (no requirements")
+    assert "RS-INPUT-7" in requirements and "RS-LAYOUT-3" not in requirements
+    assert "RS-LAYOUT-3" in permissions and "layout: padded" in permissions and "RS-INPUT-6" in permissions

@@ -117,7 +117,7 @@ def _case(gen, V=12, B=4, K=3, probs=False):
     )
 
 
-@pytest.mark.req("RS-INPUT-6")
+@pytest.mark.req("RS-INPUT-7")
 @pytest.mark.parametrize("probs", [False, True], ids=["one-hot", "draft-probs"])
 @pytest.mark.parametrize("seed", range(4))
 def test_unvalidated_out_of_vocabulary_ids_are_never_emitted(target, probs, seed):

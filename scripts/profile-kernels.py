@@ -1,0 +1,39 @@
+"""Where the GPU time of the reference sampler goes, per kernel, at the bench's rejection shapes: each
+shape's graph-replay median (as ``specconform bench`` times it) and each kernel's mean CUDA time over
+20 eager calls (torch.profiler). From the repository root: ``PYTHONPATH=$PWD python3
+scripts/profile-kernels.py [B,K ...]``; put another checkout's folder first on PYTHONPATH to time its
+``impl``."""
+
+import sys
+from collections import defaultdict
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import impl
+from harness.bench import REJECTION_SHAPES, _do_bench, _rejection_inputs
+
+wanted = {tuple(int(v) for v in arg.split(",")) for arg in sys.argv[1:]}
+print(torch.cuda.get_device_name(), impl.__file__)
+for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
+    if wanted and (B, K) not in wanted:
+        continue
+    inputs, _ = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
+
+    def ours(inputs=inputs, K=K):
+        return impl.rejection_sample(**inputs, max_spec_len=K, validate=False, backend="triton")
+
+    ours()
+    graph_ms = _do_bench(ours, graph=True)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(20):
+            ours()
+        torch.cuda.synchronize()
+    per_kernel = defaultdict(float)
+    for event in prof.key_averages():
+        if event.device_type.name == "CUDA" and event.count:
+            per_kernel[event.key[:24]] += event.device_time_total / 20
+    kernels = "  ".join(f"{name} {us:.1f}" for name, us in sorted(per_kernel.items(), key=lambda kv: -kv[1]))
+    label = f"{family:9s} B={B:<5d}K={K} V={vocab:<7d}{str(dtype)[6:]:9s} q={int(with_q)} {mode:7s} noise={noise}"
+    print(f"{label} graph {graph_ms * 1e3:8.1f} us | per call (us): {kernels}", flush=True)

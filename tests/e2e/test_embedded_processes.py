@@ -1,0 +1,109 @@
+"""The embedded server with each engine in a process of its own (``specconform serve``, issue 16): every response
+is the one the engines in the server's own process give, a cancellation reaches the engine process, and an engine
+process that dies fails its requests with an error naming its exit code while the other engines serve on."""
+
+import json
+import threading
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")
+
+from embedded import model as tiny_model  # noqa: E402
+from embedded import start  # noqa: E402
+from embedded.engine import Request  # noqa: E402
+from embedded.process import EngineProcess  # noqa: E402
+from harness.adapters import embedded_server  # noqa: E402
+
+MODEL = "tiny-think-single"
+
+
+@pytest.fixture(scope="module")
+def processes():
+    """A server whose engines run in processes of their own."""
+    server = start(variants=("single",), engine_processes=True)
+    yield server
+    server.stop()
+    for model in server.server.config.app.state.served.values():
+        model.engine.stop()
+
+
+def _ask(base_url, body):
+    """``(token ids, finish reason)`` of one request, streamed or not."""
+    if not body.get("stream"):
+        response = httpx.post(f"{base_url}/chat/completions", json=body, timeout=300)
+        assert response.status_code == 200, response.text[:300]
+        choice = response.json()["choices"][0]
+        return choice["token_ids"], choice["finish_reason"]
+    ids, finish = [], None
+    with httpx.stream("POST", f"{base_url}/chat/completions", json=body, timeout=300) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                choice = json.loads(line[len("data: ") :])["choices"][0]
+                ids += choice.get("token_ids", [])
+                finish = choice["finish_reason"] or finish
+    return ids, finish
+
+
+def test_concurrent_requests_get_the_responses_of_engines_in_the_server_process(processes):
+    """Distinct greedy requests in flight together, streamed and not, on the plain and the speculative engine
+    process: each client gets exactly the response the in-process engines give the same request alone."""
+    bodies = [
+        {
+            "model": MODEL if i % 3 else f"{MODEL}-spec",
+            "messages": [{"role": "user", "content": f"check the sum {i} then the final value"}],
+            "max_tokens": 6 + i,
+            "temperature": 0,
+            "return_token_ids": True,
+            "stream": i % 2 == 1,
+            **({"thinking_token_budget": i % 4} if i % 5 else {}),
+        }
+        for i in range(12)
+    ]
+    results = [None] * len(bodies)
+
+    def run(i):
+        results[i] = _ask(processes.base_url, bodies[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    in_process = embedded_server().base_url
+    assert results == [_ask(in_process, body) for body in bodies]
+    assert all(finish in ("stop", "length") for _, finish in results)
+
+
+def _long_request(started: threading.Event) -> Request:
+    """A greedy request of 900 tokens that sets ``started`` once its first tokens arrive."""
+    request = Request([1, 87, 277, 84, 201, 1, 67, 85, 85, 291, 264, 86, 201], 900, 0.0, 1, None)
+    request.on_tokens = lambda r: started.set()
+    return request
+
+
+def test_a_cancelled_request_is_dropped_by_its_engine_process(processes):
+    engine = processes.server.config.app.state.served[MODEL].engine
+    started = threading.Event()
+    request = engine.submit(_long_request(started))
+    assert started.wait(120)
+    request.cancel()
+    assert request.done.wait(120)  # done only once the engine process says it dropped the request
+    assert request.finish_reason == "cancelled" and len(request.output) < 900
+
+
+def test_an_engine_process_that_dies_fails_its_requests_naming_the_exit_code(processes):
+    engine = EngineProcess(tiny_model.build("single"))
+    engine.wait_ready()
+    started = threading.Event()
+    request = engine.submit(_long_request(started))
+    assert started.wait(120)
+    engine.process.kill()
+    assert request.done.wait(120)
+    assert request.finish_reason == "error" and "exit code -9" in request.error
+    later = engine.submit(_long_request(threading.Event()))
+    assert later.done.is_set() and later.error == request.error
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "so"}], "max_tokens": 3, "return_token_ids": True}
+    assert len(_ask(processes.base_url, body)[0]) == 3  # the server's own engine processes serve on
