@@ -16,7 +16,7 @@ def test_plugin_runs_checks_as_items(pytester):
         "-p",
         "no:cacheprovider",
     )
-    result.assert_outcomes(passed=3, failed=5)  # test_own, then the tb.multitoken checks (budget/marker-borders too)
+    result.assert_outcomes(passed=3, failed=6)  # test_own, then the tb.multitoken checks (budget/marker-borders too)
     result.stdout.fnmatch_lines(["*FAIL budget/multitoken [[]TB-FORCE-2[]]*"])
     result.stdout.fnmatch_lines(["reproduce: pytest --specconform-engine zoo:end-marker-restarted *"])
 
