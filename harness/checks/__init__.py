@@ -227,7 +227,8 @@ def kernel_checks() -> list[Check]:
             "rs.input",
             ("RS-INPUT-7",),
             ("rejection",),
-            "without input validation, valid input is sampled as with it and invalid ids emit ids in [0, V) only",
+            "without input validation (an engine judged in that mode, or a mode beside validation), invalid ids emit "
+            "ids in [0, V) only or an error; valid input is sampled as with validation",
             rejection.unvalidated_mode_check,
         ),
         _check(
@@ -238,14 +239,6 @@ def kernel_checks() -> list[Check]:
             "rows of a fixed-width output read through num_emitted equal the oracle's; a draft count above the "
             "width is an error naming it",
             rejection.fixed_width_check,
-        ),
-        _check(
-            "rejection/unvalidated-ids",
-            "rs.input",
-            ("RS-INPUT-7",),
-            ("rejection", "unvalidated-mode"),
-            "without input validation (RS-INPUT-6), the same invalid ids give ids in [0, V) or an error",
-            rejection.unvalidated_ids_check,
         ),
         _check(
             "rejection/output-contract",

@@ -404,12 +404,53 @@ def _emitted_rows(tokens, num) -> list[list[int]]:
     return [[int(t) for t in row[: int(n)]] for row, n in zip(np.asarray(tokens), np.asarray(num))]
 
 
+def _unvalidated_engine(engine, ctx: Context) -> Outcome:
+    """RS-INPUT-7 for an engine judged wholly in a mode without input validation (capability ``unvalidated-mode``):
+    the invalid ids of ``invalid_ids_check`` may give any tokens or an error, but every id emitted lies in
+    ``[0, V)``. An engine that also claims to validate contradicts itself: PRECONDITION_FAILED."""
+    if "input-validation" in ctx.profile.capabilities:
+        return uniform_outcome(
+            PRECONDITION_FAILED,
+            "the engine validates its input (capability input-validation); RS-INPUT-7 binds a mode without it",
+            ("RS-INPUT-7",),
+        )
+    tally = Tally(("RS-INPUT-7",))
+    vocab = 6
+    logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
+    invalid_ids = (  # the ids just outside their ranges that RS-INPUT-5 has a validating engine reject
+        {"forced_token_ids": [-2, -1, -1]},
+        {"forced_token_ids": [-1, -1, vocab]},
+        {"draft_token_ids": [-2, 1]},
+        {"draft_token_ids": [1, vocab]},
+    )
+    refused = []
+    for change in invalid_ids:
+        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
+        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+        try:
+            tokens, _ = sample_output(engine, ctx.profile, case)
+        except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
+            refused.append(f"{change}: {type(exc).__name__}")
+            continue
+        emitted = tokens[tokens != -1]
+        if ((emitted < 0) | (emitted >= vocab)).any():
+            tally.violated("RS-INPUT-7", "id-outside-vocabulary", f"{change}: emitted {tokens.tolist()}")
+        else:
+            tally.exercised("RS-INPUT-7")
+    summary = "without input validation (RS-INPUT-6): invalid ids give ids in [0, V) or an error"
+    return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
+
+
 def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
-    """RS-INPUT-7 on an engine that offers a mode without input validation (RS-INPUT-6) (``tensor_modes`` holds
-    ``"unvalidated"``: ``rejection_sample_tensors(..., validate=False)``). Valid input is sampled as with
-    validation: a greedy case with forced ids 0, V − 1 and one beyond the row count, judged row by row against
-    the oracle. Invalid input (draft ids -1 and V, forced ids -2 and V) gives unspecified tokens, but every
-    emitted id lies in ``[0, V)`` and every row emits 1 to K + 1 of them."""
+    """RS-INPUT-7 on an engine that offers a mode without input validation (RS-INPUT-6), declared one of two
+    ways. Judged wholly in that mode (capability ``unvalidated-mode``): see ``_unvalidated_engine``. Offering it
+    beside validation (``tensor_modes`` holds ``"unvalidated"``: ``rejection_sample_tensors(..., validate=False)``):
+    valid input is sampled as with validation (a greedy case with forced ids 0, V − 1 and one beyond the row
+    count, judged row by row against the oracle), and invalid input (draft ids -1 and V, forced ids -2 and V)
+    gives unspecified tokens, but every emitted id lies in ``[0, V)`` and every row emits 1 to K + 1 of them.
+    An engine that offers neither: NOT_RUN."""
+    if "unvalidated-mode" in ctx.profile.capabilities:
+        return _unvalidated_engine(engine, ctx)
     tally = Tally(("RS-INPUT-7",))
     device = getattr(engine, "tensor_device", None)
     if device is None or "unvalidated" not in getattr(engine, "tensor_modes", ()):
@@ -951,44 +992,6 @@ def invalid_ids_check(engine, ctx: Context) -> Outcome:
         _wrong_tensor_kinds(engine, device, logits, tally)
         summary += "; so are fractional draft ids and integer logits given as tensors"
     return tally.outcome(summary)
-
-
-def unvalidated_ids_check(engine, ctx: Context) -> Outcome:
-    """RS-INPUT-7, for an engine judged in a mode without input validation (the permission RS-INPUT-6, declared
-    by the capability ``unvalidated-mode`` without ``input-validation``): the invalid ids of ``invalid_ids_check``
-    may give any tokens or an error, but every id emitted lies in ``[0, V)``. An engine that also claims to
-    validate contradicts itself: PRECONDITION_FAILED."""
-    if "input-validation" in ctx.profile.capabilities:
-        return uniform_outcome(
-            PRECONDITION_FAILED,
-            "the engine validates its input (capability input-validation); RS-INPUT-7 binds a mode without it",
-            ("RS-INPUT-7",),
-        )
-    tally = Tally(("RS-INPUT-7",))
-    vocab = 6
-    logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
-    invalid_ids = (  # the ids just outside their ranges that RS-INPUT-5 has a validating engine reject
-        {"forced_token_ids": [-2, -1, -1]},
-        {"forced_token_ids": [-1, -1, vocab]},
-        {"draft_token_ids": [-2, 1]},
-        {"draft_token_ids": [1, vocab]},
-    )
-    refused = []
-    for change in invalid_ids:
-        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
-        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
-        try:
-            tokens, _ = sample_output(engine, ctx.profile, case)
-        except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
-            refused.append(f"{change}: {type(exc).__name__}")
-            continue
-        emitted = tokens[tokens != -1]
-        if ((emitted < 0) | (emitted >= vocab)).any():
-            tally.violated("RS-INPUT-7", "id-outside-vocabulary", f"{change}: emitted {tokens.tolist()}")
-        else:
-            tally.exercised("RS-INPUT-7")
-    summary = "without input validation (RS-INPUT-6): invalid ids give ids in [0, V) or an error"
-    return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
 
 
 def _wrong_tensor_kinds(engine, device: str, logits: np.ndarray, tally: Tally) -> None:

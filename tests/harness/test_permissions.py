@@ -93,6 +93,6 @@ def test_a_mode_without_validation_declared_is_not_failed_and_undeclared_is():
     assert {name for name, status in declared.items() if status == PRECONDITION_FAILED} == {
         c.name for c in checks.kernel_checks() if "input-validation" in c.needs
     }
-    assert declared["rejection/unvalidated-ids"] == PASS
+    assert declared["rejection/unvalidated-mode"] == PASS
     undeclared = checks.by_name()["rejection/invalid-ids"].run(engine, Context(canonical()))
     assert undeclared.requirements["RS-INPUT-5"].status == FAIL, undeclared.message
