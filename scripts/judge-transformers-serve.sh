@@ -5,6 +5,9 @@ set -euo pipefail
 model=$(python -c "from embedded import model; print(model.build('single').path)")
 version=$(python -c "import transformers; print(transformers.__version__)")
 port=${PORT:-8771}
+# its /v1/models lists the Hugging Face cache and answers 500 when the cache folder does not exist (a fresh machine)
+export HF_HUB_CACHE="${HF_HUB_CACHE:-$HOME/.cache/huggingface/hub}"
+mkdir -p "$HF_HUB_CACHE"
 HF_HUB_OFFLINE=1 transformers serve --host 127.0.0.1 --port "$port" "$model" > /tmp/transformers-serve.log 2>&1 &
 server=$!
 trap 'kill $server 2> /dev/null' EXIT
