@@ -219,7 +219,8 @@ def budget_check(engine, ctx: Context) -> Outcome:
     the state before it; the legal edges (marker ids 0 and 2**31 - 1, ``max_num_reqs`` 1, ``max_spec_len``
     omitted, a prompt given as a 1-D integer tensor) are accepted and judged as the oracle judges them.
     TB-TENSOR-2: committed tokens given to ``forced_tokens`` and ``apply_to_logits`` advance the state as
-    ``update_state`` would, and a committed id 2**32 + 2 (E's id in its low 32 bits) matches no marker."""
+    ``update_state`` would, ``has_tracked_requests()`` follows adds, SWAPs and removals, and a committed id
+    2**32 + 2 (E's id in its low 32 bits) matches no marker."""
     api = engine.tensor_api
     device = api.device
     tally = Tally(("TB-TENSOR-1", "TB-TENSOR-2"))
@@ -257,6 +258,7 @@ def budget_check(engine, ctx: Context) -> Outcome:
         if _rejects(tally, rid, f"{case}, beside committed tokens", "logits", call):
             _rows_agree(tally, rid, "rejected-step-applied", case, state, oracle)
     _fused_advance(api, ctx, device, tally)
+    _tracked_requests(api, ctx, tally)
     _whole_ids(api, ctx, device, tally)
     return tally.outcome(
         "creation arguments, update entries and step tensors outside their legal values are rejected naming the "
@@ -347,6 +349,32 @@ def _fused_advance(api, ctx: Context, device: str, tally: Tally) -> None:
             "committed-tokens-not-advanced",
             f"apply_to_logits after committing {committed}: rows forced {written}, then {after}; expected {expected}",
         )
+
+
+def _tracked_requests(api, ctx: Context, tally: Tally) -> None:
+    """``has_tracked_requests()`` after each update of a batch whose one tracked request is added, swapped
+    into another slot, kept while the untracked one is removed, and replaced by an untracked one: the oracle's
+    answer (a slot of ``[0, batch_size)`` holding a request state) every time."""
+    rid = "TB-TENSOR-2"
+    state = api.budget_state(START, END, 4, max_spec_len=2, scope=ctx.profile.scope)
+    oracle = tb.BudgetBatch(START, END, 4, ctx.profile.scope)
+    updates = (
+        BatchUpdate(2, added=(AddedRequest(0, None, ()), AddedRequest(1, -1, ()))),
+        BatchUpdate(3, added=(AddedRequest(2, 3, ()),)),
+        BatchUpdate(3, moved=((2, 0, Move.SWAP),)),
+        BatchUpdate(2, removed=(2,)),
+        BatchUpdate(2, removed=(0,), added=(AddedRequest(0, None, ()),)),
+    )
+    for step, update in enumerate(updates):
+        state.sync_batch(update)
+        oracle.apply(update)
+        expected = any(oracle.state(slot) is not None for slot in range(oracle.batch_size))
+        observed = bool(state.has_tracked_requests())
+        if observed != expected:
+            message = f"after update {step} ({update.to_json()}): has_tracked_requests() {observed}, not {expected}"
+            tally.violated(rid, "tracked-requests-misreported", message)
+            return
+    tally.exercised(rid)
 
 
 def _whole_ids(api, ctx: Context, device: str, tally: Tally) -> None:
