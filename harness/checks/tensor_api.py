@@ -397,7 +397,8 @@ def rejection_check(engine, ctx: Context) -> Outcome:
     ``num_draft_tokens`` of a float or bool dtype, ``max_spec_len`` -1, True or 2.0, and ``validate`` 1 or
     ``"no"`` each raise a ValueError naming the argument; ``temperature`` omitted verifies greedily (the rows
     equal the oracle's at temperature 0, with and without ``max_spec_len`` 0 on a zero-draft request), and
-    ``validate`` omitted rejects a draft id V naming ``draft_token_ids``."""
+    ``validate`` omitted rejects a draft id V naming ``draft_token_ids``; ``seeds`` omitted draws fresh randomness
+    per request (``_fresh_draws``)."""
     api = engine.tensor_api
     device = api.device
     tally = Tally(("RS-TENSOR-1",))
@@ -481,10 +482,37 @@ def rejection_check(engine, ctx: Context) -> Outcome:
             fields["target_logits"], _tensor([drafts[0], vocab], "int64", device), fields["num_draft_tokens"], **options
         ),
     )
+    _fresh_draws(api, device, tally)
     return tally.outcome(
         "num_draft_tokens, max_spec_len and validate outside their legal values are rejected naming them; omitted, "
-        "temperature verifies greedily and validate validates"
+        "temperature verifies greedily, validate validates and seeds draw fresh"
     )
+
+
+UNSEEDED_CALLS, UNSEEDED_VOCAB = 8, 64
+
+
+def _fresh_draws(api, device: str, tally: Tally) -> None:
+    """Two unseeded zero-draft requests with the same uniform distribution over 64 ids, sampled in 8 calls: with
+    fresh draws they emit the same token in every call with probability ``64**-8 = 2**-48`` (the check's false
+    alarm rate); requests that share one seed (all unseeded requests drawing seed 0) always do."""
+    rid = "RS-TENSOR-1"
+    logits = _tensor(np.zeros((2, UNSEEDED_VOCAB)).tolist(), "float32", device)
+    pairs = []
+    for _ in range(UNSEEDED_CALLS):
+        tokens, _ = api.rejection_sample(
+            logits,
+            _tensor([], "int64", device),
+            _tensor([0, 0], "int64", device),
+            temperature=_tensor([1.0, 1.0], "float32", device),
+        )
+        first, second = _ints(tokens)
+        pairs.append((first[0], second[0]))
+    if all(a == b for a, b in pairs):
+        message = f"two unseeded requests with the same input emitted the same token in {UNSEEDED_CALLS} calls: {pairs}"
+        tally.violated(rid, "unseeded-requests-share-draws", message)
+    else:
+        tally.exercised(rid)
 
 
 # ---------------------------------------------------------------------------------------------
