@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -97,6 +98,7 @@ def _creation_cases(ctx: Context) -> dict[str, tuple[str, dict]]:
     return {
         "a string as the start marker": ("start_token_ids", {"start_token_ids": "1"}),
         "an integer as the start marker": ("start_token_ids", {"start_token_ids": 1}),
+        "bytes as the start marker": ("start_token_ids", {"start_token_ids": b"\x01"}),
         "a start marker id -1": ("start_token_ids", {"start_token_ids": [-1]}),
         "a float end marker id": ("end_token_ids", {"end_token_ids": [2.0]}),
         "a boolean end marker id": ("end_token_ids", {"end_token_ids": [True]}),
@@ -121,6 +123,10 @@ def _update_cases(device: str) -> dict[str, tuple[str, object]]:
         "added given as one AddedRequest": ("added", BatchUpdate(4, added=AddedRequest(3, 1, (1,)))),
         "moved given as a string": ("moved", BatchUpdate(3, moved="02")),
         "an added entry given as a tuple, beside a SWAP": ("added", BatchUpdate(4, added=((3, 1, (1,)),), moved=swap)),
+        "an added entry of another type with AddedRequest's fields": (
+            "added",
+            BatchUpdate(4, added=(SimpleNamespace(index=3, budget=1, prompt_token_ids=(1,)),)),
+        ),
         "a boolean slot": ("index", BatchUpdate(3, added=(AddedRequest(True, 1, (1,)),))),
         "a prompt given as a string": ("prompt_token_ids", BatchUpdate(4, added=(AddedRequest(3, 1, "1"),))),
         "a float prompt id, beside a SWAP": (
@@ -359,7 +365,8 @@ def _tracked_requests(api, ctx: Context, tally: Tally) -> None:
     state = api.budget_state(START, END, 4, max_spec_len=2, scope=ctx.profile.scope)
     oracle = tb.BudgetBatch(START, END, 4, ctx.profile.scope)
     updates = (
-        BatchUpdate(2, added=(AddedRequest(0, None, ()), AddedRequest(1, -1, ()))),
+        BatchUpdate(2, added=(AddedRequest(0, None, ()),)),  # slot 1 is a hole of the batch
+        BatchUpdate(2, added=(AddedRequest(1, -1, ()),)),
         BatchUpdate(3, added=(AddedRequest(2, 3, ()),)),
         BatchUpdate(3, moved=((2, 0, Move.SWAP),)),
         BatchUpdate(2, removed=(2,)),
@@ -424,6 +431,7 @@ def rejection_check(engine, ctx: Context) -> Outcome:
             {},
         ),
         "max_spec_len -1": ("max_spec_len", {}, {"max_spec_len": -1}),
+        "max_spec_len -1 without validation": ("max_spec_len", {}, {"max_spec_len": -1, "validate": False}),
         "max_spec_len True": ("max_spec_len", {}, {"max_spec_len": True}),
         "max_spec_len 2.0": ("max_spec_len", {}, {"max_spec_len": 2.0}),
         "validate 1": ("validate", {}, {"validate": 1}),
@@ -454,25 +462,24 @@ def rejection_check(engine, ctx: Context) -> Outcome:
         else:
             tally.violated(rid, "omitted-temperature-not-greedy", f"temperature omitted: {observed}, greedy {expected}")
     zero = rs.RejectionCase(logits[2:], [], [0], [0.0])
-    expected = _ints(rs.sample_case(zero)[0])
+    expected_tokens, expected_num, _ = rs.sample_case(zero)
     observed = _accepts(
         tally,
         rid,
         "max_spec_len 0 on a zero-draft request",
-        lambda: _ints(
-            api.rejection_sample(
-                fields["target_logits"][2:],
-                _tensor([], "int64", device),
-                _tensor([0], "int64", device),
-                max_spec_len=0,
-            )[0]
+        lambda: api.rejection_sample(
+            fields["target_logits"][2:], _tensor([], "int64", device), _tensor([0], "int64", device), max_spec_len=0
         ),
     )
-    if observed is not REJECTED:
-        if observed == expected:
+    if observed is not REJECTED:  # the width is max_spec_len + 1; a row is read through num_emitted
+        tokens, num = observed
+        shape, rows = tuple(tokens.shape), [row[: int(n)] for row, n in zip(_ints(tokens), _ints(num))]
+        expected = [row[: int(n)] for row, n in zip(_ints(expected_tokens), _ints(expected_num))]
+        if shape == (1, 1) and rows == expected:
             tally.exercised(rid)
         else:
-            tally.violated(rid, "legal-value-misjudged", f"max_spec_len 0, no drafts: {observed}, expected {expected}")
+            message = f"max_spec_len 0, no drafts: output of shape {shape}, rows {rows}; expected (1, 1), {expected}"
+            tally.violated(rid, "legal-value-misjudged", message)
     _rejects(
         tally,
         rid,
