@@ -3,8 +3,9 @@ accepted-tokens.md section 4): the engine's own entry points (``engine.tensor_ap
 called with each hostile argument must raise a ValueError naming it and change nothing; legal values at the
 edges of their ranges must be accepted and judged as the oracle judges them.
 
-Every tensor is built with ``torch`` on ``tensor_api.device``; counts the spec lets an implementation check only
-where that costs no device synchronisation are handed as CPU tensors.
+The budget state's and the sampler's tensors are built with ``torch`` on ``tensor_api.device``, except the draft
+counts that the spec asks to be range-checked only where that costs no device synchronisation (CPU tensors);
+counting and metrics tensors are CPU tensors.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def _rows_agree(tally: Tally, rid: str, mode: str, case: str, state, oracle) -> 
         tally.violated(rid, mode, f"{case}: forced rows {observed}, expected {expected}")
 
 
-def _creation_cases(ctx: Context) -> dict[str, tuple[str, dict]]:
+def _creation_cases() -> dict[str, tuple[str, dict]]:
     return {
         "a string as the start marker": ("start_token_ids", {"start_token_ids": "1"}),
         "an integer as the start marker": ("start_token_ids", {"start_token_ids": 1}),
@@ -232,7 +233,7 @@ def budget_check(engine, ctx: Context) -> Outcome:
     tally = Tally(("TB-TENSOR-1", "TB-TENSOR-2"))
     rid = "TB-TENSOR-1"
     legal = {"start_token_ids": START, "end_token_ids": END, "max_num_reqs": 4, "max_spec_len": 2}
-    for case, (argument, change) in _creation_cases(ctx).items():
+    for case, (argument, change) in _creation_cases().items():
         arguments = {**legal, **change}
         _rejects(
             tally,
