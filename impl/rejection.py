@@ -216,8 +216,10 @@ def rejection_sample(
 # narrow blocks (4 warps), many programs per SM, so that enough loads are in flight.
 PROGRAMS_PER_SM = 64
 # The row pass cuts the rows of one draft index (one level, B rows) into enough programs to fill the
-# device more than once: programs start in order of their index, so a level's programs then start
-# only as programs of the level before finish, and a row after a rejection judged by then is skipped.
+# device more than once: the GPU starts programs roughly in order of their index, so a level's programs
+# then start mostly as programs of the level before finish, and a row after a rejection judged by then
+# is skipped (what is emitted does not depend on the order). 32 was the fastest of 16, 32 and 64 at most
+# of the bench's shapes on an H100 (scripts/profile-kernels.py --level-programs).
 LEVEL_PROGRAMS_PER_SM = 32
 WIDE_WARPS = 8
 NARROW_WARPS = 4
