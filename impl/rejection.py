@@ -353,8 +353,7 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         width,
         draft_probs is not None,
         forced is not None,
-        *(t.dtype for t in tensors),
-        *(t.data_ptr() % 16 == 0 for t in tensors),
+        *[(t.dtype, t.data_ptr() % 16 == 0) for t in tensors],
     )
     plan = _plan(key, vocab, batch, width, draft_probs is not None, forced is not None, device)
     # one allocation of each dtype (host time counts at small batches): ``ints`` begins with the
@@ -364,7 +363,7 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
     plan.setup(num_draft, floats, ints, *plan.setup_ints)
     plan.row_pass(*tensors, floats, ints, *plan.row_pass_ints)
     plan.verify(*tensors, floats, ints, *plan.verify_ints)
-    return RejectionOutput(ints[: batch * width].view(batch, width), ints[batch * width : batch * width + batch])
+    return RejectionOutput(ints.as_strided((batch, width), (width, 1)), ints.narrow(0, batch * width, batch))
 
 
 def triton_next_pow2(n: int) -> int:

@@ -12,9 +12,8 @@ from triton.runtime import driver
 def _no_launch_hooks() -> bool:
     """True where no launch hook is installed (a profiler such as Proton installs them): a hook chain
     with no hooks in it, or none at all."""
-    return not any(
-        getattr(hook, "calls", hook) for hook in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
-    )
+    enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    return not (getattr(enter, "calls", enter) or getattr(exit_, "calls", exit_))
 
 
 class CompiledLaunch:
