@@ -33,10 +33,12 @@ def build_app(
     device: str = "cpu",
     reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content"),
     engine_processes: bool = False,
+    engine_threads: int = 1,
 ):
     """The server's app. With ``engine_processes`` each engine runs in a process of its own
     (``process.EngineProcess``), so that the engines and the server's event loop do not share one interpreter
-    lock; without, in a thread of this process, where tests can reach into it."""
+    lock; without, in a thread of this process, where tests can reach into it. ``engine_threads``: the intra-op
+    threads of each engine's step loop."""
     from transformers import AutoTokenizer
 
     from . import model as tiny_model
@@ -49,8 +51,8 @@ def build_app(
         tiny = tiny_model.build(variant)
         tokenizer = AutoTokenizer.from_pretrained(tiny.path)
         make = EngineProcess if engine_processes else Engine
-        plain = make(tiny, device=device)
-        spec = make(tiny, num_speculative_tokens=num_speculative_tokens, device=device)
+        plain = make(tiny, device=device, threads=engine_threads)
+        spec = make(tiny, num_speculative_tokens=num_speculative_tokens, device=device, threads=engine_threads)
         engines += [plain, spec]
         served[f"tiny-think-{variant}"] = ServedModel(f"tiny-think-{variant}", plain, tokenizer, True)
         served[f"tiny-think-{variant}-spec"] = ServedModel(f"tiny-think-{variant}-spec", spec, tokenizer, True)

@@ -414,9 +414,14 @@ def cmd_serve(args) -> int:
 
     from embedded import build_app
 
-    app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device, engine_processes=True)
+    app = build_app(
+        num_speculative_tokens=args.speculative_tokens,
+        device=args.device,
+        engine_processes=True,
+        engine_threads=args.engine_threads,
+    )
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
 
 
@@ -653,6 +658,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="draft tokens per step of the -spec models",
     )
     srv.add_argument("--device", default="cpu", help="the torch device the tiny models run on (cpu, cuda)")
+    srv.add_argument(
+        "--engine-threads",
+        type=_bounded(int, 1, 256),
+        default=1,
+        help="intra-op threads of each engine process (more only where idle cores outnumber the busy engines)",
+    )
     srv.set_defaults(func=cmd_serve)
     lst = sub.add_parser("list", help="list the checks or the requirements")
     lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks", help="what to list")

@@ -22,10 +22,12 @@ time of 8" reads as met, missed or not distinguishable at this number of repeats
 
 ``--baseline DIR`` also starts the server of another checkout (``DIR``, e.g. a worktree of ``main``) and sends
 every wave to each server in turn, so that both are measured side by side under the same load; the baseline's
-responses must equal this checkout's.
+responses must equal this checkout's. ``--serve-args`` starts a server of this checkout for each string of extra
+``specconform serve`` arguments it is given (e.g. ``"" "--engine-threads 2"``), measured side by side likewise.
+The requests are run alone on the first server only; every server's waves are compared with those solo runs.
 
     PYTHONPATH=$PWD python scripts/bench-embedded-load.py [--clients 8 32 64] [--max-tokens 24] [--repeats 9]
-        [--client-processes 8] [--target 1.5] [--baseline DIR]
+        [--client-processes 8] [--target 1.5] [--serve-args ARGS ...] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -49,6 +52,7 @@ from scipy import stats
 
 BUDGETS = (None, 0, 2, 5, 13)
 MODELS = ("tiny-think-multi", "tiny-think-multi-spec")
+CONFIDENCE = 0.95  # of the intervals for the median paired ratio (at least; 9 repeats give 96.1 %)
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Wave:
 
     wall: float
     server_cpu: float
+    http_cpu: float  # the server's own process (HTTP, JSON, tokenizing), a part of server_cpu
     client_cpu: float
     results: list[tuple[list[int], str, float]]
 
@@ -166,25 +171,26 @@ class Clients:
             process.join(10)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds process ``pid`` and its descendants (the engine processes) have used so far,
-    all their threads together (Linux ``/proc``)."""
+def cpu_seconds(pid: int, descendants: bool = True) -> float:
+    """User plus system CPU seconds process ``pid`` and (``descendants``) its descendants (the engine processes)
+    have used so far, all their threads together (Linux ``/proc``)."""
     total, children = 0.0, []
     with contextlib.suppress(FileNotFoundError):  # a process that ended meanwhile counts no more
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rpartition(")")[2].split()  # the fields after the command name
         total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
-        for task in Path(f"/proc/{pid}/task").iterdir():
+        for task in Path(f"/proc/{pid}/task").iterdir() if descendants else ():
             children += (task / "children").read_text().split()
     return total + sum(cpu_seconds(int(child)) for child in children)
 
 
 def wave(clients: Clients, server: Server, count: int, max_tokens: int) -> None:
     """Send ``count`` requests at once to ``server`` and record the wave."""
-    server_before = cpu_seconds(server.process.pid)
+    server_before, http_before = cpu_seconds(server.process.pid), cpu_seconds(server.process.pid, descendants=False)
     wall, client_cpu, results = clients.send(server.base_url, [body(i, max_tokens) for i in range(count)])
     server_cpu = cpu_seconds(server.process.pid) - server_before
-    server.waves.setdefault(count, []).append(Wave(wall, server_cpu, client_cpu, results))
+    http_cpu = cpu_seconds(server.process.pid, descendants=False) - http_before
+    server.waves.setdefault(count, []).append(Wave(wall, server_cpu, http_cpu, client_cpu, results))
 
 
 def measure(servers: list[Server], args) -> None:
@@ -205,19 +211,19 @@ def measure(servers: list[Server], args) -> None:
         async with new_client(1) as client:
             return [await ask(client, server.base_url, body(i, args.max_tokens)) for i in range(max(args.clients))]
 
-    for server in servers:
-        server.alone = asyncio.run(one_at_a_time(server))
+    servers[0].alone = asyncio.run(one_at_a_time(servers[0]))
 
 
-def start_server(name: str, checkout: Path) -> Server:
-    """Start ``specconform serve`` of ``checkout`` on a free loopback port and wait until it answers."""
+def start_server(name: str, checkout: Path, serve_args: list[str]) -> Server:
+    """Start ``specconform serve`` of ``checkout`` (with ``serve_args``) on a free loopback port and wait until it
+    answers."""
     with socket.socket() as probe:  # a free loopback port
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     search_path = os.pathsep.join([str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])])
     environment = {**os.environ, "PYTHONPATH": search_path}  # the checkout's code first
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "serve", "--port", str(port)], cwd=checkout, env=environment
+        [sys.executable, "-m", "harness.cli", "serve", "--port", str(port), *serve_args], cwd=checkout, env=environment
     )
     deadline = time.monotonic() + 300
     while True:
@@ -231,14 +237,14 @@ def start_server(name: str, checkout: Path) -> Server:
             time.sleep(0.5)
 
 
-def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+def median_interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """``(low, high, coverage)``: the order statistics that bound the median of ``values`` ' distribution with at
     least ``confidence`` (the binomial, distribution-free), and their exact coverage; the whole range if fewer
     values allow no such bound."""
     ordered, n = sorted(values), len(values)
     # the largest k with P(Binomial(n, 1/2) <= k - 1) <= (1 - confidence) / 2: the interval [x_(k), x_(n + 1 - k)]
     k = max((k for k in range(1, n // 2 + 1) if stats.binom.cdf(k - 1, n, 0.5) <= (1 - confidence) / 2), default=1)
-    return ordered[k - 1], ordered[n - k], 1 - 2 * stats.binom.cdf(k - 1, n, 0.5)
+    return ordered[k - 1], ordered[n - k], float(1 - 2 * stats.binom.cdf(k - 1, n, 0.5))
 
 
 def report(server: Server, args, reference: list) -> tuple[int, dict[int, float], dict[int, float]]:
@@ -248,7 +254,8 @@ def report(server: Server, args, reference: list) -> tuple[int, dict[int, float]
     for n, runs in server.waves.items():
         walls = sorted(run.wall for run in runs)
         cpus = sorted(run.server_cpu for run in runs)
-        client_cpus = [run.client_cpu for run in runs]
+        http_cpu = statistics.median(run.http_cpu for run in runs)
+        client_cpu = statistics.median(run.client_cpu for run in runs)
         walls_median[n], cpus_median[n] = statistics.median(walls), statistics.median(cpus)
         latencies = sorted(latency for run in runs for *_, latency in run.results)
         mismatched = sorted({i for run in runs for i, r in enumerate(run.results) if r[:2] != reference[i][:2]})
@@ -257,20 +264,21 @@ def report(server: Server, args, reference: list) -> tuple[int, dict[int, float]
         print(
             f"{server.name}: {n:3d} clients: median {walls_median[n]:6.3f} s wall (fastest {walls[0]:.3f}, slowest "
             f"{walls[-1]:.3f}: spread {walls[-1] / walls[0]:.2f}x over {len(walls)}), server CPU {cpus_median[n]:.2f} s"
-            f" (spread {cpus[-1] / cpus[0]:.2f}x), clients' CPU {statistics.median(client_cpus):.2f} s, "
+            f" (spread {cpus[-1] / cpus[0]:.2f}x; its HTTP process {http_cpu:.2f} s), clients' CPU {client_cpu:.2f} s, "
             f"{tokens / walls_median[n]:6.1f} tokens/s, latency p50 {statistics.median(latencies):.3f} s, p95 "
             f"{statistics.quantiles(latencies, n=20)[-1]:.3f} s, max {latencies[-1]:.3f} s; {len(mismatched)} differ "
             f"from their solo run {mismatched[:8]}"
         )
-    solo = sum(r[2] for r in server.alone)
-    print(f"{server.name}: {len(server.alone)} requests one at a time: {solo:.2f} s")
+    if server.alone:
+        print(f"{server.name}: {len(server.alone)} requests one at a time: {sum(r[2] for r in server.alone):.2f} s")
     first = min(args.clients)
     for n in sorted(args.clients)[1:]:
         ratios = [run.wall / base.wall for run, base in zip(server.waves[n], server.waves[first])]
         low, high, coverage = median_interval(ratios)
-        verdict = (
-            "met" if high <= args.target else "missed" if low > args.target else "not distinguishable from the target"
-        )
+        if coverage < CONFIDENCE:
+            verdict = f"no verdict (too few repeats for a {CONFIDENCE:.0%} interval)"
+        else:
+            verdict = "met" if high <= args.target else "missed" if low > args.target else "not distinguishable"
         print(
             f"{server.name}: {n} clients take {statistics.median(ratios):.2f}x the wall time of {first} (median of "
             f"{len(ratios)} paired waves; {coverage:.1%} interval {low:.2f}x to {high:.2f}x; medians' ratio "
@@ -287,15 +295,23 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--client-processes", type=int, default=8)
     parser.add_argument("--target", type=float, default=1.5, help="the largest wall-time ratio to the fewest clients")
+    parser.add_argument(
+        "--serve-args",
+        nargs="+",
+        default=[""],
+        help="a server of this checkout for each string of extra `specconform serve` arguments",
+    )
     parser.add_argument("--baseline", type=Path, help="a checkout whose server is measured side by side with this one")
     args = parser.parse_args()
     if args.client_processes < 1 or min(args.clients) < 1 or args.repeats < 1:
         parser.error("--client-processes, --clients and --repeats must be at least 1")
-    checkouts = [("this", Path.cwd())] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    configurations = [(f"this {extra}".strip(), Path.cwd(), shlex.split(extra)) for extra in args.serve_args]
+    if args.baseline:
+        configurations.append(("baseline", args.baseline.resolve(), []))
     servers = []
     try:
-        for name, checkout in checkouts:
-            servers.append(start_server(name, checkout))
+        for name, checkout, serve_args in configurations:
+            servers.append(start_server(name, checkout, serve_args))
         load_before = os.getloadavg()[0]
         measure(servers, args)
         load_after = os.getloadavg()[0]
@@ -307,20 +323,19 @@ def main() -> int:
         f"load average (1 min) {load_before:.1f} at the start, {load_after:.1f} at the end, on {os.cpu_count()} CPUs; "
         f"{args.client_processes} client processes"
     )
-    reference, differing = servers[0].alone, 0
-    medians = {}
+    differing, medians = 0, {}
     for server in servers:
-        mismatched, *medians[server.name] = report(server, args, reference)
-        differing += mismatched + sum(r[:2] != s[:2] for r, s in zip(server.alone, reference))
-    if args.baseline:
+        mismatched, *medians[server.name] = report(server, args, servers[0].alone)
+        differing += mismatched
+    for this in servers[: len(args.serve_args)] if args.baseline else ():
+        old = servers[-1]
         for n in args.clients:
-            this, old = servers
             ratios = [run.wall / base.wall for run, base in zip(this.waves[n], old.waves[n])]
             low, high, coverage = median_interval(ratios)
             print(
-                f"{n:3d} clients: this checkout takes {statistics.median(ratios):.2f}x the wall time of the baseline "
+                f"{n:3d} clients: {this.name} takes {statistics.median(ratios):.2f}x the wall time of the baseline "
                 f"(median of {len(ratios)} paired waves; {coverage:.1%} interval {low:.2f}x to {high:.2f}x) and "
-                f"{medians['this'][1][n] / medians['baseline'][1][n]:.2f}x its server CPU time (medians)"
+                f"{medians[this.name][1][n] / medians[old.name][1][n]:.2f}x its server CPU time (medians)"
             )
     return 1 if differing else 0
 
