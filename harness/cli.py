@@ -419,6 +419,7 @@ def cmd_serve(args) -> int:
         device=args.device,
         engine_processes=True,
         engine_threads=args.engine_threads,
+        engine_replicas=args.engine_replicas,
     )
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
@@ -663,6 +664,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_bounded(int, 1, 256),
         default=1,
         help="intra-op threads of each engine process (more only where idle cores outnumber the busy engines)",
+    )
+    srv.add_argument(
+        "--engine-replicas",
+        type=_bounded(int, 1, 64),
+        default=1,
+        help="processes of each engine; a request goes to the one with the fewest in flight (for many cores)",
     )
     srv.set_defaults(func=cmd_serve)
     lst = sub.add_parser("list", help="list the checks or the requirements")
