@@ -122,6 +122,7 @@ TARGETS = (
         {"<module>": ANY, "*": REJECTION},
         (
             "PROGRAMS_PER_SM",
+            "LEVEL_PROGRAMS_PER_SM",
             "WIDE_WARPS",
             "NARROW_WARPS",
             "ROW_PASS_NARROWING",

@@ -215,6 +215,12 @@ def rejection_sample(
 # their own get one program each (wide blocks, 8 warps); fewer rows are cut into vocabulary splits of
 # narrow blocks (4 warps), many programs per SM, so that enough loads are in flight.
 PROGRAMS_PER_SM = 64
+# The row pass cuts the rows of one draft index (one level, B rows) into enough programs to fill the
+# device more than once: the GPU starts programs roughly in order of their index, so a level's programs
+# then start mostly as programs of the level before finish, and a row after a rejection judged by then
+# is skipped (what is emitted does not depend on the order). 32 was the fastest of 16, 32 and 64 at most
+# of the bench's shapes on an H100 (scripts/profile-kernels.py --level-programs).
+LEVEL_PROGRAMS_PER_SM = 32
 WIDE_WARPS = 8
 NARROW_WARPS = 4
 # Narrow blocks of the row pass are half the wide block, those of the residual race a quarter (the
@@ -223,12 +229,12 @@ ROW_PASS_NARROWING = 2
 RACE_NARROWING = 4
 
 
-def _target_programs(device: torch.device) -> int:
-    """Programs per launch that keep the device busy: ``PROGRAMS_PER_SM`` per SM on a GPU, one on the CPU."""
+def _target_programs(device: torch.device, per_sm: int) -> int:
+    """Programs per launch that keep the device busy: ``per_sm`` per SM on a GPU, one on the CPU."""
     if device.type != "cuda":
         return 1
     index = device.index if device.index is not None else torch.cuda.current_device()
-    return PROGRAMS_PER_SM * _multi_processors(index)
+    return per_sm * _multi_processors(index)
 
 
 @functools.cache
@@ -236,13 +242,12 @@ def _multi_processors(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def _launch_shape(vocab_size: int, rows: int, device: torch.device, narrowing: int) -> tuple[int, int, int, int]:
-    """``(block, num_warps, num_splits, split_size)`` for ``rows`` rows: one program per row where
-    the rows fill half the target programs, else vocabulary splits of blocks ``narrowing`` times
-    narrower so that ``rows * num_splits`` programs reach the target; ``split_size`` is a multiple of
-    ``block``."""
+def _launch_shape(vocab_size: int, rows: int, programs: int, narrowing: int) -> tuple[int, int, int, int]:
+    """``(block, num_warps, num_splits, split_size)`` for ``rows`` rows and a target of ``programs``
+    programs: one program per row where the rows fill half the target, else vocabulary splits of
+    blocks ``narrowing`` times narrower so that ``rows * num_splits`` programs reach the target;
+    ``split_size`` is a multiple of ``block``."""
     block = _block_size(vocab_size)
-    programs = _target_programs(device)
     if 2 * rows >= programs:
         return block, WIDE_WARPS, 1, _cdiv(vocab_size, block) * block
     block = max(16, block // narrowing)
@@ -282,8 +287,12 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
     if plan is not None:
         return plan
     rows = batch * width
-    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(vocab, rows, device, ROW_PASS_NARROWING)
-    race_block, race_warps, race_splits, race_split_size = _launch_shape(vocab, batch, device, RACE_NARROWING)
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(
+        vocab, batch, _target_programs(device, LEVEL_PROGRAMS_PER_SM), ROW_PASS_NARROWING
+    )
+    race_block, race_warps, race_splits, race_split_size = _launch_shape(
+        vocab, batch, _target_programs(device, PROGRAMS_PER_SM), RACE_NARROWING
+    )
     stat_size = rows * stat_splits
     race_size = batch * race_splits  # the best score of each split
     plan = _TritonPlan(
@@ -344,8 +353,7 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
         width,
         draft_probs is not None,
         forced is not None,
-        *(t.dtype for t in tensors),
-        *(t.data_ptr() % 16 == 0 for t in tensors),
+        *[(t.dtype, t.data_ptr() % 16 == 0) for t in tensors],
     )
     plan = _plan(key, vocab, batch, width, draft_probs is not None, forced is not None, device)
     # one allocation of each dtype (host time counts at small batches): ``ints`` begins with the
@@ -355,7 +363,7 @@ def _rejection_triton(logits, drafts, num_draft, draft_probs, temperature, seeds
     plan.setup(num_draft, floats, ints, *plan.setup_ints)
     plan.row_pass(*tensors, floats, ints, *plan.row_pass_ints)
     plan.verify(*tensors, floats, ints, *plan.verify_ints)
-    return RejectionOutput(ints[: batch * width].view(batch, width), ints[batch * width : batch * width + batch])
+    return RejectionOutput(ints.as_strided((batch, width), (width, 1)), ints.narrow(0, batch * width, batch))
 
 
 def triton_next_pow2(n: int) -> int:

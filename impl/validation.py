@@ -31,7 +31,9 @@ def require_tensor(name: str, value, kind: str, device: torch.device | None = No
     )
     if not dtype_ok:
         raise ValueError(f"{name} must be a torch.Tensor of {kind} dtype; got {describe(value)}")
-    if device is not None and not _same_device(value.device, torch.device(device)):
+    if device is not None and not _same_device(
+        value.device, device if isinstance(device, torch.device) else torch.device(device)
+    ):
         raise ValueError(f"{name} must be on {device} (where the other inputs are); got {describe(value)}")
     return value
 

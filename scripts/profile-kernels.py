@@ -1,8 +1,9 @@
 """Where the GPU time of the reference sampler goes, per kernel, at the bench's rejection shapes: each
 shape's graph-replay median (as ``specconform bench`` times it) and each kernel's mean CUDA time over
 20 eager calls (torch.profiler). From the repository root: ``PYTHONPATH=$PWD python3
-scripts/profile-kernels.py [B,K ...]``; put another checkout's folder first on PYTHONPATH to time its
-``impl``."""
+scripts/profile-kernels.py [--level-programs N] [B,K ...]``, where ``--level-programs`` sets the row
+pass's programs per SM and draft index (``impl.rejection.LEVEL_PROGRAMS_PER_SM``); put another
+checkout's folder first on PYTHONPATH to time its ``impl``."""
 
 import sys
 from collections import defaultdict
@@ -13,8 +14,17 @@ from torch.profiler import ProfilerActivity, profile
 import impl
 from harness.bench import REJECTION_SHAPES, _do_bench, _rejection_inputs
 
-wanted = {tuple(int(v) for v in arg.split(",")) for arg in sys.argv[1:]}
-print(torch.cuda.get_device_name(), impl.__file__)
+arguments = sys.argv[1:]
+if arguments[:1] == ["--level-programs"]:
+    impl.rejection.LEVEL_PROGRAMS_PER_SM = int(arguments[1])
+    arguments = arguments[2:]
+wanted = {tuple(int(v) for v in arg.split(",")) for arg in arguments}
+print(
+    torch.cuda.get_device_name(),
+    impl.__file__,
+    "level programs per SM",
+    getattr(impl.rejection, "LEVEL_PROGRAMS_PER_SM", None),
+)
 for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
     if wanted and (B, K) not in wanted:
         continue

@@ -47,3 +47,26 @@ def test_triton_matches_the_torch_path_at_full_vocabulary(B, K, draft_probs):
         assert torch.equal(fast.token_ids, plain.token_ids), seed
         rejected = int((fast.num_emitted <= K).sum())
         assert B < 16 or rejected > B // 4  # the residual race ran on many rows
+
+
+def test_an_installed_launch_hook_sees_every_launch():
+    """Compiled launches skip Triton's launch-hook bookkeeping only while no hook is installed: a hook
+    (as a profiler installs one) sees each of the sampler's three launches, and the tokens are those
+    of a call without it."""
+    from triton import knobs
+
+    inputs = _case(4, 2, True, 0)
+    expected = impl.rejection_sample(**inputs, backend="triton")  # the launch key's first call: through the JIT
+    launched = []
+
+    def hook(metadata):
+        launched.append(metadata.get()["name"])
+
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        hooked = impl.rejection_sample(**inputs, backend="triton")
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    assert launched == ["setup_kernel", "row_pass_kernel", "verify_kernel"]
+    assert torch.equal(hooked.token_ids, expected.token_ids)
+    assert torch.equal(hooked.num_emitted, expected.num_emitted)

@@ -93,7 +93,7 @@ def test_multi_block_vocabulary_loops_match_the_oracle(target, monkeypatch, prog
     """Small blocks, so that every loop over the vocabulary runs several blocks and a ragged tail;
     with many programs wanted, every row is also cut into several vocabulary splits."""
     monkeypatch.setattr(impl.rejection, "_block_size", lambda vocab_size: 16)
-    monkeypatch.setattr(impl.rejection, "_target_programs", lambda device: programs)
+    monkeypatch.setattr(impl.rejection, "_target_programs", lambda device, per_sm: programs)
     monkeypatch.setattr(impl.rejection, "_PLANS", {})  # plans made under other settings
 
     @given(cases(vocabs=(1, 5, 16, 17, 37, 64, 90)))
