@@ -256,11 +256,26 @@ class ServedEngine(Protocol):
         restart made since the last call."""
 
 
+@runtime_checkable
+class TensorApiEngine(Protocol):
+    """Capability ``tensor-api`` (thinking-budget.md section 10): ``tensor_api`` holds the engine's own tensor entry
+    points, called with exactly the arguments a check gives: ``device`` (where its tensors live),
+    ``budget_state(start_token_ids, end_token_ids, max_num_reqs, *, max_spec_len=0, scope="request")`` (the state
+    with ``sync_batch``, ``update_state``, ``forced_tokens`` and ``apply_to_logits`` on tensors),
+    ``rejection_sample(target_logits, draft_token_ids, num_draft_tokens, **options) -> (token_ids, num_emitted)``,
+    ``count_emitted_validated(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)`` and
+    ``acceptance_stats(max_positions, eos_token_ids=())`` (``observe`` and the metrics of accepted-tokens.md
+    section 4)."""
+
+    tensor_api: Any
+
+
 CAPABILITY_PROTOCOLS: dict[str, type] = {
     "budget": BudgetEngine,
     "rejection": RejectionEngine,
     "counting": CountingEngine,
     "metrics": MetricsEngine,
+    "tensor-api": TensorApiEngine,
 }
 
 

@@ -38,6 +38,9 @@ CAPABILITIES = (
     # declared, never in the canonical profile: the engine is judged in a mode without input validation that
     # it offers (the permission RS-INPUT-6); engines whose own code never hands them invalid ids do not declare it
     "unvalidated-mode",
+    # declared, never in the canonical profile: the adapter hands the checks the engine's own tensor entry points
+    # (``tensor_api``, thinking-budget.md section 10), judged by the classes of TENSOR_API_CLASSES
+    "tensor-api",
     # API level (harness.adapters.http), probed from the running server:
     "http",  # an OpenAI-compatible endpoint
     "token-ids",  # responses carry token ids (return_token_ids)
@@ -59,6 +62,8 @@ EXACT_RULE_CLASSES = ("rs.greedy", "rs.probabilistic", "rs.one-hot", "rs.mixed",
 FORCED_END_CLASSES = {"marker": None, "phrase": "tb.forced-phrase"}
 # TB-END-3: one end marker (canonical) or several, the others given through budget_state(other_end_token_ids=)
 END_MARKERS_CLASSES = {"one": None, "several": "tb.end-markers"}
+# the classes of the tensor-level API, claimed only with the capability tensor-api (with_tensor_api)
+TENSOR_API_CLASSES = ("tb.tensor-api", "rs.tensor-api", "ac.tensor-api")
 # the variants that bring a class of their own: profile field -> {value: class claimed with it}
 VARIANT_CLASSES = {"forced_end": FORCED_END_CLASSES, "end_markers": END_MARKERS_CLASSES}
 
@@ -136,9 +141,10 @@ class Profile:
 def canonical(scope: str = "request") -> Profile:
     """Every kernel-level class, with the canonical variants (or the per-section scope variant).
 
-    The ``api.*`` classes belong to engines judged over HTTP (``harness.adapters.http``)."""
+    The ``api.*`` classes belong to engines judged over HTTP (``harness.adapters.http``); the tensor-level API's
+    classes to engines that declare it (``with_tensor_api``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
-    kernel = {c for c in spec.classes() if not c.startswith("api.")} - set(variant_classes())
+    kernel = {c for c in spec.classes() if not c.startswith("api.")} - set(variant_classes()) - set(TENSOR_API_CLASSES)
     return Profile(f"canonical{'' if scope == 'request' else '-section'}", frozenset(kernel - {other}), scope=scope)
 
 
@@ -155,6 +161,15 @@ def with_variant(profile: Profile, variant: str, value: str) -> Profile:
     if values.get(value):
         classes.add(values[value])
     return replace(profile, classes=frozenset(classes), **{variant: value})
+
+
+def with_tensor_api(profile: Profile) -> Profile:
+    """``profile`` declaring the capability ``tensor-api``, with the classes it claims (TENSOR_API_CLASSES)."""
+    return replace(
+        profile,
+        classes=profile.classes | set(TENSOR_API_CLASSES),
+        capabilities=profile.capabilities | {"tensor-api"},
+    )
 
 
 BUILTIN = {

@@ -689,6 +689,32 @@ def _dist_json(dist: dict) -> list:
     return [{"emitted": list(key), "probability": encode_float(prob)} for key, prob in sorted(dist.items())]
 
 
+# A (seed, position) whose acceptance uniform is exactly 0 under the reference draws (RS-RNG-3): found by a search
+# over positions for seed 7; such a draw has probability 2**-24 per row.
+UNIFORM_ZERO_SEED, UNIFORM_ZERO_POSITION = 7, 10_918_110
+
+
+def _zero_target_draft_at_uniform_zero() -> dict:
+    """A draft whose target probability is exactly 0 (a -inf logit), verified with an acceptance uniform of
+    exactly 0: ``u * q(d) < p(d)`` is ``0 < 0``, so the draft is rejected, as RS-PROB-3 demands; a verifier that
+    accepts on ``u * q(d) <= p(d)`` emits the masked token."""
+    assert rs.rng.uniform(UNIFORM_ZERO_SEED, UNIFORM_ZERO_POSITION) == 0.0
+    logits = np.array([[0.3, -np.inf, 0.5, 0.1], [0.2, 0.4, -0.3, 0.0]])
+    q = np.array([[0.25, 0.5, 0.25, 0.0]])
+    case = rs.RejectionCase(
+        logits, [1], [1], [1.0], draft_probs=q, seeds=[UNIFORM_ZERO_SEED], positions=[UNIFORM_ZERO_POSITION]
+    )
+    _, _, traces = rs.sample_case(case)
+    assert traces[0].emitted[0] != 1 and traces[0].sample_margin > 1e-3
+    return _exact_case(
+        "zero-target-draft-at-uniform-zero",
+        ["RS-PROB-3", "RS-RNG-3"],
+        case,
+        "p(d) = 0 and the acceptance uniform is exactly 0: the draft is rejected (0 < 0 fails) and the residual "
+        "sampled.",
+    )
+
+
 def _seed_where(make_case, wanted) -> rs.RejectionCase:
     """The first case ``make_case(seed)`` (seed 1, 2, ...) for which ``wanted(case, oracle tokens)`` holds."""
     for seed in range(1, 10_000):
@@ -868,6 +894,7 @@ def rejection_vectors() -> dict:
         )
     )
 
+    exact.append(_zero_target_draft_at_uniform_zero())
     exact += _isolating_rejection_vectors()
     # Exact output distributions for fixed drafts.
     distributions = []

@@ -125,7 +125,6 @@ class ThinkingBudgetState:
         self._start_fail = torch.tensor(self._start_matcher.failure, dtype=torch.int32, device=dev)
         self._end = torch.tensor(self.end, dtype=torch.int32, device=dev)
         self._end_fail = torch.tensor(self._end_matcher.failure, dtype=torch.int32, device=dev)
-        self._marker_pad = 1 << (max(len(self.start), len(self.end)) - 1).bit_length()
         self.state = torch.zeros((NUM_FIELDS, max_num_reqs), dtype=torch.int32, device=dev)
         # Host bookkeeping, touched only by sync_batch: which slots hold a request, which are tracked.
         self._occupied = [False] * max_num_reqs
@@ -448,7 +447,7 @@ class ThinkingBudgetState:
             self._end_fail,
             START_LEN=len(self.start),
             END_LEN=len(self.end),
-            PAD=self._marker_pad,
+            PAD=1 << (max(len(self.start), len(self.end)) - 1).bit_length(),
             MAX_DRAFTS=self.max_spec_len,
             SECTION_SCOPE=self.scope == "section",
             HAS_COMMITTED=tokens is not None,

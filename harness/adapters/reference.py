@@ -23,7 +23,8 @@ class ReferenceEngine:
         self.device = torch.device(device)
         self.backend = backend
         self.version = f"impl-{impl.__version__} torch-{torch.__version__} backend-{backend}"
-        self.profile = profiles.canonical()
+        self.profile = profiles.with_tensor_api(profiles.canonical())
+        self.tensor_api = ReferenceTensorApi(self)
 
     def _tensor(self, x, dtype):
         return None if x is None else self.torch.tensor(np.asarray(x), dtype=dtype, device=self.device)
@@ -151,3 +152,35 @@ class ReferenceBudget:
         tensor = self.engine._tensor(logits, self.engine.torch.float32)
         self.state.apply_to_logits(tensor, *self._drafts(num_draft_tokens, draft_token_ids))
         return tensor.cpu().numpy()
+
+
+class ReferenceTensorApi:
+    """``impl``'s own entry points on the engine's device and backend (capability ``tensor-api``,
+    thinking-budget.md section 10): every argument a check gives reaches ``impl`` as given."""
+
+    def __init__(self, engine: ReferenceEngine):
+        self.impl = engine.impl
+        self.device = str(engine.device)
+        self.backend = engine.backend
+
+    def budget_state(self, start_token_ids, end_token_ids, max_num_reqs, **options):
+        """``impl.ThinkingBudgetState`` itself (``max_spec_len``, ``scope`` among ``options``)."""
+        return self.impl.ThinkingBudgetState(
+            start_token_ids, end_token_ids, max_num_reqs, device=self.device, backend=self.backend, **options
+        )
+
+    def rejection_sample(self, target_logits, draft_token_ids, num_draft_tokens, **options):
+        """``(token_ids [B, W] int32, num_emitted [B] int32)`` of ``impl.rejection_sample``."""
+        out = self.impl.rejection_sample(
+            target_logits, draft_token_ids, num_draft_tokens, backend=self.backend, **options
+        )
+        return out.token_ids, out.num_emitted
+
+    def count_emitted_validated(self, token_ids, vocab_size):
+        """``(num_emitted [B] int32, broken_prefix [B] bool, out_of_vocab [B] bool)``."""
+        result = self.impl.count_emitted_validated(token_ids, vocab_size)
+        return result.num_emitted, result.broken_prefix, result.out_of_vocab
+
+    def acceptance_stats(self, max_positions, eos_token_ids=()):
+        """``impl.AcceptanceStats`` itself."""
+        return self.impl.AcceptanceStats(max_positions, eos_token_ids)

@@ -731,6 +731,19 @@ MUTANTS = (
         "only the first accepted end marker closes a section: another one the parser accepts leaves it open",
         end_markers="several",
     ),
+    # the tensor-level API (capability tensor-api): the reference's own entry points with one bug
+    Mutant(
+        "spec-len-cast-to-int", "TB-TENSOR-1", "the budget state reads max_spec_len with int(), so True and 1.0 pass"
+    ),
+    Mutant(
+        "step-commits-after-its-rows",
+        "TB-TENSOR-2",
+        "forced_tokens and apply_to_logits lay out their rows before committing sampled_token_ids",
+    ),
+    Mutant(
+        "sampler-spec-len-cast-to-int", "RS-TENSOR-1", "the sampler reads max_spec_len with int(), so True and 2.0 pass"
+    ),
+    Mutant("vocab-size-cast-to-int", "AC-TENSOR-1", "the validating count reads vocab_size with int(), so True passes"),
 )
 _SAMPLER_MUTATIONS = {
     "draft-probs-ignored": "ignore-draft-probs",
@@ -881,8 +894,68 @@ class MutantEngine(OracleEngine):
         return metrics
 
 
-def make_mutant(name: str) -> MutantEngine:
+_TENSOR_API_MUTATIONS = (
+    "spec-len-cast-to-int",
+    "step-commits-after-its-rows",
+    "sampler-spec-len-cast-to-int",
+    "vocab-size-cast-to-int",
+)
+
+
+class _CommitsAfterRows:
+    """A budget state whose steps lay out their rows before committing the tokens given to them
+    (``step-commits-after-its-rows``)."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __getattr__(self, name):
+        return getattr(self.state, name)
+
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None, *, sampled_token_ids=None):
+        rows = self.state.forced_tokens(num_draft_tokens, draft_token_ids)
+        if sampled_token_ids is not None:
+            self.state.update_state(sampled_token_ids)
+        return rows
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None, *, sampled_token_ids=None):
+        self.state.apply_to_logits(logits, num_draft_tokens, draft_token_ids)
+        if sampled_token_ids is not None:
+            self.state.update_state(sampled_token_ids)
+        return logits
+
+
+def _tensor_api_mutant(mutant: Mutant):
+    """The reference engine (capability ``tensor-api``) whose tensor entry points carry one bug."""
+    from .reference import ReferenceEngine, ReferenceTensorApi
+
+    class MutantTensorApi(ReferenceTensorApi):
+        def budget_state(self, start_token_ids, end_token_ids, max_num_reqs, **options):
+            if mutant.name == "spec-len-cast-to-int":
+                options["max_spec_len"] = int(options.get("max_spec_len", 0))
+            state = super().budget_state(start_token_ids, end_token_ids, max_num_reqs, **options)
+            return _CommitsAfterRows(state) if mutant.name == "step-commits-after-its-rows" else state
+
+        def rejection_sample(self, target_logits, draft_token_ids, num_draft_tokens, **options):
+            if mutant.name == "sampler-spec-len-cast-to-int" and options.get("max_spec_len") is not None:
+                options["max_spec_len"] = int(options["max_spec_len"])
+            return super().rejection_sample(target_logits, draft_token_ids, num_draft_tokens, **options)
+
+        def count_emitted_validated(self, token_ids, vocab_size):
+            if mutant.name == "vocab-size-cast-to-int":
+                vocab_size = int(vocab_size)
+            return super().count_emitted_validated(token_ids, vocab_size)
+
+    engine = ReferenceEngine()
+    engine.name, engine.mutant = f"zoo:{mutant.name}", mutant
+    engine.tensor_api = MutantTensorApi(engine)
+    return engine
+
+
+def make_mutant(name: str):
+    """The zoo's engine for mutant ``name``: the oracle with its bug, or for the tensor-level API's mutants the
+    reference engine whose own entry points carry it."""
     for mutant in MUTANTS:
         if mutant.name == name:
-            return MutantEngine(mutant)
+            return _tensor_api_mutant(mutant) if name in _TENSOR_API_MUTATIONS else MutantEngine(mutant)
     raise UsageError(f"unknown mutant {name!r}; the zoo holds: {', '.join(m.name for m in MUTANTS)}")

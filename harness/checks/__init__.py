@@ -15,7 +15,7 @@ from .. import spec
 from ..cases.budget import EXAMPLES
 from ..cases.rejection import RejectionFamily
 from ..core import Check
-from . import api, budget, counting, rejection
+from . import api, budget, counting, rejection, tensor_api
 from .budget import BudgetFamily
 from .vectors import vector_checks
 
@@ -184,6 +184,15 @@ def kernel_checks() -> list[Check]:
             "budget values and markers are validated",
             budget.api_check,
         ),
+        _check(
+            "budget/tensor-api",
+            "tb.tensor-api",
+            ("TB-TENSOR-1", "TB-TENSOR-2"),
+            ("budget", "tensor-api"),
+            "the budget state's own entry points reject each argument outside its legal values naming it, change "
+            "nothing then, accept the legal edges, advance by committed tokens given to a step, and compare ids whole",
+            tensor_api.budget_check,
+        ),
         _exact(
             "rejection/greedy",
             "rs.greedy",
@@ -239,6 +248,15 @@ def kernel_checks() -> list[Check]:
             "rows of a fixed-width output read through num_emitted equal the oracle's; a draft count above the "
             "width is an error naming it",
             rejection.fixed_width_check,
+        ),
+        _check(
+            "rejection/tensor-api",
+            "rs.tensor-api",
+            ("RS-TENSOR-1",),
+            ("rejection", "tensor-api"),
+            "the sampler's own entry point rejects draft counts, max_spec_len and validate of the wrong kind naming "
+            "them; omitted, temperature verifies greedily and validate validates",
+            tensor_api.rejection_check,
         ),
         _check(
             "rejection/output-contract",
@@ -329,6 +347,15 @@ def kernel_checks() -> list[Check]:
             ("metrics",),
             "acceptance metrics equal their definitions, without EOS, with EOS, with max_tokens and stop-string limits",
             counting.metrics_check,
+        ),
+        _check(
+            "counting/tensor-api",
+            "ac.tensor-api",
+            ("AC-TENSOR-1",),
+            ("counting", "metrics", "tensor-api"),
+            "the counting and metrics entry points reject arguments outside their legal values naming them, and a "
+            "rejected step changes no metric; rows of width 0 and max_positions 0 are legal",
+            tensor_api.counting_check,
         ),
     ]
 
