@@ -9,6 +9,7 @@ Models served, per tokenizer variant ``v`` (``single``, ``multi``):
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -33,24 +34,35 @@ def build_app(
     device: str = "cpu",
     reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content"),
     engine_processes: bool = False,
+    engine_threads: int = 1,
+    engine_replicas: int = 1,
 ):
     """The server's app. With ``engine_processes`` each engine runs in a process of its own
     (``process.EngineProcess``), so that the engines and the server's event loop do not share one interpreter
-    lock; without, in a thread of this process, where tests can reach into it."""
+    lock; without, in a thread of this process, where tests can reach into it. ``engine_threads``: the intra-op
+    threads of each engine's step loop; ``engine_replicas``: the processes of each engine (``process.EngineReplicas``;
+    more than one only with ``engine_processes``)."""
     from transformers import AutoTokenizer
 
     from . import model as tiny_model
     from .app import ServedModel, create_app
     from .engine import Engine
-    from .process import EngineProcess
+    from .process import EngineProcess, EngineReplicas
 
+    if engine_replicas != 1 and not engine_processes:
+        raise ValueError(f"engine_replicas = {engine_replicas!r} needs engine_processes (replicas are processes)")
     served, engines = {}, []
     for variant in variants:
         tiny = tiny_model.build(variant)
         tokenizer = AutoTokenizer.from_pretrained(tiny.path)
-        make = EngineProcess if engine_processes else Engine
-        plain = make(tiny, device=device)
-        spec = make(tiny, num_speculative_tokens=num_speculative_tokens, device=device)
+        if not engine_processes:
+            make = Engine
+        elif engine_replicas == 1:
+            make = EngineProcess
+        else:
+            make = functools.partial(EngineReplicas, count=engine_replicas)
+        plain = make(tiny, device=device, threads=engine_threads)
+        spec = make(tiny, num_speculative_tokens=num_speculative_tokens, device=device, threads=engine_threads)
         engines += [plain, spec]
         served[f"tiny-think-{variant}"] = ServedModel(f"tiny-think-{variant}", plain, tokenizer, True)
         served[f"tiny-think-{variant}-spec"] = ServedModel(f"tiny-think-{variant}-spec", spec, tokenizer, True)

@@ -29,7 +29,7 @@ import impl
 
 from .engine import Engine
 from .engine import Request as EngineRequest
-from .process import EngineProcess
+from .process import EngineProcess, EngineReplicas
 
 DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
 
@@ -82,7 +82,7 @@ class BadRequest(Exception):
 @dataclass
 class ServedModel:
     name: str
-    engine: Engine | EngineProcess
+    engine: Engine | EngineProcess | EngineReplicas
     tokenizer: object
     reasoning: bool  # has reasoning markers: budgets allowed, reasoning split out
 

@@ -11,6 +11,10 @@ calls their ``on_tokens``, as the engine thread does in one process.
 
 If the child process dies, every request it held fails with an error naming its exit code, and so does every
 request submitted after.
+
+``EngineReplicas`` serves one model from several such processes (on a machine with cores to spare): each request goes
+to the live replica with the fewest requests in flight, so each batch stays smaller. A request's tokens do not depend
+on its batch, so which replica serves it changes nothing of its response.
 """
 
 from __future__ import annotations
@@ -131,6 +135,11 @@ class EngineProcess:
         """Raise ValueError naming the field if ``request`` cannot run here (as ``Engine.check``)."""
         check_request(request, self.vocab_size, self.context_length, self.k)
 
+    def load(self) -> tuple[bool, int]:
+        """``(gone, requests in flight)``: whether the child process is gone, and how many requests it holds."""
+        with self._lock:
+            return self._exit is not None, len(self._requests)
+
     def submit(self, request: Request) -> Request:
         self.check(request)
         request.on_cancel = self._cancel
@@ -192,6 +201,37 @@ class EngineProcess:
         """End the child process."""
         self.process.terminate()
         self.process.wait(10)
+
+
+class EngineReplicas:
+    """``count`` ``EngineProcess`` es of ``tiny`` (keyword ``engine_options`` as ``Engine`` takes them) serving as one,
+    with ``EngineProcess`` 's interface: each request goes to the live replica with the fewest requests in flight
+    (the first of those on a tie)."""
+
+    def __init__(self, tiny: TinyModel, count: int, **engine_options):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"count must be an integer of at least 1; got {count!r}")
+        self.replicas = [EngineProcess(tiny, **engine_options) for _ in range(count)]
+        first = self.replicas[0]
+        self.tiny, self.k = first.tiny, first.k
+        self.context_length, self.vocab_size = first.context_length, first.vocab_size
+
+    def wait_ready(self, timeout: float = 300) -> None:
+        """Wait until every replica has loaded its model (``EngineProcess.wait_ready``)."""
+        for replica in self.replicas:
+            replica.wait_ready(timeout)
+
+    def check(self, request: Request) -> None:
+        """Raise ValueError naming the field if ``request`` cannot run here (as ``Engine.check``)."""
+        self.replicas[0].check(request)
+
+    def submit(self, request: Request) -> Request:
+        return min(self.replicas, key=EngineProcess.load).submit(request)
+
+    def stop(self) -> None:
+        """End every replica's process."""
+        for replica in self.replicas:
+            replica.stop()
 
 
 if __name__ == "__main__":  # the child: python -m embedded.process FD (one end of a socket pair)

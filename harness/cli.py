@@ -414,9 +414,15 @@ def cmd_serve(args) -> int:
 
     from embedded import build_app
 
-    app = build_app(num_speculative_tokens=args.speculative_tokens, device=args.device, engine_processes=True)
+    app = build_app(
+        num_speculative_tokens=args.speculative_tokens,
+        device=args.device,
+        engine_processes=True,
+        engine_threads=args.engine_threads,
+        engine_replicas=args.engine_replicas,
+    )
     print(f"serving on http://{args.host}:{args.port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
 
 
@@ -653,6 +659,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="draft tokens per step of the -spec models",
     )
     srv.add_argument("--device", default="cpu", help="the torch device the tiny models run on (cpu, cuda)")
+    srv.add_argument(
+        "--engine-threads",
+        type=_bounded(int, 1, 256),
+        default=1,
+        help="intra-op threads of each engine process (4 slowed the load benchmark's waves on a 16-core Xeon)",
+    )
+    srv.add_argument(
+        "--engine-replicas",
+        type=_bounded(int, 1, 64),
+        default=1,
+        help="processes of each engine; a request goes to the one with the fewest in flight (for many cores)",
+    )
     srv.set_defaults(func=cmd_serve)
     lst = sub.add_parser("list", help="list the checks or the requirements")
     lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks", help="what to list")

@@ -12,8 +12,8 @@ pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvi
 
 from embedded import model as tiny_model  # noqa: E402
 from embedded import start  # noqa: E402
-from embedded.engine import Request  # noqa: E402
-from embedded.process import EngineProcess  # noqa: E402
+from embedded.engine import Engine, Request  # noqa: E402
+from embedded.process import EngineProcess, EngineReplicas  # noqa: E402
 from harness.adapters import embedded_server  # noqa: E402
 
 MODEL = "tiny-think-single"
@@ -107,3 +107,33 @@ def test_an_engine_process_that_dies_fails_its_requests_naming_the_exit_code(pro
     assert later.done.is_set() and later.error == request.error
     body = {"model": MODEL, "messages": [{"role": "user", "content": "so"}], "max_tokens": 3, "return_token_ids": True}
     assert len(_ask(processes.base_url, body)[0]) == 3  # the server's own engine processes serve on
+
+
+def test_replicas_share_the_requests_give_the_same_tokens_and_pass_over_a_dead_one():
+    """Each request goes to the live replica with the fewest requests in flight; the tokens are those of one engine
+    in the server's own process; once a replica's process dies, its requests fail naming the exit code and the later
+    ones go to the replica that lives."""
+    tiny = tiny_model.build("single")
+    replicas = EngineReplicas(tiny, 2, num_speculative_tokens=2)
+    replicas.wait_ready()
+    try:
+        first, second = (replicas.submit(_long_request(threading.Event())) for _ in range(2))
+        assert [replica.load() for replica in replicas.replicas] == [(False, 1), (False, 1)]
+        prompts = [[1, 87, 277, 84, 201, 1, 67, 85, 85, 291, 264, 86, 201 + i] for i in range(6)]
+        short = [replicas.submit(Request(prompt, 12, 0.0, 1, i % 3 or None)) for i, prompt in enumerate(prompts)]
+        in_process = Engine(tiny, num_speculative_tokens=2)
+        alone = [in_process.submit(Request(prompt, 12, 0.0, 1, i % 3 or None)) for i, prompt in enumerate(prompts)]
+        for request in short + alone:
+            assert request.done.wait(120)
+        assert [r.output for r in short] == [r.output for r in alone]
+        assert all(r.finish_reason in ("stop", "length") for r in short)
+        second.cancel()
+        assert second.done.wait(120)
+        replicas.replicas[0].process.kill()
+        assert first.done.wait(120)
+        assert first.finish_reason == "error" and "exit code -9" in first.error
+        later = replicas.submit(Request(prompts[0], 12, 0.0, 1, None))
+        assert replicas.replicas[0].load() == (True, 0)
+        assert later.done.wait(120) and later.output == alone[0].output
+    finally:
+        replicas.stop()
