@@ -11,7 +11,8 @@ and many (B = 1024) both keep the memory system busy:
    request the split's winner of the exponential race ``argmax(l / T - log e)`` (it needs no
    normaliser); for a draft row of a sampled request without draft probabilities (a one-hot draft
    ``d``) also the winner of the residual's race, which is the same race over the ids other than ``d``
-   (``max(p - onehot(d), 0)`` is ``p`` without ``d``), so that a one-hot rejection is never read twice. The last split of a row to finish (an atomic counter per row) reduces the splits and
+   (``max(p - onehot(d), 0)`` is ``p`` without ``d``), so that a one-hot rejection is never read twice.
+   The last split of a row to finish (an atomic counter per row) reduces the splits and
    judges the row: its draft accepted or not (one load of ``l[d]`` and ``q[d]``), its token if it is
    the last one emitted (argmax, race winner or forced id); a rejection lowers the request's first
    known rejection (``atomic_min``). A program whose row lies after a known rejection does nothing:
