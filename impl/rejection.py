@@ -290,17 +290,14 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
     stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(
         vocab, batch, _target_programs(device, LEVEL_PROGRAMS_PER_SM), ROW_PASS_NARROWING
     )
-    if has_q:
-        race_block, race_warps, race_splits, race_split_size = _launch_shape(
-            vocab, batch, _target_programs(device, PROGRAMS_PER_SM), RACE_NARROWING
-        )
-    else:  # no race in the verify kernel (the row pass drew a one-hot residual's token): a writer per request
-        race_block, race_warps, race_splits, race_split_size = 16, 1, 1, vocab
+    race_block, race_warps, race_splits, race_split_size = _launch_shape(
+        vocab, batch, _target_programs(device, PROGRAMS_PER_SM), RACE_NARROWING
+    )
     stat_size = rows * stat_splits
     race_size = batch * race_splits  # the best score of each split
     plan = _TritonPlan(
         # the scratch of kernels.rejection._scratch
-        floats=3 * stat_size + 2 * rows + race_size,
+        floats=2 * stat_size + 2 * rows + race_size,
         ints=3 * rows + 4 * batch + stat_size + race_size,
         setup=CompiledLaunch(
             kernels.setup_kernel, (1,), NARROW_WARPS, BLOCK=min(1024, max(triton_next_pow2(rows), 16))

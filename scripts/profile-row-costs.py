@@ -7,7 +7,7 @@ read-once floor of those N rows (``harness.read_floor``), and their ratio. The k
   draws' noise for every element);
 - ``stats``: N requests with one draft row and draft probabilities, every draft accepted and every
   bonus row forced (not read): a softmax normaliser per row;
-- ``one-hot``: as ``stats`` without draft probabilities (the row pass also races the one-hot residual).
+- ``one-hot``: as ``stats`` without draft probabilities (one-hot drafts).
 
 From the repository root: ``PYTHONPATH=$PWD python3 scripts/profile-row-costs.py [N ...]`` (default 256
 1024); put another checkout's folder first on PYTHONPATH to time its ``impl``.

@@ -9,27 +9,23 @@ and many (B = 1024) both keep the memory system busy:
    level) reads every row once: for a draft row of a sampled request the split's max and sum of
    ``exp(l / T - max)``; for a greedy row the split's max and argmax; for the bonus row of a sampled
    request the split's winner of the exponential race ``argmax(l / T - log e)`` (it needs no
-   normaliser); for a draft row of a sampled request without draft probabilities (a one-hot draft
-   ``d``) also the winner of the residual's race, which is the same race over the ids other than ``d``
-   (``max(p - onehot(d), 0)`` is ``p`` without ``d``), so that a one-hot rejection is never read twice.
-   The last split of a row to finish (an atomic counter per row) reduces the splits and
+   normaliser). The last split of a row to finish (an atomic counter per row) reduces the splits and
    judges the row: its draft accepted or not (one load of ``l[d]`` and ``q[d]``), its token if it is
    the last one emitted (argmax, race winner or forced id); a rejection lowers the request's first
    known rejection (``atomic_min``). A program whose row lies after a known rejection does nothing:
    programs run in level order, so most rows after a rejected first draft are skipped. (One launch per
    level would skip every row after a rejection, but measured slower on an H100 at most of the bench's
    shapes: each launch pays its tail, and the skipped programs their setup.) Forced rows are not read.
-3. ``verify_kernel`` (one program per request split; one per request without draft probabilities): the
-   first rejection is the least rejected row; split 0 writes the accepted drafts, the final token where
-   the row pass knows it, the padding and ``num_emitted``. For a sampled request with draft
-   probabilities and a rejected draft each split runs the race
+3. ``verify_kernel`` (one program per request split): the first rejection is the least rejected row;
+   split 0 writes the accepted drafts, the final token where the row pass knows it, the padding and
+   ``num_emitted``. For a sampled request with a rejected draft each split runs the race
    ``argmax(max(p - q, 0) / e)`` over its part of the rejected row and of its ``q`` row; the last split
    to finish reduces the splits and writes the token (where the residual has no mass, it runs the race
    ``argmax(p / e)`` over the whole row).
 
 Bytes read: the rows up to each request's first rejection, or to its bonus row, and those rows after
-a rejection that started before it was known; for a sampled rejection with draft probabilities that
-row and its ``q`` row once more. Inner loops keep per-lane running maxima, sums and
+a rejection that started before it was known; for a sampled rejection that row and its ``q`` row once
+more. Inner loops keep per-lane running maxima, sums and
 arguments and reduce across lanes once per program, so that no barrier sits inside a loop over the
 vocabulary. Which rows are skipped may depend on timing; what is emitted does not.
 """
@@ -58,7 +54,6 @@ ROW_COUNTER = tl.constexpr(10)
 ROW_TOKEN = tl.constexpr(11)
 STAT_ARG = tl.constexpr(12)
 RACE_ARG = tl.constexpr(13)
-STAT_RACE = tl.constexpr(14)
 
 
 @triton.jit
@@ -78,16 +73,15 @@ def _reduce_argmax(best, best_arg):
 @triton.jit
 def _scratch(floats_ptr, ints_ptr, batch, width, stat_splits):
     """Pointers into the scratch (sized by ``impl.rejection._plan``; ``W = width``, ``S = B * W * stat_splits``):
-    float32 ``stat_max [S]``, ``stat_sum [S]``, ``stat_race [S]``, ``row_max [B * W]``, ``row_sum [B * W]``,
-    ``race [B, race splits]``; int32 ``out [B, W]``, ``num_emitted [B]``, ``first_row [B]``, ``rejected_at [B]``,
+    float32 ``stat_max [S]``, ``stat_sum [S]``, ``row_max [B * W]``, ``row_sum [B * W]``, ``race [B,
+    race splits]``; int32 ``out [B, W]``, ``num_emitted [B]``, ``first_row [B]``, ``rejected_at [B]``,
     ``race_counter [B]``, ``row_counter [B * W]``, ``row_token [B * W]``, ``stat_arg [S]``, ``race_arg
     [B, race splits]``."""
     rows = batch * width
     stats = rows * stat_splits
     stat_max = floats_ptr
     stat_sum = stat_max + stats
-    stat_race = stat_sum + stats
-    row_max = stat_race + stats
+    row_max = stat_sum + stats
     row_sum = row_max + rows
     race = row_sum + rows
     out = ints_ptr
@@ -114,7 +108,6 @@ def _scratch(floats_ptr, ints_ptr, batch, width, stat_splits):
         row_token,
         stat_arg,
         race_arg,
-        stat_race,
     )
 
 
@@ -149,16 +142,6 @@ def _combine_stats(stat_max_ptr, stat_sum_ptr, stat_arg_ptr, base, num_splits, S
     scaled = tl.where(maxes == float("-inf"), 0.0, sums * tl.exp(maxes - row_max))
     arg = tl.min(tl.where(maxes == row_max, args, NO_ARG), axis=0)  # splits are in id order
     return row_max, tl.sum(scaled, axis=0), arg
-
-
-@triton.jit
-def _combine_race(stat_race_ptr, stat_arg_ptr, base, num_splits, SPLITS_POW2: tl.constexpr):
-    """(best score, lowest id attaining it) of a row's race from the split winners, read from L2."""
-    splits = tl.arange(0, SPLITS_POW2)
-    inside = splits < num_splits
-    scores = tl.load(stat_race_ptr + base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
-    args = tl.load(stat_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
-    return _reduce_argmax(scores, args)
 
 
 @triton.jit
@@ -200,7 +183,6 @@ def row_pass_kernel(
     row_counter_ptr = scratch[ROW_COUNTER]
     row_token_ptr = scratch[ROW_TOKEN]
     stat_arg_ptr = scratch[STAT_ARG]
-    stat_race_ptr = scratch[STAT_RACE]
     k = tl.load(num_draft_ptr + request).to(tl.int32)
     # A row after a rejection already known is moot: neither read nor judged (a stale value only reads
     # more). A row some of whose splits skipped it never completes its counter, so it is never judged.
@@ -222,8 +204,6 @@ def row_pass_kernel(
             best = tl.full([BLOCK], float("-inf"), tl.float32)
             best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
             lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - best)
-            race_best = tl.full([BLOCK], float("-inf"), tl.float32)  # the one-hot residual's race
-            race_arg = tl.full([BLOCK], NO_ARG, tl.int32)
             if greedy:  # max and argmax (ties to the lowest id)
                 for start in range(lo, hi, BLOCK):
                     offsets = start + tl.arange(0, BLOCK)
@@ -241,7 +221,7 @@ def row_pass_kernel(
                         inside & (x != float("-inf")), x - hardware_log2(exponentials(key, offsets)), float("-inf")
                     )
                     best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-            elif HAS_Q:  # online max and sum of exp(x - max) per lane, one exponential per element
+            else:  # online max and sum of exp(x - max) per lane, one exponential per element
                 for start in range(lo, hi, BLOCK):
                     offsets = start + tl.arange(0, BLOCK)
                     x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
@@ -252,32 +232,7 @@ def row_pass_kernel(
                     bigger = x > best
                     lanes = tl.where(bigger, lanes * scale + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale))
                     best = tl.where(bigger, x, best)
-            else:
-                # a one-hot draft: the online sum as above and, in the same pass, the race of the residual
-                # max(p - onehot(d), 0), which is p without d: argmax over ids other than d of
-                # l / T - log e, decided without a normaliser (the winner is used only if d is rejected)
-                key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-                draft = tl.load(draft_ids_ptr + row0 - request + j)
-                for start in range(lo, hi, BLOCK):
-                    offsets = start + tl.arange(0, BLOCK)
-                    inside = offsets < hi
-                    x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32)
-                    x = x * inv_temperature
-                    scale = tl.exp(-tl.abs(x - best))
-                    bigger = x > best
-                    lanes = tl.where(bigger, lanes * scale + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale))
-                    best = tl.where(bigger, x, best)
-                    score = tl.where(
-                        inside & (x != float("-inf")) & (offsets != draft),
-                        x * LOG2_E - hardware_log2(exponentials(key, offsets)),
-                        float("-inf"),
-                    )
-                    race_best, race_arg = _lane_argmax_update(score, offsets, race_best, race_arg)
             split_max, split_arg = _reduce_argmax(best, best_arg)
-            if not HAS_Q:  # the id a sampled draft row keeps is its race winner
-                split_race, split_winner = _reduce_argmax(race_best, race_arg)
-                tl.store(stat_race_ptr + stats_base + split, split_race)
-                split_arg = tl.where(greedy | (j == k), split_arg, split_winner)
             scaled = tl.where(best == float("-inf"), 0.0, lanes * tl.exp(best - split_max))
             tl.store(stat_max_ptr + stats_base + split, split_max)
             tl.store(stat_sum_ptr + stats_base + split, tl.sum(scaled, axis=0))
@@ -288,9 +243,6 @@ def row_pass_kernel(
             row_max, row_sum, arg = _combine_stats(
                 stat_max_ptr, stat_sum_ptr, stat_arg_ptr, stats_base, num_splits, SPLITS_POW2
             )
-            # the token where this row's is the last one emitted: forced, argmax, bonus race winner, or the
-            # one-hot residual's race winner (a sampled rejection with q gets its token from the verify kernel)
-            token = tl.where(forced >= 0, forced, arg)
             if j < k:
                 draft0 = row0 - request
                 draft = tl.load(draft_ids_ptr + draft0 + j)
@@ -310,12 +262,10 @@ def row_pass_kernel(
                     p_draft = tl.where(x_draft == float("-inf"), 0.0, tl.exp(x_draft - row_max) / row_sum)
                     draw = uniform(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j)
                     accept = (q_draft > 0.0) & (draw * q_draft < p_draft)
-                if (forced < 0) & (temperature > 0.0) & (not HAS_Q):
-                    top, winner = _combine_race(stat_race_ptr, stat_arg_ptr, stats_base, num_splits, SPLITS_POW2)
-                    # no id but d has a finite logit: the residual has no mass and p, all on d, is sampled
-                    token = tl.where(top == float("-inf"), tl.where(in_vocab, draft, arg), winner)
                 tl.atomic_min(rejected_at_ptr + request, tl.where(accept, NO_REJECTION, j))
-            tl.store(row_token_ptr + request * width + j, token)
+            # the token where this row's is the last one emitted: forced, argmax or bonus race winner (a
+            # sampled rejection's comes from the verify kernel's race)
+            tl.store(row_token_ptr + request * width + j, tl.where(forced >= 0, forced, arg))
             tl.store(row_max_ptr + request * width + j, row_max)
             tl.store(row_sum_ptr + request * width + j, row_sum)
 
@@ -324,6 +274,7 @@ def row_pass_kernel(
 def _residual_race(
     row_ptr,
     q_row_ptr,
+    draft,
     key,
     inv_temperature,
     row_max,
@@ -331,12 +282,13 @@ def _residual_race(
     lo,
     hi,
     RESIDUAL: tl.constexpr,
+    HAS_Q: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     """(best score, lowest id attaining it) of the race over ids ``[lo, hi)`` of a rejected row: scores
     ``max(p - q, 0) / e`` with ``RESIDUAL``, else ``p / e`` (``p = exp(l / T - row_max) * inv_sum``; ``q``
-    the draft-probability row at ``q_row_ptr``; ``e`` the noise of stream ``key``). The id is ``lo``
-    where every score is -1 (no id in range)."""
+    the row at ``q_row_ptr`` with ``HAS_Q``, else one-hot at ``draft``; ``e`` the noise of stream
+    ``key``). The id is ``lo`` where every score is -1 (no id in range)."""
     best = tl.full([BLOCK], -1.0, tl.float32)
     best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
     for start in range(lo, hi, BLOCK):
@@ -345,7 +297,10 @@ def _residual_race(
         x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
         p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
         if RESIDUAL:
-            q = tl.load(q_row_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+            if HAS_Q:
+                q = tl.load(q_row_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+            else:
+                q = tl.where(offsets == draft, 1.0, 0.0)
             p = tl.maximum(p - q, 0.0)
         score = tl.where(inside, p / exponentials(key, offsets), -1.0)
         best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
@@ -403,8 +358,7 @@ def verify_kernel(
     free = True
     if HAS_FORCED:
         free = tl.load(forced_ptr + row0 + j) < 0
-    # a sampled rejection with q: its token is drawn from the residual here (without q, the row pass drew it)
-    pending = (j < k) & (temperature > 0.0) & free & HAS_Q  # constant False without q: no race compiled
+    pending = (j < k) & (temperature > 0.0) & free  # a sampled rejection: its token is drawn from the residual
     out_row = out_ptr + request.to(tl.int64) * width
     if split == 0:
         columns = tl.arange(0, WIDTH_POW2)
@@ -421,10 +375,14 @@ def verify_kernel(
         inv_sum = 1.0 / tl.load(row_sum_ptr + request * width + j)
         row_ptr = logits_ptr + (row0 + j) * vocab_size
         q_row_ptr = q_ptr + (draft0 + j) * vocab_size
+        draft = tl.load(draft_ids_ptr + draft0 + j)
+        draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
         key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
         lo = split * split_size
         hi = tl.minimum(lo + split_size, vocab_size)
-        top, winner = _residual_race(row_ptr, q_row_ptr, key, inv_temperature, row_max, inv_sum, lo, hi, True, BLOCK)
+        top, winner = _residual_race(
+            row_ptr, q_row_ptr, draft, key, inv_temperature, row_max, inv_sum, lo, hi, True, HAS_Q, BLOCK
+        )
         slot = request * num_splits + split
         tl.store(race_ptr + slot, top)
         tl.store(race_arg_ptr + slot, winner)
@@ -436,9 +394,19 @@ def verify_kernel(
             scores = tl.load(race_ptr + base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
             winners = tl.load(race_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
             top, token = _reduce_argmax(scores, winners)
-            # a residual without mass (every score 0) samples p instead (RS-PROB-4): rare, one program
-            if top <= 0.0:
+            if top <= 0.0:  # a residual without mass (every score 0) samples p instead (RS-PROB-4): rare, one program
                 top, token = _residual_race(
-                    row_ptr, q_row_ptr, key, inv_temperature, row_max, inv_sum, 0, vocab_size, False, BLOCK
+                    row_ptr,
+                    q_row_ptr,
+                    draft,
+                    key,
+                    inv_temperature,
+                    row_max,
+                    inv_sum,
+                    0,
+                    vocab_size,
+                    False,
+                    HAS_Q,
+                    BLOCK,
                 )
             tl.store(out_row + j, token)
