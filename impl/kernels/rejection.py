@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from .layout import store_first_rows
-from .rng import exponentials, hardware_log2, stream_key, uniform
+from .rng import hardware_exp, hardware_log2, hardware_reciprocal, race_noise, stream_key, uniform
 
 NO_ARG = tl.constexpr(2147483647)  # the argument of a lane that has seen only -inf
 NO_REJECTION = tl.constexpr(2147483647)  # a request's first known rejection before any is known
@@ -139,7 +139,7 @@ def _combine_stats(stat_max_ptr, stat_sum_ptr, stat_arg_ptr, base, num_splits, S
     sums = tl.load(stat_sum_ptr + base + splits, mask=inside, other=0.0, cache_modifier=".cg")
     args = tl.load(stat_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
     row_max = tl.max(maxes, axis=0)
-    scaled = tl.where(maxes == float("-inf"), 0.0, sums * tl.exp(maxes - row_max))
+    scaled = tl.where(maxes == float("-inf"), 0.0, sums * hardware_exp(maxes - row_max))
     arg = tl.min(tl.where(maxes == row_max, args, NO_ARG), axis=0)  # splits are in id order
     return row_max, tl.sum(scaled, axis=0), arg
 
@@ -210,16 +210,14 @@ def row_pass_kernel(
                     x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
                     best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
             elif j == k:  # the bonus row: the exponential race for p, decided without a normaliser
-                # argmax(l / T - log e), scaled by log2(e) so that the noise's logarithm is one hardware log2
+                # argmax(l / T - log e) in units of ln 2, so that the noise's logarithm is one hardware log2;
+                # an id outside the split or with l = -inf scores -inf, which never wins
                 key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
                 scale = inv_temperature * LOG2_E
                 for start in range(lo, hi, BLOCK):
                     offsets = start + tl.arange(0, BLOCK)
-                    inside = offsets < hi
-                    x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * scale
-                    score = tl.where(
-                        inside & (x != float("-inf")), x - hardware_log2(exponentials(key, offsets)), float("-inf")
-                    )
+                    x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32) * scale
+                    score = x - hardware_log2(race_noise(key, offsets))
                     best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
             else:  # online max and sum of exp(x - max) per lane, one exponential per element
                 for start in range(lo, hi, BLOCK):
@@ -228,12 +226,14 @@ def row_pass_kernel(
                     x = x * inv_temperature
                     # exp(-|x - best|) rescales the sum to a new maximum or is the new term; both -inf
                     # gives NaN, never used: such an x is no new maximum and adds nothing
-                    scale = tl.exp(-tl.abs(x - best))
+                    scale_sum = hardware_exp(-tl.abs(x - best))
                     bigger = x > best
-                    lanes = tl.where(bigger, lanes * scale + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale))
+                    lanes = tl.where(
+                        bigger, lanes * scale_sum + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale_sum)
+                    )
                     best = tl.where(bigger, x, best)
             split_max, split_arg = _reduce_argmax(best, best_arg)
-            scaled = tl.where(best == float("-inf"), 0.0, lanes * tl.exp(best - split_max))
+            scaled = tl.where(best == float("-inf"), 0.0, lanes * hardware_exp(best - split_max))
             tl.store(stat_max_ptr + stats_base + split, split_max)
             tl.store(stat_sum_ptr + stats_base + split, tl.sum(scaled, axis=0))
             tl.store(stat_arg_ptr + stats_base + split, tl.where(split_arg == NO_ARG, lo, split_arg))
@@ -259,7 +259,7 @@ def row_pass_kernel(
                 else:
                     x_draft = tl.load(logits_ptr + row * vocab_size + safe_draft).to(tl.float32) * inv_temperature
                     x_draft = tl.where(in_vocab, x_draft, float("-inf"))
-                    p_draft = tl.where(x_draft == float("-inf"), 0.0, tl.exp(x_draft - row_max) / row_sum)
+                    p_draft = tl.where(x_draft == float("-inf"), 0.0, hardware_exp(x_draft - row_max) / row_sum)
                     draw = uniform(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j)
                     accept = (q_draft > 0.0) & (draw * q_draft < p_draft)
                 tl.atomic_min(rejected_at_ptr + request, tl.where(accept, NO_REJECTION, j))
@@ -288,21 +288,22 @@ def _residual_race(
     """(best score, lowest id attaining it) of the race over ids ``[lo, hi)`` of a rejected row: scores
     ``max(p - q, 0) / e`` with ``RESIDUAL``, else ``p / e`` (``p = exp(l / T - row_max) * inv_sum``; ``q``
     the row at ``q_row_ptr`` with ``HAS_Q``, else one-hot at ``draft``; ``e`` the noise of stream
-    ``key``). The id is ``lo`` where every score is -1 (no id in range)."""
+    ``key`` times log2(e), which changes no winner: the best score is log2(e) times the race's). The id
+    is ``lo`` where every score is -1 (no id in range)."""
     best = tl.full([BLOCK], -1.0, tl.float32)
     best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
     for start in range(lo, hi, BLOCK):
         offsets = start + tl.arange(0, BLOCK)
         inside = offsets < hi
         x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-        p = tl.where(x == float("-inf"), 0.0, tl.exp(x - row_max) * inv_sum)
+        p = tl.where(x == float("-inf"), 0.0, hardware_exp(x - row_max) * inv_sum)
         if RESIDUAL:
             if HAS_Q:
                 q = tl.load(q_row_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
             else:
                 q = tl.where(offsets == draft, 1.0, 0.0)
             p = tl.maximum(p - q, 0.0)
-        score = tl.where(inside, p / exponentials(key, offsets), -1.0)
+        score = tl.where(inside, p * hardware_reciprocal(race_noise(key, offsets)), -1.0)
         best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
     top, top_arg = _reduce_argmax(best, best_arg)
     return top, tl.where(top_arg == NO_ARG, lo, top_arg)

@@ -4,10 +4,10 @@ import os
 
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
 
-LN_2 = tl.constexpr(0.6931471805599453)
-HARDWARE_LOG2 = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")  # the interpreter has no libdevice
+LOG2_E = tl.constexpr(1.4426950408889634)
+TWO_LOG2_E = tl.constexpr(2.8853900817779268)
+HARDWARE_MATH = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")  # the interpreter runs no PTX
 
 
 @triton.jit
@@ -41,28 +41,60 @@ def uniform(seed, position):
 
 @triton.jit
 def hardware_log2(x):
-    """float32 log2: on a GPU the hardware approximation (absolute error at most 2**-22 in [0.5, 2], 2 ulp
-    elsewhere; libdevice's costs some 25 instructions per element), in the interpreter numpy's."""
-    if HARDWARE_LOG2:
-        return libdevice.fast_log2f(x)
+    """float32 log2 of a positive normal ``x`` (the draws' values are at least 2**-33): on a GPU the
+    hardware approximation with subnormals flushed, one instruction (absolute error at most 2**-22 in
+    [0.5, 2], 2 ulp elsewhere; libdevice's costs some 25 instructions per element, and the approximation
+    without the flush four more for subnormal inputs), in the interpreter numpy's."""
+    if HARDWARE_MATH:
+        return tl.inline_asm_elementwise(
+            "lg2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1
+        )
     return tl.log2(x)
 
 
 @triton.jit
-def exponentials(key, offsets):
-    """Exp(1) noise for vocabulary ``offsets`` of the sampling stream ``key``: ``impl.rng.exponentials``
-    within 1e-6 (relative), in some 30 instructions per element. With ``x`` uniform in ``(0, 1/2)``,
-    the bottom-bit half is ``-log(x)`` (one hardware log2) and the top-bit half ``-log1p(-x) = 2 atanh(s)``,
-    ``s = x / (2 - x)`` in ``(0, 1/3)``, by its series to ``s**13`` (truncation below 2e-9, relative)."""
+def hardware_reciprocal(x):
+    """float32 ``1 / x`` of a positive normal ``x``: on a GPU the hardware approximation with subnormals
+    flushed, one instruction (at most 1 ulp), where a division costs a range check besides; in the
+    interpreter numpy's."""
+    if HARDWARE_MATH:
+        return tl.inline_asm_elementwise(
+            "rcp.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1
+        )
+    return 1.0 / x
+
+
+@triton.jit
+def hardware_exp(x):
+    """float32 ``exp(x)`` as ``2**(x log2 e)``: on a GPU the hardware approximation with subnormal results
+    flushed to 0 (2 ulp; a flushed term is below 2**-126 of the largest), two instructions, where the
+    approximation without the flush costs a range check besides; in the interpreter numpy's."""
+    if HARDWARE_MATH:
+        return tl.inline_asm_elementwise(
+            "ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * LOG2_E], dtype=tl.float32, is_pure=True, pack=1
+        )
+    return tl.exp(x)
+
+
+@triton.jit
+def race_noise(key, offsets):
+    """The Exp(1) noise ``e`` of vocabulary ``offsets`` of the sampling stream ``key`` times ``log2(e)``
+    (``impl.rng.exponentials`` within 1e-6, relative, times that constant), in some 30 instructions per
+    element: a race's winner, ``argmax(w / e)`` or ``argmax(log w - log e)``, is the same for the noise
+    times any one positive constant, and this one spares a multiply. With ``x`` uniform in ``(0, 1/2)``,
+    the bottom-bit half is ``-log2(x)`` (one hardware log2) and the top-bit half ``-log1p(-x) * log2(e) =
+    2 atanh(s) * log2(e)``, ``s = x / (2 - x)`` in ``(0, 1/3)``, by its series to ``s**13`` (truncation
+    below 2e-9, relative)."""
     h = mix32(key ^ offsets.to(tl.uint32))
     x = ((h & 0x7FFFFFFF).to(tl.float32) + 0.5) * 2.3283064365386963e-10
-    s = x / (2.0 - x)
+    s = x * hardware_reciprocal(2.0 - x)
     s2 = s * s
-    series = 1.0 / 13.0
-    series = series * s2 + 1.0 / 11.0
-    series = series * s2 + 1.0 / 9.0
-    series = series * s2 + 1.0 / 7.0
-    series = series * s2 + 1.0 / 5.0
-    series = series * s2 + 1.0 / 3.0
-    series = series * s2 + 1.0
-    return tl.where((h >> 31) == 1, 2.0 * s * series, -hardware_log2(x) * LN_2)
+    # the series of 2 atanh(s) / (s ln 2): coefficients 2 log2(e) / (2n + 1)
+    series = TWO_LOG2_E / 13.0
+    series = series * s2 + TWO_LOG2_E / 11.0
+    series = series * s2 + TWO_LOG2_E / 9.0
+    series = series * s2 + TWO_LOG2_E / 7.0
+    series = series * s2 + TWO_LOG2_E / 5.0
+    series = series * s2 + TWO_LOG2_E / 3.0
+    series = series * s2 + TWO_LOG2_E
+    return tl.where((h >> 31) == 1, s * series, -hardware_log2(x))
