@@ -1,8 +1,10 @@
 """Where the GPU time of the reference sampler goes, per kernel, at the bench's rejection shapes: each
 shape's graph-replay median (as ``specconform bench`` times it) and each kernel's mean CUDA time over
 20 eager calls (torch.profiler). From the repository root: ``PYTHONPATH=$PWD python3
-scripts/profile-kernels.py [--level-programs N] [B,K ...]``, where ``--level-programs`` sets the row
-pass's programs per SM and draft index (``impl.rejection.LEVEL_PROGRAMS_PER_SM``); put another
+scripts/profile-kernels.py [--level-programs N] [--race-programs N] [B,K ...]``, where
+``--level-programs`` sets the row pass's programs per SM and draft index
+(``impl.rejection.LEVEL_PROGRAMS_PER_SM``) and ``--race-programs`` the verify kernel's programs per SM
+(``impl.rejection.PROGRAMS_PER_SM``); put another
 checkout's folder first on PYTHONPATH to time its ``impl``."""
 
 import sys
@@ -15,8 +17,9 @@ import impl
 from harness.bench import REJECTION_SHAPES, _do_bench, _rejection_inputs
 
 arguments = sys.argv[1:]
-if arguments[:1] == ["--level-programs"]:
-    impl.rejection.LEVEL_PROGRAMS_PER_SM = int(arguments[1])
+OPTIONS = {"--level-programs": "LEVEL_PROGRAMS_PER_SM", "--race-programs": "PROGRAMS_PER_SM"}
+while arguments[:1] and arguments[0] in OPTIONS:
+    setattr(impl.rejection, OPTIONS[arguments[0]], int(arguments[1]))
     arguments = arguments[2:]
 wanted = {tuple(int(v) for v in arg.split(",")) for arg in arguments}
 print(
@@ -24,6 +27,8 @@ print(
     impl.__file__,
     "level programs per SM",
     getattr(impl.rejection, "LEVEL_PROGRAMS_PER_SM", None),
+    "race programs per SM",
+    impl.rejection.PROGRAMS_PER_SM,
 )
 for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
     if wanted and (B, K) not in wanted:
