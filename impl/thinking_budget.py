@@ -32,6 +32,7 @@ TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT = range(7)
 NUM_FIELDS = 7
 NO_MARKER = -2  # what a token id outside [0, 2**31 - 1] becomes in the int32 matching: no marker id (nor -1)
 SCOPES = ("request", "section")
+MAX_LAUNCH_KEYS = 1024  # compiled budget launches kept per holder; an engine sees a few batch sizes
 
 
 def validate_budget(value, field_name: str = "budget") -> int | None:
@@ -130,6 +131,7 @@ class ThinkingBudgetState:
         self._occupied = [False] * max_num_reqs
         self._tracked = [False] * max_num_reqs
         self.batch_size = 0
+        self._launches: dict[tuple, object] = {}  # compiled launches of the budget kernel per launch key
 
     # -- batch bookkeeping (host side, O(changes)) --------------------------------------------
 
@@ -419,12 +421,76 @@ class ThinkingBudgetState:
     def _step_triton(self, tokens, num_draft, drafts, num_rows, logits=None):
         """One launch: advance by ``tokens [batch_size, W]`` (None: no advance), then the forced rows
         ``[num_rows]`` int32 (``num_rows`` None: none wanted), each forced row of ``logits [num_rows, V]``
-        (when given) made one-hot."""
-        from .kernels.budget import budget_step_kernel
-
+        (when given) made one-hot. The launch goes through a compiled handle cached per launch key
+        (``impl/kernels/launch.py``), so that an eager step pays for the driver launch, not the JIT."""
         out = torch.empty(num_rows, dtype=torch.int32, device=self.device) if num_rows is not None else None
         if self.batch_size == 0:
             return out
+        placeholder = self.state  # for a pointer the kernel does not read
+        has_drafts = num_draft is not None
+        if has_drafts and not drafts.numel():
+            drafts = torch.zeros(1, dtype=torch.int64, device=self.device)
+        tokens = tokens.contiguous() if tokens is not None else None
+        tensors = (
+            self.state,
+            tokens if tokens is not None else placeholder,
+            num_draft if has_drafts else placeholder,
+            drafts if has_drafts else placeholder,
+            out if out is not None else placeholder,
+            logits if logits is not None else placeholder,
+            self._start,
+            self._start_fail,
+            self._end,
+            self._end_fail,
+        )
+        integers = (
+            self.state.stride(0),
+            tokens.shape[1] if tokens is not None else 0,
+            logits.stride(0) if logits is not None else 0,
+            logits.shape[1] if logits is not None else 0,
+        )
+        flags = (tokens is not None, out is not None, has_drafts, logits is not None)
+        # what the JIT specialises on: the grid, every integer, every tensor's dtype and 16-byte alignment
+        key = (self.batch_size, integers, flags, *[(t.dtype, t.data_ptr() % 16 == 0) for t in tensors])
+        launch = self._launches.get(key)
+        if launch is None:
+            from .kernels.budget import budget_step_kernel
+            from .kernels.launch import CompiledLaunch
+
+            if len(self._launches) >= MAX_LAUNCH_KEYS:
+                self._launches.clear()
+            launch = self._launches[key] = CompiledLaunch(
+                budget_step_kernel,
+                (self.batch_size,),
+                1,
+                START_LEN=len(self.start),
+                END_LEN=len(self.end),
+                PAD=1 << (max(len(self.start), len(self.end)) - 1).bit_length(),
+                MAX_DRAFTS=self.max_spec_len,
+                SECTION_SCOPE=self.scope == "section",
+                HAS_COMMITTED=flags[0],
+                HAS_ROWS=flags[1],
+                HAS_DRAFTS=flags[2],
+                HAS_LOGITS=flags[3],
+                LAYOUT_BLOCK=min(1024, 1 << max(self.batch_size - 1, 15).bit_length()),
+                BLOCK=1024,
+            )
+        state, tokens_arg, num_draft_arg, drafts_arg, out_arg, logits_arg = tensors[:6]
+        state_stride, tokens_width, logits_stride, vocab_size = integers
+        launch(
+            state,
+            state_stride,
+            tokens_arg,
+            tokens_width,
+            num_draft_arg,
+            drafts_arg,
+            out_arg,
+            logits_arg,
+            logits_stride,
+            vocab_size,
+            *tensors[6:],
+        )
+        return out
         placeholder = self.state  # for a pointer the kernel does not read
         has_drafts = num_draft is not None
         if has_drafts and not drafts.numel():
