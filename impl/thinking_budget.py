@@ -431,27 +431,29 @@ class ThinkingBudgetState:
         if has_drafts and not drafts.numel():
             drafts = torch.zeros(1, dtype=torch.int64, device=self.device)
         tokens = tokens.contiguous() if tokens is not None else None
-        tensors = (
+        args = (  # budget_step_kernel's runtime arguments, in order
             self.state,
+            self.state.stride(0),
             tokens if tokens is not None else placeholder,
+            tokens.shape[1] if tokens is not None else 0,
             num_draft if has_drafts else placeholder,
             drafts if has_drafts else placeholder,
             out if out is not None else placeholder,
             logits if logits is not None else placeholder,
+            logits.stride(0) if logits is not None else 0,
+            logits.shape[1] if logits is not None else 0,
             self._start,
             self._start_fail,
             self._end,
             self._end_fail,
         )
-        integers = (
-            self.state.stride(0),
-            tokens.shape[1] if tokens is not None else 0,
-            logits.stride(0) if logits is not None else 0,
-            logits.shape[1] if logits is not None else 0,
-        )
         flags = (tokens is not None, out is not None, has_drafts, logits is not None)
         # what the JIT specialises on: the grid, every integer, every tensor's dtype and 16-byte alignment
-        key = (self.batch_size, integers, flags, *[(t.dtype, t.data_ptr() % 16 == 0) for t in tensors])
+        key = (
+            self.batch_size,
+            flags,
+            *[(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else a for a in args],
+        )
         launch = self._launches.get(key)
         if launch is None:
             from .kernels.budget import budget_step_kernel
@@ -475,53 +477,5 @@ class ThinkingBudgetState:
                 LAYOUT_BLOCK=min(1024, 1 << max(self.batch_size - 1, 15).bit_length()),
                 BLOCK=1024,
             )
-        state, tokens_arg, num_draft_arg, drafts_arg, out_arg, logits_arg = tensors[:6]
-        state_stride, tokens_width, logits_stride, vocab_size = integers
-        launch(
-            state,
-            state_stride,
-            tokens_arg,
-            tokens_width,
-            num_draft_arg,
-            drafts_arg,
-            out_arg,
-            logits_arg,
-            logits_stride,
-            vocab_size,
-            *tensors[6:],
-        )
-        return out
-        placeholder = self.state  # for a pointer the kernel does not read
-        has_drafts = num_draft is not None
-        if has_drafts and not drafts.numel():
-            drafts = torch.zeros(1, dtype=torch.int64, device=self.device)
-        tokens = tokens.contiguous() if tokens is not None else None
-        budget_step_kernel[(self.batch_size,)](
-            self.state,
-            self.state.stride(0),
-            tokens if tokens is not None else placeholder,
-            tokens.shape[1] if tokens is not None else 0,
-            num_draft if has_drafts else placeholder,
-            drafts if has_drafts else placeholder,
-            out if out is not None else placeholder,
-            logits if logits is not None else placeholder,
-            logits.stride(0) if logits is not None else 0,
-            logits.shape[1] if logits is not None else 0,
-            self._start,
-            self._start_fail,
-            self._end,
-            self._end_fail,
-            START_LEN=len(self.start),
-            END_LEN=len(self.end),
-            PAD=1 << (max(len(self.start), len(self.end)) - 1).bit_length(),
-            MAX_DRAFTS=self.max_spec_len,
-            SECTION_SCOPE=self.scope == "section",
-            HAS_COMMITTED=tokens is not None,
-            HAS_ROWS=out is not None,
-            HAS_DRAFTS=has_drafts,
-            HAS_LOGITS=logits is not None,
-            LAYOUT_BLOCK=min(1024, 1 << max(self.batch_size - 1, 15).bit_length()),
-            BLOCK=1024,
-            num_warps=1,
-        )
+        launch(*args)
         return out
