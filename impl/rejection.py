@@ -11,7 +11,6 @@ floating-point decision boundary.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 
 import torch
@@ -228,14 +227,6 @@ NARROW_WARPS = 4
 # fastest of the two in one run at the bench's shapes, scripts/profile-kernels.py).
 ROW_PASS_NARROWING = 2
 RACE_NARROWING = 4
-# A row pass whose splits are one block each races a rejected row over the blocks its programs hold, so
-# the row is read once (``row_pass_kernel``'s ROW_RACE): a vocabulary split is then one block of at most
-# this many ids, of ROW_RACE_WARPS warps, and each split waits for its row's judgment at most
-# ROW_RACE_POLLS polls of the row's counter (none under the interpreter, which runs programs one after
-# another: there only the last split of a row, the judge, races, and the verify kernel races the rest).
-ROW_RACE_MAX_BLOCK = 8192
-ROW_RACE_WARPS = 8
-ROW_RACE_POLLS = 0 if os.environ.get("TRITON_INTERPRET", "0") == "1" else 256
 
 
 def _target_programs(device: torch.device, per_sm: int) -> int:
@@ -263,19 +254,6 @@ def _launch_shape(vocab_size: int, rows: int, programs: int, narrowing: int) -> 
     wanted = max(1, min(_cdiv(programs, max(rows, 1)), _cdiv(vocab_size, block)))
     split_size = _cdiv(_cdiv(vocab_size, wanted), block) * block
     return block, NARROW_WARPS, _cdiv(vocab_size, split_size), split_size
-
-
-def _row_pass_shape(vocab_size: int, rows: int, programs: int) -> tuple[int, int, int, int, bool]:
-    """``(block, num_warps, num_splits, split_size, row_race)`` of the row pass: ``_launch_shape``'s, where
-    its splits are one block each or it cuts the rows into splits at all, then with splits of one block of
-    at most ``ROW_RACE_MAX_BLOCK`` ids (``row_race``)."""
-    block, warps, splits, split_size = _launch_shape(vocab_size, rows, programs, ROW_PASS_NARROWING)
-    if split_size == block:
-        return block, warps, splits, split_size, True
-    if splits == 1 or not ROW_RACE_MAX_BLOCK:
-        return block, warps, splits, split_size, False
-    block = min(triton_next_pow2(split_size), ROW_RACE_MAX_BLOCK)
-    return block, ROW_RACE_WARPS, _cdiv(vocab_size, block), block, True
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -309,8 +287,8 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
     if plan is not None:
         return plan
     rows = batch * width
-    stat_block, stat_warps, stat_splits, stat_split_size, row_race = _row_pass_shape(
-        vocab, batch, _target_programs(device, LEVEL_PROGRAMS_PER_SM)
+    stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(
+        vocab, batch, _target_programs(device, LEVEL_PROGRAMS_PER_SM), ROW_PASS_NARROWING
     )
     race_block, race_warps, race_splits, race_split_size = _launch_shape(
         vocab, batch, _target_programs(device, PROGRAMS_PER_SM), RACE_NARROWING
@@ -332,8 +310,6 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
             HAS_FORCED=has_forced,
             SPLITS_POW2=max(triton_next_pow2(stat_splits), 2),
             BLOCK=stat_block,
-            ROW_RACE=row_race,
-            MAX_POLLS=ROW_RACE_POLLS,
         ),
         verify=CompiledLaunch(
             kernels.verify_kernel,
@@ -344,7 +320,6 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
             WIDTH_POW2=max(triton_next_pow2(width), 2),
             SPLITS_POW2=max(triton_next_pow2(race_splits), 2),
             BLOCK=race_block,
-            ROW_RACE=row_race,
         ),
         setup_ints=(batch, width, stat_splits),
         row_pass_ints=(vocab, stat_split_size, batch, width, stat_splits),

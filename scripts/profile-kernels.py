@@ -1,11 +1,10 @@
 """Where the GPU time of the reference sampler goes, per kernel, at the bench's rejection shapes: each
 shape's graph-replay median (as ``specconform bench`` times it) and each kernel's mean CUDA time over
 20 eager calls (torch.profiler). From the repository root: ``PYTHONPATH=$PWD python3
-scripts/profile-kernels.py [--level-programs N] [--race-programs N] [--row-race-max-block N]
-[--row-race-polls N] [B,K ...]``, where ``--level-programs`` sets the row pass's programs per SM and draft
-index (``impl.rejection.LEVEL_PROGRAMS_PER_SM``), ``--race-programs`` the verify kernel's programs per SM
-(``impl.rejection.PROGRAMS_PER_SM``), and the last two where a rejected row is raced
-(``ROW_RACE_MAX_BLOCK``, 0: in the verify kernel; ``ROW_RACE_POLLS``); put another
+scripts/profile-kernels.py [--level-programs N] [--race-programs N] [B,K ...]``, where
+``--level-programs`` sets the row pass's programs per SM and draft index
+(``impl.rejection.LEVEL_PROGRAMS_PER_SM``) and ``--race-programs`` the verify kernel's programs per SM
+(``impl.rejection.PROGRAMS_PER_SM``); put another
 checkout's folder first on PYTHONPATH to time its ``impl``."""
 
 import sys
@@ -18,12 +17,7 @@ import impl
 from harness.bench import REJECTION_SHAPES, _do_bench, _rejection_inputs
 
 arguments = sys.argv[1:]
-OPTIONS = {
-    "--level-programs": "LEVEL_PROGRAMS_PER_SM",
-    "--race-programs": "PROGRAMS_PER_SM",
-    "--row-race-max-block": "ROW_RACE_MAX_BLOCK",
-    "--row-race-polls": "ROW_RACE_POLLS",
-}
+OPTIONS = {"--level-programs": "LEVEL_PROGRAMS_PER_SM", "--race-programs": "PROGRAMS_PER_SM"}
 while arguments[:1] and arguments[0] in OPTIONS:
     setattr(impl.rejection, OPTIONS[arguments[0]], int(arguments[1]))
     arguments = arguments[2:]
@@ -35,10 +29,6 @@ print(
     getattr(impl.rejection, "LEVEL_PROGRAMS_PER_SM", None),
     "race programs per SM",
     impl.rejection.PROGRAMS_PER_SM,
-    "row race max block",
-    getattr(impl.rejection, "ROW_RACE_MAX_BLOCK", None),
-    "polls",
-    getattr(impl.rejection, "ROW_RACE_POLLS", None),
 )
 for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
     if wanted and (B, K) not in wanted:

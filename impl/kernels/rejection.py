@@ -165,18 +165,10 @@ def row_pass_kernel(
     HAS_FORCED: tl.constexpr,
     SPLITS_POW2: tl.constexpr,
     BLOCK: tl.constexpr,
-    ROW_RACE: tl.constexpr,
-    MAX_POLLS: tl.constexpr,
 ):
     """Program ``((j * B) + request) * num_splits + split``: the statistics of split ``split`` of row
     ``j`` of ``request``; the last split of the row judges it (``row_token``, ``row_max``, ``row_sum``,
-    ``rejected_at``). ``floats`` and ``ints``: the scratch of ``_scratch``, set up by ``setup_kernel``.
-
-    With ``ROW_RACE`` (a split is one block, ``split_size == BLOCK``) the splits of a sampled draft row keep
-    their block of ``l / T`` in registers, wait for the row's judgment (at most ``MAX_POLLS`` polls of the
-    row's counter) and, where the row is rejected, race over the block at once: the rejected row is read
-    once. The row's counter then counts ``num_splits`` arrivals, one judgment and ``num_splits`` races;
-    where a split gave up waiting the race stays incomplete and the verify kernel runs it instead."""
+    ``rejected_at``). ``floats`` and ``ints``: the scratch of ``_scratch``, set up by ``setup_kernel``."""
     program = tl.program_id(0)
     split = program % num_splits
     request = (program // num_splits) % batch
@@ -205,62 +197,45 @@ def row_pass_kernel(
         if HAS_FORCED:
             forced = tl.load(forced_ptr + row).to(tl.int32)
         stats_base = (request * width + j) * num_splits
-        kept = tl.full([BLOCK], float("-inf"), tl.float32)  # with ROW_RACE, a sampled draft row's split of l / T
         if forced < 0:
             row_ptr = logits_ptr + row * vocab_size
             lo = split * split_size
             hi = tl.minimum(lo + split_size, vocab_size)
-            if ROW_RACE:  # the split is one block: reductions over it, no per-lane state
-                offsets = lo + tl.arange(0, BLOCK)
-                x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-                split_sum = tl.zeros([], tl.float32)  # a greedy or bonus row needs no normaliser
-                if greedy:
-                    score = x
-                elif j == k:  # the bonus row's race (below)
-                    key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-                    score = x * (inv_temperature * LOG2_E) - hardware_log2(race_noise(key, offsets))
-                else:
-                    score = x * inv_temperature
-                    kept = score
-                split_max, split_arg = _reduce_argmax(score, offsets)
-                if (j < k) & (not greedy):
-                    split_sum = tl.sum(tl.where(score == float("-inf"), 0.0, hardware_exp(score - split_max)), axis=0)
-            else:
-                best = tl.full([BLOCK], float("-inf"), tl.float32)
-                best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
-                lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - best)
-                if greedy:  # max and argmax (ties to the lowest id)
-                    for start in range(lo, hi, BLOCK):
-                        offsets = start + tl.arange(0, BLOCK)
-                        x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-                        best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
-                elif j == k:  # the bonus row: the exponential race for p, decided without a normaliser
-                    # argmax(l / T - log e) in units of ln 2, so that the noise's logarithm is one hardware log2;
-                    # an id outside the split or with l = -inf scores -inf, which never wins
-                    key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-                    scale = inv_temperature * LOG2_E
-                    for start in range(lo, hi, BLOCK):
-                        offsets = start + tl.arange(0, BLOCK)
-                        x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32) * scale
-                        score = x - hardware_log2(race_noise(key, offsets))
-                        best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-                else:  # online max and sum of exp(x - max) per lane, one exponential per element
-                    for start in range(lo, hi, BLOCK):
-                        offsets = start + tl.arange(0, BLOCK)
-                        x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-                        x = x * inv_temperature
-                        # exp(-|x - best|) rescales the sum to a new maximum or is the new term; both -inf
-                        # gives NaN, never used: such an x is no new maximum and adds nothing
-                        scale_sum = hardware_exp(-tl.abs(x - best))
-                        bigger = x > best
-                        lanes = tl.where(
-                            bigger, lanes * scale_sum + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale_sum)
-                        )
-                        best = tl.where(bigger, x, best)
-                split_max, split_arg = _reduce_argmax(best, best_arg)
-                split_sum = tl.sum(tl.where(best == float("-inf"), 0.0, lanes * hardware_exp(best - split_max)), axis=0)
+            best = tl.full([BLOCK], float("-inf"), tl.float32)
+            best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
+            lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - best)
+            if greedy:  # max and argmax (ties to the lowest id)
+                for start in range(lo, hi, BLOCK):
+                    offsets = start + tl.arange(0, BLOCK)
+                    x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+                    best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
+            elif j == k:  # the bonus row: the exponential race for p, decided without a normaliser
+                # argmax(l / T - log e) in units of ln 2, so that the noise's logarithm is one hardware log2;
+                # an id outside the split or with l = -inf scores -inf, which never wins
+                key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
+                scale = inv_temperature * LOG2_E
+                for start in range(lo, hi, BLOCK):
+                    offsets = start + tl.arange(0, BLOCK)
+                    x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32) * scale
+                    score = x - hardware_log2(race_noise(key, offsets))
+                    best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
+            else:  # online max and sum of exp(x - max) per lane, one exponential per element
+                for start in range(lo, hi, BLOCK):
+                    offsets = start + tl.arange(0, BLOCK)
+                    x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+                    x = x * inv_temperature
+                    # exp(-|x - best|) rescales the sum to a new maximum or is the new term; both -inf
+                    # gives NaN, never used: such an x is no new maximum and adds nothing
+                    scale_sum = hardware_exp(-tl.abs(x - best))
+                    bigger = x > best
+                    lanes = tl.where(
+                        bigger, lanes * scale_sum + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale_sum)
+                    )
+                    best = tl.where(bigger, x, best)
+            split_max, split_arg = _reduce_argmax(best, best_arg)
+            scaled = tl.where(best == float("-inf"), 0.0, lanes * hardware_exp(best - split_max))
             tl.store(stat_max_ptr + stats_base + split, split_max)
-            tl.store(stat_sum_ptr + stats_base + split, split_sum)
+            tl.store(stat_sum_ptr + stats_base + split, tl.sum(scaled, axis=0))
             tl.store(stat_arg_ptr + stats_base + split, tl.where(split_arg == NO_ARG, lo, split_arg))
         tl.debug_barrier()  # every lane's stores before the release below
         if tl.atomic_add(row_counter_ptr + request * width + j, 1, sem="acq_rel") == num_splits - 1:
@@ -293,136 +268,6 @@ def row_pass_kernel(
             tl.store(row_token_ptr + request * width + j, tl.where(forced >= 0, forced, arg))
             tl.store(row_max_ptr + request * width + j, row_max)
             tl.store(row_sum_ptr + request * width + j, row_sum)
-            if ROW_RACE:
-                tl.debug_barrier()  # the judgment's stores before the release below
-                tl.atomic_add(row_counter_ptr + request * width + j, 1, sem="release")
-        if ROW_RACE:
-            _race_in_row_pass(
-                (j < k) & (forced < 0) & (not greedy),  # a sampled draft row
-                kept,
-                q_ptr,
-                draft_ids_ptr,
-                seed_ptr,
-                position_ptr,
-                stat_max_ptr,
-                stat_arg_ptr,
-                row_max_ptr,
-                row_sum_ptr,
-                rejected_at_ptr,
-                row_counter_ptr,
-                row_token_ptr,
-                request,
-                j,
-                row0 - request,
-                stats_base,
-                split,
-                split * split_size,
-                vocab_size,
-                width,
-                num_splits,
-                HAS_Q,
-                SPLITS_POW2,
-                BLOCK,
-                MAX_POLLS,
-            )
-
-
-@triton.jit
-def _residual_scores(
-    x, offsets, inside, q_row_ptr, draft, key, row_max, inv_sum, RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr
-):
-    """Race scores of ids ``offsets`` of a rejected row, ``x = l / T`` (float32, -inf outside the row):
-    ``max(p - q, 0) / e`` with ``RESIDUAL``, else ``p / e`` (``p = exp(x - row_max) * inv_sum``; ``q`` the row
-    at ``q_row_ptr`` with ``HAS_Q``, else one-hot at ``draft``; ``e`` the noise of stream ``key`` times
-    log2(e), which changes no winner); -1 where not ``inside``."""
-    p = tl.where(x == float("-inf"), 0.0, hardware_exp(x - row_max) * inv_sum)
-    if RESIDUAL:
-        if HAS_Q:
-            q = tl.load(q_row_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
-        else:
-            q = tl.where(offsets == draft, 1.0, 0.0)
-        p = tl.maximum(p - q, 0.0)
-    return tl.where(inside, p * hardware_reciprocal(race_noise(key, offsets)), -1.0)
-
-
-@triton.jit
-def _race_in_row_pass(
-    sampled_draft_row,
-    kept,
-    q_ptr,
-    draft_ids_ptr,
-    seed_ptr,
-    position_ptr,
-    stat_max_ptr,
-    stat_arg_ptr,
-    row_max_ptr,
-    row_sum_ptr,
-    rejected_at_ptr,
-    row_counter_ptr,
-    row_token_ptr,
-    request,
-    j,
-    draft0,
-    stats_base,
-    split,
-    lo,
-    vocab_size,
-    width,
-    num_splits,
-    HAS_Q: tl.constexpr,
-    SPLITS_POW2: tl.constexpr,
-    BLOCK: tl.constexpr,
-    MAX_POLLS: tl.constexpr,
-):
-    """Where ``sampled_draft_row``: split ``split`` of draft row ``j`` of a sampled ``request`` (ids ``[lo, lo +
-    BLOCK)``; ``kept [BLOCK]`` float32, their ``l / T``), after its arrival. It waits for the row's judgment
-    (the counter past ``num_splits``; at most ``MAX_POLLS`` polls, none once a rejection before ``j`` is
-    known). Where row ``j`` is the first rejection known, it races over ``kept`` (``_residual_scores``) into
-    the split's statistics slots, which the judgment read before it released the row. The last split to
-    race writes the winner to ``row_token`` (-1 where the residual has no mass)."""
-    if sampled_draft_row:
-        counter = row_counter_ptr + request * width + j
-        judged = num_splits + 1  # arrivals and the judgment
-        state = tl.atomic_add(counter, 0, sem="acquire")
-        known = tl.load(rejected_at_ptr + request, volatile=True)
-        polls = tl.full([], 0, tl.int32)
-        while (state < judged) & (known >= j) & (polls < MAX_POLLS):
-            state = tl.atomic_add(counter, 0, sem="acquire")
-            known = tl.load(rejected_at_ptr + request, volatile=True)
-            polls += 1
-        # the judgment's atomic_min came before its release: row j is rejected if and only if this is j
-        if (state >= judged) & (tl.load(rejected_at_ptr + request, cache_modifier=".cg") == j):
-            row_max = tl.load(row_max_ptr + request * width + j, cache_modifier=".cg")
-            inv_sum = 1.0 / tl.load(row_sum_ptr + request * width + j, cache_modifier=".cg")
-            draft = tl.load(draft_ids_ptr + draft0 + j)
-            draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
-            key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-            offsets = lo + tl.arange(0, BLOCK)
-            score = _residual_scores(
-                kept,
-                offsets,
-                offsets < vocab_size,
-                q_ptr + (draft0 + j) * vocab_size,
-                draft,
-                key,
-                row_max,
-                inv_sum,
-                True,
-                HAS_Q,
-            )
-            top, winner = _reduce_argmax(score, offsets)
-            tl.store(stat_max_ptr + stats_base + split, top)
-            tl.store(stat_arg_ptr + stats_base + split, winner)
-            tl.debug_barrier()  # every lane's stores before the release below
-            if tl.atomic_add(counter, 1, sem="acq_rel") == 2 * num_splits:  # the last split to race
-                splits = tl.arange(0, SPLITS_POW2)
-                inside = splits < num_splits
-                scores = tl.load(
-                    stat_max_ptr + stats_base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg"
-                )
-                winners = tl.load(stat_arg_ptr + stats_base + splits, mask=inside, other=0, cache_modifier=".cg")
-                top, token = _reduce_argmax(scores, winners)
-                tl.store(row_token_ptr + request * width + j, tl.where(top > 0.0, token, -1))
 
 
 @triton.jit
@@ -440,16 +285,25 @@ def _residual_race(
     HAS_Q: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """(best score, lowest id attaining it) of the race (``_residual_scores``) over ids ``[lo, hi)`` of the
-    rejected row at ``row_ptr``; the best score is log2(e) times the race's. The id is ``lo`` where every
-    score is -1 (no id in range)."""
+    """(best score, lowest id attaining it) of the race over ids ``[lo, hi)`` of a rejected row: scores
+    ``max(p - q, 0) / e`` with ``RESIDUAL``, else ``p / e`` (``p = exp(l / T - row_max) * inv_sum``; ``q``
+    the row at ``q_row_ptr`` with ``HAS_Q``, else one-hot at ``draft``; ``e`` the noise of stream
+    ``key`` times log2(e), which changes no winner: the best score is log2(e) times the race's). The id
+    is ``lo`` where every score is -1 (no id in range)."""
     best = tl.full([BLOCK], -1.0, tl.float32)
     best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
     for start in range(lo, hi, BLOCK):
         offsets = start + tl.arange(0, BLOCK)
         inside = offsets < hi
         x = tl.load(row_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32) * inv_temperature
-        score = _residual_scores(x, offsets, inside, q_row_ptr, draft, key, row_max, inv_sum, RESIDUAL, HAS_Q)
+        p = tl.where(x == float("-inf"), 0.0, hardware_exp(x - row_max) * inv_sum)
+        if RESIDUAL:
+            if HAS_Q:
+                q = tl.load(q_row_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+            else:
+                q = tl.where(offsets == draft, 1.0, 0.0)
+            p = tl.maximum(p - q, 0.0)
+        score = tl.where(inside, p * hardware_reciprocal(race_noise(key, offsets)), -1.0)
         best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
     top, top_arg = _reduce_argmax(best, best_arg)
     return top, tl.where(top_arg == NO_ARG, lo, top_arg)
@@ -478,11 +332,9 @@ def verify_kernel(
     WIDTH_POW2: tl.constexpr,
     SPLITS_POW2: tl.constexpr,
     BLOCK: tl.constexpr,
-    ROW_RACE: tl.constexpr,
 ):
     """Program ``request * num_splits + split``: write the output row of ``request``; race over its
-    rejected row where it is sampled and the row pass did not (with ``ROW_RACE`` it may have). ``floats``
-    and ``ints``: the scratch of ``_scratch`` (with
+    rejected row where it is sampled. ``floats`` and ``ints``: the scratch of ``_scratch`` (with
     ``stat_splits`` splits per row in the row pass), judged by ``row_pass_kernel``; the output ``[B,
     width]`` and ``num_emitted [B]`` lead ``ints``."""
     program = tl.program_id(0)
@@ -497,7 +349,6 @@ def verify_kernel(
     first_row_ptr = scratch[FIRST_ROW]
     rejected_at_ptr = scratch[REJECTED_AT]
     counter_ptr = scratch[RACE_COUNTER]
-    row_counter_ptr = scratch[ROW_COUNTER]
     row_token_ptr = scratch[ROW_TOKEN]
     race_arg_ptr = scratch[RACE_ARG]
     k = tl.load(num_draft_ptr + request).to(tl.int32)
@@ -509,18 +360,13 @@ def verify_kernel(
     if HAS_FORCED:
         free = tl.load(forced_ptr + row0 + j) < 0
     pending = (j < k) & (temperature > 0.0) & free  # a sampled rejection: its token is drawn from the residual
-    # with ROW_RACE the row pass may have raced the whole rejected row; its counter then counts every split's
-    # arrival, the judgment and every split's race, and its token is the winner (-1: no mass)
-    raced = False
-    if ROW_RACE:
-        raced = pending & (tl.load(row_counter_ptr + request * width + j) == 2 * stat_splits + 1)
-    token = tl.load(row_token_ptr + request * width + j)
     out_row = out_ptr + request.to(tl.int64) * width
     if split == 0:
         columns = tl.arange(0, WIDTH_POW2)
         drafts = tl.load(draft_ids_ptr + draft0 + columns, mask=columns < j, other=-1).to(tl.int32)
+        token = tl.load(row_token_ptr + request * width + j)
         values = tl.where(columns < j, drafts, tl.where(columns == j, token, -1))
-        race_column = tl.where(pending, j, -1)  # written once the race is decided
+        race_column = tl.where(pending, j, -1)  # written by the race's last split
         tl.store(out_row + columns, values, mask=(columns < width) & (columns != race_column))
         tl.store(num_emitted_ptr + request, j + 1)
 
@@ -533,29 +379,23 @@ def verify_kernel(
         draft = tl.load(draft_ids_ptr + draft0 + j)
         draft = tl.where((draft >= 0) & (draft < vocab_size), draft, -1).to(tl.int32)  # out of vocabulary: no q
         key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-        if raced:
-            decided = split == 0  # one program writes the row pass's winner
-        else:
-            lo = split * split_size
-            hi = tl.minimum(lo + split_size, vocab_size)
-            top, winner = _residual_race(
-                row_ptr, q_row_ptr, draft, key, inv_temperature, row_max, inv_sum, lo, hi, True, HAS_Q, BLOCK
-            )
-            slot = request * num_splits + split
-            tl.store(race_ptr + slot, top)
-            tl.store(race_arg_ptr + slot, winner)
-            tl.debug_barrier()  # every lane's stores before the release below
-            decided = tl.atomic_add(counter_ptr + request, 1, sem="acq_rel") == num_splits - 1  # the last split
-            if decided:
-                splits = tl.arange(0, SPLITS_POW2)
-                inside = splits < num_splits
-                base = request * num_splits
-                scores = tl.load(race_ptr + base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
-                winners = tl.load(race_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
-                top, token = _reduce_argmax(scores, winners)
-                token = tl.where(top > 0.0, token, -1)
-        if decided:
-            if token < 0:  # a residual without mass (every score 0) samples p instead (RS-PROB-4): rare, one program
+        lo = split * split_size
+        hi = tl.minimum(lo + split_size, vocab_size)
+        top, winner = _residual_race(
+            row_ptr, q_row_ptr, draft, key, inv_temperature, row_max, inv_sum, lo, hi, True, HAS_Q, BLOCK
+        )
+        slot = request * num_splits + split
+        tl.store(race_ptr + slot, top)
+        tl.store(race_arg_ptr + slot, winner)
+        tl.debug_barrier()  # every lane's stores before the release below
+        if tl.atomic_add(counter_ptr + request, 1, sem="acq_rel") == num_splits - 1:  # the last split
+            splits = tl.arange(0, SPLITS_POW2)
+            inside = splits < num_splits
+            base = request * num_splits
+            scores = tl.load(race_ptr + base + splits, mask=inside, other=float("-inf"), cache_modifier=".cg")
+            winners = tl.load(race_arg_ptr + base + splits, mask=inside, other=0, cache_modifier=".cg")
+            top, token = _reduce_argmax(scores, winners)
+            if top <= 0.0:  # a residual without mass (every score 0) samples p instead (RS-PROB-4): rare, one program
                 top, token = _residual_race(
                     row_ptr,
                     q_row_ptr,

@@ -49,26 +49,6 @@ def test_triton_matches_the_torch_path_at_full_vocabulary(B, K, draft_probs):
         assert B < 16 or rejected > B // 4  # the residual race ran on many rows
 
 
-@pytest.mark.parametrize(
-    "max_block,polls",
-    [(0, 0), (8192, 0), (4096, 256)],
-    ids=["race-in-verify", "no-wait-verify-finishes", "race-in-row-pass"],
-)
-def test_where_the_rejected_row_is_raced_changes_no_token(monkeypatch, max_block, polls):
-    """The residual race of a rejected row runs in the row pass (its splits wait for the judgment), in the
-    verify kernel (row pass splits that are not one block, or a split that gave up waiting: with no polls
-    only the judge races there) or both: the tokens are the torch path's in every case."""
-    monkeypatch.setattr(impl.rejection, "ROW_RACE_MAX_BLOCK", max_block)
-    monkeypatch.setattr(impl.rejection, "ROW_RACE_POLLS", polls)
-    monkeypatch.setattr(impl.rejection, "_PLANS", {})
-    for B, K, draft_probs in [(64, 2, True), (256, 4, True), (256, 4, False)]:
-        inputs = _case(B, K, draft_probs, B + K)
-        fast = impl.rejection_sample(**inputs, backend="triton")
-        plain = impl.rejection_sample(**inputs, backend="torch")
-        assert torch.equal(fast.num_emitted, plain.num_emitted), (B, K)
-        assert torch.equal(fast.token_ids, plain.token_ids), (B, K)
-
-
 def test_an_installed_launch_hook_sees_every_launch():
     """Compiled launches skip Triton's launch-hook bookkeeping only while no hook is installed: a hook
     (as a profiler installs one) sees each of the sampler's three launches, and the tokens are those
