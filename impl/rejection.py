@@ -227,6 +227,14 @@ NARROW_WARPS = 4
 # fastest of the two in one run at the bench's shapes, scripts/profile-kernels.py).
 ROW_PASS_NARROWING = 2
 RACE_NARROWING = 4
+# Few or small rows cut into LEVEL_PROGRAMS_PER_SM programs per SM make programs that read a few KB each
+# and pay each program's fixed cost: a split of the row pass reads at least ROW_SPLIT_MIN_IDS ids where the B
+# rows of a level still give FILL_PROGRAMS_PER_SM programs per SM (0: no minimum). On an H100, 4096 against
+# none: V = 32,000 96.9 -> 88.5 us, B = 8 35.2 -> 32.1 us, B = 64 101.3 -> 98.8 us, the rest within 0.6 us;
+# 8192 and 16384 gained less or lost, and a minimum for the verify kernel's splits lost
+# (reports/perf/NVIDIA-H100-80GB-HBM3/split-min-ids-20261122-1801.txt).
+ROW_SPLIT_MIN_IDS = 4096
+FILL_PROGRAMS_PER_SM = 8
 
 
 def _target_programs(device: torch.device, per_sm: int) -> int:
@@ -240,6 +248,15 @@ def _target_programs(device: torch.device, per_sm: int) -> int:
 @functools.cache
 def _multi_processors(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _split_programs(device: torch.device, per_sm: int, rows: int, vocab_size: int, min_ids: int) -> int:
+    """The target of programs for ``rows`` rows: ``per_sm`` per SM, fewer where a split would read fewer
+    than ``min_ids`` ids, but not fewer than ``FILL_PROGRAMS_PER_SM`` per SM (one on the CPU)."""
+    programs = _target_programs(device, per_sm)
+    if not min_ids or device.type != "cuda":
+        return programs
+    return max(_target_programs(device, FILL_PROGRAMS_PER_SM), min(programs, rows * _cdiv(vocab_size, min_ids)))
 
 
 def _launch_shape(vocab_size: int, rows: int, programs: int, narrowing: int) -> tuple[int, int, int, int]:
@@ -288,7 +305,10 @@ def _plan(key: tuple, vocab: int, batch: int, width: int, has_q: bool, has_force
         return plan
     rows = batch * width
     stat_block, stat_warps, stat_splits, stat_split_size = _launch_shape(
-        vocab, batch, _target_programs(device, LEVEL_PROGRAMS_PER_SM), ROW_PASS_NARROWING
+        vocab,
+        batch,
+        _split_programs(device, LEVEL_PROGRAMS_PER_SM, batch, vocab, ROW_SPLIT_MIN_IDS),
+        ROW_PASS_NARROWING,
     )
     race_block, race_warps, race_splits, race_split_size = _launch_shape(
         vocab, batch, _target_programs(device, PROGRAMS_PER_SM), RACE_NARROWING

@@ -1,10 +1,13 @@
 """Where the GPU time of the reference sampler goes, per kernel, at the bench's rejection shapes: each
 shape's graph-replay median (as ``specconform bench`` times it) and each kernel's mean CUDA time over
 20 eager calls (torch.profiler). From the repository root: ``PYTHONPATH=$PWD python3
-scripts/profile-kernels.py [--level-programs N] [--race-programs N] [B,K ...]``, where
+scripts/profile-kernels.py [--level-programs N] [--race-programs N] [--split-min-ids N] [--mode MODE]
+[B,K ...]``, where
 ``--level-programs`` sets the row pass's programs per SM and draft index
 (``impl.rejection.LEVEL_PROGRAMS_PER_SM``) and ``--race-programs`` the verify kernel's programs per SM
-(``impl.rejection.PROGRAMS_PER_SM``); put another
+(``impl.rejection.PROGRAMS_PER_SM``), ``--split-min-ids`` the fewest ids a split of the row pass reads
+(``ROW_SPLIT_MIN_IDS``), and ``--mode`` (random, greedy or mixed) replaces the mode of the
+fp32 shapes with draft probabilities and draft noise 0.3 that ``B,K`` selects (each (B, K) once); put another
 checkout's folder first on PYTHONPATH to time its ``impl``."""
 
 import sys
@@ -14,14 +17,30 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import impl
-from harness.bench import REJECTION_SHAPES, _do_bench, _rejection_inputs
+from harness.bench import REJECTION_SHAPES, VOCAB, _do_bench, _rejection_inputs
 
 arguments = sys.argv[1:]
-OPTIONS = {"--level-programs": "LEVEL_PROGRAMS_PER_SM", "--race-programs": "PROGRAMS_PER_SM"}
-while arguments[:1] and arguments[0] in OPTIONS:
-    setattr(impl.rejection, OPTIONS[arguments[0]], int(arguments[1]))
+OPTIONS = {
+    "--level-programs": "LEVEL_PROGRAMS_PER_SM",
+    "--race-programs": "PROGRAMS_PER_SM",
+    "--split-min-ids": "ROW_SPLIT_MIN_IDS",
+}
+forced_mode = None
+while arguments[:1] and arguments[0] in (*OPTIONS, "--mode"):
+    if arguments[0] == "--mode":
+        forced_mode = arguments[1]
+    else:
+        setattr(impl.rejection, OPTIONS[arguments[0]], int(arguments[1]))
     arguments = arguments[2:]
 wanted = {tuple(int(v) for v in arg.split(",")) for arg in arguments}
+shapes = REJECTION_SHAPES
+if forced_mode is not None:
+    plain = {
+        (B, K): (family, B, K, dtype, with_q, forced_mode, vocab, noise)
+        for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES
+        if dtype == torch.float32 and with_q and noise == 0.3 and vocab == VOCAB
+    }
+    shapes = list(plain.values())
 print(
     torch.cuda.get_device_name(),
     impl.__file__,
@@ -29,8 +48,10 @@ print(
     getattr(impl.rejection, "LEVEL_PROGRAMS_PER_SM", None),
     "race programs per SM",
     impl.rejection.PROGRAMS_PER_SM,
+    "row split min ids",
+    getattr(impl.rejection, "ROW_SPLIT_MIN_IDS", None),
 )
-for family, B, K, dtype, with_q, mode, vocab, noise in REJECTION_SHAPES:
+for family, B, K, dtype, with_q, mode, vocab, noise in shapes:
     if wanted and (B, K) not in wanted:
         continue
     inputs, _ = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
