@@ -321,6 +321,13 @@ def cmd_replay(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_prove(args) -> int:
+    """Prove each published cause that has a proof (``harness.proofs``)."""
+    from . import proofs
+
+    return proofs.cmd_prove(args)
+
+
 def cmd_report(args) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
@@ -606,6 +613,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_api_options(rpl)
     rpl.set_defaults(func=cmd_replay)
+    prv = sub.add_parser(
+        "prove", help="check each expectation's proof: its reproduction fails unpatched and passes patched"
+    )
+    prv.add_argument("expectations", help="an expectations YAML file whose entries carry proof: {patch, reproduction}")
+    prv.add_argument("--engine", required=True, help="the engine the entries are of, e.g. harness.adapters.vllm:make")
+    prv.add_argument("--entry", help="only this entry: CHECK or CHECK:REQUIREMENT")
+    prv.set_defaults(func=cmd_prove)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
     rep.add_argument("run_dir", help="a run folder (one that holds results.jsonl)")
     rep.set_defaults(func=cmd_report)

@@ -14,7 +14,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -22,6 +22,7 @@ import yaml
 from .core import (
     ERROR,
     FAIL,
+    NOT_APPLICABLE,
     NOT_CLAIMED,
     NOT_RUN,
     PASS,
@@ -31,8 +32,11 @@ from .core import (
     Check,
     Context,
     Outcome,
+    RequirementResult,
+    check_outcome,
     uniform_outcome,
 )
+from .contract import derived_only
 from .isolation import EngineFailure, EngineInfo, EngineProcess
 
 GIVE_UP_AFTER = 3  # consecutive deaths or timeouts of one engine
@@ -71,8 +75,8 @@ _CONDITION_KEYS = ("engine", "engine_version", "device")
 
 def load_expectations(path: str | Path | None) -> list[Expectation]:
     """An engine's expectation file: ``expectations: [{check, status, reason, link?, requirement?,
-    fingerprint?: one or a list, if?: {engine|engine_version|device: glob}}]``; a bad entry is an error
-    naming it."""
+    fingerprint?: one or a list, if?: {engine|engine_version|device: glob}, proof?: {patch, reproduction}}]``;
+    a bad entry is an error naming it (a proof's keys and paths are checked by ``harness.proofs``)."""
     if not path:
         return []
     path = Path(path)
@@ -90,6 +94,10 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
         unknown = set(conditions) - set(_CONDITION_KEYS)
         if unknown:
             raise ValueError(f"{path}: expectation {i} has conditions on {sorted(unknown)}; allowed: {_CONDITION_KEYS}")
+        if "proof" in entry:
+            from .proofs import validate_proof
+
+            validate_proof(entry["proof"], path, f"{path}: expectation {i}")
         fingerprints = entry.get("fingerprint") or []
         fingerprints = [fingerprints] if isinstance(fingerprints, str) else fingerprints
         requirement = entry.get("requirement", "")
@@ -288,8 +296,12 @@ def run_checks(
                     outcome = uniform_outcome(
                         PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}", check.requirements
                     )
+                elif why := ctx.profile.outside_contract(check.preconditions):
+                    outcome = uniform_outcome(
+                        NOT_APPLICABLE, f"outside the engine's contract: {why}", check.requirements
+                    )
                 else:
-                    outcome = engine.run(check.name, ctx, timeout_s)
+                    outcome = judged_on_engine_values(check, engine.run(check.name, ctx, timeout_s), ctx.profile)
                 failures_in_a_row = 0
             except EngineFailure as failure:
                 failures_in_a_row += 1
@@ -322,6 +334,34 @@ def run_checks(
         records.append(record)
         on_record(record)
     return records
+
+
+def judged_on_engine_values(check: Check, outcome: Outcome, profile) -> Outcome:
+    """``outcome`` with every requirement judged only on observables the engine's adapter derives (the profile's
+    ``derived``) turned NOT_APPLICABLE: such a verdict, PASS or FAIL, would judge the adapter."""
+    changed = {}
+    for rid, result in outcome.requirements.items():
+        why = derived_only(check.observables(rid), profile.derived)
+        if why and result.status in (PASS, FAIL, NOT_RUN):
+            changed[rid] = RequirementResult(NOT_APPLICABLE, 0, why)
+    if not changed:
+        return outcome
+    rolled = check_outcome({**outcome.requirements, **changed}, _summary(outcome))
+    return replace(outcome, status=rolled.status, message=rolled.message, requirements=rolled.requirements)
+
+
+def _summary(outcome: Outcome) -> str:
+    """The check's own summary line: a FAIL, BLOCKED, NOT_RUN or NOT_APPLICABLE outcome wraps it as
+    ``<first evidence> [<summary>]`` (``core.check_outcome``)."""
+    message = outcome.message
+    if outcome.status == PASS or not message.endswith("]"):
+        return message
+    depth = 0
+    for i in range(len(message) - 1, -1, -1):
+        depth += {"]": 1, "[": -1}.get(message[i], 0)
+        if depth == 0:
+            return message[i + 1 : -1]
+    return message
 
 
 def _file_name(text: str) -> str:
