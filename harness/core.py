@@ -21,12 +21,28 @@ FAIL = "FAIL"
 NOT_RUN = "NOT_RUN"  # a requirement no case of the check reached (cut short, or never generated)
 NOT_CLAIMED = "NOT_CLAIMED"
 PRECONDITION_FAILED = "PRECONDITION_FAILED"
+# the check's cases lie outside the engine's declared contract (inputs its own callers never produce), or the
+# requirement could be judged only on values the adapter derives: neither PASS nor FAIL (specs/INTERPRETING.md)
+NOT_APPLICABLE = "NOT_APPLICABLE"
+# a case of the requirement failed, but its minimal case needs none of the requirement's features: the failure
+# is a finding of another requirement, which this one cannot be certified past (specs/INTERPRETING.md)
+BLOCKED = "BLOCKED"
 ERROR = "ERROR"
 TIMEOUT = "TIMEOUT"
-STATUSES = (PASS, FAIL, NOT_RUN, NOT_CLAIMED, PRECONDITION_FAILED, ERROR, TIMEOUT)
+STATUSES = (PASS, FAIL, BLOCKED, NOT_RUN, NOT_CLAIMED, NOT_APPLICABLE, PRECONDITION_FAILED, ERROR, TIMEOUT)
 BAD = (FAIL, ERROR, TIMEOUT)
 # Reports list the worst first; a roll-up takes the worst of its parts.
-SEVERITY = {FAIL: 0, ERROR: 1, TIMEOUT: 2, NOT_RUN: 3, PRECONDITION_FAILED: 4, NOT_CLAIMED: 5, PASS: 6}
+SEVERITY = {
+    FAIL: 0,
+    ERROR: 1,
+    TIMEOUT: 2,
+    BLOCKED: 3,
+    NOT_RUN: 4,
+    PRECONDITION_FAILED: 5,
+    NOT_APPLICABLE: 6,
+    NOT_CLAIMED: 7,
+    PASS: 8,
+}
 
 
 def worst(statuses: Sequence[str], default: str = NOT_RUN) -> str:
@@ -100,6 +116,8 @@ class Tally:
             raise KeyError(f"conditional requirements {sorted(self.conditional)} are not all in {self.requirements}")
         self.cases = dict.fromkeys(self.requirements, 0)
         self.failures: dict[str, tuple[str, str, dict | None]] = {}
+        self.outside: dict[str, str] = {}  # requirement -> why a case of it lay outside the engine's contract
+        self.blocking: dict[str, str] = {}  # requirement -> the finding its minimal case belongs to
 
     def exercised(self, *ids: str) -> None:
         for rid in ids:
@@ -118,6 +136,20 @@ class Tally:
         self.exercised(rid)
         self.failures.setdefault(rid, (mode, evidence, reproduction))
 
+    def not_applicable(self, why: str, *ids: str) -> None:
+        """A case of ``ids`` was not run: it lies outside the engine's contract (``why``, the first kept). A
+        requirement that only such cases would have reached reads NOT_APPLICABLE."""
+        for rid in ids:
+            self._known(rid)
+            self.outside.setdefault(rid, why)
+
+    def blocked(self, rid: str, finding: str) -> None:
+        """A case of ``rid`` failed on a defect its minimal case shows without any of ``rid``'s features: the
+        failure is ``finding`` (recorded under its own requirement with ``violated``), and ``rid`` reads BLOCKED
+        unless a case violated ``rid`` itself."""
+        self._known(rid)
+        self.blocking.setdefault(rid, finding)
+
     def _known(self, rid: str) -> None:
         if rid not in self.cases:
             raise KeyError(f"requirement {rid} is not among the check's requirements {self.requirements}")
@@ -132,22 +164,45 @@ class Tally:
             if rid in self.failures:
                 mode, evidence, reproduction = self.failures[rid]
                 results[rid] = RequirementResult(FAIL, self.cases[rid], evidence, f"{rid}/{mode}", reproduction)
+            elif rid in self.blocking:
+                results[rid] = RequirementResult(BLOCKED, self.cases[rid], f"blocked by {self.blocking[rid]}")
             elif self.cases[rid]:
                 results[rid] = RequirementResult(PASS, self.cases[rid])
+            elif rid in self.outside:
+                results[rid] = RequirementResult(
+                    NOT_APPLICABLE, 0, f"outside the engine's contract: {self.outside[rid]}"
+                )
             else:
                 results[rid] = RequirementResult(NOT_RUN, 0, "no case of this check exercised it")
-        statuses = [r.status for r in results.values()]
-        not_run = [r for r in self.requirements if results[r].status == NOT_RUN and r not in self.conditional]
-        if FAIL in statuses:
-            status = FAIL
-            first = next(results[r] for r in self.requirements if results[r].status == FAIL)
-            summary = f"{first.evidence} [{summary}]"
-        elif PASS in statuses and not not_run:
-            status = PASS
-        else:
-            status = NOT_RUN
-            summary = f"not run: {', '.join(not_run or self.requirements)} [{summary}]"
-        return Outcome(status, summary, results, **statistics)
+        return check_outcome(results, summary, self.conditional, **statistics)
+
+
+def check_outcome(
+    results: dict[str, RequirementResult], summary: str, conditional: frozenset[str] = frozenset(), **statistics: Any
+) -> Outcome:
+    """A check's status from its requirements' (RUN-STATUS-3): FAIL if one failed; BLOCKED if one is blocked by a
+    finding of another requirement; PASS if every requirement passed, a ``conditional`` one or one outside the
+    engine's contract (NOT_APPLICABLE) excepted; NOT_APPLICABLE if every requirement is; NOT_RUN otherwise, the
+    summary naming the requirements no case reached."""
+    statuses = [r.status for r in results.values()]
+    not_run = [r for r, result in results.items() if result.status == NOT_RUN and r not in conditional]
+    if FAIL in statuses:
+        status = FAIL
+        first = next(result for result in results.values() if result.status == FAIL)
+        summary = f"{first.evidence} [{summary}]"
+    elif BLOCKED in statuses:
+        status = BLOCKED
+        first = next(result for result in results.values() if result.status == BLOCKED)
+        summary = f"{first.evidence} [{summary}]"
+    elif PASS in statuses and not not_run:
+        status = PASS
+    elif statuses and all(s == NOT_APPLICABLE for s in statuses):
+        status = NOT_APPLICABLE
+        summary = f"{next(iter(results.values())).evidence} [{summary}]"
+    else:
+        status = NOT_RUN
+        summary = f"not run: {', '.join(not_run or results)} [{summary}]"
+    return Outcome(status, summary, results, **statistics)
 
 
 @dataclass
@@ -168,7 +223,13 @@ class Context:
 @dataclass(frozen=True)
 class Check:
     """A named check of one conformance class that judges ``requirements`` and needs ``needs``
-    (profile capabilities); ``run(engine, ctx)`` returns an ``Outcome``."""
+    (profile capabilities); ``run(engine, ctx)`` returns an ``Outcome``.
+
+    ``preconditions`` are what every case of the check needs of the engine's input domain
+    (``harness.contract.PRECONDITIONS``): an engine whose contract excludes one is not run on it. ``observes``
+    names, per requirement, the observables it is judged on (``harness.contract.OBSERVABLES``; ``"*"`` for every
+    requirement of the check): a requirement whose observables are all derived by the engine's adapter is
+    NOT_APPLICABLE for it."""
 
     name: str
     cls: str
@@ -176,6 +237,13 @@ class Check:
     needs: tuple[str, ...]
     description: str
     run: Callable[[Any, Context], Outcome]
+    preconditions: tuple[str, ...] = ()
+    observes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def observables(self, rid: str) -> tuple[str, ...]:
+        """The observables ``rid`` is judged on in this check (none declared: engine-produced values only)."""
+        found = dict(self.observes)
+        return found.get(rid, found.get("*", ()))
 
 
 # ---------------------------------------------------------------------------------------------

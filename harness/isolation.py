@@ -21,7 +21,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from .core import ERROR, TIMEOUT, Context, Outcome, ServedEngine
+from .contract import OutsideContract, guarded
+from .core import ERROR, NOT_APPLICABLE, TIMEOUT, Context, Outcome, ServedEngine, uniform_outcome
 from .profiles import Profile
 
 
@@ -83,6 +84,7 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
             ("error", f"the engine's factory raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}")
         )
         return
+    engine = guarded(engine)
     info = EngineInfo(
         str(engine.name),
         str(engine.version),
@@ -99,6 +101,9 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
         try:
             revived = engine.revive() if isinstance(engine, ServedEngine) else []
             outcome = checks[name].run(engine, ctx)
+        except OutsideContract as exc:
+            conn.send(("outcome", uniform_outcome(NOT_APPLICABLE, str(exc), checks[name].requirements)))
+            continue
         except SystemExit as exc:  # the engine tried to end the process: report it and let the child go
             lost = _servers_lost(engine, SERVER_EXIT_GRACE_S)
             conn.send(("error", f"the engine raised SystemExit({exc.code!r}) during the check{lost}"))

@@ -15,6 +15,12 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
     end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
+    contract: [drafts-sampled-from-q]  # inputs the engine's own callers never produce (harness.contract)
+    derived: [broken_prefix]   # observables the adapter computes instead of reading them from the engine
+    field_names:               # the engine's own names of the spec's fields, which its errors may name (TB-API-3)
+      start_token_ids: [reasoning_start_str]
+
+An unknown key is an error that names it.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from . import spec
+from . import contract, spec
 
 CAPABILITIES = (
     "budget",  # a budget-state handle: sync_batch / forced_tokens / update_state
@@ -80,8 +86,15 @@ class Profile:
     forced_end: str = "marker"
     end_markers: str = "one"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
+    # the engine contract (harness.contract): inputs its callers never produce, observables its adapter derives
+    contract: frozenset[str] = frozenset()
+    derived: frozenset[str] = frozenset()
+    # spec field -> the engine's own names for it, which an error may name instead (TB-API-3)
+    field_names: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self):
+        contract.validate_contract(self.contract, f"profile {self.name}")
+        contract.validate_observables(self.derived, f"profile {self.name}")
         if self.scope not in SCOPE_CLASSES:
             raise ValueError(f"profile {self.name}: scope must be request or section; got {self.scope!r}")
         if self.forced_logit not in FORCED_LOGITS:
@@ -118,6 +131,14 @@ class Profile:
     def claims(self, cls: str) -> bool:
         return cls in self.classes
 
+    def outside_contract(self, preconditions) -> str | None:
+        """Why a case with ``preconditions`` is not run against this engine (None: it is)."""
+        return contract.outside(self.contract, preconditions)
+
+    def names_of(self, spec_field: str) -> tuple[str, ...]:
+        """``spec_field`` and the engine's own names for it."""
+        return (spec_field, *dict(self.field_names).get(spec_field, ()))
+
     @property
     def label(self) -> str:
         """The name records and reports carry: a non-exact verification mode is stated beside it."""
@@ -135,6 +156,9 @@ class Profile:
             "forced_end": self.forced_end,
             "end_markers": self.end_markers,
             "capabilities": sorted(self.capabilities),
+            "contract": sorted(self.contract),
+            "derived": sorted(self.derived),
+            "field_names": {name: list(names) for name, names in self.field_names},
         }
 
 
@@ -172,6 +196,12 @@ def with_tensor_api(profile: Profile) -> Profile:
     )
 
 
+PROFILE_KEYS = frozenset(
+    {"name", "base", "classes", "drop_classes", "scope", "tie_break", "forced_logit", "layout", "verification"}
+    | set(VARIANT_CLASSES)
+    | {"capabilities", "contract", "derived", "field_names"}
+)
+
 BUILTIN = {
     "canonical": canonical,
     "canonical-section": lambda: canonical("section"),
@@ -185,6 +215,11 @@ def load_profile(name_or_path: str) -> Profile:
     if not path.exists():
         raise ValueError(f"profile must be one of {sorted(BUILTIN)} or a YAML file; got {name_or_path!r}")
     data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"profile {str(path)!r}: expected a mapping of keys; got {type(data).__name__}")
+    unknown = sorted(set(data) - PROFILE_KEYS)
+    if unknown:
+        raise ValueError(f"profile {str(path)!r}: unknown key {unknown[0]!r}; known keys: {sorted(PROFILE_KEYS)}")
     base = load_profile(data.get("base", "canonical"))
     classes = (set(data["classes"]) if "classes" in data else set(base.classes)) - set(data.get("drop_classes", []))
     scope = data.get("scope", base.scope)
@@ -206,4 +241,9 @@ def load_profile(name_or_path: str) -> Profile:
         layout=data.get("layout", base.layout),
         verification=data.get("verification", base.verification),
         capabilities=frozenset(data.get("capabilities", base.capabilities)),
+        contract=frozenset(data.get("contract", base.contract)),
+        derived=frozenset(data.get("derived", base.derived)),
+        field_names=tuple(
+            sorted((str(k), tuple(v)) for k, v in (data.get("field_names") or dict(base.field_names)).items())
+        ),
     )

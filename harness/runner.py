@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from .contract import derived_only
 from .core import (
     ERROR,
     FAIL,
@@ -36,7 +37,6 @@ from .core import (
     check_outcome,
     uniform_outcome,
 )
-from .contract import derived_only
 from .isolation import EngineFailure, EngineInfo, EngineProcess
 
 GIVE_UP_AFTER = 3  # consecutive deaths or timeouts of one engine

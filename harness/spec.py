@@ -39,6 +39,9 @@ class Requirement:
     cls: str
     summary: str
     document: str
+    # the observables the requirement is judged on (harness.contract.OBSERVABLES); empty: behaviour the engine
+    # shows directly (forced rows, emitted tokens, errors)
+    observes: tuple[str, ...] = ()
 
 
 def requirements_in_documents() -> dict[str, tuple[str, str, str]]:
@@ -102,6 +105,7 @@ def load_registry() -> dict[str, Requirement]:
             cls=entry["class"],
             summary=entry["summary"],
             document=entry["document"],
+            observes=tuple(entry.get("observes", ())),
         )
     return registry
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from specs.interface import AddedRequest, BatchUpdate, Move
 
+from . import contract
 from .oracle import budget as tb
 from .oracle import counting as ac
 from .oracle import rejection as rs
@@ -1131,8 +1132,37 @@ GENERATORS = {
 }
 
 
+def entry_preconditions(kind: str, group: str, entry: dict) -> list[str]:
+    """What a vector needs of an engine's input domain (``harness.contract.PRECONDITIONS``), read off its
+    content: an engine whose contract excludes one is not run on the vector."""
+    if kind == "thinking-budget":
+        found = contract.budget_preconditions(entry)
+    elif kind == "rejection" and group == "exact":
+        case = case_from_json(entry["case"])
+        found = contract.rejection_preconditions(case.draft_token_ids, case.num_draft_tokens, case.draft_probs)
+    elif kind == "rejection" and group == "distributions" and entry["q"] is not None:
+        q = [[decode_float(v) for v in row] for row in entry["q"]]
+        found = contract.rejection_preconditions(entry["drafts"], [len(entry["drafts"])], q)
+    elif kind == "counting" and group == "rows":
+        found = contract.row_preconditions([entry["row"]], entry["vocab_size"])
+    else:  # drafts sampled from q, invalid input judged under input-validation, metrics over well-formed rows
+        found = set()
+    return sorted(found)
+
+
+def with_preconditions(kind: str, document: dict) -> dict:
+    """``document`` with every entry that needs something of the input domain stating it (``preconditions``)."""
+    for group, entries in document.items():
+        if isinstance(entries, list):
+            for entry in entries:
+                needs = entry_preconditions(kind, group, entry)
+                if needs:
+                    entry["preconditions"] = needs
+    return document
+
+
 def render(kind: str) -> str:
-    return json.dumps(GENERATORS[kind](), indent=1, allow_nan=False) + "\n"
+    return json.dumps(with_preconditions(kind, GENERATORS[kind]()), indent=1, allow_nan=False) + "\n"
 
 
 def write_all(directory: Path | None = None) -> list[Path]:

@@ -137,6 +137,8 @@ class FlashInferChainEngine:
             name="flashinfer-0.7.2",
             classes=frozenset({"rs.probabilistic", "rs.one-hot", "rs.seeded"}),
             capabilities=frozenset({"rejection", "seeded"}),
+            # FlashInfer documents its drafts as samples of the draft distribution it is handed
+            contract=frozenset({"drafts-sampled-from-q"}),
         )
 
     def rejection_sample(self, case: rs.RejectionCase):

@@ -44,6 +44,10 @@ FORCED_LOGIT = 1e9  # what vLLM writes into a forced cell (both model runners)
 SAMPLED_TOKENS_PER_STEP = 1  # Scheduler.num_sampled_tokens_per_step without multi-token prediction
 
 
+# vLLM names the reasoning markers by the strings ReasoningConfig takes, not by token ids (TB-API-3)
+VLLM_FIELD_NAMES = (("end_token_ids", ("reasoning_end_str",)), ("start_token_ids", ("reasoning_start_str",)))
+
+
 def import_vllm():
     """``(torch, vllm)``, after checking that vLLM's Triton kernels can run here."""
     import torch
@@ -147,12 +151,21 @@ class VllmEngine:
         # The legacy runner's profile, from thinking_budget_state.py: a re-opened section gets a fresh
         # budget (per section); a forced cell is set to 1e9 and the rest of the row is left as it was.
         # No sampler input is validated, and draws come from per-request torch generators.
+        # Its contract (harness.contract): the legacy runner's drafters sample from the q they hand over (a draft
+        # probability "should never be 0"), its scheduler makes every batch update, drafts follow a sampled token,
+        # and the counters read rows its own sampler emitted. The adapter, not vLLM, supplies count_emitted's
+        # malformed-row flags (constant False) and turns the scheduler's counts into the rate and mean length.
         canonical = profiles.canonical("section")
         self.profile = replace(
             canonical,
             name="vllm-0.33-v1",
             forced_logit="large-constant",
             capabilities=canonical.capabilities - {"reference-draws", "input-validation"},
+            contract=frozenset(
+                {"drafts-sampled-from-q", "scheduler-batch-updates", "drafts-after-output", "rows-from-own-sampler"}
+            ),
+            derived=frozenset({"broken_prefix", "out_of_vocab", "acceptance_rate", "mean_acceptance_length"}),
+            field_names=VLLM_FIELD_NAMES,
         )
 
     # -- rejection sampling --------------------------------------------------------------------

@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import profiles
 from ..oracle import rejection as rs
-from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget, vllm_commit
+from .vllm import FORCED_LOGIT, VLLM_FIELD_NAMES, import_vllm, reasoning_config, validate_budget, vllm_commit
 
 MAX_MODEL_LEN = 4096
 
@@ -101,6 +101,9 @@ class VllmMrv2Engine:
         # the rest of the row is left as it was. Draws are vLLM's Gumbel draws (seeded by request seed
         # and position), not the reference draws; no sampler input is validated. Counting and metrics
         # live in the scheduler, shared with the legacy runner and judged there (vllm-0.33-v1).
+        # Its contract (harness.contract) is the legacy runner's for drafts and batch updates: the scheduler names
+        # requests by id and never hands the runner a slot index, so where a moved or swapped request's state goes
+        # is the adapter's bookkeeping, not vLLM's (batch_moves derived).
         canonical = profiles.canonical("section")
         self.profile = replace(
             canonical,
@@ -108,6 +111,9 @@ class VllmMrv2Engine:
             classes=canonical.classes - {"ac.count", "ac.metrics"},
             forced_logit="large-constant",
             capabilities=canonical.capabilities - {"reference-draws", "input-validation", "counting", "metrics"},
+            contract=frozenset({"drafts-sampled-from-q", "scheduler-batch-updates", "drafts-after-output"}),
+            derived=frozenset({"batch_moves"}),
+            field_names=VLLM_FIELD_NAMES,
         )
 
     # -- rejection sampling --------------------------------------------------------------------

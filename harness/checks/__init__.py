@@ -29,7 +29,13 @@ def _check(name, cls, requirements, needs, description, run) -> Check:
         raise ValueError(f"check {name} declares requirements missing from specs/requirements.yaml: {unknown}")
     if cls not in _CLASSES:
         raise ValueError(f"check {name} declares an unknown class {cls!r}")
-    return Check(name, cls, tuple(requirements), tuple(needs), description, run)
+    return Check(name, cls, tuple(requirements), tuple(needs), description, run, observes=observes_of(requirements))
+
+
+def observes_of(requirements) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(requirement, observables)`` for each of ``requirements`` judged on named observables (the registry's
+    ``observes``)."""
+    return tuple((r, _REGISTRY[r].observes) for r in requirements if _REGISTRY[r].observes)
 
 
 def _budget(name, cls, requirements, description, family, *, needs=("budget",), scope=None) -> Check:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import contract
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
 
@@ -15,9 +16,19 @@ def validated_count_check(engine, ctx: Context) -> Outcome:
     rows = [[5, 6, 9, -1], [-1, -1, -1, -1], [5, -1, 7, -1], [5, 11, -1, -1], [1, 2, 3, 4]]
     rows += [[int(t) for t in rng.integers(-1, 12, 4)] for _ in range(200)]
     tiny = [[0, -1], [0, 0], [1, -1], [-1, 0]]  # V = 1: only the id 0 is in the vocabulary
+    outside = 0
     for batch, vocab in ((rows, 10), (tiny, 1)):
+        why = ctx.profile.outside_contract({"malformed-row"})
+        if why:  # the engine counts only rows its own sampler emits: no hole, no id outside the vocabulary
+            kept = [row for row in batch if not contract.row_preconditions([row], vocab)]
+            outside += len(batch) - len(kept)
+            tally.not_applicable(why, "AC-COUNT-2", "AC-COUNT-3")
+            batch = kept
         _judge_counts(engine, batch, vocab, tally)
-    return tally.outcome(f"{len(rows)} rows at V = 10 and {len(tiny)} at V = 1 counted by definition")
+    return tally.outcome(
+        f"{len(rows)} rows at V = 10 and {len(tiny)} at V = 1 counted by definition"
+        + (f"; {outside} malformed rows outside the engine's contract, not run" if outside else "")
+    )
 
 
 def _judge_counts(engine, rows: list[list[int]], vocab: int, tally: Tally) -> None:

@@ -14,12 +14,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .. import cases, shrink, stats, vectors
+from .. import cases, contract, shrink, stats, vectors
 from ..cases.rejection import MASKS, VOCABS, RejectionFamily, case_size, rejection_cases, smaller_cases
 from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
 from ..oracle import rng as reference_rng
+
+
+def outside_contract(profile, case: rs.RejectionCase) -> str | None:
+    """Why ``case`` is not run against an engine with ``profile`` (None: it is): it needs an input the engine's
+    contract says its callers never produce (``harness.contract``)."""
+    return profile.outside_contract(
+        contract.rejection_preconditions(case.draft_token_ids, case.num_draft_tokens, case.draft_probs)
+    )
 
 
 def sample_output(engine, profile, case: rs.RejectionCase) -> tuple[np.ndarray, np.ndarray]:
@@ -253,10 +261,14 @@ def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: i
         # under the declared tie_break: any variant, RS-GREEDY-3 is waived and tied cases are skipped
         waived = ("RS-GREEDY-3",) if tie_break == "any" and "RS-GREEDY-3" in requirements else ()
         tally = Tally(requirements, conditional=waived)
-        compared = skipped = 0
+        compared = skipped = outside = 0
         for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, count)):
             if not comparable(case, tie_break):
                 skipped += 1
+                continue
+            if why := outside_contract(ctx.profile, case):
+                outside += 1
+                tally.not_applicable(why, *requirements)
                 continue
             compared += 1
             failure = judge_exact(engine, case, requirements, tie_break, tally, ctx.profile)
@@ -271,7 +283,10 @@ def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: i
             if shown is not None and shown[:2] == (rid, mode):
                 evidence = f"{shown[2]}; minimised from case {n} ({case_size(case)} rows to {case_size(minimal)})"
             tally.violated(rid, mode, f"case {n}: {evidence}", reproduction=document)
-        return tally.outcome(f"{compared} cases compared with the oracle, {skipped} skipped at a rounding boundary")
+        return tally.outcome(
+            f"{compared} cases compared with the oracle, {skipped} skipped at a rounding boundary"
+            + (f", {outside} outside the engine's contract" if outside else "")
+        )
 
     return run
 
@@ -537,7 +552,12 @@ def output_contract(engine, ctx: Context) -> Outcome:
     requirements = ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3")
     tally = Tally(requirements)
     family = RejectionFamily(forced=True, masks=MASKS, vocabs=VOCABS)  # the tail mask once returned id V
+    outside = 0
     for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, 120)):
+        if why := outside_contract(ctx.profile, case):
+            outside += 1
+            tally.not_applicable(why, *requirements)
+            continue
         try:
             tokens, num = sample_output(engine, ctx.profile, case)
         except (ValueError, rs.InvalidCase) as exc:
@@ -555,6 +575,7 @@ def output_contract(engine, ctx: Context) -> Outcome:
             tally.exercised("RS-INPUT-2")
     return tally.outcome(
         "120 cases, V from 1 to 262,144: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree"
+        + (f"; {outside} outside the engine's contract, not run" if outside else "")
     )
 
 
@@ -835,6 +856,10 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
         tally.violated(rid, mode, evidence, reproduction=None if rid in tally.failures else document())
 
     for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
+        if why := ctx.profile.outside_contract(contract.rule_preconditions(q_row, draft)):
+            tally.not_applicable(why, accept_rid, residual_rid)
+            uncounted.append(f"{name}: not run, outside the engine's contract")
+            continue
         accept, residual = _rule_expectation(logits[0], q_row, draft)
         trials = min(_rule_trials(accept, residual, target, alpha_test), ctx.trials)
         failed_alone = False
