@@ -53,3 +53,14 @@ IMPL_TARGETS = [
 @pytest.fixture(params=IMPL_TARGETS)
 def target(request):
     return request.param
+
+
+@pytest.fixture(autouse=os.environ.get("SPECCONFORM_HYPOTHESIS", "ci") == "ci")
+def _examples_independent_of_imports():
+    """Under ``ci``, Hypothesis draws no constants from the loaded modules' source (as
+    ``harness.cases.draw`` never does), so a derandomised test draws the same examples whichever tests
+    were collected beside it; ``explore`` keeps them, for finding bugs."""
+    from harness.cases import _without_local_constants
+
+    with _without_local_constants():
+        yield
