@@ -293,7 +293,8 @@ def judge(entry: ProofEntry, unpatched: list[dict], patched: list[dict]) -> tupl
     """Whether the two replays prove the entry's cause, and why (not)."""
     failures = [r["fingerprint"] for r in unpatched if r["fingerprint"]]
     if entry.fingerprints:
-        shown = [f for f in failures if f in entry.fingerprints]
+        seen = [(r["fingerprint"], r.get("vector_fingerprint")) for r in unpatched if r["fingerprint"]]
+        shown = [f for pair in seen for f in pair if f in entry.fingerprints]
     else:
         shown = [f for f in failures if not entry.requirement or f.startswith(entry.requirement + "/")]
     if not shown:
@@ -336,6 +337,18 @@ def cmd_prove(args) -> int:
     return 1 if not_proven else 0
 
 
+def _add_vector_fingerprints(document: dict, results: list[dict]) -> None:
+    """Give each failed budget scenario the fingerprint the golden-vector check reports for it
+    (``checks.vectors``: the scenario's first requirement, mode ``forced-rows-differ`` or
+    ``valid-update-rejected``), beside the one ``replay`` blames by the diverging row."""
+    requirements = {s["name"]: s["requirements"] for s in document.get("scenarios", ())}
+    for result in results:
+        if result["fingerprint"] and result["name"] in requirements:
+            mode = result["fingerprint"].partition("/")[2]
+            mode = mode if mode == "valid-update-rejected" else "forced-rows-differ"
+            result["vector_fingerprint"] = f"{requirements[result['name']][0]}/{mode}"
+
+
 def _child(argv: list[str]) -> int:
     """Replay one reproduction (patched when ``--patch`` is given) and print the verdicts as JSON."""
     parser = argparse.ArgumentParser(prog="python -m harness.proofs")
@@ -360,6 +373,7 @@ def _child(argv: list[str]) -> int:
                 {"name": r.name, "fingerprint": r.fingerprint, "evidence": r.evidence}
                 for r in reproductions.replay(engine, document)
             ]
+            _add_vector_fingerprints(document, results)
         except Exception as exc:  # noqa: BLE001 - the engine failed: the proof is not made, and why is told
             print(RESULT_PREFIX + json.dumps({"error": f"the engine raised {type(exc).__name__}: {exc}"}))
             return 1
