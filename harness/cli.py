@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from . import checks as checks_module
-from . import reports, runner, spec, stats, vectors
+from . import findings, reports, runner, spec, stats, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
 from .adapters.http import API_PROFILES
 from .core import Context
@@ -233,13 +233,14 @@ def cmd_run(args) -> int:
     runner.load_expectations(args.expectations)
     run_dir = _run_dir(args.report_dir)
     records = judge(engines, args, run_dir, selected)
-    regressions = [r for r in records if r.get("unexpected")]
+    regressions = [(r, rid) for r in records for rid in r.get("unexpected", ())]
     unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
     missing = runner.missing_records(run_dir, records)
     counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
     print(
         " ".join(f"{k}={v}" for k, v in counts.items() if v)
-        + f"; unexpected failures {len(regressions)}, unexpected passes {len(unexpected)}"
+        + f"; findings {len(findings.findings(records))}, unexpected failures {findings.distinct(regressions)}"
+        + f", unexpected passes {len(unexpected)}"
         + (f"; {len(missing)} selected checks have NO record" if missing else "")
         + f"; reports in {run_dir}"
     )

@@ -63,11 +63,14 @@ class RequirementResult:
     evidence: str = ""
     fingerprint: str = ""
     reproduction: dict | str | None = None
+    finding: str = ""  # the defect its minimal case shows (harness.checks.attribution.finding_key); "" if not named
 
     def to_json(self) -> dict:
         data = {"status": self.status, "cases": self.cases, "evidence": self.evidence, "fingerprint": self.fingerprint}
         if self.reproduction is not None:
             data["reproduction"] = self.reproduction
+        if self.finding:
+            data["finding"] = self.finding
         return data
 
 
@@ -115,18 +118,19 @@ class Tally:
         if self.conditional - set(self.requirements):
             raise KeyError(f"conditional requirements {sorted(self.conditional)} are not all in {self.requirements}")
         self.cases = dict.fromkeys(self.requirements, 0)
-        self.failures: dict[str, tuple[str, str, dict | None]] = {}
+        self.failures: dict[str, tuple[str, str, dict | None, str]] = {}
         self.outside: dict[str, str] = {}  # requirement -> why a case of it lay outside the engine's contract
-        self.blocking: dict[str, str] = {}  # requirement -> the finding its minimal case belongs to
+        self.blocking: dict[str, tuple[str, str]] = {}  # requirement -> (the finding that blocked it, why)
 
     def exercised(self, *ids: str) -> None:
         for rid in ids:
             self._known(rid)
             self.cases[rid] += 1
 
-    def violated(self, rid: str, mode: str, evidence: str, reproduction: dict | None = None) -> None:
+    def violated(self, rid: str, mode: str, evidence: str, reproduction: dict | None = None, finding: str = "") -> None:
         """``mode`` names the way of failing without case-specific values (it becomes the fingerprint);
-        ``reproduction`` is the failing case minimised, as a golden-vector document (kept for the first).
+        ``reproduction`` is the failing case minimised, as a golden-vector document (kept for the first), and
+        ``finding`` the defect it shows.
 
         A check may find a requirement it does not cover broken (an id outside the vocabulary seen by a
         greedy check): that requirement joins the results, with this failure as its only case."""
@@ -134,7 +138,7 @@ class Tally:
             self.requirements += (rid,)
             self.cases[rid] = 0
         self.exercised(rid)
-        self.failures.setdefault(rid, (mode, evidence, reproduction))
+        self.failures.setdefault(rid, (mode, evidence, reproduction, finding))
 
     def not_applicable(self, why: str, *ids: str) -> None:
         """A case of ``ids`` was not run: it lies outside the engine's contract (``why``, the first kept). A
@@ -143,12 +147,12 @@ class Tally:
             self._known(rid)
             self.outside.setdefault(rid, why)
 
-    def blocked(self, rid: str, finding: str) -> None:
+    def blocked(self, rid: str, finding: str, why: str) -> None:
         """A case of ``rid`` failed on a defect its minimal case shows without any of ``rid``'s features: the
-        failure is ``finding`` (recorded under its own requirement with ``violated``), and ``rid`` reads BLOCKED
-        unless a case violated ``rid`` itself."""
+        failure is ``finding`` (recorded under its own requirement with ``violated``; ``why`` says which), and
+        ``rid`` reads BLOCKED unless a case violated ``rid`` itself."""
         self._known(rid)
-        self.blocking.setdefault(rid, finding)
+        self.blocking.setdefault(rid, (finding, why))
 
     def _known(self, rid: str) -> None:
         if rid not in self.cases:
@@ -162,10 +166,15 @@ class Tally:
         results = {}
         for rid in self.requirements:
             if rid in self.failures:
-                mode, evidence, reproduction = self.failures[rid]
-                results[rid] = RequirementResult(FAIL, self.cases[rid], evidence, f"{rid}/{mode}", reproduction)
+                mode, evidence, reproduction, finding = self.failures[rid]
+                results[rid] = RequirementResult(
+                    FAIL, self.cases[rid], evidence, f"{rid}/{mode}", reproduction, finding
+                )
             elif rid in self.blocking:
-                results[rid] = RequirementResult(BLOCKED, self.cases[rid], f"blocked by {self.blocking[rid]}")
+                finding, why = self.blocking[rid]
+                results[rid] = RequirementResult(
+                    BLOCKED, self.cases[rid], f"blocked by {finding}: {why}", finding=finding
+                )
             elif self.cases[rid]:
                 results[rid] = RequirementResult(PASS, self.cases[rid])
             elif rid in self.outside:

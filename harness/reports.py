@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from . import spec
+from . import findings, spec
 from .core import BAD, SEVERITY, worst
 
 ORDER = SEVERITY
@@ -32,28 +32,15 @@ def _sorted(records):
 
 
 def requirement_status(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
-    """``{(engine, requirement): (status, cases)}``: the worst status among the checks' results for
-    it, and the cases that exercised it. PASS needs cases > 0 and no violation anywhere; a requirement
-    that no check reached is NOT_RUN. A record of an earlier specification that names an id now an alias
-    (``spec.load_aliases``) counts for the alias's first successor."""
+    """``{(engine, requirement): (status, cases)}``, one status per requirement merged across the checks
+    (``findings.merged_status``: FAIL only where a case violated it, PASS where cases exercised it and none
+    violated it). A record of an earlier specification that names an id now an alias (``spec.load_aliases``)
+    counts for the alias's first successor."""
     successor = {rid: alias.now[0] for rid, alias in spec.load_aliases().items()}
-    statuses: dict[tuple[str, str], list[str]] = defaultdict(list)
-    cases: dict[tuple[str, str], int] = defaultdict(int)
-    for r in records:
-        for rid, result in r["results"].items():
-            key = (r["engine"], successor.get(rid, rid))
-            statuses[key].append(result["status"])
-            cases[key] += result["cases"]
-    out = {}
-    for key, found in statuses.items():
-        status = worst(found)
-        if status == "PASS" and not cases[key]:
-            status = "NOT_RUN"
-        # a requirement judged PASS by one check and not reached by another is PASS: it was exercised
-        if status == "NOT_RUN" and "PASS" in found and cases[key]:
-            status = "PASS"
-        out[key] = (status, cases[key])
-    return out
+    renamed = [
+        {**r, "results": {successor.get(rid, rid): result for rid, result in r["results"].items()}} for r in records
+    ]
+    return findings.requirement_statuses(renamed)
 
 
 def _incomplete(missing: list[str]) -> list[str]:
@@ -116,9 +103,9 @@ class EngineVerdict:
         conforming = sum(c.verdict == "conforms" for c in self.claimed)
         claimed = f"{conforming} of {len(self.claimed)} claimed classes conform"
         if self.unexpected:
-            return f"**FAILS**: {_count(len(self.unexpected), 'unexpected failure')}; {claimed}"
+            return f"**FAILS**: {_count(findings.distinct(self.unexpected), 'unexpected failure')}; {claimed}"
         if self.known:
-            return f"**KNOWN FAILURES** only ({len(self.known)}, all expected); {claimed}"
+            return f"**KNOWN FAILURES** only ({findings.distinct(self.known)}, all expected); {claimed}"
         if self.verdict == "CONFORMS WHERE JUDGED":
             partial = ", ".join(c.cls for c in self.claimed if c.verdict == "judged in part")
             return f"**CONFORMS WHERE JUDGED**: {claimed}; judged in part: {partial}"
@@ -154,9 +141,14 @@ def class_verdict(records: list[dict], cls: str) -> ClassVerdict:
     judged = [r for r in records if r["status"] != "NOT_CLAIMED"]
     if not judged:
         return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", _first_line(records[0]["message"]))
-    per_req = {rid: value for (_, rid), value in requirement_status(judged).items()}
+    registry = spec.load_registry()
+
+    def own(rid: str) -> bool:  # a failure found by a check of this class may be another class's finding
+        return rid == "check" or rid not in registry or registry[rid].cls == cls
+
+    per_req = {rid: value for (_, rid), value in requirement_status(judged).items() if own(rid)}
     status = worst([s for s, _ in per_req.values()] + [r["status"] for r in judged if not r["results"]])
-    bad = _bad_pairs(judged)
+    bad = [(r, rid) for r, rid in _bad_pairs(judged) if own(rid)]
     if bad:
         unexpected = [(r, rid) for r, rid in bad if rid in r.get("unexpected", ())]
         record, rid = (unexpected or bad)[0]
@@ -169,6 +161,10 @@ def class_verdict(records: list[dict], cls: str) -> ClassVerdict:
             f"{what} in `{record['check']}`{more}: {_evidence(record, rid)}",
         )
     cases = sum(c for _, c in per_req.values())
+    blocked = sorted(rid for rid, (req_status, _) in per_req.items() if req_status == "BLOCKED")
+    if blocked:
+        record = next(r for r in judged if r["results"].get(blocked[0], {}).get("status") == "BLOCKED")
+        return ClassVerdict(cls, "blocked", "BLOCKED", f"{', '.join(blocked)} {_evidence(record, blocked[0])}")
     if status == "PASS":
         return ClassVerdict(cls, "conforms", status, f"{_count(len(per_req), 'requirement')}, {_count(cases, 'case')}")
     open_reqs = []
@@ -216,8 +212,8 @@ def _unexpected_pass(r: dict) -> bool:
 def run_verdict(verdicts: list[EngineVerdict], missing: list[str]) -> tuple[bool, str]:
     """(whether the run passes, one line): it passes iff no failure is unexpected and every selected
     check has a record (the exit status of ``specconform run``)."""
-    unexpected = sum(len(v.unexpected) for v in verdicts)
-    known = sum(len(v.known) for v in verdicts)
+    unexpected = findings.distinct(pair for v in verdicts for pair in v.unexpected)
+    known = findings.distinct(pair for v in verdicts for pair in v.known)
     passes = sum(len(v.unexpected_passes) for v in verdicts)
     failing = [v.engine for v in verdicts if v.unexpected]
     tail = f"{_count(known, 'known failure')} (expected), {_count(passes, 'unexpected pass')}"
@@ -259,7 +255,7 @@ def _class_table(records: list[dict], engines: list[str]) -> list[str]:
                 row.append("-")
                 continue
             text = {"conforms": "PASS", NOT_CLAIMED_VERDICT: "NOT_CLAIMED"}.get(verdict.verdict, verdict.status)
-            if verdict.verdict in ("judged in part", "known failure"):
+            if verdict.verdict in ("judged in part", "known failure", "blocked"):
                 notes.append(f"{engine}, {cls}: {verdict.verdict}: {verdict.why}")
                 text += f" ({verdict.verdict}, note {len(notes)})"
             row.append(text)
@@ -367,6 +363,41 @@ def _failure_line(record: dict, rid: str) -> str:
     )
 
 
+def _findings_lines(records: list[dict]) -> list[str]:
+    """One entry per defect (``findings.findings``): unexpected ones first, each with the checks that saw it, what
+    it blocked, its evidence, minimal case, reproduction command and, when known, its published cause."""
+    found = findings.findings(records)
+    if not found:
+        return []
+    unexpected = sum(not f.expected for f in found)
+    lines = [f"## Findings ({_count(len(found), 'defect')}, {unexpected} unexpected)", ""]
+    for f in found:
+        record, rid = f.first
+        reproduction = record["results"][rid].get("reproduction")
+        minimal = f" Minimal case: `{reproduction}`." if isinstance(reproduction, str) else ""
+        blocked = (
+            f" Blocked: {', '.join(sorted({f'{rid} in `{check}`' for check, rid in f.blocked}))}." if f.blocked else ""
+        )
+        lines.append(
+            f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}** ({f.seen_by}: "
+            f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}): "
+            f"{_evidence(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
+            + (f" Cause: {_first_line(f.cause, 200)}" if f.cause else "")
+        )
+    return lines + [""]
+
+
+def _not_applicable_lines(records: list[dict]) -> list[str]:
+    """Per engine, the requirements outside its contract (or judged only on adapter-derived values), with why."""
+    outside = findings.not_applicable(records)
+    if not outside:
+        return []
+    lines = ["## Outside the engine's contract (NOT_APPLICABLE: neither PASS nor FAIL)", ""]
+    for engine, pairs in sorted(outside.items()):
+        lines += [f"- **{engine}** {rid}: {_first_line(why, 200)}" for rid, why in pairs]
+    return lines + [""]
+
+
 def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ()) -> str:
     """The run's summary: the verdict and one row per engine first, then unexpected failures, then per
     engine its class verdicts (what was not claimed, one line per class), then the per-class and
@@ -384,17 +415,12 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
     ]
     lines += [f"| {v.engine} | {v.headline} | {_status_counts(v.counts)} |" for v in verdicts]
     lines.append("")
-    unexpected = [pair for v in verdicts for pair in v.unexpected]
-    if unexpected:
-        lines += ["## Unexpected failures", ""] + [_failure_line(r, rid) for r, rid in unexpected] + [""]
+    lines += _findings_lines(records)
     lines += _incomplete(list(missing))
-    known = [pair for v in verdicts for pair in v.known]
-    if known:
-        lines += ["## Known failures (expected)", ""]
-        for r, rid in known:
-            cause = r["results"].get(rid, {}).get("expectation_reason") or r.get("expectation_reason", "")
-            lines.append(_failure_line(r, rid) + (f" Cause: {_first_line(cause, 160)}" if cause else ""))
-        lines.append("")
+    errors = [(r, rid) for v in verdicts for r, rid in v.unexpected + v.known if rid == "check"]
+    if errors:
+        lines += ["## Checks that ended in ERROR or TIMEOUT", ""] + [_failure_line(r, rid) for r, rid in errors] + [""]
+    lines += _not_applicable_lines(records)
     passes = [r for v in verdicts for r in v.unexpected_passes]
     if passes:
         lines += ["## Unexpected passes", ""]
@@ -405,7 +431,7 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
             f"## {v.engine}",
             "",
             f"{v.headline}. Version {v.version}; device {v.device}; profile {v.profile}.",
-            f"Checks: {_status_counts(v.counts)} · unexpected failures {len(v.unexpected)} · "
+            f"Checks: {_status_counts(v.counts)} · unexpected failures {findings.distinct(v.unexpected)} · "
             f"unexpected passes {len(v.unexpected_passes)}.",
             "",
         ]

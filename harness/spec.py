@@ -42,6 +42,8 @@ class Requirement:
     # the observables the requirement is judged on (harness.contract.OBSERVABLES); empty: behaviour the engine
     # shows directly (forced rows, emitted tokens, errors)
     observes: tuple[str, ...] = ()
+    # what a minimal case must hold to isolate this requirement rather than a basic one (harness.checks.attribution)
+    case_feature: str = ""
 
 
 def requirements_in_documents() -> dict[str, tuple[str, str, str]]:
@@ -106,6 +108,7 @@ def load_registry() -> dict[str, Requirement]:
             summary=entry["summary"],
             document=entry["document"],
             observes=tuple(entry.get("observes", ())),
+            case_feature=entry.get("case_feature", ""),
         )
     return registry
 

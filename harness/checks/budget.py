@@ -25,6 +25,7 @@ from ..core import Context, Outcome, Tally
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
 from ..vectors import FORMAT_VERSION
+from . import attribution
 
 __all__ = ["BudgetFamily", "replay_scenario", "reproduction_document", "scenario_check"]
 
@@ -97,7 +98,7 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
 
 
 # The requirement a diverging row is blamed on: the most specific of those the row exercises.
-_BLAME_ORDER = (
+BLAME_ORDER = (
     "TB-END-3",
     "TB-END-2",
     "TB-END-1",
@@ -147,6 +148,7 @@ class Divergence:
     where: tuple[int, int, int] | None  # (slot, row within the slot, flat row); None: the layout differs
     expected: list[int]
     got: list[int]
+    row_tags: frozenset[str] = frozenset()  # every requirement the diverging row exercises, the check's or not
 
     @property
     def fingerprint(self) -> str:
@@ -243,12 +245,14 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
             if j and tb.observable_rows(expected[row - j : row + k + 1 - j], drafts) <= j:
                 row += k + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
                 break
-            tags = row_requirements(probe, slots[slot], j, k, expected[row]) & set(requirements)
+            row_tags = row_requirements(probe, slots[slot], j, k, expected[row])
+            tags = row_tags & set(requirements)
             if got[row] != expected[row]:
-                blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
+                blame = next((r for r in BLAME_ORDER if r in tags), requirements[0])
                 if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
                     blame = "TB-SPEC-1" if "TB-SPEC-1" in tags else blame  # forced vs free: which state
-                return Divergence(blame, _mode(expected[row], got[row], end), step, (slot, j, row), expected, got)
+                mode = _mode(expected[row], got[row], end)
+                return Divergence(blame, mode, step, (slot, j, row), expected, got, frozenset(row_tags))
             if tally is not None:
                 tally.exercised(*tags)
             if probe is not None and j < k:
@@ -342,6 +346,22 @@ def minimal_scenario(engine, scenario: BudgetScenario, fingerprint: str, require
     return shrink.minimise(scenario, smaller, fails_the_same(engine, fingerprint, tuple(requirements), max_spec))
 
 
+def _record_attributed(
+    tally: Tally, requirements: tuple[str, ...], shown: Divergence, minimal: dict, evidence: str, document: dict
+) -> None:
+    """Record the minimal case's failure under the requirement it isolates (``attribution.owner``): the check's own
+    requirement when the case holds its feature, else the owner, and the check's requirement reads BLOCKED."""
+    features = attribution.case_features(minimal)
+    owner = attribution.owner(shown.row_tags, BLAME_ORDER, features) or shown.requirement
+    if owner == "TB-SPEC-2" and -1 in (shown.got[shown.where[2]], shown.expected[shown.where[2]]):
+        owner = "TB-SPEC-1"  # forced against free: which state the row was judged on, as the blame rule says
+    finding = attribution.finding_key(owner, features)
+    document = {**document, "fingerprint": f"{owner}/{shown.mode}", "finding": finding}
+    if owner not in requirements:  # a requirement of another check: this check's own one cannot be certified
+        tally.blocked(shown.requirement, finding, f"its minimal case fails {owner} ({shown.mode})")
+    tally.violated(owner, shown.mode, evidence, reproduction=document, finding=finding)
+
+
 def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None):
     """A check body: the family's examples, then ``family.scenarios`` scenarios drawn from ``ctx.seed``, each
     compared with the oracle row by row; the first failure of each requirement is minimised into a reproduction."""
@@ -362,6 +382,8 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             if divergence is None:
                 continue
             diverged += 1
+            if divergence.requirement in tally.blocking:  # its first failure was another requirement's finding
+                continue
             if divergence.requirement in tally.failures:
                 tally.violated(divergence.requirement, divergence.mode, "")
                 continue
@@ -373,11 +395,13 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             shown = replay_scenario(engine, reduced, requirements) or divergence
             if shown.fingerprint != divergence.fingerprint:  # the engine is not deterministic: keep the original
                 reduced, shown, minimal = vector, divergence, scenario
-            tally.violated(
-                divergence.requirement,
-                divergence.mode,
+            _record_attributed(
+                tally,
+                requirements,
+                shown,
+                reduced,
                 f"{label} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
-                reproduction=reproduction_document(reduced, shown, vector, scenario.size, minimal.size),
+                reproduction_document(reduced, shown, vector, scenario.size, minimal.size),
             )
         first = f" ({len(examples)} examples first)" if examples else ""
         return tally.outcome(

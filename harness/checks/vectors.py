@@ -20,17 +20,27 @@ from specs.interface import BatchUpdate
 from .. import spec, stats, vectors
 from ..core import Check, Context, Outcome, Tally
 from ..oracle import rejection as rs
-from . import budget, rejection
+from . import attribution, budget, rejection
 
 
-def _budget_scenario(engine, profile, scenario) -> tuple[str, str] | None:
+def _budget_scenario(engine, ctx: Context, entry, requirements) -> Outcome:
     """A ``scenarios`` vector, driven as the generated budget checks drive theirs (``budget.replay_scenario``);
-    every diverging row is one way of failing here (``forced-rows-differ``), a rejected valid update another."""
-    divergence = budget.replay_scenario(engine, scenario, tuple(scenario["requirements"]))
+    every diverging row is one way of failing here (``forced-rows-differ``), a rejected valid update another.
+    A failure goes to the requirement the vector isolates (``attribution.owner``): where that is not one the
+    vector names, the failure is recorded under it and the vector's first requirement reads BLOCKED."""
+    tally = Tally(requirements)
+    divergence = budget.replay_scenario(engine, entry, requirements)
     if divergence is None:
-        return None
+        tally.exercised(*requirements)
+        return tally.outcome("replayed exactly")
     mode = "valid-update-rejected" if divergence.mode == "valid-update-rejected" else "forced-rows-differ"
-    return mode, budget.describe(scenario, divergence)
+    features = attribution.case_features(entry)
+    owner = attribution.owner(divergence.row_tags, budget.BLAME_ORDER, features) or requirements[0]
+    finding = attribution.finding_key(owner, features)
+    if owner not in requirements:
+        tally.blocked(requirements[0], finding, f"the vector fails {owner} ({mode})")
+    tally.violated(owner, mode, budget.describe(entry, divergence), finding=finding)
+    return tally.outcome("the vector did not replay")
 
 
 def _expected_error(
@@ -239,7 +249,7 @@ def sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
 
 
 _GROUPS = (
-    ("thinking-budget", "scenarios", _exactly(_budget_scenario), ("budget",)),
+    ("thinking-budget", "scenarios", _budget_scenario, ("budget",)),
     ("thinking-budget", "errors", _exactly(_budget_error), ("budget",)),
     ("rejection", "exact", _exactly(_rejection_exact), ("rejection",)),
     ("rejection", "distributions", _fixed_drafts, ("rejection",)),

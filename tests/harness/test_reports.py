@@ -72,8 +72,8 @@ def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
     assert "| f | **CONFORMS**" in head
     text = reports.markdown(records, [])
     assert (
-        text.index("## Unexpected failures")
-        < text.index("- **e** `b` FAIL on TB-FORCE-1: FAIL msg.")
+        text.index("## Findings (1 defect, 1 unexpected)")
+        < text.index("- **e** **unexpected** finding **TB-FORCE-1/mode** (1 defect, seen by 1 check: `b`): FAIL msg.")
         < text.index("## e")
     )  # the failure with its evidence, before any engine's details
 
@@ -84,8 +84,9 @@ def test_the_first_ten_lines_of_a_run_with_expected_failures_say_they_are_known(
     head = _first_ten([_record("a", "PASS"), failed])
     assert "**Verdict: PASS**: no unexpected failure" in head and "1 known failure (expected)" in head
     assert "| e | **KNOWN FAILURES** only (1, all expected); 0 of 1 claimed classes conform |" in head
-    known = reports.markdown([_record("a", "PASS"), failed], []).split("## Known failures (expected)")[1]
-    assert "`b` FAIL on TB-FORCE-1: FAIL msg." in known and "Cause: the engine's design" in known
+    known = reports.markdown([_record("a", "PASS"), failed], []).split("## Findings (1 defect, 0 unexpected)")[1]
+    assert "known finding **TB-FORCE-1/mode** (1 defect, seen by 1 check: `b`): FAIL msg." in known
+    assert "Cause: the engine's design" in known
 
 
 def test_an_incomplete_run_fails_its_verdict():

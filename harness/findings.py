@@ -1,0 +1,135 @@
+"""Findings: one defect, however many checks saw it, and one status per requirement, merged across checks.
+
+An engine team reads a report from its findings. A finding groups the failed requirements of every check
+of one engine that show the same defect: the same finding name (``harness.checks.attribution.finding_of``:
+the requirement a minimal case isolates), or, for failures without one, the same fingerprint. Each finding
+carries the checks that saw it, its first evidence, minimal case, reproduction command and, where an
+expectation covers it, its published cause and proof. The console, ``summary.md`` and the cross-engine
+table count findings, so they say the same thing.
+
+A requirement's status across checks (``merged_status``): FAIL only if a case violated it; BLOCKED if a
+check met another requirement's finding before it could certify this one; PASS if cases exercised it and
+none violated it; otherwise the most telling of the statuses of the checks that could not exercise it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .core import BLOCKED, ERROR, FAIL, NOT_APPLICABLE, NOT_CLAIMED, NOT_RUN, PASS, PRECONDITION_FAILED, TIMEOUT
+
+# of the statuses that say a requirement was not judged, the most telling first
+_NOT_JUDGED = (ERROR, TIMEOUT, NOT_RUN, PRECONDITION_FAILED, NOT_APPLICABLE, NOT_CLAIMED)
+
+
+def merged_status(statuses: Iterable[str], cases: int) -> str:
+    """One requirement's status from its results in several checks (``cases``: how many cases exercised it)."""
+    found = set(statuses)
+    if FAIL in found:
+        return FAIL
+    if BLOCKED in found:
+        return BLOCKED
+    if cases and PASS in found:
+        return PASS
+    return next((s for s in _NOT_JUDGED if s in found), NOT_RUN)
+
+
+@dataclass
+class Finding:
+    """One defect of one engine: ``name`` (the requirement it belongs to, with its case feature), the checks
+    that saw it, and the first record's evidence, minimal case and reproduction."""
+
+    engine: str
+    name: str
+    requirement: str
+    checks: list[str] = field(default_factory=list)
+    records: list[tuple[dict, str]] = field(default_factory=list)  # (record, requirement) per sighting
+    blocked: list[tuple[str, str]] = field(default_factory=list)  # (check, requirement) this finding blocked
+
+    @property
+    def expected(self) -> bool:
+        """Whether every sighting is covered by an expectation (a known failure)."""
+        return all(rid not in record.get("unexpected", ()) for record, rid in self.records)
+
+    @property
+    def first(self) -> tuple[dict, str]:
+        """The sighting to show: an unexpected one if any, the one with a minimal case before others."""
+        unexpected = [(r, rid) for r, rid in self.records if rid in r.get("unexpected", ())]
+        pool = unexpected or self.records
+        return next(((r, rid) for r, rid in pool if r["results"][rid].get("reproduction")), pool[0])
+
+    @property
+    def cause(self) -> str:
+        record, rid = self.first
+        return record["results"][rid].get("expectation_reason") or record.get("expectation_reason", "")
+
+    @property
+    def seen_by(self) -> str:
+        checks = sorted(set(self.checks))
+        return f"1 defect, seen by {len(checks)} check{'s' if len(checks) != 1 else ''}"
+
+
+def finding_name(rid: str, result: dict) -> str:
+    """The defect a failed (or blocked) requirement result shows: its finding, else its fingerprint."""
+    finding = result.get("finding", "")
+    return finding.split(" on ", 1)[0] if finding else result.get("fingerprint") or rid
+
+
+def distinct(pairs: Iterable[tuple[dict, str]]) -> int:
+    """How many defects ``(record, requirement or "check")`` pairs are: findings by name, a check's ERROR each."""
+    return len(
+        {
+            (r["engine"], finding_name(rid, r["results"][rid]) if rid != "check" else f"{r['check']} {r['status']}")
+            for r, rid in pairs
+        }
+    )
+
+
+def findings(records: list[dict]) -> list[Finding]:
+    """Every engine's findings, unexpected ones first, then by engine and name."""
+    found: dict[tuple[str, str], Finding] = {}
+    for record in records:
+        for rid, result in record["results"].items():
+            if result["status"] != FAIL:
+                continue
+            name = finding_name(rid, result)
+            finding = found.setdefault((record["engine"], name), Finding(record["engine"], name, rid))
+            finding.checks.append(record["check"])
+            finding.records.append((record, rid))
+    for record in records:  # what each finding kept from being certified
+        for rid, result in record["results"].items():
+            if result["status"] == BLOCKED and result.get("finding"):
+                blocker = finding_name(rid, result)
+                if (record["engine"], blocker) in found:
+                    found[(record["engine"], blocker)].blocked.append((record["check"], rid))
+                    found[(record["engine"], blocker)].checks.append(record["check"])
+    return sorted(found.values(), key=lambda f: (f.expected, f.engine, f.name))
+
+
+def requirement_statuses(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
+    """``{(engine, requirement): (merged status, cases)}`` over the results of every check of the run."""
+    statuses: dict[tuple[str, str], list[str]] = defaultdict(list)
+    cases: dict[tuple[str, str], int] = defaultdict(int)
+    for record in records:
+        for rid, result in record["results"].items():
+            key = (record["engine"], rid)
+            statuses[key].append(result["status"])
+            cases[key] += result["cases"] if result["status"] in (PASS, FAIL, BLOCKED) else 0
+    return {key: (merged_status(found, cases[key]), cases[key]) for key, found in statuses.items()}
+
+
+def not_applicable(records: list[dict]) -> dict[str, list[tuple[str, str]]]:
+    """Per engine, ``(requirement, why)`` for each requirement that no check could judge because its cases lie
+    outside the engine's contract or it is judged only on values the adapter derives."""
+    merged = requirement_statuses(records)
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    seen = set()
+    for record in records:
+        for rid, result in record["results"].items():
+            key = (record["engine"], rid)
+            if result["status"] == NOT_APPLICABLE and merged[key][0] == NOT_APPLICABLE and key not in seen:
+                seen.add(key)
+                out[record["engine"]].append((rid, result["evidence"]))
+    return {engine: sorted(pairs) for engine, pairs in out.items()}
