@@ -5,6 +5,8 @@ The peer here is a toy package made in ``tmp_path`` (a rule with a bug at a know
 adapter (the oracle whose forced rows go through that rule), so no third-party engine is needed."""
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -171,3 +173,51 @@ def test_hunks_apply_strictly_at_their_lines():
         proofs.parse_diff(diff.replace("@@ -2,2 +2,3 @@", "@@ -2,3 +2,3 @@"))
     assert proofs.module_name("vllm/v1/sample/x.py") == "vllm.v1.sample.x"
     assert proofs.module_name("pkg/__init__.py") == "pkg"
+
+
+KERNEL = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _fill(out_ptr):
+    tl.store(out_ptr, 1)
+
+
+def value():
+    out = torch.zeros(1, dtype=torch.int32)
+    _fill[(1,)](out)
+    return int(out[0])
+"""
+KERNEL_FIX = """--- a/toykernel/fill.py
++++ b/toykernel/fill.py
+@@ -7,2 +7,2 @@
+ def _fill(out_ptr):
+-    tl.store(out_ptr, 1)
++    tl.store(out_ptr, 2)
+"""
+DRIVER = """
+import sys, tempfile
+from pathlib import Path
+from harness import proofs
+proofs.install(proofs.patch_into(Path(sys.argv[1]), Path(tempfile.mkdtemp())))
+from toykernel import fill
+print(fill.value(), fill.__file__)
+"""
+
+
+def test_a_triton_kernel_runs_from_the_patched_source(tmp_path):
+    """A kernel defined in a patched module is compiled (here: interpreted) from the patched file."""
+    pytest.importorskip("triton")
+    (tmp_path / "toykernel").mkdir()
+    (tmp_path / "toykernel" / "__init__.py").write_text("")
+    (tmp_path / "toykernel" / "fill.py").write_text(KERNEL)
+    (tmp_path / "fix.diff").write_text(KERNEL_FIX)
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=f"{tmp_path}:{ROOT}")
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(tmp_path / "fix.diff")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    value, file = done.stdout.split()
+    assert value == "2" and file != str(tmp_path / "toykernel" / "fill.py") and file.endswith("toykernel/fill.py")
