@@ -1,20 +1,28 @@
 """Attribution by the minimal case: which requirement a budget failure belongs to, and which defect it is.
 
 A check of batch bookkeeping that meets an engine whose section count restarts at every start marker
-fails, but not because of the batch: its minimal case has no batch operation at all. Publishing that
+fails, but not because of the batch: its minimal case needs no batch operation at all. Publishing that
 failure under TB-BATCH-1 blames the engine twice for one defect, and names the wrong one. So after a
-failing case is shrunk, its *features* are read off it (what it holds beyond one request stepping through
-one section with one-token markers), and the failure goes to the most specific requirement of the
-diverging row whose ``case_feature`` (``specs/requirements.yaml``) the minimal case holds, the most
-elementary feature first (``FEATURE_ORDER``); requirements without a case feature are the basic ones, which
-any case can isolate. When that owner is not a
-requirement of the check, the check records the failure under the owner and its own requirement reads
-BLOCKED, naming the finding.
+failing case is shrunk, its *features* are read off it (``case_features``: what it holds beyond one request
+stepping through one section with one-token markers), and the failure is re-attributed where the case does
+not need the check's own feature:
+
+- each feature of the check's own requirements (``case_feature`` in ``specs/requirements.yaml``) that the
+  case holds is tried away (``TWINS``: the same committed stream without drafts, each request alone, the
+  prompt's section opened by the output); where the twin fails too, the feature is only the stage the defect
+  was met on;
+- a failure that needs none of the check's features (multi-token markers aside, which have no twin) and
+  holds a misplaced marker (a start marker inside an open section, an end marker outside one) is TB-MARK-1's;
+- any other failure that needs none of the check's features belongs to the most specific requirement of the
+  diverging row whose feature the case still holds, or to a basic one.
+
+When the owner is not a requirement of the check, the check records the failure under it and its own
+requirement reads BLOCKED, naming the finding. A feature without a twin (multi-token markers, a re-opened
+section) is kept: the failure stays the check's own.
 
 A *finding* is one defect: the requirement that owns it (``finding_key`` adds the stage its minimal case
-met it on). Reports group failed requirements of every check by finding (``finding_of``), so one defect
-seen by six checks is published once.
-"""
+met it on). Reports group failed requirements of every check by finding, so one defect seen by six checks
+is published once."""
 
 from __future__ import annotations
 
@@ -26,21 +34,7 @@ from .. import spec
 from ..oracle import budget as tb
 
 _REGISTRY = spec.load_registry()
-# The most elementary rule first. A minimal case holds only what its failure needs (shrinking removed the
-# rest), but a failure of an elementary rule needs the stage it was met on too: a start marker inside an open
-# section must sit in some section, opened by the prompt or by the output, in a batch or not. So of the
-# features a minimal case holds, the most elementary names the defect and the others the stage.
-FEATURE_ORDER = (
-    "misplaced-marker",
-    "multi-token-markers",
-    "prompt-opened",
-    "re-opened-section",
-    "drafts",
-    "batch-ops",
-)
 CASE_FEATURES = frozenset(r.case_feature for r in _REGISTRY.values() if r.case_feature)
-if set(FEATURE_ORDER) != CASE_FEATURES:
-    raise ValueError(f"specs/requirements.yaml case features {sorted(CASE_FEATURES)} are not {sorted(FEATURE_ORDER)}")
 
 
 def _ends_with(stream: Sequence[int], marker: Sequence[int], not_before: int) -> bool:
@@ -111,20 +105,137 @@ def case_features(vector: dict) -> frozenset[str]:
     return frozenset(found)
 
 
+def _single(step: dict) -> bool:
+    return len(step["num_draft_tokens"]) <= 1
+
+
+def sequential_twin(vector: dict) -> dict | None:
+    """``vector`` without speculative decoding: every step of its one live request that committed a run of
+    tokens becomes one step per token, none with drafts, and ``max_spec_len`` 0. The committed stream and the
+    updates are the same, so a conforming engine forces the same tokens (TB-SPEC-1). None when a step holds
+    more than one request (their runs could not be cut into steps of one token each)."""
+    if not all(_single(step) for step in vector["steps"]):
+        return None
+    steps = []
+    for step in vector["steps"]:
+        if not step["num_draft_tokens"]:
+            steps.append(step)
+            continue
+        run = [t for t in step["sampled_token_ids"][0] if t != -1] or [-1]
+        for i, token in enumerate(run):
+            one = {"num_draft_tokens": [0], "draft_token_ids": [], "sampled_token_ids": [[token]]}
+            steps.append({**step, **one, "update": step["update"] if i == 0 else None})
+    return {**vector, "steps": steps, "max_spec_len": 0}
+
+
+def solo_twins(vector: dict) -> list[dict]:
+    """``vector`` without its batch: one scenario per request, alone in a batch of one from its add to its last
+    step, with the drafts and commits it had. A request's forced rows do not depend on the others (TB-BATCH-1),
+    so a conforming engine forces the same tokens."""
+    live: dict[int, int] = {}  # slot -> request
+    requests: list[dict] = []
+    for step in vector["steps"]:
+        if step["update"] is not None:
+            update = BatchUpdate.from_json(step["update"])
+            for slot in update.removed:
+                live.pop(slot, None)
+            for added in update.added:
+                live[added.index] = len(requests)
+                requests.append({"added": added, "steps": []})
+            for src, dst, kind in update.moved:
+                if kind is Move.SWAP:
+                    live[src], live[dst] = live.get(dst), live.get(src)
+                else:
+                    live[dst] = live.pop(src, None)
+                live = {k: v for k, v in live.items() if v is not None}
+        offset = 0
+        for slot, k in enumerate(step["num_draft_tokens"]):
+            if slot in live:
+                requests[live[slot]]["steps"].append(
+                    (k, step["draft_token_ids"][offset : offset + k], step["sampled_token_ids"][slot])
+                )
+            offset += k
+    twins = []
+    for request in requests:
+        added = request["added"]
+        steps = [
+            {"update": None, "num_draft_tokens": [k], "draft_token_ids": drafts, "sampled_token_ids": [row]}
+            for k, drafts, row in request["steps"]
+        ]
+        if not steps:
+            continue
+        add = BatchUpdate(1, added=(type(added)(0, added.budget, tuple(added.prompt_token_ids)),))
+        steps[0]["update"] = add.to_json()
+        twins.append({**vector, "max_num_reqs": 1, "steps": steps})
+    return twins
+
+
+def output_opened_twin(vector: dict) -> dict | None:
+    """``vector`` with the section its one request's prompt opened opened by the output instead: the prompt
+    stops before its last start marker, and the start marker and the prompt's tokens after it are committed one
+    per step before the vector's own steps. The section counts the same tokens (TB-PROMPT-1), so a conforming
+    engine forces the same tokens afterwards. None for a batch, a prompt that leaves no section open, or where
+    the oracle would force one of the moved tokens (the twin would not be a conforming run)."""
+    steps = vector["steps"]
+    if not steps or steps[0]["update"] is None or not all(_single(step) for step in steps):
+        return None
+    first = BatchUpdate.from_json(steps[0]["update"])
+    if len(first.added) != 1 or any(step["update"] is not None for step in steps[1:]):
+        return None
+    added = first.added[0]
+    start, end = vector["start_token_ids"], vector["end_token_ids"]
+    state = tb.RequestBudget(tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), None)
+    opened_at = None
+    for i, token in enumerate(added.prompt_token_ids):
+        was_open = state.in_section
+        state.feed(token)
+        if state.in_section and not was_open:
+            opened_at = i + 1 - len(start)
+    if not state.in_section or opened_at is None:
+        return None
+    prompt, moved = list(added.prompt_token_ids[:opened_at]), list(added.prompt_token_ids[opened_at:])
+    update = BatchUpdate(first.batch_size, added=(type(added)(added.index, added.budget, tuple(prompt)),))
+    model = tb.BudgetBatch(start, end, vector["max_num_reqs"], vector["scope"])
+    model.apply(update)
+    prefix = []
+    for i, token in enumerate(moved):
+        forced = model.forced_rows([0], [])[0]
+        if forced not in (-1, token):
+            return None
+        model.commit([[token]])
+        prefix.append(
+            {
+                "update": update.to_json() if i == 0 else None,
+                "num_draft_tokens": [0],
+                "draft_token_ids": [],
+                "sampled_token_ids": [[token]],
+            }
+        )
+    return {**vector, "steps": prefix + [{**steps[0], "update": None}, *steps[1:]]}
+
+
+# a feature a check is about -> the twins of a failing case without it
+TWINS = {
+    "drafts": lambda vector: [twin] if (twin := sequential_twin(vector)) else [],
+    "batch-ops": solo_twins,
+    "prompt-opened": lambda vector: [twin] if (twin := output_opened_twin(vector)) else [],
+}
+
+
 def owner(row_requirements: Iterable[str], blame_order: Sequence[str], features: frozenset[str]) -> str | None:
-    """The requirement a diverging row's failure belongs to: the most specific of ``row_requirements`` (in
-    ``blame_order``) whose case feature ``features`` holds, before any basic requirement (one without a case
-    feature); None when the row names no such requirement."""
+    """The requirement a diverging row's failure belongs to when its check's own features were shown not to be
+    needed: TB-MARK-1's misplaced marker first (a minimal case holds one only where the failure needs it),
+    then the most specific of ``row_requirements`` (in ``blame_order``) whose case feature ``features`` holds
+    or that has none; None when the row names no such requirement."""
     tagged = set(row_requirements)
-    featured = [
-        r
-        for feature in FEATURE_ORDER
-        if feature in features
-        for r in blame_order
-        if r in tagged and _REGISTRY[r].case_feature == feature
-    ]
-    basic = [r for r in blame_order if r in tagged and not _REGISTRY[r].case_feature]
-    return next(iter(featured + basic), None)
+    first = [r for r in blame_order if r in tagged and _REGISTRY[r].case_feature == "misplaced-marker" in features]
+    rest = [r for r in blame_order if r in tagged and _REGISTRY[r].case_feature in features | {""}]
+    return next(iter(first + rest), None)
+
+
+def feature_of(requirement: str) -> str:
+    """The case feature a minimal case needs to isolate ``requirement`` ("" for a basic requirement)."""
+    return _REGISTRY[requirement].case_feature if requirement in _REGISTRY else ""
 
 
 def finding_key(requirement: str, features: Iterable[str]) -> str:

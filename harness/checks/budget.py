@@ -248,10 +248,13 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
             row_tags = row_requirements(probe, slots[slot], j, k, expected[row])
             tags = row_tags & set(requirements)
             if got[row] != expected[row]:
+                mode = _mode(expected[row], got[row], end)
+                if -1 in (got[row], expected[row]):  # whether a row is forced is the count's matter, not which
+                    row_tags -= {"TB-FORCE-2"}  # token continues E (TB-FORCE-2)
+                    tags -= {"TB-FORCE-2"}
                 blame = next((r for r in BLAME_ORDER if r in tags), requirements[0])
                 if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
                     blame = "TB-SPEC-1" if "TB-SPEC-1" in tags else blame  # forced vs free: which state
-                mode = _mode(expected[row], got[row], end)
                 return Divergence(blame, mode, step, (slot, j, row), expected, got, frozenset(row_tags))
             if tally is not None:
                 tally.exercised(*tags)
@@ -346,13 +349,44 @@ def minimal_scenario(engine, scenario: BudgetScenario, fingerprint: str, require
     return shrink.minimise(scenario, smaller, fails_the_same(engine, fingerprint, tuple(requirements), max_spec))
 
 
-def _record_attributed(
-    tally: Tally, requirements: tuple[str, ...], shown: Divergence, minimal: dict, evidence: str, document: dict
-) -> None:
-    """Record the minimal case's failure under the requirement it isolates (``attribution.owner``): the check's own
-    requirement when the case holds its feature, else the owner, and the check's requirement reads BLOCKED."""
+def attributed_owner(
+    engine, requirements: tuple[str, ...], shown: Divergence, minimal: dict
+) -> tuple[str, frozenset[str]]:
+    """``(requirement, features)``: the requirement a failing minimal case of a check of ``requirements``
+    isolates, and the features it holds (``harness.checks.attribution`` says how)."""
     features = attribution.case_features(minimal)
-    owner = attribution.owner(shown.row_tags, BLAME_ORDER, features) or shown.requirement
+    own = {attribution.feature_of(r) for r in requirements} - {"", "misplaced-marker"}
+    for feature in sorted(own & features):
+        twins = attribution.TWINS.get(feature, lambda vector: [])(minimal)
+        if twins and any(_diverges(engine, twin) for twin in twins):
+            features -= {feature}
+    needed = own & features
+    if "misplaced-marker" in features and "TB-MARK-1" in shown.row_tags and needed <= {"multi-token-markers"}:
+        return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
+    if (own and not needed) or shown.requirement not in shown.row_tags:
+        return attribution.owner(shown.row_tags, BLAME_ORDER, features) or shown.requirement, features
+    return shown.requirement, features
+
+
+def _diverges(engine, vector: dict) -> bool:
+    try:
+        return replay_scenario(engine, vector, tuple(BLAME_ORDER)) is not None
+    except Exception:  # noqa: BLE001 - the engine fails the twin another way: it does not show the same defect
+        return False
+
+
+def _record_attributed(
+    engine,
+    tally: Tally,
+    requirements: tuple[str, ...],
+    shown: Divergence,
+    minimal: dict,
+    evidence: str,
+    document: dict,
+) -> None:
+    """Record the minimal case's failure under the requirement it isolates (``attributed_owner``): the check's own
+    requirement when the case holds its feature, else the owner, and the check's requirement reads BLOCKED."""
+    owner, features = attributed_owner(engine, requirements, shown, minimal)
     if owner == "TB-SPEC-2" and -1 in (shown.got[shown.where[2]], shown.expected[shown.where[2]]):
         owner = "TB-SPEC-1"  # forced against free: which state the row was judged on, as the blame rule says
     finding = attribution.finding_key(owner, features)
@@ -396,6 +430,7 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             if shown.fingerprint != divergence.fingerprint:  # the engine is not deterministic: keep the original
                 reduced, shown, minimal = vector, divergence, scenario
             _record_attributed(
+                engine,
                 tally,
                 requirements,
                 shown,

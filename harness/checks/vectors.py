@@ -34,8 +34,7 @@ def _budget_scenario(engine, ctx: Context, entry, requirements) -> Outcome:
         tally.exercised(*requirements)
         return tally.outcome("replayed exactly")
     mode = "valid-update-rejected" if divergence.mode == "valid-update-rejected" else "forced-rows-differ"
-    features = attribution.case_features(entry)
-    owner = attribution.owner(divergence.row_tags, budget.BLAME_ORDER, features) or requirements[0]
+    owner, features = budget.attributed_owner(engine, requirements, divergence, entry)
     finding = attribution.finding_key(owner, features)
     if owner not in requirements:
         tally.blocked(requirements[0], finding, f"the vector fails {owner} ({mode})")
