@@ -91,6 +91,12 @@ def test_the_guard_refuses_a_case_outside_the_contract():
         guarded.rejection_sample(outside)
 
 
+def _update(budget: int, prompt: list[int]) -> dict:
+    """A step's update that adds one request at slot 0."""
+    added = [{"index": 0, "budget": budget, "prompt_token_ids": prompt}]
+    return {"batch_size": 1, "removed": [], "added": added, "moved": []}
+
+
 def test_preconditions_are_read_off_the_case():
     assert contract.rejection_preconditions([1], [1], None) == set()
     assert contract.rejection_preconditions([1], [1], [[0.5, 0.0, 0.5]]) == {"draft-outside-q-support"}
