@@ -407,11 +407,16 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
         ]
         drawn = cases.draw(scenarios(family, scope or ctx.profile.scope), ctx.seed, family.scenarios)
         numbered = ((f"scenario {n}", scenario) for n, scenario in enumerate(drawn))
+        # a family without drafts runs each scenario with speculative decoding configured and without it: an engine
+        # may keep two paths (vLLM's legacy budget holder does), and each must force the same rows
+        configs = (family.max_spec,) if family.drafts else (0, family.max_spec)
         diverged = count = 0
-        for label, scenario in itertools.chain(examples, numbered):
+        for (label, scenario), max_spec in itertools.product(itertools.chain(examples, numbered), configs):
             count += 1
+            if max_spec == 0 and len(configs) > 1:
+                label += " without speculative decoding"
             vector = scenario.vector(label.replace(" ", "-"), list(requirements))
-            vector["max_spec_len"] = family.max_spec
+            vector["max_spec_len"] = max_spec
             divergence = replay_scenario(engine, vector, requirements, tally)
             if divergence is None:
                 continue
@@ -421,11 +426,11 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             if divergence.requirement in tally.failures:
                 tally.violated(divergence.requirement, divergence.mode, "")
                 continue
-            minimal = minimal_scenario(engine, scenario, divergence.fingerprint, requirements, family.max_spec)
+            minimal = minimal_scenario(engine, scenario, divergence.fingerprint, requirements, max_spec)
             reduced = minimal.vector(
                 f"minimal-{label.replace(' ', '-')}", list(requirements), f"minimised from {label}"
             )
-            reduced["max_spec_len"] = family.max_spec
+            reduced["max_spec_len"] = max_spec
             shown = replay_scenario(engine, reduced, requirements) or divergence
             if shown.fingerprint != divergence.fingerprint:  # the engine is not deterministic: keep the original
                 reduced, shown, minimal = vector, divergence, scenario
@@ -439,8 +444,9 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
                 reproduction_document(reduced, shown, vector, scenario.size, minimal.size),
             )
         first = f" ({len(examples)} examples first)" if examples else ""
+        both = ", each with and without speculative decoding configured" if len(configs) > 1 else ""
         return tally.outcome(
-            f"{count} scenarios{first} × up to {family.steps} steps; {diverged} diverged from the oracle"
+            f"{count} runs of scenarios{first}{both} × up to {family.steps} steps; {diverged} diverged from the oracle"
         )
 
     run.family = family  # the cases it draws, for tests of the strategies
