@@ -23,6 +23,7 @@ def _run(tmp_path: Path, engine: str, *checks: str, options=()) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.req("RUN-FINDING-1", "RUN-FINDING-2", "RUN-STATUS-4")
 def test_a_basic_defect_fails_its_own_requirement_alone_and_blocks_the_others(tmp_path):
     """The zoo's start-marker restart (a start marker inside an open section restarts the count) is seen by
     seven checks of six classes; it is one finding, FAIL on TB-MARK-1 only, and BLOCKED where other checks met it."""
@@ -38,6 +39,7 @@ def test_a_basic_defect_fails_its_own_requirement_alone_and_blocks_the_others(tm
     assert merged[("zoo:start-looked-for-inside-section", "TB-BATCH-2")][0] == "BLOCKED"
 
 
+@pytest.mark.req("RUN-FINDING-1")
 def test_a_defect_of_the_checks_own_feature_stays_its_own(tmp_path):
     """Control: a mutant that breaks only draft rows is a spec-decode finding, not re-attributed: the same stream
     without drafts passes (the sequential twin)."""
@@ -47,6 +49,7 @@ def test_a_defect_of_the_checks_own_feature_stays_its_own(tmp_path):
     assert not [rid for rid, res in record["results"].items() if res["status"] == "BLOCKED"]
 
 
+@pytest.mark.req("RUN-CONTRACT-1")
 def test_an_engine_that_declares_sampled_drafts_never_meets_a_draft_outside_q(tmp_path):
     """The engine raises on a draft with q(draft) = 0 (its run would record ERROR); the checks leave such cases
     out, the vectors that need one read NOT_APPLICABLE, and the checks that mix them with others still judge."""
@@ -67,6 +70,7 @@ def test_an_engine_that_declares_sampled_drafts_never_meets_a_draft_outside_q(tm
     assert merged[("sampled-drafts-only", "RS-PROB-3")][0] == "PASS"  # exercised by cases inside the contract
 
 
+@pytest.mark.req("RUN-CONTRACT-2")
 def test_a_value_the_adapter_derived_is_neither_pass_nor_fail(tmp_path):
     """Malformed-row flags the adapter makes up: with them declared derived, AC-COUNT-2/3 read NOT_APPLICABLE in
     every record, although the made-up flags would FAIL (holes) and PASS (well-formed rows)."""
@@ -162,3 +166,24 @@ def test_case_features_and_the_sequential_twin():
     twin = attribution.sequential_twin(vector)
     assert [s["sampled_token_ids"] for s in twin["steps"]] == [[[5]], [[5]], [[6]], [[7]]]
     assert not any(s["num_draft_tokens"][0] for s in twin["steps"]) and twin["max_spec_len"] == 0
+
+
+class _NamesItsOwnField(OracleEngine):
+    """Refuses an empty start marker by the name its own configuration gives the field, as vLLM does."""
+
+    def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0, **markers):
+        if not start:
+            raise ValueError("reasoning_start_str must be a non-empty string")
+        return super().budget_state(start, end, max_num_reqs, scope, max_spec_len, **markers)
+
+
+@pytest.mark.req("RUN-CONTRACT-3")
+def test_a_demanded_error_may_name_the_engines_own_field():
+    from harness.checks import by_name
+    from harness.core import Context
+
+    check = by_name()["vectors/thinking-budget/empty-start_token_ids"]
+    engine = _NamesItsOwnField()
+    assert check.run(engine, Context(engine.profile)).status == "FAIL"  # the spec's name is not in the error
+    declared = profiles.replace(engine.profile, field_names=(("start_token_ids", ("reasoning_start_str",)),))
+    assert check.run(engine, Context(declared)).status == "PASS"
