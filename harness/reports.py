@@ -85,7 +85,7 @@ class EngineVerdict:
 
     @property
     def claimed(self) -> list[ClassVerdict]:
-        return [c for c in self.classes if c.verdict != NOT_CLAIMED_VERDICT]
+        return [c for c in self.classes if c.verdict not in (NOT_CLAIMED_VERDICT, NOT_APPLICABLE_VERDICT)]
 
     @property
     def verdict(self) -> str:
@@ -113,6 +113,8 @@ class EngineVerdict:
 
 
 NOT_CLAIMED_VERDICT = "not claimed"
+NOT_APPLICABLE_VERDICT = "not applicable"
+_OUTSIDE = "outside the engine's contract or judged only on adapter-derived values (NOT_APPLICABLE)"
 
 
 def _count(n: int, noun: str) -> str:
@@ -146,8 +148,15 @@ def class_verdict(records: list[dict], cls: str) -> ClassVerdict:
     def own(rid: str) -> bool:  # a failure found by a check of this class may be another class's finding
         return rid == "check" or rid not in registry or registry[rid].cls == cls
 
-    per_req = {rid: value for (_, rid), value in requirement_status(judged).items() if own(rid)}
-    status = worst([s for s, _ in per_req.values()] + [r["status"] for r in judged if not r["results"]])
+    merged = {rid: value for (_, rid), value in requirement_status(judged).items() if own(rid)}
+    outside = sorted(rid for rid, (req_status, _) in merged.items() if req_status == "NOT_APPLICABLE")
+    per_req = {rid: value for rid, value in merged.items() if rid not in outside}  # the verdict rests on these
+    if outside and not per_req:
+        return ClassVerdict(cls, NOT_APPLICABLE_VERDICT, "NOT_APPLICABLE", f"{', '.join(outside)}: {_OUTSIDE}")
+    status = worst(
+        [s for s, _ in per_req.values()]
+        + [r["status"] for r in judged if not r["results"] and r["status"] != "NOT_APPLICABLE"]
+    )
     bad = [(r, rid) for r, rid in _bad_pairs(judged) if own(rid)]
     if bad:
         unexpected = [(r, rid) for r, rid in bad if rid in r.get("unexpected", ())]
@@ -166,7 +175,10 @@ def class_verdict(records: list[dict], cls: str) -> ClassVerdict:
         record = next(r for r in judged if r["results"].get(blocked[0], {}).get("status") == "BLOCKED")
         return ClassVerdict(cls, "blocked", "BLOCKED", f"{', '.join(blocked)} {_evidence(record, blocked[0])}")
     if status == "PASS":
-        return ClassVerdict(cls, "conforms", status, f"{_count(len(per_req), 'requirement')}, {_count(cases, 'case')}")
+        besides = f"; {', '.join(outside)} {_OUTSIDE}" if outside else ""
+        return ClassVerdict(
+            cls, "conforms", status, f"{_count(len(per_req), 'requirement')}, {_count(cases, 'case')}{besides}"
+        )
     open_reqs = []
     for rid, (req_status, _) in sorted(per_req.items()):
         if req_status == "PASS":
