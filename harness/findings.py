@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from . import spec
 from .core import BLOCKED, ERROR, FAIL, NOT_APPLICABLE, NOT_CLAIMED, NOT_RUN, PASS, PRECONDITION_FAILED, TIMEOUT
 
 # of the statuses that say a requirement was not judged, the most telling first
@@ -64,6 +65,12 @@ class Finding:
     def cause(self) -> str:
         record, rid = self.first
         return record["results"][rid].get("expectation_reason") or record.get("expectation_reason", "")
+
+    @property
+    def robustness(self) -> bool:
+        """Whether the requirement binds the engine's answer to input outside normal operation (``binds``)."""
+        found = spec.load_registry().get(self.requirement)
+        return found is not None and found.binds == "robustness"
 
     @property
     def seen_by(self) -> str:

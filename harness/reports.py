@@ -378,25 +378,41 @@ def _failure_line(record: dict, rid: str) -> str:
 def _findings_lines(records: list[dict]) -> list[str]:
     """One entry per defect (``findings.findings``): unexpected ones first, each with the checks that saw it, what
     it blocked, its evidence, minimal case, reproduction command and, when known, its published cause."""
+    lines = []
     found = findings.findings(records)
-    if not found:
-        return []
-    unexpected = sum(not f.expected for f in found)
-    lines = [f"## Findings ({_count(len(found), 'defect')}, {unexpected} unexpected)", ""]
-    for f in found:
-        record, rid = f.first
-        reproduction = record["results"][rid].get("reproduction")
-        minimal = f" Minimal case: `{reproduction}`." if isinstance(reproduction, str) else ""
-        blocked = (
-            f" Blocked: {', '.join(sorted({f'{rid} in `{check}`' for check, rid in f.blocked}))}." if f.blocked else ""
-        )
-        lines.append(
-            f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}** ({f.seen_by}: "
-            f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}): "
-            f"{_evidence(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
-            + (f" Cause: {_first_line(f.cause, 200)}" if f.cause else "")
-        )
-    return lines + [""]
+    operation = [f for f in found if not f.robustness]
+    if operation:
+        unexpected = sum(not f.expected for f in operation)
+        lines += [f"## Findings ({_count(len(operation), 'defect')}, {unexpected} unexpected)", ""]
+        lines += [_finding_line(f) for f in operation] + [""]
+    robustness = [f for f in found if f.robustness]
+    if robustness:
+        unexpected = sum(not f.expected for f in robustness)
+        lines += [
+            f"## Robustness findings ({_count(len(robustness), 'defect')}, {unexpected} unexpected)",
+            "",
+            "Requirements on input that the engine's normal callers never give (`binds: robustness`), reported "
+            "beside the findings of normal operation.",
+            "",
+        ]
+        lines += [_finding_line(f) for f in robustness] + [""]
+    return lines
+
+
+def _finding_line(f: findings.Finding) -> str:
+    """One finding: engine, name, the checks that saw it, evidence, minimal case, what it blocked, reproduction."""
+    record, rid = f.first
+    reproduction = record["results"][rid].get("reproduction")
+    minimal = f" Minimal case: `{reproduction}`." if isinstance(reproduction, str) else ""
+    blocked = (
+        f" Blocked: {', '.join(sorted({f'{rid} in `{check}`' for check, rid in f.blocked}))}." if f.blocked else ""
+    )
+    return (
+        f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}** ({f.seen_by}: "
+        f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}): "
+        f"{_evidence(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
+        + (f" Cause: {_first_line(f.cause, 200)}" if f.cause else "")
+    )
 
 
 def _not_applicable_lines(records: list[dict]) -> list[str]:

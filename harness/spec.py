@@ -44,6 +44,9 @@ class Requirement:
     observes: tuple[str, ...] = ()
     # what a minimal case must hold to isolate this requirement rather than a basic one (harness.checks.attribution)
     case_feature: str = ""
+    # operation: binds the engine in normal operation (its verdict rests on these); robustness: binds its answer
+    # to input its normal callers never give (reported beside the verdict, RUN-CONTRACT-1)
+    binds: str = "operation"
 
 
 def requirements_in_documents() -> dict[str, tuple[str, str, str]]:
@@ -109,6 +112,7 @@ def load_registry() -> dict[str, Requirement]:
             document=entry["document"],
             observes=tuple(entry.get("observes", ())),
             case_feature=entry.get("case_feature", ""),
+            binds=entry.get("binds", "operation"),
         )
     return registry
 
