@@ -47,6 +47,7 @@ OBSERVABLES = (
     "accepted_per_position",
     "per_position_rates",
     "batch_moves",  # where the budget state of a moved or swapped request goes (TB-BATCH-2, TB-BATCH-3)
+    "draw_offsets",  # where a seeded request's draws start in its random stream (an RNG offset handed over)
 )
 
 

@@ -12,7 +12,9 @@ as its callers drive it:
   with one ``num_speculative_tokens``; ``K = 0`` requests are one call with no draft rows;
 - seeded requests pass their seed and their first row's position as FlashInfer's per-row ``seed`` and
   ``offset`` tensors (its reproducible draws); unseeded cases leave both out, and FlashInfer takes them
-  from torch's CUDA generator (``get_seed_and_offset``);
+  from torch's CUDA generator (``get_seed_and_offset``). FlashInfer's own callers advance the offset by the
+  draws they consumed, so the offset is this adapter's choice: the profile declares ``draw_offsets``
+  derived, and the check that rests on it (``rejection/counter-based-draws``) reads NOT_APPLICABLE;
 - the emitted tokens are FlashInfer's ``output_token_ids`` (``-1``-padded) and each request's emitted
   count is FlashInfer's ``output_emitted_draft_token_num`` plus its one sampled token.
 
@@ -139,6 +141,9 @@ class FlashInferChainEngine:
             capabilities=frozenset({"rejection", "seeded"}),
             # FlashInfer documents its drafts as samples of the draft distribution it is handed
             contract=frozenset({"drafts-sampled-from-q"}),
+            # the Philox offset of a seeded row is the caller's: FlashInfer's callers advance it by the draws they
+            # consumed, and this adapter passes the request's position, so offsets are the adapter's choice
+            derived=frozenset({"draw_offsets"}),
         )
 
     def rejection_sample(self, case: rs.RejectionCase):

@@ -23,13 +23,16 @@ _REGISTRY = spec.load_registry()
 _CLASSES = spec.classes()
 
 
-def _check(name, cls, requirements, needs, description, run) -> Check:
+def _check(name, cls, requirements, needs, description, run, observes: dict | None = None) -> Check:
+    """A check of the catalogue; ``observes`` names, for this check only, what a requirement is judged on beyond
+    the registry's ``observes`` (``rejection/counter-based-draws`` judges RS-RNG-1 on the draws' offsets)."""
     unknown = [r for r in requirements if r not in _REGISTRY]
     if unknown:
         raise ValueError(f"check {name} declares requirements missing from specs/requirements.yaml: {unknown}")
     if cls not in _CLASSES:
         raise ValueError(f"check {name} declares an unknown class {cls!r}")
-    return Check(name, cls, tuple(requirements), tuple(needs), description, run, observes=observes_of(requirements))
+    judged_on = dict(observes_of(requirements)) | (observes or {})
+    return Check(name, cls, tuple(requirements), tuple(needs), description, run, observes=tuple(judged_on.items()))
 
 
 def observes_of(requirements) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -305,6 +308,8 @@ def kernel_checks() -> list[Check]:
             ("rejection", "seeded"),
             "a seeded step resumed at the next position replays the same tokens, whatever the call order",
             rejection.counter_based_draws,
+            # where a seeded request's draws start is the caller's to say: an adapter that picks it is judged here
+            observes={"RS-RNG-1": ("draw_offsets",)},
         ),
         _check(
             "rejection/acceptance-rule",
