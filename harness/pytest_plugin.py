@@ -5,7 +5,8 @@
 
 Each check becomes a test item named ``specconform[<check>]`` with its requirement ids as
 ``requirement`` markers (``-m`` cannot select on arguments, but ``-k`` can on the name). FAIL,
-ERROR and TIMEOUT fail the item; NOT_CLAIMED and PRECONDITION_FAILED skip it; a failure listed
+ERROR and TIMEOUT fail the item; NOT_CLAIMED, PRECONDITION_FAILED, NOT_APPLICABLE (outside the engine's
+contract) and BLOCKED (another requirement's finding, which fails its own item) skip it; a failure listed
 in the expectations file is an xfail, and its unexpected pass is reported as XPASS(strict).
 
 With an engine named and no test paths given, the session judges the engine only: the tests of the
@@ -139,7 +140,7 @@ class SpecconformItem(pytest.Item):
                 pytest.xfail(f"expected {record.status}: {record.expectation_reason} {record.expectation_link}")
             if record.status == "PASS":
                 pytest.fail(f"unexpected pass (expected {record.expected_status}: {record.expectation_reason})")
-        if record.status in ("NOT_CLAIMED", "PRECONDITION_FAILED"):
+        if record.status in ("NOT_CLAIMED", "PRECONDITION_FAILED", "NOT_APPLICABLE", "BLOCKED"):
             pytest.skip(f"{record.status}: {record.message}")
         if record.status != "PASS":
             raise SpecconformFailure(record)
