@@ -21,6 +21,7 @@ import yaml
 
 from .contract import derived_only
 from .core import (
+    BLOCKED,
     ERROR,
     FAIL,
     NOT_APPLICABLE,
@@ -342,7 +343,7 @@ def judged_on_engine_values(check: Check, outcome: Outcome, profile) -> Outcome:
     changed = {}
     for rid, result in outcome.requirements.items():
         why = derived_only(check.observables(rid), profile.derived)
-        if why and result.status in (PASS, FAIL, NOT_RUN):
+        if why and result.status in (PASS, FAIL, BLOCKED, NOT_RUN):
             changed[rid] = RequirementResult(NOT_APPLICABLE, 0, why)
     if not changed:
         return outcome
