@@ -391,6 +391,8 @@ def _record_attributed(
         owner = "TB-SPEC-1"  # forced against free: which state the row was judged on, as the blame rule says
     finding = attribution.finding_key(owner, features)
     document = {**document, "fingerprint": f"{owner}/{shown.mode}", "finding": finding}
+    if owner != shown.requirement:  # the reproduction blames the owner, as the record does, when replayed
+        document["scenarios"] = [{**scenario, "requirements": [owner]} for scenario in document["scenarios"]]
     if owner not in requirements:  # a requirement of another check: this check's own one cannot be certified
         tally.blocked(shown.requirement, finding, f"its minimal case fails {owner} ({shown.mode})")
     tally.violated(owner, shown.mode, evidence, reproduction=document, finding=finding)

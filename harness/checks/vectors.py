@@ -19,6 +19,7 @@ from specs.interface import BatchUpdate
 
 from .. import spec, stats, vectors
 from ..core import Check, Context, Outcome, Tally
+from ..oracle import counting as ac
 from ..oracle import rejection as rs
 from . import attribution, budget, rejection
 
@@ -108,23 +109,45 @@ def _count_row(engine, profile, entry) -> tuple[str, str] | None:
     return None
 
 
-def _metrics(engine, profile, entry) -> tuple[str, str] | None:
+def _metrics(engine, profile, entry) -> tuple[str, str, str] | None:
     """The aggregate metrics the engine interface returns, against the vector's ``expected`` ones; the
-    vector's per-step and raw counts are not observable through ``acceptance_metrics``."""
+    vector's per-step and raw counts are not observable through ``acceptance_metrics``. Only what the engine
+    produced is judged (the profile's ``derived`` are the adapter's values); a difference is blamed on the
+    vector's trimming requirement (AC-METRIC-4, AC-STOP-1: which tokens count at all) where it names one and
+    counting every token explains it, else on the requirement that defines the metric that differs."""
     steps = [(s["num_draft_tokens"], s["row"], s["commit_limit"]) for s in entry["steps"]]
     got = engine.acceptance_metrics(steps, entry["eos_token_ids"])
     expected = entry["expected"]
-    differ = [  # only what the engine produced is judged (the profile's ``derived`` are the adapter's values)
-        f"{name} {got[name]}, expected {expected[name]}"
-        for name in ("acceptance_rate", "mean_acceptance_length")
-        if name not in profile.derived and not np.isclose(got[name], expected[name], rtol=1e-9, atol=1e-12)
-    ]
+    differ = {}
+    for name, rid in (("acceptance_rate", "AC-METRIC-1"), ("mean_acceptance_length", "AC-METRIC-2")):
+        if name not in profile.derived and not np.isclose(got[name], expected[name], rtol=1e-9, atol=1e-12):
+            differ[rid] = f"{name} {got[name]}, expected {expected[name]}"
     per_position = [int(x) for x in got["accepted_per_position"]]
     if "accepted_per_position" not in profile.derived and per_position != expected["accepted_per_position"]:
-        differ.append(
-            f"accepted_per_position {list(got['accepted_per_position'])}, expected {expected['accepted_per_position']}"
-        )
-    return ("metrics-differ", "; ".join(differ)) if differ else None
+        differ["AC-METRIC-3"] = f"accepted_per_position {per_position}, expected {expected['accepted_per_position']}"
+    if not differ:
+        return None
+    requirements = entry["requirements"]
+    untrimmed = ac.AcceptanceMetrics(max_positions=len(expected["accepted_per_position"]))
+    for k, row, _ in steps:  # every token of every row counted: no end token, no commit limit
+        untrimmed.observe(k, row)
+    counted_all = all(
+        [int(x) for x in got[name]] == untrimmed.accepted_per_position
+        if name == "accepted_per_position"
+        else np.isclose(got[name], getattr(untrimmed, name), rtol=1e-9, atol=1e-12)
+        for name in (_METRIC_OF[rid] for rid in differ)
+    )
+    # a difference that counting every token explains is the trimming requirement's (which tokens count at all)
+    trimming = [r for r in requirements if r in ("AC-STOP-1", "AC-METRIC-4")] if counted_all else []
+    blame = (trimming or [r for r in requirements if r in differ] or requirements)[0]
+    return "metrics-differ", "; ".join(differ.values()), blame
+
+
+_METRIC_OF = {
+    "AC-METRIC-1": "acceptance_rate",
+    "AC-METRIC-2": "mean_acceptance_length",
+    "AC-METRIC-3": "accepted_per_position",
+}
 
 
 def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
@@ -135,8 +158,8 @@ def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
     def run(engine, ctx: Context, entry, requirements) -> Outcome:
         tally = Tally(requirements)
         failure = replay_one(engine, ctx.profile, entry)
-        if failure:
-            tally.violated(requirements[0], failure[0], failure[1])
+        if failure:  # (mode, evidence) of the vector's first requirement, or (mode, evidence, requirement)
+            tally.violated(failure[2] if len(failure) > 2 else requirements[0], failure[0], failure[1])
         else:
             tally.exercised(*requirements)
         return tally.outcome("replayed exactly" if not failure else "the vector did not replay")
