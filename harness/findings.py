@@ -1,8 +1,8 @@
 """Findings: one defect, however many checks saw it, and one status per requirement, merged across checks.
 
 An engine team reads a report from its findings. A finding groups the failed requirements of every check
-of one engine that show the same defect: the same finding name (``harness.checks.attribution.finding_of``:
-the requirement a minimal case isolates), or, for failures without one, the same fingerprint. Each finding
+of one engine that show the same defect: the same finding name (``harness.checks.attribution.finding_key``:
+the requirement a minimal case isolates), or, for failures without one, the same requirement. Each finding
 carries the checks that saw it, its first evidence, minimal case, reproduction command and, where an
 expectation covers it, its published cause and proof. The console, ``summary.md`` and the cross-engine
 table count findings, so they say the same thing.
@@ -81,7 +81,7 @@ class Finding:
 def finding_name(rid: str, result: dict) -> str:
     """The defect a failed (or blocked) requirement result shows: its finding, else its fingerprint."""
     finding = result.get("finding", "")
-    return finding.split(" on ", 1)[0] if finding else result.get("fingerprint") or rid
+    return finding.split(" on ", 1)[0] if finding else rid  # one requirement's failures, whatever their mode
 
 
 def distinct(pairs: Iterable[tuple[dict, str]]) -> int:

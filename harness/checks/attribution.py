@@ -67,7 +67,8 @@ def _stream_features(stream: Sequence[int], start: Sequence[int], end: Sequence[
 def case_features(vector: dict) -> frozenset[str]:
     """The features of a thinking-budget scenario in the golden-vector format: ``multi-token-markers``,
     ``prompt-opened`` (a prompt that leaves a section open or ends inside a marker), ``drafts``, ``batch-ops``
-    (a removal, a move, or an add after the first step), ``re-opened-section`` and ``misplaced-marker``."""
+    (a removal, a move, or an add after the first step), ``several-requests`` (a step of more than one),
+    ``re-opened-section`` and ``misplaced-marker``."""
     start, end = vector["start_token_ids"], vector["end_token_ids"]
     found: set[str] = set()
     if len(start) > 1 or len(end) > 1:
@@ -98,6 +99,8 @@ def case_features(vector: dict) -> frozenset[str]:
                     live[dst] = live.pop(src, [])
         if any(step["num_draft_tokens"]):
             found.add("drafts")
+        if len(step["num_draft_tokens"]) > 1:
+            found.add("several-requests")
         for slot, row in enumerate(step["sampled_token_ids"]):
             live.setdefault(slot, []).extend(t for t in row if t != -1)
     for stream in [*finished, *live.values()]:
@@ -218,6 +221,7 @@ def output_opened_twin(vector: dict) -> dict | None:
 TWINS = {
     "drafts": lambda vector: [twin] if (twin := sequential_twin(vector)) else [],
     "batch-ops": solo_twins,
+    "several-requests": solo_twins,
     "prompt-opened": lambda vector: [twin] if (twin := output_opened_twin(vector)) else [],
 }
 

@@ -356,16 +356,24 @@ def attributed_owner(
     isolates, and the features it holds (``harness.checks.attribution`` says how)."""
     features = attribution.case_features(minimal)
     own = {attribution.feature_of(r) for r in requirements} - {"", "misplaced-marker"}
-    for feature in sorted(own & features):
+    proven = set()  # features whose twins pass: the failure needs them
+    for feature in sorted(features):
         twins = attribution.TWINS.get(feature, lambda vector: [])(minimal)
         if twins and any(_diverges(engine, twin) for twin in twins):
             features -= {feature}
+        elif twins:
+            proven.add(feature)
     needed = own & features
     if "misplaced-marker" in features and "TB-MARK-1" in shown.row_tags and needed <= {"multi-token-markers"}:
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
-    if (own and not needed) or shown.requirement not in shown.row_tags:
+    if not needed or shown.requirement not in shown.row_tags:  # a check of the basic machinery included
         return attribution.owner(shown.row_tags, BLAME_ORDER, features) or shown.requirement, features
-    return shown.requirement, features
+    # the check's own feature is needed: a twin without it passes, so the most specific of the row's requirements
+    # about it; where no twin could show it, the check's blame stands
+    about = [
+        r for r in (*BLAME_ORDER, "TB-BATCH-5") if r in shown.row_tags and attribution.feature_of(r) in proven & own
+    ]
+    return next(iter(about), shown.requirement), features
 
 
 def _diverges(engine, vector: dict) -> bool:
