@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -334,6 +335,13 @@ def cmd_report(args) -> int:
     if not run_dir.is_dir():
         raise UsageError(f"{args.run_dir!r} is not a run folder (one holds results.jsonl)")
     records = runner.read_records(run_dir)
+    if args.expectations:
+        try:
+            expectations = runner.load_expectations(args.expectations)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        records = runner.reexpect(records, expectations)
+        (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     reports.write_all(
         run_dir, records, checks_module.uncovered_requirements(), runner.missing_records(run_dir, records)
     )
@@ -623,6 +631,10 @@ def build_parser() -> argparse.ArgumentParser:
     prv.set_defaults(func=cmd_prove)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
     rep.add_argument("run_dir", help="a run folder (one that holds results.jsonl)")
+    rep.add_argument(
+        "--expectations",
+        help="attach this expectations file's causes anew (rewrites results.jsonl) before rendering",
+    )
     rep.set_defaults(func=cmd_report)
     summ = sub.add_parser("summary", help="the cross-engine table of several runs (Markdown on stdout)")
     summ.add_argument("run_dirs", nargs="+", help="run folders (each holds results.jsonl)")

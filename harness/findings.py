@@ -112,7 +112,31 @@ def findings(records: list[dict]) -> list[Finding]:
                 if (record["engine"], blocker) in found:
                     found[(record["engine"], blocker)].blocked.append((record["check"], rid))
                     found[(record["engine"], blocker)].checks.append(record["check"])
-    return sorted(found.values(), key=lambda f: (f.expected, f.engine, f.name))
+    return sorted(_by_proof(found.values()), key=lambda f: (f.expected, f.engine, f.name))
+
+
+def _by_proof(found) -> list[Finding]:
+    """Findings whose expectations cite one proof (one patch of the engine's code makes all their minimal cases
+    pass) are one defect: merged, named by all their requirements."""
+    merged: dict[tuple[str, str], Finding] = {}
+    out = []
+    for finding in found:
+        record, rid = finding.first
+        patch = record["results"][rid].get("expectation_proof", "")
+        if not patch:
+            out.append(finding)
+            continue
+        key = (finding.engine, patch)
+        if key not in merged:
+            merged[key] = finding
+            out.append(finding)
+            continue
+        into = merged[key]
+        into.name = f"{into.name}; {finding.name}"
+        into.checks += finding.checks
+        into.records += finding.records
+        into.blocked += finding.blocked
+    return out
 
 
 def requirement_statuses(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:

@@ -59,6 +59,7 @@ class Expectation:
     requirement: str = ""
     fingerprints: tuple[str, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
+    proof: str = ""  # the patch that proves the cause (``harness.proofs``); entries that share one are one defect
 
     def applies(self, record: dict, requirement: str = "") -> bool:
         return (
@@ -86,6 +87,11 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
     data = yaml.safe_load(path.read_text()) or {}
     out = []
     for i, entry in enumerate(data.get("expectations", [])):
+        unknown_keys = sorted(set(entry) - _ENTRY_KEYS)
+        if unknown_keys:
+            raise ValueError(
+                f"{path}: expectation {i} has an unknown key {unknown_keys[0]!r}; known: {sorted(_ENTRY_KEYS)}"
+            )
         for key in ("check", "status", "reason"):
             if key not in entry:
                 raise ValueError(f"{path}: expectation {i} lacks {key!r}")
@@ -117,9 +123,13 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
                 requirement,
                 tuple(fingerprints),
                 tuple(sorted(conditions.items())),
+                (entry.get("proof") or {}).get("patch", ""),
             )
         )
     return out
+
+
+_ENTRY_KEYS = frozenset({"check", "status", "reason", "link", "requirement", "fingerprint", "if", "proof"})
 
 
 @dataclass
@@ -191,9 +201,28 @@ def _expect(record: Record, expectations: list[Expectation]) -> None:
                 expectation_reason=expectation.reason,
                 expectation_link=expectation.link,
             )
+            if expectation.proof:
+                result["expectation_proof"] = expectation.proof
         if result["status"] == FAIL and not (expectation and expectation.met_by(FAIL, result["fingerprint"])):
             unexpected.append(rid)
     record.unexpected = unexpected
+
+
+def reexpect(records: list[dict], expectations: list[Expectation]) -> list[dict]:
+    """``records`` with their expectations attached anew from ``expectations`` (those of the run dropped): a run
+    re-rendered after its causes were written or corrected."""
+    out = []
+    for data in records:
+        data = json.loads(json.dumps(data))
+        for key in ("expected_status", "expectation_reason", "expectation_link"):
+            data.pop(key, None)
+        for result in data["results"].values():
+            for key in ("expected_status", "expectation_reason", "expectation_link", "expectation_proof"):
+                result.pop(key, None)
+        record = Record(**{f: data[f] for f in Record.__dataclass_fields__ if f in data})
+        _expect(record, expectations)
+        out.append({**data, **record.to_json()})
+    return out
 
 
 def pin_expectations(records: list[dict], expectations: list[Expectation]) -> list[dict]:
