@@ -73,7 +73,7 @@ def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
     text = reports.markdown(records, [])
     assert (
         text.index("## Findings (1 defect, 1 unexpected)")
-        < text.index("- **e** **unexpected** finding **TB-FORCE-1/mode** (1 defect, seen by 1 check: `b`): FAIL msg.")
+        < text.index("- **e** **unexpected** finding **TB-FORCE-1** (1 defect, seen by 1 check: `b`): FAIL msg.")
         < text.index("## e")
     )  # the failure with its evidence, before any engine's details
 
@@ -85,7 +85,7 @@ def test_the_first_ten_lines_of_a_run_with_expected_failures_say_they_are_known(
     assert "**Verdict: PASS**: no unexpected failure" in head and "1 known failure (expected)" in head
     assert "| e | **KNOWN FAILURES** only (1, all expected); 0 of 1 claimed classes conform |" in head
     known = reports.markdown([_record("a", "PASS"), failed], []).split("## Findings (1 defect, 0 unexpected)")[1]
-    assert "known finding **TB-FORCE-1/mode** (1 defect, seen by 1 check: `b`): FAIL msg." in known
+    assert "known finding **TB-FORCE-1** (1 defect, seen by 1 check: `b`): FAIL msg." in known
     assert "Cause: the engine's design" in known
 
 
