@@ -97,46 +97,31 @@ def distinct(pairs: Iterable[tuple[dict, str]]) -> int:
 def findings(records: list[dict]) -> list[Finding]:
     """Every engine's findings, unexpected ones first, then by engine and name."""
     found: dict[tuple[str, str], Finding] = {}
+    named: dict[tuple[str, str], list[Finding]] = defaultdict(list)  # finding name -> the findings it shows in
     for record in records:
         for rid, result in record["results"].items():
             if result["status"] != FAIL:
                 continue
             name = finding_name(rid, result)
-            finding = found.setdefault((record["engine"], name), Finding(record["engine"], name, rid))
+            # a failure whose published cause a proof backs is that proof's defect (one patch makes all its minimal
+            # cases pass); any other is its finding name's
+            key = (record["engine"], result.get("expectation_proof") or name)
+            if key not in found:
+                found[key] = Finding(record["engine"], name, rid)
+            finding = found[key]
+            if name not in finding.name.split("; "):
+                finding.name += f"; {name}"
             finding.checks.append(record["check"])
             finding.records.append((record, rid))
+            if finding not in named[(record["engine"], name)]:
+                named[(record["engine"], name)].append(finding)
     for record in records:  # what each finding kept from being certified
         for rid, result in record["results"].items():
             if result["status"] == BLOCKED and result.get("finding"):
-                blocker = finding_name(rid, result)
-                if (record["engine"], blocker) in found:
-                    found[(record["engine"], blocker)].blocked.append((record["check"], rid))
-                    found[(record["engine"], blocker)].checks.append(record["check"])
-    return sorted(_by_proof(found.values()), key=lambda f: (f.expected, f.engine, f.name))
-
-
-def _by_proof(found) -> list[Finding]:
-    """Findings whose expectations cite one proof (one patch of the engine's code makes all their minimal cases
-    pass) are one defect: merged, named by all their requirements."""
-    merged: dict[tuple[str, str], Finding] = {}
-    out = []
-    for finding in found:
-        record, rid = finding.first
-        patch = record["results"][rid].get("expectation_proof", "")
-        if not patch:
-            out.append(finding)
-            continue
-        key = (finding.engine, patch)
-        if key not in merged:
-            merged[key] = finding
-            out.append(finding)
-            continue
-        into = merged[key]
-        into.name = f"{into.name}; {finding.name}"
-        into.checks += finding.checks
-        into.records += finding.records
-        into.blocked += finding.blocked
-    return out
+                for finding in named.get((record["engine"], finding_name(rid, result)), [])[:1]:
+                    finding.blocked.append((record["check"], rid))
+                    finding.checks.append(record["check"])
+    return sorted(found.values(), key=lambda f: (f.expected, f.engine, f.name))
 
 
 def requirement_statuses(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:

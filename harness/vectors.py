@@ -272,6 +272,20 @@ def _isolating_budget_vectors() -> list[dict]:
             max_num_reqs=1,
             description="A step commits 6 7 8 after drafts: the next row counts all three and is forced.",
         ),
+        budget_scenario(
+            "two-starts-in-one-committed-run",
+            ["TB-SPEC-3", "TB-MARK-1"],
+            S1,
+            E1,
+            [
+                (BatchUpdate(1, added=[AddedRequest(0, 3, [])]), {0: SlotStep([], 0, 5)}),
+                (None, {0: SlotStep([100, 6, 7], 3, 100)}),
+                (None, {0: SlotStep([], 0, 9)}),
+            ],
+            max_num_reqs=1,
+            description="One step commits S 6 7 S: the second S is a thinking token (TB-MARK-1), so the section holds "
+            "6 7 S and the next row is forced.",
+        ),
     ]
     return s
 
