@@ -86,12 +86,15 @@ def finding_name(rid: str, result: dict) -> str:
 
 def distinct(pairs: Iterable[tuple[dict, str]]) -> int:
     """How many defects ``(record, requirement or "check")`` pairs are: findings by name, a check's ERROR each."""
-    return len(
-        {
-            (r["engine"], finding_name(rid, r["results"][rid]) if rid != "check" else f"{r['check']} {r['status']}")
-            for r, rid in pairs
-        }
-    )
+    return len({(r["engine"], _key(r, rid)) for r, rid in pairs})
+
+
+def _key(record: dict, rid: str) -> str:
+    """What makes a failure one defect with others (as ``findings`` groups them): its proof, else its name."""
+    if rid == "check":
+        return f"{record['check']} {record['status']}"
+    result = record["results"][rid]
+    return result.get("expectation_proof") or finding_name(rid, result)
 
 
 def findings(records: list[dict]) -> list[Finding]:
@@ -105,7 +108,7 @@ def findings(records: list[dict]) -> list[Finding]:
             name = finding_name(rid, result)
             # a failure whose published cause a proof backs is that proof's defect (one patch makes all its minimal
             # cases pass); any other is its finding name's
-            key = (record["engine"], result.get("expectation_proof") or name)
+            key = (record["engine"], _key(record, rid))
             if key not in found:
                 found[key] = Finding(record["engine"], name, rid)
             finding = found[key]

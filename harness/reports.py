@@ -932,15 +932,16 @@ def engines_summary(records: list[dict]) -> str:
     lines += [f"| {e} | {versions[e]} | {next(r['profile'] for r in records if r['engine'] == e)} |" for e in engines]
     lines += ["", "## Conformance classes (worst status of the class's checks)", ""] + _class_table(records, engines)
     lines += ["", "## Requirements", ""] + _requirement_table(records, engines, [])
-    lines += ["", "## Failures", ""]
-    for r in _sorted(records):
-        if r["status"] not in BAD:
-            continue
-        cause = f" Cause: {r['expectation_reason']}" if r.get("expectation_reason") else ""
-        link = f" ({r['expectation_link']})" if r.get("expectation_link") else ""
-        lines.append(
-            f"- **{r['engine']}** `{r['check']}` {r['status']} on "
-            f"{', '.join(r['violated'] or r['requirements'])}: {_first_line(r['message'])}.{cause}{link}  "
-        )
-        lines.append(f"  `{r['reproduce']}`")
+    found = findings.findings(records)
+    lines += ["", f"## Findings ({_count(len(found), 'defect')}, one per defect, whatever checks saw it)", ""]
+    for f in found:
+        record, rid = f.first
+        result = record["results"][rid]
+        link = f" ({result['expectation_link']})" if result.get("expectation_link") else ""
+        proof = f" Proof: `{result['expectation_proof']}`." if result.get("expectation_proof") else ""
+        lines.append(_finding_line(f) + f"{link}{proof}")
+    errors = [r for r in _sorted(records) if r["status"] in ("ERROR", "TIMEOUT")]
+    if errors:
+        lines += ["", "## Checks that ended in ERROR or TIMEOUT", ""]
+        lines += [f"- **{r['engine']}** `{r['check']}` {r['status']}: {_first_line(r['message'])}" for r in errors]
     return "\n".join(lines) + "\n"
