@@ -715,12 +715,27 @@ def html_report(
         f"{engine_rows}</table>",
     ]
     parts += [f"<p style='color:#a00'>{esc(text)}</p>" for text in _incomplete(list(missing)) if text]
-    for title, pairs in (
-        ("Unexpected failures", [p for v in verdicts for p in v.unexpected]),
-        ("Known failures (expected)", [p for v in verdicts for p in v.known]),
-    ):
-        if pairs:
-            parts.append(f"<h2>{title}</h2><ul>{''.join(_html_failure(r, rid, index) for r, rid in pairs)}</ul>")
+    found = findings.findings(records)
+    if found:  # one entry per defect, as summary.md lists them (RUN-FINDING-2)
+        items = "".join(
+            f"<li><b>{esc(f.engine)}</b> {'known' if f.expected else '<b>unexpected</b>'} finding <b>{esc(f.name)}</b> "
+            f"({esc(f.seen_by)}): <ul>{''.join(_html_failure(r, rid, index) for r, rid in f.records)}</ul>"
+            + (f"Cause: {esc(_first_line(f.cause, 400))}" if f.cause else "")
+            + "</li>"
+            for f in found
+        )
+        parts.append(f"<h2>Findings ({esc(_count(len(found), 'defect'))})</h2><ul>{items}</ul>")
+    errors = [(r, "check") for r in ordered if r["status"] in ("ERROR", "TIMEOUT")]
+    if errors:
+        parts.append(f"<h2>ERROR and TIMEOUT</h2><ul>{''.join(_html_failure(r, rid, index) for r, rid in errors)}</ul>")
+    outside = findings.not_applicable(records)
+    if outside:
+        items = "".join(
+            f"<li><b>{esc(engine)}</b> {esc(rid)}: {esc(_first_line(why, 300))}</li>"
+            for engine, pairs in sorted(outside.items())
+            for rid, why in pairs
+        )
+        parts.append(f"<h2>Outside the engine's contract (NOT_APPLICABLE)</h2><ul>{items}</ul>")
     passes = [r for v in verdicts for r in v.unexpected_passes]
     if passes:
         items = "".join(

@@ -154,7 +154,9 @@ class VllmEngine:
         # Its contract (harness.contract): the legacy runner's drafters sample from the q they hand over (a draft
         # probability "should never be 0"), its scheduler makes every batch update, drafts follow a sampled token,
         # and the counters read rows its own sampler emitted. The adapter, not vLLM, supplies count_emitted's
-        # malformed-row flags (constant False) and turns the scheduler's counts into the rate and mean length.
+        # malformed-row flags (constant False), and every acceptance metric is derived: the adapter computes each
+        # step's num_accepted itself (mirroring Scheduler.update_from_output, which it does not call) before
+        # vLLM's make_spec_decoding_stats counts it, and turns the counts into the rate and mean length.
         canonical = profiles.canonical("section")
         self.profile = replace(
             canonical,
@@ -164,7 +166,16 @@ class VllmEngine:
             contract=frozenset(
                 {"drafts-sampled-from-q", "scheduler-batch-updates", "drafts-after-output", "rows-from-own-sampler"}
             ),
-            derived=frozenset({"broken_prefix", "out_of_vocab", "acceptance_rate", "mean_acceptance_length"}),
+            derived=frozenset(
+                {
+                    "broken_prefix",
+                    "out_of_vocab",
+                    "acceptance_rate",
+                    "mean_acceptance_length",
+                    "accepted_per_position",
+                    "per_position_rates",
+                }
+            ),
             field_names=VLLM_FIELD_NAMES,
         )
 

@@ -155,8 +155,9 @@ def test_html_filters_and_links_each_failure_to_evidence_reproduction_and_spec_t
     failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
     failed["reproduction"] = "repro/b-TB-FORCE-1.json"
     page = reports.html_report([_record("a", "PASS"), failed, _record("c", "NOT_CLAIMED", cls="rs.greedy")], [])
-    assert page.index("Verdict: FAIL") < page.index("<h2>Unexpected failures</h2>") < page.index("Per requirement")
-    failures = page.split("<h2>Unexpected failures</h2>")[1].split("</ul>")[0]
+    assert page.index("Verdict: FAIL") < page.index("<h2>Findings (1 defect)</h2>") < page.index("Per requirement")
+    failures = page.split("<h2>Findings (1 defect)</h2>")[1].split("</ul>")[0]
+    assert "<b>unexpected</b> finding <b>TB-FORCE-1</b>" in failures
     row = failures.split("href='#check-")[1].split("'")[0]
     assert f"<tr id='check-{row}'" in page and "<code>b</code>" in page.split(f"<tr id='check-{row}'")[1][:400]
     assert "href='repro/b-TB-FORCE-1.json'" in failures and "href='#spec-TB-FORCE-1'" in failures
