@@ -118,12 +118,16 @@ def findings(records: list[dict]) -> list[Finding]:
             finding.records.append((record, rid))
             if finding not in named[(record["engine"], name)]:
                 named[(record["engine"], name)].append(finding)
-    for record in records:  # what each finding kept from being certified
+    for record in records:  # what each finding kept from being certified: the one the same check recorded
         for rid, result in record["results"].items():
-            if result["status"] == BLOCKED and result.get("finding"):
-                for finding in named.get((record["engine"], finding_name(rid, result)), [])[:1]:
-                    finding.blocked.append((record["check"], rid))
-                    finding.checks.append(record["check"])
+            if result["status"] != BLOCKED or not result.get("finding"):
+                continue
+            name = finding_name(rid, result)
+            candidates = named.get((record["engine"], name), [])
+            same_check = [f for f in candidates if any(seen is record for seen, _ in f.records)]
+            for finding in (same_check or candidates)[:1]:
+                finding.blocked.append((record["check"], rid))
+                finding.checks.append(record["check"])
     return sorted(found.values(), key=lambda f: (f.expected, f.engine, f.name))
 
 
