@@ -22,9 +22,12 @@ from .. import spec, stats, vectors
 from ..core import FAIL, PRECONDITION_FAILED, Context, Outcome, Tally, UnparsableResponse, uniform_outcome
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
+from .catalogue import check
 
 if TYPE_CHECKING:
     from ..adapters.http import SpecCounters
+
+HTTP = ("http",)  # what every API-level check needs: a server
 
 
 def curl(exchange: dict) -> str:
@@ -238,8 +241,14 @@ def _precondition(engine, requirements, *, ids=True, spec_model=False, plain_mod
     return uniform_outcome(PRECONDITION_FAILED, "; ".join(missing), requirements) if missing else None
 
 
-def holds(engine, ctx: Context) -> Outcome:
-    requirements = ("API-BUDGET-1", "API-BUDGET-2", "API-REASON-1")
+@check(
+    "api/budget-holds",
+    cls="api.budget",
+    covers=("API-BUDGET-1", "API-BUDGET-2", "API-REASON-1"),
+    needs=HTTP,
+    description="every position the budget forces carries the forced token (oracle replay over returned ids)",
+)
+def holds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -247,16 +256,30 @@ def holds(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"{engine.api.model}: budgets 2, 5, 9 × 3 seeds replayed against the oracle")
 
 
-def zero_and_one(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-BUDGET-4",)):
+@check(
+    "api/budget-zero-and-one",
+    cls="api.budget",
+    covers=("API-BUDGET-4",),
+    needs=HTTP,
+    description="budgets 0 and 1",
+)
+def zero_and_one(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements):
         return blocked
-    tally = Tally(("API-BUDGET-4",))
+    tally = Tally(requirements)
     _judge_budgets(engine, ctx, tally, engine.api.model, (0, 1), "API-BUDGET-4")
     return tally.outcome(f"{engine.api.model}: budgets 0 and 1 × 3 seeds replayed against the oracle")
 
 
-def binds(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-BUDGET-3",)):
+@check(
+    "api/budget-binds",
+    cls="api.budget",
+    covers=("API-BUDGET-3",),
+    needs=HTTP,
+    description="a positive control thinks longer",
+)
+def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements):
         return blocked
     budget = 3
     response = engine.complete(engine.api.model, None, max_tokens=24, temperature=1.0, seed=ctx.seed)
@@ -266,9 +289,9 @@ def binds(engine, ctx: Context) -> Outcome:
             PRECONDITION_FAILED,
             f"the positive control thought only {thinking} tokens without a budget; a budget of {budget} cannot "
             "be shown to bind",
-            ("API-BUDGET-3",),
+            requirements,
         )
-    tally = Tally(("API-BUDGET-3",))
+    tally = Tally(requirements)
     bounded = engine.complete(engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed)
     t2, _, closed = _thinking(engine, bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"])
     phrase = len(engine.forced_ids) - len(engine.end_ids)  # TB-END-1: thinking tokens too
@@ -281,25 +304,39 @@ def binds(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"without a budget {thinking} thinking tokens; with budget {budget}: {t2}")
 
 
-def spec_budget(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-BUDGET-6",), spec_model=True):
+@check(
+    "api/budget-with-speculation",
+    cls="api.budget",
+    covers=("API-BUDGET-6",),
+    needs=HTTP,
+    description="the budget holds with speculative decoding on",
+)
+def spec_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements, spec_model=True):
         return blocked
-    tally = Tally(("API-BUDGET-6",))
+    tally = Tally(requirements)
     _judge_budgets(engine, ctx, tally, engine.api.spec_model, (0, 1, 4, 9), "API-BUDGET-6")
     return tally.outcome(f"{engine.api.spec_model}: budgets 0, 1, 4, 9 × 3 seeds with speculative decoding")
 
 
-def multitoken_end(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-BUDGET-7",)):
+@check(
+    "api/multi-token-end-marker",
+    cls="api.budget",
+    covers=("API-BUDGET-7",),
+    needs=HTTP,
+    description="a multi-token end marker arrives whole and contiguous",
+)
+def multitoken_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements):
         return blocked
     if len(engine.end_ids) < 2:
         return uniform_outcome(
             PRECONDITION_FAILED,
             f"{engine.api.end_text!r} is one token for {engine.api.model}: this check needs an end marker of "
             "several tokens (not a defect; a model whose end marker is several tokens judges it)",
-            ("API-BUDGET-7",),
+            requirements,
         )
-    tally = Tally(("API-BUDGET-7",))
+    tally = Tally(requirements)
     for seed in range(4):
         response = engine.complete(engine.api.model, 3, max_tokens=20, temperature=1.0, seed=ctx.seed + seed)
         prompt, ids = response["prompt_token_ids"], response["choices"][0]["token_ids"]
@@ -314,8 +351,15 @@ def multitoken_end(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"{engine.api.end_text!r} = {engine.end_ids} over 4 seeded requests")
 
 
-def concurrent_budgets(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-BUDGET-5",)):
+@check(
+    "api/concurrent-mixed-budgets",
+    cls="api.budget",
+    covers=("API-BUDGET-5",),
+    needs=HTTP,
+    description="16 concurrent requests, mixed budgets and seeds, each equal to its sequential run",
+)
+def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements):
         return blocked
     budgets = [None, 0, 1, 2, 3, 5, 8, None, 4, 0, 6, 2, None, 7, 1, 3]
     models = [engine.api.model] + ([engine.api.spec_model] if engine.api.spec_model else [])
@@ -326,7 +370,7 @@ def concurrent_budgets(engine, ctx: Context) -> Outcome:
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         results = list(pool.map(one, range(len(budgets))))
-    tally = Tally(("API-BUDGET-5",))
+    tally = Tally(requirements)
     for i, (model, budget, response) in enumerate(results):
         ids = response["choices"][0]["token_ids"]
         problem = _violation(engine, response["prompt_token_ids"], ids, budget)
@@ -345,8 +389,14 @@ def concurrent_budgets(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"{len(budgets)} concurrent requests with mixed budgets, each beside its sequential run")
 
 
-def usage(engine, ctx: Context) -> Outcome:
-    requirements = ("API-USAGE-1", "API-USAGE-2")
+@check(
+    "api/usage",
+    cls="api.usage",
+    covers=("API-USAGE-1", "API-USAGE-2"),
+    needs=HTTP,
+    description="usage equals the returned ids; reasoning_tokens equals the reasoning tokens",
+)
+def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements, conditional=("API-USAGE-2",))  # judged only where the server reports it
@@ -377,8 +427,15 @@ def usage(engine, ctx: Context) -> Outcome:
     return tally.outcome("usage against the returned ids (reasoning tokens where reported)")
 
 
-def streaming(engine, ctx: Context) -> Outcome:
-    tally = Tally(("API-STREAM-1",))
+@check(
+    "api/streaming-parity",
+    cls="api.streaming",
+    covers=("API-STREAM-1",),
+    needs=HTTP,
+    description="streaming and non-streaming agree",
+)
+def streaming(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    tally = Tally(requirements)
     budgets = ((None, 0.0), (3, 0.0), (4, 1.0)) if engine.api.budget_field else ((None, 0.0), (None, 1.0))
     for model in filter(None, (engine.api.model, engine.api.spec_model)):
         for budget, temperature in budgets:
@@ -406,8 +463,15 @@ def streaming(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"streaming and non-streaming compared on {ids}reasoning, content and finish reason")
 
 
-def invalid_budget(engine, ctx: Context) -> Outcome:
-    tally = Tally(("API-ERROR-1",))
+@check(
+    "api/invalid-budget",
+    cls="api.errors",
+    covers=("API-ERROR-1",),
+    needs=HTTP,
+    description="invalid budgets get 400",
+)
+def invalid_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    tally = Tally(requirements)
     field_name = engine.api.budget_field.split(".")[-1]
     for value in (-2, 1.5, "7", True):
         response = engine.complete(engine.api.model, value, max_tokens=2, temperature=0, raw=True)
@@ -424,10 +488,17 @@ def invalid_budget(engine, ctx: Context) -> Outcome:
     return tally.outcome("budgets -2, 1.5, '7', true")
 
 
-def budget_without_markers(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-ERROR-2",), ids=False, plain_model=True):
+@check(
+    "api/budget-without-markers",
+    cls="api.errors",
+    covers=("API-ERROR-2",),
+    needs=HTTP,
+    description="a budget on a model without markers gets 400",
+)
+def budget_without_markers(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements, ids=False, plain_model=True):
         return blocked
-    tally = Tally(("API-ERROR-2",))
+    tally = Tally(requirements)
     response = engine.complete(engine.api.plain_model, 4, max_tokens=2, temperature=0, raw=True)
     if response.status_code != 400:
         tally.violated(
@@ -440,10 +511,17 @@ def budget_without_markers(engine, ctx: Context) -> Outcome:
     return tally.outcome("a budget on a model without reasoning markers")
 
 
-def greedy_spec_identity(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-SPEC-1",), spec_model=True):
+@check(
+    "api/greedy-spec-identity",
+    cls="api.spec-decode",
+    covers=("API-SPEC-1",),
+    needs=HTTP,
+    description="greedy output identical with speculation on and off",
+)
+def greedy_spec_identity(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements, spec_model=True):
         return blocked
-    tally = Tally(("API-SPEC-1",))
+    tally = Tally(requirements)
     for budget in (None, 2, 6):
         a = engine.complete(engine.api.model, budget, max_tokens=24, temperature=0)["choices"][0]["token_ids"]
         b = engine.complete(engine.api.spec_model, budget, max_tokens=24, temperature=0)["choices"][0]["token_ids"]
@@ -458,7 +536,14 @@ def greedy_spec_identity(engine, ctx: Context) -> Outcome:
 SINGLE_TOKEN_SETTINGS = ("top_k", "min_p", "logit_bias")
 
 
-def sampling_params_with_speculation(engine, ctx: Context) -> Outcome:
+@check(
+    "api/sampling-params-with-speculation",
+    cls="api.spec-decode",
+    covers=("API-SPEC-4",),
+    needs=HTTP,
+    description="top_k 1, min_p 1 and a +100 logit bias leave one token with speculation on, as without",
+)
+def sampling_params_with_speculation(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """API-SPEC-4 on settings whose distribution is a single token, so that the ids are determined
     whatever the draws: ``top_k = 1`` and ``min_p = 1`` leave the argmax (the greedy output), a ``+100``
     logit bias leaves the biased token (the greedy output's first). With
@@ -466,7 +551,6 @@ def sampling_params_with_speculation(engine, ctx: Context) -> Outcome:
     refusal (a pass); a parameter the API profile declares unsupported with speculation is not sent."""
     import openai
 
-    requirements = ("API-SPEC-4",)
     if blocked := _precondition(engine, requirements, spec_model=True):
         return blocked
     max_tokens = 12
@@ -506,8 +590,15 @@ def sampling_params_with_speculation(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"top_k 1, min_p 1 and a +100 logit bias at temperature 1 with speculation{unsent}")
 
 
-def sampled_spec_equivalence(engine, ctx: Context) -> Outcome:
-    if blocked := _precondition(engine, ("API-SPEC-2",), spec_model=True):
+@check(
+    "api/sampled-spec-equivalence",
+    cls="api.spec-decode",
+    covers=("API-SPEC-2",),
+    needs=HTTP,
+    description="sampled first tokens equivalent with speculation on and off (TV upper bound)",
+)
+def sampled_spec_equivalence(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements, spec_model=True):
         return blocked
     n, delta = 1000, 1e-3
     requests = [(m, seed) for m in (engine.api.model, engine.api.spec_model) for seed in range(n)]
@@ -527,7 +618,7 @@ def sampled_spec_equivalence(engine, ctx: Context) -> Outcome:
         f"first-token TV {tv:.3f}, between {lower:.3f} and {upper:.3f} at confidence {1 - delta} "
         f"(N = {n} per side, tolerance {engine.api.spec_tolerance})"
     )
-    tally = Tally(("API-SPEC-2",))
+    tally = Tally(requirements)
     if lower > engine.api.spec_tolerance:
         tally.violated("API-SPEC-2", "shown-different", "speculation changes the distribution: " + message)
     elif upper < engine.api.spec_tolerance:
@@ -581,11 +672,17 @@ def _describe(seen: SpecCounters) -> str:
     )
 
 
-def spec_counters_agree(engine, ctx: Context) -> Outcome:
+@check(
+    "api/spec-counters-agree",
+    cls="api.spec-decode",
+    covers=("API-SPEC-3",),
+    needs=HTTP,
+    description="the engine's speculative-decoding counters agree with the tokens the client received",
+)
+def spec_counters_agree(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """API-SPEC-3 over a sequential workload on the speculative model: the counters' differences
     across each request, and across all, against the ids the client received (the server must have
     no other traffic)."""
-    requirements = ("API-SPEC-3",)
     if blocked := _precondition(engine, requirements, spec_model=True):
         return blocked
     first = engine.spec_counters()
@@ -647,11 +744,17 @@ def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
     return forced
 
 
-def truncated_end(engine, ctx: Context) -> Outcome:
+@check(
+    "api/truncated-end-marker",
+    cls="api.budget",
+    covers=("API-TRUNC-1",),
+    needs=HTTP,
+    description="max_tokens right before and inside the forced end marker: length, forced prefix, no content",
+)
+def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """``max_tokens`` ending right before and inside the forced end marker (API-TRUNC-1): each seeded
     generation is run once in full to find its first forced position, then cut at every point of the forced
     sequence (E, or the declared phrase then E)."""
-    requirements = ("API-TRUNC-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -714,9 +817,15 @@ def _bad_request(call) -> tuple[object | None, str | None]:
         return None, error.response.text
 
 
-def n_choices(engine, ctx: Context) -> Outcome:
+@check(
+    "api/n-choices",
+    cls="api.budget",
+    covers=("API-N-1",),
+    needs=HTTP,
+    description="n = 2 with a budget",
+)
+def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """``n = 2`` with a budget, seeded and not (API-N-1): two choices each held by the budget, or a 400 naming n."""
-    requirements = ("API-N-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -752,10 +861,16 @@ def n_choices(engine, ctx: Context) -> Outcome:
 NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
 
 
-def budget_without_thinking(engine, ctx: Context) -> Outcome:
+@check(
+    "api/budget-without-thinking",
+    cls="api.budget",
+    covers=("API-NOTHINK-1",),
+    needs=HTTP,
+    description="a budget with enable_thinking false changes nothing the prompt closed",
+)
+def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Budgets 0 and 2 with ``enable_thinking: false`` (API-NOTHINK-1): accepted, and the output equals the
     unbudgeted one unless it opens a section itself (then replayed against the oracle)."""
-    requirements = ("API-NOTHINK-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -801,10 +916,16 @@ def budget_without_thinking(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"{model}: budgets 0 and 2 with enable_thinking false × 3 seeds")
 
 
-def forced_logprobs(engine, ctx: Context) -> Outcome:
+@check(
+    "api/forced-logprobs",
+    cls="api.budget",
+    covers=("API-LOGPROB-1",),
+    needs=HTTP,
+    description="logprobs of forced tokens as the profile declares",
+)
+def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """``logprobs`` with a budget (API-LOGPROB-1): one entry per returned token; forced tokens' logprobs as
     the profile declares (``raw``: finite, at most 0; ``processed``: 0)."""
-    requirements = ("API-LOGPROB-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -858,12 +979,18 @@ def ends_inside_character(data: bytes) -> bool:
     return False
 
 
-def utf8_boundary(engine, ctx: Context) -> Outcome:
+@check(
+    "api/utf8-boundary",
+    cls="api.budget",
+    covers=("API-UTF-1",),
+    needs=HTTP,
+    description="a budget that runs out inside a UTF-8 character forces at once, or as late as the profile declares",
+)
+def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Budgets running out after a token that ends inside a UTF-8 character (API-UTF-1), the bytes of
     every token read from the engine's ``logprobs`` (``bytes``): forced at once, or under
     ``complete-character`` at most 3 positions later and no later than the first character boundary. A
     response counts only when its budget ran out inside a character (the case that tells the two apart)."""
-    requirements = ("API-UTF-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -896,10 +1023,16 @@ def utf8_boundary(engine, ctx: Context) -> Outcome:
 JSON_OBJECT = {"response_format": {"type": "json_object"}}
 
 
-def budget_with_structured_output(engine, ctx: Context) -> Outcome:
+@check(
+    "api/budget-with-structured-output",
+    cls="api.budget",
+    covers=("API-GRAMMAR-1",),
+    needs=HTTP,
+    description="a budget with response_format json_object: refused naming the field, or the forced positions hold",
+)
+def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Budgets 0 and 2 with ``response_format: json_object`` (API-GRAMMAR-1): a 400 naming ``response_format``,
     or every forced position carrying its forced token (the content's validity is the constraint's own matter)."""
-    requirements = ("API-GRAMMAR-1",)
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)

@@ -20,12 +20,13 @@ import numpy as np
 from specs.interface import AddedRequest, BatchUpdate, Move
 
 from .. import cases, shrink
-from ..cases.budget import BudgetFamily, BudgetScenario, scenarios, smaller, unreachable
+from ..cases.budget import EXAMPLES, BudgetFamily, BudgetScenario, scenarios, smaller, unreachable
 from ..core import Context, Outcome, Tally
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
 from ..vectors import FORMAT_VERSION
 from . import attribution
+from .catalogue import check, declare
 
 __all__ = ["BudgetFamily", "replay_scenario", "reproduction_document", "scenario_check"]
 
@@ -463,13 +464,115 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
     return run
 
 
-def generation_invariants(engine, ctx: Context) -> Outcome:
+def _scenarios(name: str, cls: str, covers: tuple[str, ...], description: str, family: BudgetFamily, scope=None):
+    """Declare a scenario check of ``family`` (``scenario_check``), under ``scope`` when it fixes one."""
+    declare(
+        name,
+        cls=cls,
+        covers=covers,
+        needs=("budget",),
+        description=description,
+        build=lambda requirements: scenario_check(family, requirements, scope),
+    )
+
+
+# The scenario families: one check each, over scenarios drawn from its BudgetFamily.
+_scenarios(
+    "budget/sequential",
+    "tb.core",
+    ("TB-MARK-1", "TB-COUNT-1", "TB-FORCE-1", "TB-FORCE-4", "TB-NATURAL-1", "TB-UNTRACKED-1"),
+    "one-token markers, no drafts, mixed budgets: forced rows equal the oracle's",
+    BudgetFamily(examples=(EXAMPLES["stray-end-then-sections"],)),
+)
+_scenarios(
+    "budget/multitoken",
+    "tb.multitoken",
+    ("TB-MARK-2", "TB-MARK-3", "TB-FORCE-2"),
+    "multi-token and self-overlapping markers from a 4-token alphabet",
+    BudgetFamily(marker_lengths=(3, 3), alphabet=4),
+)
+_scenarios(
+    "budget/prompt-opened",
+    "tb.prompt-opened",
+    ("TB-PROMPT-1", "TB-PROMPT-2", "TB-PROMPT-3"),
+    "prompts that open a section or end inside a marker",
+    BudgetFamily(
+        marker_lengths=(3, 3),
+        alphabet=4,
+        prompt="partial",
+        examples=(EXAMPLES["start-inside-prompt-section"], EXAMPLES["partial-end-after-repeated-start"]),
+    ),
+)
+_scenarios(
+    "budget/spec-decode",
+    "tb.spec-decode",
+    ("TB-SPEC-1", "TB-SPEC-2", "TB-SPEC-3", "TB-SPEC-4"),
+    "drafts after the first sampled token (zero-draft rows and all-zero steps included): rows judged on their prefix",
+    BudgetFamily(marker_lengths=(2, 3), alphabet=6, drafts=True, prompt="open"),
+)
+_scenarios(
+    "budget/batch",
+    "tb.batch",
+    ("TB-BATCH-1", "TB-BATCH-2", "TB-BATCH-3", "TB-BATCH-5"),
+    "removals, additions into holes and onto occupied slots, condensing moves, moves onto occupied slots, SWAPs; "
+    "max_num_reqs 1 to 256",
+    BudgetFamily(
+        marker_lengths=(2, 2),
+        alphabet=4,
+        drafts=True,
+        batch_ops=True,
+        prompt="open",
+        steps=60,
+        max_num_reqs=(1, 256),
+    ),
+)
+_scenarios(
+    "budget/scope-request",
+    "tb.scope.request",
+    ("TB-SCOPE-1",),
+    "per-request scope: re-opened sections share what is left",
+    BudgetFamily(alphabet=4, budgets=(0, 1, 2, 4)),
+    scope="request",
+)
+_scenarios(
+    "budget/scope-section",
+    "tb.scope.section",
+    ("TB-SCOPE-2",),
+    "per-section scope: every section gets the whole budget",
+    BudgetFamily(alphabet=4, budgets=(0, 1, 2, 4)),
+    scope="section",
+)
+# Forced versus natural end (TB-END-*): engines declaring ``forced_end: phrase``
+_scenarios(
+    "budget/forced-phrase",
+    "tb.forced-phrase",
+    ("TB-END-1", "TB-END-2"),
+    "a transition phrase before E is forced; E alone, emitted or forced, closes the section",
+    BudgetFamily(marker_lengths=(2, 2), alphabet=5, phrase=3, drafts=True, prompt="open"),
+)
+_scenarios(
+    "budget/other-end-markers",
+    "tb.end-markers",
+    ("TB-END-3",),
+    "an end marker accepted beside E closes the section too; the budget still forces E",
+    BudgetFamily(marker_lengths=(2, 2), alphabet=5, other_end=2, drafts=True, prompt="open"),
+)
+
+
+@check(
+    "budget/whole-generations",
+    cls="tb.core",
+    covers=("TB-FORCE-1",),
+    needs=("budget",),
+    description="generations hold exactly the budget and close with the whole E, judged by naive segmentation",
+)
+def generation_invariants(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-FORCE-1 end to end (its consequence in thinking-budget.md §4), judged by naive segmentation, not by
     the oracle: over whole generations (no drafts) where the model never starts E, every section holds exactly
     its budget and closes with the whole E. A multi-token E restarted instead of continued (TB-FORCE-2, which
     ``budget/multitoken`` separates) shows here as a section that never closes."""
     rng = np.random.default_rng(ctx.seed)
-    tally = Tally(("TB-FORCE-1",))
+    tally = Tally(requirements)
     plots = []
     for n in range(40):
         start, end = [100 + int(rng.integers(0, 2))], [110, 111][: int(rng.integers(1, 3))]
@@ -525,7 +628,17 @@ def _border_streams(marker: tuple[int, ...], rng) -> list[list[int]]:
     return streams + [[int(t) for t in rng.choice(alphabet, 12)] for _ in range(4)]
 
 
-def marker_borders_check(engine, ctx: Context) -> Outcome:
+@check(
+    "budget/marker-borders",
+    cls="tb.multitoken",
+    covers=("TB-MARK-2", "TB-MARK-3"),
+    needs=("budget",),
+    description=(
+        "markers whose prefixes are also suffixes, met in streams that break off and resume partial matches, "
+        "as E and as S, equal the oracle"
+    ),
+)
+def marker_borders_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-MARK-2 and TB-MARK-3 on markers whose prefixes are also suffixes (several non-zero entries in their
     KMP failure tables), in streams that break off partial matches and resume them, judged against the oracle.
     As E (S = [1], opened by the prompt): for every prefix of a stream, a fresh request whose budget is the
@@ -533,7 +646,7 @@ def marker_borders_check(engine, ctx: Context) -> Outcome:
     (E[matched] while the section is open, -1 once E completed). As S (E = [2], budget 0): the stream is
     committed token by token, the forced token once forcing starts; each step's forced row shows whether S
     completed."""
-    tally = Tally(("TB-MARK-2", "TB-MARK-3"))
+    tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
     scope, compared = ctx.profile.scope, 0
     for marker in BORDER_MARKERS:
@@ -572,9 +685,16 @@ def marker_borders_check(engine, ctx: Context) -> Outcome:
     return tally.outcome(f"{compared} streams over {len(BORDER_MARKERS)} markers with borders, as E and as S")
 
 
-def api_check(engine, ctx: Context) -> Outcome:
+@check(
+    "budget/api",
+    cls="tb.api",
+    covers=("TB-API-1", "TB-API-2", "TB-API-3"),
+    needs=("budget",),
+    description="budget values and markers are validated",
+)
+def api_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-API-1..3: untracked budgets, invalid budgets rejected naming the field, empty markers rejected."""
-    tally = Tally(("TB-API-1", "TB-API-2", "TB-API-3"))
+    tally = Tally(requirements)
     for value in (-2, True, 1.5, "1"):
         try:
             state = engine.budget_state([1], [2], 2, ctx.profile.scope)
@@ -636,12 +756,22 @@ def _extreme_values(engine, ctx: Context, tally: Tally) -> None:
         tally.violated("TB-API-1", "large-budget-forced", f"budget 2**40, nothing thought yet: forced {forced[1]}")
 
 
-def batch_errors_check(engine, ctx: Context) -> Outcome:
+@check(
+    "budget/batch-errors",
+    cls="tb.batch",
+    covers=("TB-BATCH-4", "TB-BATCH-5"),
+    needs=("budget",),
+    description=(
+        "removing, moving from or swapping with a slot that a removal emptied is an error naming the slot; a "
+        "step before the first update lays out no row"
+    ),
+)
+def batch_errors_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-BATCH-4 on slots that a removal or a UNIDIRECTIONAL move emptied: a later removal of, move from or
     SWAP with such a slot, in the same update or the next, raises a ValueError that names the slot; on an engine that
     takes tensors, so do logits whose row count differs from the batch's rows. TB-BATCH-5
     on a state stepped before its first update: its batch holds no slot, so a step lays out no row."""
-    tally = Tally(("TB-BATCH-4", "TB-BATCH-5"))
+    tally = Tally(requirements)
     fresh = engine.budget_state([1], [2], 4, ctx.profile.scope)
     forced = list(fresh.forced_tokens(None, None))
     if forced:
@@ -755,7 +885,14 @@ def _logits_row_count(engine, ctx: Context, tally: Tally) -> None:
 LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)
 
 
-def forced_logits_check(engine, ctx: Context) -> Outcome:
+@check(
+    "budget/forced-logits",
+    cls="tb.core",
+    covers=("TB-FORCE-5", "TB-FORCE-6", "TB-UNTRACKED-1"),
+    needs=("budget", "budget-logits"),
+    description="forced rows become one-hot (or hold the declared large constant), free rows stay untouched",
+)
+def forced_logits_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-FORCE-5 (TB-FORCE-6 under the declared large-constant variant) and TB-UNTRACKED-1 on logits,
     after one ordinary step (drafts only once output exists)."""
     variant = ctx.profile.forced_logit == "large-constant"

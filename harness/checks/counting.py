@@ -6,12 +6,22 @@ from __future__ import annotations
 import numpy as np
 
 from .. import contract
+from ..cases.rejection import RejectionFamily
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
+from .catalogue import check
+from .rejection import declare_exact
 
 
-def validated_count_check(engine, ctx: Context) -> Outcome:
-    tally = Tally(("AC-COUNT-1", "AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"))
+@check(
+    "counting/validated",
+    cls="ac.count",
+    covers=("AC-COUNT-1", "AC-COUNT-2", "AC-COUNT-3", "AC-COUNT-4"),
+    needs=("counting",),
+    description="a validating count flags broken prefixes and bad ids",
+)
+def validated_count_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
     rows = [[5, 6, 9, -1], [-1, -1, -1, -1], [5, -1, 7, -1], [5, 11, -1, -1], [1, 2, 3, 4]]
     rows += [[int(t) for t in rng.integers(-1, 12, 4)] for _ in range(200)]
@@ -103,11 +113,20 @@ def _untrimmed(steps):
     return [(k, row, None) for k, row, _ in steps]
 
 
-def metrics_check(engine, ctx: Context) -> Outcome:
+@check(
+    "counting/metrics",
+    cls="ac.metrics",
+    covers=("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-STOP-1"),
+    needs=("metrics",),
+    description=(
+        "acceptance metrics equal their definitions, without EOS, with EOS, with max_tokens and stop-string limits"
+    ),
+)
+def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """AC-METRIC-1..3 on a stream without EOS; AC-METRIC-4 on a stream where EOS ends accepted runs;
     AC-STOP-1 on one where commit limits (``max_tokens``, stop strings) trim them too; AC-METRIC-1 (NaN when
     nothing was drafted) over zero steps."""
-    tally = Tally(("AC-METRIC-1", "AC-METRIC-2", "AC-METRIC-3", "AC-METRIC-4", "AC-STOP-1"))
+    tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
     for eos, limits in (([], False), ([3], False), ([3], True)):
         steps = _steps(rng, 3 if eos else None, limits)
@@ -187,3 +206,12 @@ def metrics_check(engine, ctx: Context) -> Outcome:
         "acceptance metrics over committed tokens, without EOS, with EOS, with EOS and commit limits; "
         "NaN rate over zero steps and over steps that drafted nothing"
     )
+
+
+declare_exact(
+    "counting/sampler",
+    "ac.count",
+    ("AC-COUNT-1", "AC-COUNT-5"),
+    "num_emitted equals the first placeholder of every row the sampler writes",
+    RejectionFamily(greedy="all"),
+)

@@ -20,6 +20,7 @@ from ..core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
 from ..oracle import rng as reference_rng
+from .catalogue import check, declare
 
 
 def outside_contract(profile, case: rs.RejectionCase) -> str | None:
@@ -291,6 +292,67 @@ def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: i
     return run
 
 
+def declare_exact(
+    name: str,
+    cls: str,
+    covers: tuple[str, ...],
+    description: str,
+    family: RejectionFamily,
+    needs: tuple[str, ...] = ("rejection",),
+) -> None:
+    """Declare a check that compares cases of ``family`` with the oracle token for token (``exact_check``)."""
+    declare(
+        name,
+        cls=cls,
+        covers=covers,
+        needs=needs,
+        description=description,
+        build=lambda requirements: exact_check(family, requirements),
+    )
+
+
+# The exact families: one check each, over cases drawn from its RejectionFamily.
+declare_exact(
+    "rejection/greedy",
+    "rs.greedy",
+    ("RS-GREEDY-1", "RS-GREEDY-2", "RS-GREEDY-3"),
+    "greedy cases with ties and masks equal the oracle",
+    RejectionFamily(greedy="all", ties=True),
+)
+declare_exact(
+    "rejection/zero-draft",
+    "rs.zero-draft",
+    ("RS-ZERO-1",),
+    "zero-draft requests emit exactly one token",
+    RejectionFamily(greedy="all", zero_drafts="most"),
+)
+declare_exact(
+    "rejection/forced",
+    "rs.forced",
+    ("RS-FORCE-1",),
+    "forced rows are one-hot before verification",
+    RejectionFamily(greedy="all", forced=True),
+)
+declare_exact(
+    "rejection/reference-draws",
+    "rs.seeded",
+    (
+        "RS-RNG-3",
+        "RS-PROB-1",
+        "RS-PROB-2",
+        "RS-ONEHOT-1",
+        "RS-MIXED-1",
+        "RS-LAYOUT-1",
+        "RS-RNG-2",
+        "RS-ONEHOT-2",
+    ),
+    "mixed batches equal the oracle under the reference draws; a token sampled from the acceptance "
+    "stream (RS-RNG-2) or from misaligned draft probabilities (RS-ONEHOT-2) is named",
+    RejectionFamily(greedy="mixed", forced=True),
+    needs=("rejection", "reference-draws"),
+)
+
+
 def _describe(case: rs.RejectionCase) -> str:
     return (
         f"K={case.num_draft_tokens.tolist()}, V={case.vocab_size}, T={case.temperature.tolist()}, "
@@ -298,7 +360,17 @@ def _describe(case: rs.RejectionCase) -> str:
     )
 
 
-def invalid_layout_check(engine, ctx: Context) -> Outcome:
+@check(
+    "rejection/invalid-layout",
+    cls="rs.input",
+    covers=("RS-INPUT-3", "RS-INPUT-5"),
+    needs=("rejection", "input-validation"),
+    description=(
+        "a NaN in a free row beside a forced row, and tensors whose layout disagrees with num_draft_tokens "
+        "(shapes, negative or mis-summed draft counts) or whose kind is wrong, are errors naming the field"
+    ),
+)
+def invalid_layout_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-INPUT-3 on a NaN in a free row of a case that forces another row: an error naming ``target_logits``.
     RS-INPUT-5 on layouts that disagree with ``num_draft_tokens`` and on ``draft_probs`` and forced ids of the
     wrong kind, handed to an engine that takes tensors (``tensor_device``; the canonical case cannot hold them):
@@ -307,7 +379,7 @@ def invalid_layout_check(engine, ctx: Context) -> Outcome:
     ``[1.0]``, ``seeds`` int64 ``[1]``."""
     import torch
 
-    tally = Tally(("RS-INPUT-3", "RS-INPUT-5"))
+    tally = Tally(requirements)
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(4, vocab)).astype(np.float32)
     nan_free_row = logits[:3].copy()
@@ -456,7 +528,17 @@ def _unvalidated_engine(engine, ctx: Context) -> Outcome:
     return tally.outcome(summary + (f"; refused: {', '.join(refused)}" if refused else ""))
 
 
-def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
+@check(
+    "rejection/unvalidated-mode",
+    cls="rs.input",
+    covers=("RS-INPUT-7",),
+    needs=("rejection",),
+    description=(
+        "without input validation (an engine judged in that mode, or a mode beside validation), invalid ids "
+        "emit ids in [0, V) only or an error; valid input is sampled as with validation"
+    ),
+)
+def unvalidated_mode_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-INPUT-7 on an engine that offers a mode without input validation (RS-INPUT-6), declared one of two
     ways. Judged wholly in that mode (capability ``unvalidated-mode``): see ``_unvalidated_engine``. Offering it
     beside validation (``tensor_modes`` holds ``"unvalidated"``: ``rejection_sample_tensors(..., validate=False)``):
@@ -466,7 +548,7 @@ def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
     An engine that offers neither: NOT_RUN."""
     if "unvalidated-mode" in ctx.profile.capabilities:
         return _unvalidated_engine(engine, ctx)
-    tally = Tally(("RS-INPUT-7",))
+    tally = Tally(requirements)
     device = getattr(engine, "tensor_device", None)
     if device is None or "unvalidated" not in getattr(engine, "tensor_modes", ()):
         return tally.outcome(
@@ -509,13 +591,23 @@ def unvalidated_mode_check(engine, ctx: Context) -> Outcome:
     )
 
 
-def fixed_width_check(engine, ctx: Context) -> Outcome:
+@check(
+    "rejection/fixed-width",
+    cls="rs.layout",
+    covers=("RS-LAYOUT-2", "RS-INPUT-5"),
+    needs=("rejection",),
+    description=(
+        "rows of a fixed-width output read through num_emitted equal the oracle's; a draft count above the "
+        "width is an error naming it"
+    ),
+)
+def fixed_width_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-LAYOUT-2 on an engine whose output can have a fixed width, the padded layout RS-LAYOUT-3 permits
     (``tensor_modes`` holds ``"fixed-width"``: ``rejection_sample_tensors(..., max_spec_len=M)`` gives
     ``[B, M + 1]``): greedy cases with M equal to the largest draft count, above it, and 0 for a batch without
     drafts, each row read through ``num_emitted`` and judged against the oracle; RS-INPUT-5: a draft count above
     M is an error naming ``max_spec_len``."""
-    tally = Tally(("RS-LAYOUT-2", "RS-INPUT-5"))
+    tally = Tally(requirements)
     device = getattr(engine, "tensor_device", None)
     if device is None or "fixed-width" not in getattr(engine, "tensor_modes", ()):
         return tally.outcome("the engine's output has no fixed width (RS-LAYOUT-3 permits one)")
@@ -548,8 +640,14 @@ def fixed_width_check(engine, ctx: Context) -> Outcome:
     )
 
 
-def output_contract(engine, ctx: Context) -> Outcome:
-    requirements = ("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3")
+@check(
+    "rejection/output-contract",
+    cls="rs.input",
+    covers=("RS-INPUT-1", "RS-INPUT-2", "RS-LAYOUT-2", "RS-PROB-3"),
+    needs=("rejection",),
+    description="every output is a -1-padded prefix of in-range ids",
+)
+def output_contract(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     tally = Tally(requirements)
     family = RejectionFamily(forced=True, masks=MASKS, vocabs=VOCABS)  # the tail mask once returned id V
     outside = 0
@@ -579,8 +677,15 @@ def output_contract(engine, ctx: Context) -> Outcome:
     )
 
 
-def seeded_independence(engine, ctx: Context) -> Outcome:
-    tally = Tally(("RS-RNG-1",))
+@check(
+    "rejection/seeded-independence",
+    cls="rs.seeded",
+    covers=("RS-RNG-1",),
+    needs=("rejection", "seeded"),
+    description="a seeded request's tokens do not depend on its batch",
+)
+def seeded_independence(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
     for n in range(20):
         V = int(rng.choice([7, 100, 1000]))
@@ -615,7 +720,16 @@ def seeded_independence(engine, ctx: Context) -> Outcome:
     return tally.outcome("20 seeded requests alone and in a batch")
 
 
-def counter_based_draws(engine, ctx: Context) -> Outcome:
+@check(
+    "rejection/counter-based-draws",
+    cls="rs.seeded",
+    covers=("RS-RNG-1",),
+    needs=("rejection", "seeded"),
+    description="a seeded step resumed at the next position replays the same tokens, whatever the call order",
+    # where a seeded request's draws start is the caller's to say: an adapter that picks it is judged here
+    observes={"RS-RNG-1": ("draw_offsets",)},
+)
+def counter_based_draws(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-RNG-1 beyond batch independence: a seeded request's draws are a function of ``(seed, position)``.
 
     A request at position ``P`` verifies drafts ``d0 d1`` over rows ``r0 r1 r2``; when it accepts
@@ -623,7 +737,7 @@ def counter_based_draws(engine, ctx: Context) -> Outcome:
     that step, so it must emit exactly what the first call emitted after ``d0``. Each pair is asked
     twice, in both orders. A generator seeded once per request (or per call) and advanced by its
     draws fails: its draws depend on how many came before, not on the position."""
-    tally = Tally(("RS-RNG-1",))
+    tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
     replayed = 0
     for n in range(200):
@@ -831,7 +945,17 @@ def replay_rule(engine, profile, entry: dict) -> tuple[str, str]:
     return (f"{rid}/{mode}" if not result.passed else "", line)
 
 
-def acceptance_rule(engine, ctx: Context) -> Outcome:
+@check(
+    "rejection/acceptance-rule",
+    cls="rs.probabilistic",
+    covers=("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1"),
+    needs=("rejection",),
+    description=(
+        "fixed drafts under the engine's own draws: acceptance rate and rejection token G-tested, alone, in "
+        "ragged and in mixed batches"
+    ),
+)
+def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-PROB-1..4, RS-ONEHOT-1, RS-MIXED-1 and RS-LAYOUT-1 under the engine's own draws.
 
     For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))`` and
@@ -844,7 +968,6 @@ def acceptance_rule(engine, ctx: Context) -> Outcome:
     verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN, and does not hold back the
     check's PASS (RUN-STATUS-3: it applies only to an engine with both rules). Each case and layout draws
     from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
-    requirements = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-ONEHOT-1", "RS-MIXED-1", "RS-LAYOUT-1")
     greedy = "rs.greedy" in ctx.profile.classes
     tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))  # no mixed batch without greedy
     layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
@@ -987,11 +1110,51 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
     return run
 
 
-def invalid_ids_check(engine, ctx: Context) -> Outcome:
+STATISTICAL = (
+    "RS-PROB-5",
+    "RS-INPUT-1",
+    "RS-PROB-6",
+    "STAT-CASE-1",
+    "STAT-CASE-2",
+    "STAT-TEST-1",
+    "STAT-TEST-2",
+    "STAT-TEST-3",
+    "STAT-TEST-4",
+    "STAT-POWER-1",
+    "STAT-CERT-1",
+    "STAT-SEED-1",
+)  # what the calibrated distribution check judges: the distribution, and the statistics that judge it
+
+declare(
+    "rejection/distribution",
+    cls="rs.probabilistic",
+    covers=STATISTICAL,
+    needs=("rejection",),
+    description="calibrated G-tests of every position and of the accepted length",
+    build=functools.partial(distribution_check, one_hot=False),
+)
+declare(
+    "rejection/distribution-one-hot",
+    cls="rs.one-hot",
+    covers=("RS-PROB-5", "RS-PROB-6"),
+    needs=("rejection",),
+    description="drafts verified as one-hot keep the target distribution",
+    build=functools.partial(distribution_check, one_hot=True),
+)
+
+
+@check(
+    "rejection/invalid-ids",
+    cls="rs.input",
+    covers=("RS-INPUT-5",),
+    needs=("rejection", "input-validation"),
+    description="forced and draft ids just outside their allowed ranges are errors naming the field",
+)
+def invalid_ids_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-INPUT-5 at both ends of the allowed ranges: a forced id below -1 or equal to V and a draft id below -1
     or equal to V are errors naming the field (a ValueError), never tokens; so are fractional draft ids and integer
     logits, on an engine that takes tensors (``tensor_device``: the canonical case stores floats and integers)."""
-    tally = Tally(("RS-INPUT-5",))
+    tally = Tally(requirements)
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
     cases = {

@@ -22,6 +22,7 @@ from ..core import Context, Outcome, Tally
 from ..oracle import budget as tb
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
+from .catalogue import check
 
 START, END = [1], [2]  # one-token markers; an id 2**32 + 2 wraps onto E in 32 bits
 FREE = 7  # a token that is no marker
@@ -218,7 +219,18 @@ def _logits_cases(device: str) -> dict[str, tuple[str, object]]:
     }
 
 
-def budget_check(engine, ctx: Context) -> Outcome:
+@check(
+    "budget/tensor-api",
+    cls="tb.tensor-api",
+    covers=("TB-TENSOR-1", "TB-TENSOR-2"),
+    needs=("budget", "tensor-api"),
+    description=(
+        "the budget state's own entry points reject each argument outside its legal values naming it, change "
+        "nothing then, accept the legal edges, advance by committed tokens given to a step, and compare ids "
+        "whole"
+    ),
+)
+def budget_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-TENSOR-1 and TB-TENSOR-2 through ``engine.tensor_api``'s budget state (markers S = [1], E = [2]).
 
     TB-TENSOR-1: creation arguments, update entries and per-step tensors outside their legal values each raise a
@@ -230,7 +242,7 @@ def budget_check(engine, ctx: Context) -> Outcome:
     2**32 + 2 (E's id in its low 32 bits) matches no marker."""
     api = engine.tensor_api
     device = api.device
-    tally = Tally(("TB-TENSOR-1", "TB-TENSOR-2"))
+    tally = Tally(requirements)
     rid = "TB-TENSOR-1"
     legal = {"start_token_ids": START, "end_token_ids": END, "max_num_reqs": 4, "max_spec_len": 2}
     for case, (argument, change) in _creation_cases().items():
@@ -400,7 +412,17 @@ def _whole_ids(api, ctx: Context, device: str, tally: Tally) -> None:
 # The sampler (RS-TENSOR-1)
 
 
-def rejection_check(engine, ctx: Context) -> Outcome:
+@check(
+    "rejection/tensor-api",
+    cls="rs.tensor-api",
+    covers=("RS-TENSOR-1",),
+    needs=("rejection", "tensor-api"),
+    description=(
+        "the sampler's own entry point rejects draft counts, max_spec_len and validate of the wrong kind "
+        "naming them; omitted, temperature verifies greedily and validate validates"
+    ),
+)
+def rejection_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-TENSOR-1 through ``engine.tensor_api.rejection_sample`` on one request of 2 drafts over V = 6:
     ``num_draft_tokens`` of a float or bool dtype, ``max_spec_len`` -1, True or 2.0, and ``validate`` 1 or
     ``"no"`` each raise a ValueError naming the argument; ``temperature`` omitted verifies greedily (the rows
@@ -409,7 +431,7 @@ def rejection_check(engine, ctx: Context) -> Outcome:
     per request (``_fresh_draws``)."""
     api = engine.tensor_api
     device = api.device
-    tally = Tally(("RS-TENSOR-1",))
+    tally = Tally(requirements)
     rid = "RS-TENSOR-1"
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
@@ -551,7 +573,17 @@ def _same_metrics(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
 
 
-def counting_check(engine, ctx: Context) -> Outcome:
+@check(
+    "counting/tensor-api",
+    cls="ac.tensor-api",
+    covers=("AC-TENSOR-1",),
+    needs=("counting", "metrics", "tensor-api"),
+    description=(
+        "the counting and metrics entry points reject arguments outside their legal values naming them, and a"
+        " rejected step changes no metric; rows of width 0 and max_positions 0 are legal"
+    ),
+)
+def counting_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """AC-TENSOR-1 through ``engine.tensor_api``: ``count_emitted_validated`` and ``acceptance_stats`` handed
     arguments outside their legal values (1-D or float or listed ``token_ids``, ``vocab_size`` 0, True or 4.0,
     ``max_positions`` -1, True or 2.0, EOS ids that are no integers, ``observe``'s counts and commit limits of
@@ -559,7 +591,7 @@ def counting_check(engine, ctx: Context) -> Outcome:
     leaves every metric equal to the oracle's over the steps observed; rows of width 0 count 0, and
     ``max_positions`` 0 is legal."""
     api = engine.tensor_api
-    tally = Tally(("AC-TENSOR-1",))
+    tally = Tally(requirements)
     rid = "AC-TENSOR-1"
     rows = _tensor([[1, -1, 3], [4, 2, -1]], "int64")
     counting = {

@@ -20,7 +20,8 @@ from scipy import special
 from scipy import stats as sps
 
 from harness import spec, stats
-from harness.checks import _STATISTICAL, rejection
+from harness.checks import rejection
+from harness.checks.rejection import STATISTICAL
 from harness.core import PASS, Context, Tally
 from harness.oracle import rejection as rs
 from harness.profiles import canonical
@@ -170,8 +171,8 @@ def trials_detect_the_declared_deviation():
     assert not judgement.failed and not judgement.counted, judgement
     case = stats.standard_cases()[0]
     report = stats.distribution_check(rs.sample_arrays, case, trials=300, alpha_test=1e-6, seed=3, target=DECLARED)
-    tally = Tally(_STATISTICAL)
-    rejection.judge_report(report, _STATISTICAL, tally)
+    tally = Tally(STATISTICAL)
+    rejection.judge_report(report, STATISTICAL, tally)
     results = tally.outcome("").requirements
     assert results["STAT-POWER-1"].status != PASS and results["RS-PROB-5"].status != PASS, results
 
