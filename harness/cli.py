@@ -419,6 +419,14 @@ def cmd_vectors(args) -> int:
     return 0
 
 
+def cmd_schema(args) -> int:
+    from . import schemas
+
+    for path in schemas.write_schemas(Path(args.out) if args.out else spec.spec_dir() / "schemas"):
+        print(f"wrote {path}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from . import bench
 
@@ -671,6 +679,9 @@ def build_parser() -> argparse.ArgumentParser:
     vec = sub.add_parser("vectors", help="verify (or --write) the golden vectors")
     vec.add_argument("--write", action="store_true", help="regenerate the golden vectors instead of verifying them")
     vec.set_defaults(func=cmd_vectors)
+    sch = sub.add_parser("schema", help="write the JSON Schema of profile, expectation and record files")
+    sch.add_argument("--out", help="the folder to write them to (default: specs/schemas)")
+    sch.set_defaults(func=cmd_schema)
     ben = sub.add_parser("bench", help="GPU benchmarks of the reference implementation")
     ben.add_argument("--out", help="directory for the JSON results (default: reports/perf/<gpu>)")
     ben.set_defaults(func=cmd_bench)

@@ -20,7 +20,7 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     field_names:               # the engine's own names of the spec's fields, which its errors may name (TB-API-3)
       start_token_ids: [reasoning_start_str]
 
-An unknown key is an error that names it.
+An unknown key is an error that names it (the file's schema: ``harness.schemas.ProfileFile``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from . import contract, spec
+from . import contract, schemas, spec
 
 CAPABILITIES = (
     "budget",  # a budget-state handle: sync_batch / forced_tokens / update_state
@@ -196,12 +196,6 @@ def with_tensor_api(profile: Profile) -> Profile:
     )
 
 
-PROFILE_KEYS = frozenset(
-    {"name", "base", "classes", "drop_classes", "scope", "tie_break", "forced_logit", "layout", "verification"}
-    | set(VARIANT_CLASSES)
-    | {"capabilities", "contract", "derived", "field_names"}
-)
-
 BUILTIN = {
     "canonical": canonical,
     "canonical-section": lambda: canonical("section"),
@@ -214,18 +208,13 @@ def load_profile(name_or_path: str) -> Profile:
     path = Path(name_or_path)
     if not path.exists():
         raise ValueError(f"profile must be one of {sorted(BUILTIN)} or a YAML file; got {name_or_path!r}")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"profile {str(path)!r}: expected a mapping of keys; got {type(data).__name__}")
-    unknown = sorted(set(data) - PROFILE_KEYS)
-    if unknown:
-        raise ValueError(f"profile {str(path)!r}: unknown key {unknown[0]!r}; known keys: {sorted(PROFILE_KEYS)}")
-    base = load_profile(data.get("base", "canonical"))
-    classes = (set(data["classes"]) if "classes" in data else set(base.classes)) - set(data.get("drop_classes", []))
-    scope = data.get("scope", base.scope)
+    data = schemas.parse(schemas.ProfileFile, yaml.safe_load(path.read_text()) or {}, f"profile {str(path)!r}")
+    base = load_profile(data.base)
+    classes = set(_given(data.classes, base.classes)) - set(data.drop_classes)
+    scope = _given(data.scope, base.scope)
     if scope != base.scope:
         classes = (classes - {SCOPE_CLASSES[base.scope]}) | {SCOPE_CLASSES[scope]}
-    declared = {variant: data.get(variant, getattr(base, variant)) for variant in VARIANT_CLASSES}
+    declared = {variant: _given(getattr(data, variant), getattr(base, variant)) for variant in VARIANT_CLASSES}
     for variant, value in declared.items():
         values = VARIANT_CLASSES[variant]
         if value != getattr(base, variant) and value in values:  # an unknown value: __post_init__ says so
@@ -233,17 +222,20 @@ def load_profile(name_or_path: str) -> Profile:
     return replace(
         base,
         **declared,
-        name=data.get("name", path.stem),
+        name=_given(data.name, path.stem),
         classes=frozenset(classes),
         scope=scope,
-        tie_break=data.get("tie_break", base.tie_break),
-        forced_logit=data.get("forced_logit", base.forced_logit),
-        layout=data.get("layout", base.layout),
-        verification=data.get("verification", base.verification),
-        capabilities=frozenset(data.get("capabilities", base.capabilities)),
-        contract=frozenset(data.get("contract", base.contract)),
-        derived=frozenset(data.get("derived", base.derived)),
-        field_names=tuple(
-            sorted((str(k), tuple(v)) for k, v in (data.get("field_names") or dict(base.field_names)).items())
-        ),
+        tie_break=_given(data.tie_break, base.tie_break),
+        forced_logit=_given(data.forced_logit, base.forced_logit),
+        layout=_given(data.layout, base.layout),
+        verification=_given(data.verification, base.verification),
+        capabilities=frozenset(_given(data.capabilities, base.capabilities)),
+        contract=frozenset(_given(data.contract, base.contract)),
+        derived=frozenset(_given(data.derived, base.derived)),
+        field_names=tuple(sorted((str(k), tuple(v)) for k, v in (data.field_names or dict(base.field_names)).items())),
     )
+
+
+def _given(value, default):
+    """What the file gives for a key, or ``default`` where it gives none."""
+    return default if value is None else value

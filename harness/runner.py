@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from . import schemas
 from .contract import derived_only
 from .core import (
     BLOCKED,
@@ -29,7 +30,7 @@ from .core import (
     NOT_RUN,
     PASS,
     PRECONDITION_FAILED,
-    STATUSES,
+    STATUSES,  # noqa: F401  (harness.cli counts records by runner.STATUSES)
     TIMEOUT,
     Check,
     Context,
@@ -72,64 +73,42 @@ class Expectation:
         return status == self.status and (not self.fingerprints or fingerprint in self.fingerprints)
 
 
-_CONDITION_KEYS = ("engine", "engine_version", "device")
-
-
 def load_expectations(path: str | Path | None) -> list[Expectation]:
-    """An engine's expectation file: ``expectations: [{check, status, reason, link?, requirement?,
-    fingerprint?: one or a list, if?: {engine|engine_version|device: glob}, proof?: {patch, reproduction}}]``;
-    a bad entry is an error naming it (a proof's keys and paths are checked by ``harness.proofs``)."""
+    """An engine's expectation file (``harness.schemas.ExpectationsFile``: ``expectations: [{check, status, reason,
+    link?, requirement?, fingerprint?: one or a list, if?: {engine|engine_version|device: glob}, proof?: {patch,
+    reproduction}}]``); a bad entry is an error naming it and its key (a proof's paths are checked by
+    ``harness.proofs``)."""
     if not path:
         return []
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"expectations file {str(path)!r} does not exist")
     data = yaml.safe_load(path.read_text()) or {}
+    # the file's own keys first, then each entry, so that an error says which entry it is in
+    schemas.parse(schemas.ExpectationsFile, {**data, "expectations": []} if isinstance(data, dict) else data, str(path))
+    entries = [
+        schemas.parse(schemas.ExpectationEntry, entry, f"{path}: expectation {i}")
+        for i, entry in enumerate(data.get("expectations") or [])
+    ]
     out = []
-    for i, entry in enumerate(data.get("expectations", [])):
-        unknown_keys = sorted(set(entry) - _ENTRY_KEYS)
-        if unknown_keys:
-            raise ValueError(
-                f"{path}: expectation {i} has an unknown key {unknown_keys[0]!r}; known: {sorted(_ENTRY_KEYS)}"
-            )
-        for key in ("check", "status", "reason"):
-            if key not in entry:
-                raise ValueError(f"{path}: expectation {i} lacks {key!r}")
-        if entry["status"] not in STATUSES:
-            raise ValueError(f"{path}: expectation {i} has status {entry['status']!r}; one of {STATUSES}")
-        conditions = entry.get("if") or {}
-        unknown = set(conditions) - set(_CONDITION_KEYS)
-        if unknown:
-            raise ValueError(f"{path}: expectation {i} has conditions on {sorted(unknown)}; allowed: {_CONDITION_KEYS}")
-        if "proof" in entry:
+    for i, entry in enumerate(entries):
+        if entry.proof is not None:
             from .proofs import validate_proof
 
-            validate_proof(entry["proof"], path, f"{path}: expectation {i}")
-        fingerprints = entry.get("fingerprint") or []
-        fingerprints = [fingerprints] if isinstance(fingerprints, str) else fingerprints
-        requirement = entry.get("requirement", "")
-        for fingerprint in fingerprints:
-            if not isinstance(fingerprint, str) or not fingerprint.startswith(requirement + "/"):
-                raise ValueError(
-                    f"{path}: expectation {i}: fingerprint {fingerprint!r} is not '<requirement>/<mode>'"
-                    + (f" of {requirement}" if requirement else " (a fingerprint needs a requirement)")
-                )
+            validate_proof(entry.proof, path, f"{path}: expectation {i}")
         out.append(
             Expectation(
-                entry["check"],
-                entry["status"],
-                entry["reason"],
-                entry.get("link", ""),
-                requirement,
-                tuple(fingerprints),
-                tuple(sorted(conditions.items())),
-                (entry.get("proof") or {}).get("patch", ""),
+                entry.check,
+                entry.status,
+                entry.reason,
+                entry.link,
+                entry.requirement,
+                tuple(entry.fingerprint),
+                tuple(sorted(entry.conditions.model_dump(exclude_none=True).items())),
+                (entry.proof or {}).get("patch", ""),
             )
         )
     return out
-
-
-_ENTRY_KEYS = frozenset({"check", "status", "reason", "link", "requirement", "fingerprint", "if", "proof"})
 
 
 @dataclass
@@ -433,14 +412,17 @@ def reproduction(engine_args: str, profile_arg: str = "") -> Callable[[Check, Co
 
 
 class RecordWriter:
-    """Appends each record to ``results.jsonl`` and flushes, so nothing measured is lost."""
+    """Appends each record to ``results.jsonl`` and flushes, so nothing measured is lost; a record that does not fit
+    its schema (``harness.schemas.RunRecord``) is an error of the harness, raised before it is written."""
 
     def __init__(self, path: Path):
         self.path = path
         self.file = path.open("a")
 
     def __call__(self, record: Record) -> None:
-        self.file.write(json.dumps(record.to_json()) + "\n")
+        data = record.to_json()
+        schemas.RunRecord.model_validate(data)
+        self.file.write(json.dumps(data) + "\n")
         self.file.flush()
 
     def close(self) -> None:
@@ -456,29 +438,19 @@ def write_manifest(run_dir: Path, engines: list[str], checks: list[Check]) -> No
 
 
 def read_records(path: str | Path) -> list[dict]:
+    """The records of a run's ``results.jsonl`` (``path`` or the folder holding it), each checked against
+    ``harness.schemas.RunRecord``: a ``ValueError`` names the line and the key that does not fit."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no results at {str(path)!r} (a run folder holds results.jsonl)")
-    return [_upgraded(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _upgraded(record: dict) -> dict:
-    """A record of the format before per-requirement results (a check status and its ``violated``
-    list) in today's format, so that old published runs can be re-rendered and compared: each
-    requirement gets the check's status (a violated one FAIL, the others of a failed check NOT_RUN)
-    and one case when judged, as that format counted judged checks, not cases."""
-    if "results" in record:
-        return record
-    status, violated = record["status"], record.get("violated") or []
-    results = {}
-    for rid in record["requirements"]:
-        own = FAIL if rid in violated else (NOT_RUN if status == FAIL else status)
-        results[rid] = {"status": own, "cases": int(own in (PASS, FAIL)), "evidence": "", "fingerprint": ""}
-    expected = record.get("expected_status") == status
-    unexpected = [] if expected or status not in (FAIL, ERROR, TIMEOUT) else (violated or ["check"])
-    return {**record, "results": results, "unexpected": unexpected}
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            records.append(json.loads(line))
+            schemas.parse(schemas.RunRecord, records[-1], f"{path}:{number}")
+    return records
 
 
 def missing_records(run_dir: Path, records: list[dict]) -> list[str]:

@@ -19,12 +19,14 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import httpx2
+from pydantic import model_validator
 
 from .. import profiles, spec
 from ..core import UnparsableResponse
+from ..schemas import Strict
 from . import UsageError
 
 PROBE_TIMEOUT_S = 10  # GET /models: how long a live server may take to answer it
@@ -48,8 +50,10 @@ _CLIENT_PARAMETERS = (
 )
 
 
-@dataclass(frozen=True)
-class ApiProfile:
+class ApiProfile(Strict):
+    """What the harness must know of an OpenAI-compatible engine's API (a typed model: an unknown option is an error
+    that names it)."""
+
     name: str
     model: str
     spec_model: str | None = None  # the same model with speculative decoding (API-SPEC-*)
@@ -84,14 +88,16 @@ class ApiProfile:
     # TB-END-1: the text the budget forces when it is not end_text alone (a transition phrase, then end_text:
     # vLLM's reasoning_end_str, llama.cpp's reasoning_budget_message before its end tag); None: end_text
     forced_end_text: str | None = None
-    extra_body: dict = field(default_factory=dict)
+    extra_body: dict = {}
 
-    def __post_init__(self):
+    @model_validator(mode="after")
+    def _known_variants(self):
         for name, allowed in (("forced_logprobs", FORCED_LOGPROBS), ("utf8_boundary", UTF8_BOUNDARIES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(
                     f"API profile {self.name}: {name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}"
                 )
+        return self
 
 
 FORCED_LOGPROBS = ("raw", "processed")
@@ -125,8 +131,8 @@ API_PROFILES = {
 
 def embedded_profile(variant: str) -> ApiProfile:
     return ApiProfile(
-        f"embedded-{variant}",
-        f"tiny-think-{variant}",
+        name=f"embedded-{variant}",
+        model=f"tiny-think-{variant}",
         spec_model=f"tiny-think-{variant}-spec",
         plain_model=f"tiny-plain-{variant}",
     )

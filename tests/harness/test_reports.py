@@ -2,7 +2,7 @@
 
 import xml.etree.ElementTree as ET
 
-from harness import reports, runner
+from harness import reports
 
 
 def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), violated=(), p=None, plots=()):
@@ -24,6 +24,7 @@ def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), viol
         },
         "unexpected": [r for r in reqs if status == "FAIL"] + (["check"] if status in ("ERROR", "TIMEOUT") else []),
         "engine": engine,
+        "engine_spec": engine,
         "engine_version": "1",
         "device": "cpu",
         "profile": "c",
@@ -111,17 +112,6 @@ def test_the_uncovered_count_agrees_with_the_requirement_table():
     assert sum("| not covered |" in line for line in table.splitlines()) == len(uncovered)
     assert f"Not yet covered by any check** ({len(uncovered)})" in text
     assert "| RUN-" not in table  # runner requirements bind the runner; they are named once, below
-
-
-def test_old_records_without_per_requirement_results_are_read():
-    old = {
-        k: v for k, v in _record("b", "FAIL", violated=("TB-FORCE-1",)).items() if k not in ("results", "unexpected")
-    }
-    old["requirements"] = ["TB-FORCE-1", "TB-FORCE-2"]
-    (record,) = [runner._upgraded(old)]
-    assert record["results"]["TB-FORCE-1"]["status"] == "FAIL" and record["unexpected"] == ["TB-FORCE-1"]
-    assert record["results"]["TB-FORCE-2"]["status"] == "NOT_RUN"
-    assert "**FAILS**" in reports.markdown([record], [])
 
 
 def test_junit_parses_and_counts():

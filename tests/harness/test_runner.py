@@ -85,7 +85,7 @@ def test_expectations_pin_a_failure_by_requirement_and_fingerprint(tmp_path):
             "  - {check: x, status: BROKEN, reason: r}\n",
             "status",
         ),
-        ("  - {check: x, status: FAIL, reason: r, if: {gpu: a}}\n", "conditions"),
+        ("  - {check: x, status: FAIL, reason: r, if: {gpu: a}}\n", "unknown key 'if.gpu'"),
     ):
         with pytest.raises(ValueError, match=field):
             _expectations(tmp_path, bad)

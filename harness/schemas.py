@@ -1,0 +1,210 @@
+"""The schemas of the project's data files, as pydantic models: profile files (``harness.profiles``), expectation
+files (``harness.runner.load_expectations``) and run records (``results.jsonl``, docs/records.md). A key that no
+model field names is an error that names it; ``specconform schema`` writes each model's JSON Schema to
+``specs/schemas/`` for editors.
+
+The models say what a file may hold; what its values mean stays with the code that reads them (a profile's
+variants and classes are checked by ``harness.profiles.Profile``, a proof's paths by ``harness.proofs``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .core import STATUSES
+
+Status = Literal[STATUSES]  # type: ignore[valid-type]
+
+
+class Strict(BaseModel):
+    """A mapping whose every key is a field: an unknown key is an error that names it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse(model: type[BaseModel], data: Any, where: str):
+    """``data`` read as ``model``; a ``ValueError`` says ``where`` and names each key that is unknown, missing or of
+    the wrong value."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"{where}: " + "; ".join(_problem(model, error) for error in exc.errors())) from None
+
+
+def _problem(model: type[BaseModel], error: dict) -> str:
+    location = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        holder = _model_at(model, error["loc"][:-1])
+        known = sorted(field.alias or name for name, field in holder.model_fields.items()) if holder else []
+        return f"unknown key {location!r}" + (f"; known keys: {known}" if known else "")
+    if error["type"] == "missing":
+        return f"lacks {location!r}"
+    return f"{location or 'the file'}: {error['msg']}; got {error['input']!r}"
+
+
+def _model_at(model: type[BaseModel], location: tuple) -> type[BaseModel] | None:
+    """The model that holds the key at ``location`` within ``model`` (through lists, mappings and optional
+    values); None where no model does."""
+    current: Any = model
+    for part in location:
+        while get_origin(current) in (list, dict, Union, UnionType):
+            arguments = [a for a in get_args(current) if a is not type(None)]
+            if get_origin(current) in (list, dict):  # ``part`` is an index or a key: step into the values
+                current = arguments[-1]
+                break
+            current = arguments[0]
+        else:
+            if not (isinstance(current, type) and issubclass(current, BaseModel)):
+                return None
+            field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part), None)
+            if field is None:
+                return None
+            current = field.annotation
+    while get_origin(current) in (Union, UnionType):
+        current = next(a for a in get_args(current) if a is not type(None))
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Profile files (harness.profiles.load_profile)
+
+
+class ProfileFile(Strict):
+    """An engine profile in YAML: a built-in profile (``base``) and what this engine declares otherwise."""
+
+    name: str | None = Field(None, description="the profile's name (default: the file's stem)")
+    base: str = Field("canonical", description="the built-in profile this one starts from")
+    classes: list[str] | None = Field(None, description="the claimed classes (default: the base's)")
+    drop_classes: list[str] = Field([], description="classes of the base the engine does not claim")
+    scope: str | None = Field(None, description="variant: request (canonical) or section")
+    tie_break: str | None = Field(None, description="lowest (canonical) or any")
+    forced_logit: str | None = Field(None, description="variant (TB-FORCE-6): one-hot (canonical) or large-constant")
+    layout: str | None = Field(None, description="variant (RS-LAYOUT-3): ragged (canonical) or padded")
+    verification: str | None = Field(None, description="RUN-PROFILE-3: exact (canonical) or a non-exact mode's name")
+    forced_end: str | None = Field(None, description="variant (TB-END-1): marker (canonical) or phrase")
+    end_markers: str | None = Field(None, description="variant (TB-END-3): one (canonical) or several")
+    capabilities: list[str] | None = Field(None, description="what the adapter offers (harness.profiles.CAPABILITIES)")
+    contract: list[str] | None = Field(None, description="inputs the engine's own callers never produce")
+    derived: list[str] | None = Field(None, description="observables the adapter computes instead of reading them")
+    field_names: dict[str, list[str]] | None = Field(
+        None, description="the engine's own names of the spec's fields, which its errors may name (TB-API-3)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Expectation files (harness.runner.load_expectations)
+
+
+class Conditions(Strict):
+    """Globs on a record's fields: the expectation applies where each matches."""
+
+    engine: str | None = None
+    engine_version: str | None = None
+    device: str | None = None
+
+
+class ExpectationEntry(Strict):
+    """A known result (RUN-EXPECT-1): a check's status, or one requirement's with ``requirement``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    check: str = Field(description="a check's name or a glob")
+    status: Status
+    reason: str
+    link: str = ""
+    requirement: str = Field("", description="narrows the entry to this requirement's result")
+    fingerprint: list[str] = Field(
+        [], description="'<requirement>/<mode>': the ways of failing it pins (one or a list)"
+    )
+    conditions: Conditions = Field(Conditions(), alias="if")
+    proof: dict[str, str] | None = Field(None, description="{patch, reproduction}: paths relative to the project root")
+
+    @field_validator("fingerprint", mode="before")
+    @classmethod
+    def _one_or_a_list(cls, value):
+        return [value] if isinstance(value, str) else (value or [])
+
+    @model_validator(mode="after")
+    def _fingerprints_of_the_requirement(self):
+        for fingerprint in self.fingerprint:
+            if not fingerprint.startswith(self.requirement + "/"):
+                raise ValueError(
+                    f"fingerprint {fingerprint!r} is not '<requirement>/<mode>'"
+                    + (f" of {self.requirement}" if self.requirement else " (a fingerprint needs a requirement)")
+                )
+        return self
+
+
+class ExpectationsFile(Strict):
+    """An engine's expectation file."""
+
+    engine: str = Field("", description="the engine the file is for (documentation)")
+    expectations: list[ExpectationEntry] = []
+
+
+# ---------------------------------------------------------------------------------------------
+# Run records (results.jsonl; docs/records.md)
+
+
+class RequirementRecord(Strict):
+    """One requirement's result within a record."""
+
+    status: Status
+    cases: int = Field(description="cases that exercised the requirement")
+    evidence: str
+    fingerprint: str = Field(description="'<requirement>/<mode>' of a failure; empty otherwise")
+    reproduction: str | None = Field(None, description="the minimal reproduction, relative to the run folder")
+    finding: str | None = Field(None, description="the defect its minimal case shows")
+    expected_status: str | None = None
+    expectation_reason: str | None = None
+    expectation_link: str | None = None
+    expectation_proof: str | None = None
+
+
+class RunRecord(Strict):
+    """One check's result on one engine: one line of ``results.jsonl``."""
+
+    check: str
+    cls: str
+    requirements: list[str]
+    status: Status
+    message: str
+    results: dict[str, RequirementRecord]
+    engine: str
+    engine_spec: str = Field(description="the engine as the command line named it")
+    engine_version: str
+    device: str
+    profile: str
+    seed: int
+    duration_s: float
+    reproduce: str = Field(description="the command that runs this check again")
+    statistic: float | None = None
+    p_value: float | None = None
+    alpha: float | None = None
+    trials: int | None = None
+    expected_status: str | None = None
+    expectation_reason: str = ""
+    expectation_link: str = ""
+    unexpected: list[str] = Field([], description="what no expectation covers: requirement ids or 'check'")
+    plots: list[dict] = []
+    reproduction: str = Field("", description="the first failing requirement's reproduction, relative to the run")
+    violated: list[str] = Field([], description="the requirements whose status is FAIL")
+
+
+SCHEMAS = {"profile": ProfileFile, "expectations": ExpectationsFile, "record": RunRecord}
+
+
+def write_schemas(folder: Path) -> list[Path]:
+    """Each model's JSON Schema as ``folder/<name>.schema.json``; the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in SCHEMAS.items():
+        path = folder / f"{name}.schema.json"
+        path.write_text(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")
+        written.append(path)
+    return written
