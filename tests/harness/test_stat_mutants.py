@@ -1,5 +1,5 @@
 """Every STAT requirement can fail on its own: the STAT requirements bind the harness's statistics
-(harness/stats.py, and the judging in harness/checks/rejection.py), so each has a property stated from the
+(harness/stats.py, and the judging in harness/checks/rejection/distribution.py), so each has a property stated from the
 formulas of specs/statistics.md (computed here with scipy, never with harness/stats.py) that the real code
 holds, and at least one mutant of the statistics (a function monkeypatched) under which that property
 fails and every other holds.
