@@ -39,6 +39,11 @@ def test_tables_come_from_the_newest_bench_of_each_gpu(tmp_path):
     assert "| 40.0 µs |" in shape and "20.0 µs (2.00×)" in shape and "0.160 ms (0.25×)" in shape
     assert "| no greedy |" in shape
     assert "| B = 1, K = 0 | 5.0 µs | 5.5 µs | 6.0 µs | not run | not run |" in page
+    # targets: judged on the shapes the bench holds, "not run" where it holds none
+    greedy = "| greedy within 1.05× of reading the target rows once | not met (0 of 1 shapes); worst: B = 256, K = 4"
+    assert greedy + ", V = 32,000, greedy, 2.00× |" in page
+    assert "| B = 1, K = 4 at most 15 µs from a CUDA graph | not run |" in page
+    assert "| budget step with logits at B = 1024 at most 10 µs (graph) | not run |" in page
 
 
 def test_published_tables_match_the_published_benches():
