@@ -690,7 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine-threads",
         type=_bounded(int, 1, 256),
         default=1,
-        help="intra-op threads of each engine process (4 slowed the load benchmark's waves on a 16-core Xeon)",
+        help="intra-op threads of each engine process (docs/embedded-server.md: more is not faster)",
     )
     srv.add_argument(
         "--engine-replicas",
