@@ -409,10 +409,15 @@ def _finding_line(f: findings.Finding) -> str:
     )
     return (
         f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}** ({f.seen_by}: "
-        f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}): "
+        f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}{also_failing(f)}): "
         f"{_evidence(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
         + (f" Cause: {_first_line(f.cause, 200)}" if f.cause else "")
     )
+
+
+def also_failing(f: findings.Finding) -> str:
+    """What else one defect fails, said beside its one name: ``; also failing TB-MARK-2, TB-MARK-3`` or ""."""
+    return f"; also failing {', '.join(f.also)} (one patch fixes them all)" if f.also else ""
 
 
 def _not_applicable_lines(records: list[dict]) -> list[str]:
@@ -719,7 +724,8 @@ def html_report(
     if found:  # one entry per defect, as summary.md lists them (RUN-FINDING-2)
         items = "".join(
             f"<li><b>{esc(f.engine)}</b> {'known' if f.expected else '<b>unexpected</b>'} finding <b>{esc(f.name)}</b> "
-            f"({esc(f.seen_by)}): <ul>{''.join(_html_failure(r, rid, index) for r, rid in f.records)}</ul>"
+            f"({esc(f.seen_by + also_failing(f))}): "
+            f"<ul>{''.join(_html_failure(r, rid, index) for r, rid in f.records)}</ul>"
             + (f"Cause: {esc(_first_line(f.cause, 400))}" if f.cause else "")
             + "</li>"
             for f in found

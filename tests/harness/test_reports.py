@@ -190,3 +190,16 @@ def test_the_report_names_the_permissions_and_how_they_are_declared():
     assert "RS-LAYOUT-3 (layout: padded)" in text
     assert "RS-INPUT-6 (capabilities without input-validation, with unvalidated-mode)" in text
     assert "| RS-LAYOUT-3 |" not in text  # not a row of the requirement table
+
+
+def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails():
+    first = _record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
+    second = _record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
+    for record in (first, second):
+        next(iter(record["results"].values()))["expectation_proof"] = "proofs/e/restart.diff"
+    text = reports.markdown([first, second], [])
+    assert "## Findings (1 defect, 1 unexpected)" in text
+    assert (
+        "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `b`; also failing TB-MARK-2 (one patch fixes them all))"
+        in text
+    )
