@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import os
 import shlex
@@ -581,6 +582,14 @@ def _add_run_options(parser) -> None:
     )
 
 
+def _version() -> str:
+    """The installed distribution's version (``unknown`` when run from a tree that was never installed)."""
+    try:
+        return importlib.metadata.version("specconform")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specconform",
@@ -588,6 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
         "speculative-decoding rejection sampling and accepted-token counting. Exit status: 0 conforming "
         "(or as expected), 1 an unexpected failure or a missing record, 2 a usage error.",
     )
+    parser.add_argument("--version", action="version", version=f"specconform {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="judge engines against the specification")
     run.add_argument(
