@@ -141,10 +141,17 @@ def quiet_third_parties() -> None:
 
 
 def _engine_args(engine_spec: str, api_options: dict) -> str:
-    """The command-line fragment that names an engine again, API options included."""
+    """The command-line fragment that names an engine again, API options included; secrets are never
+    written: an API key reads ``$OPENAI_API_KEY`` and a header's value is elided."""
     words = ["--engine", shlex.quote(engine_spec)]
     if engine_spec == "openai":
-        words += [f"--{key.replace('_', '-')} {shlex.quote(value)}" for key, value in api_options.items()]
+        for key, value in api_options.items():
+            if key == "api_key":
+                words.append('--api-key "$OPENAI_API_KEY"')
+            elif key == "header":
+                words += [f"--header {shlex.quote(header.partition(':')[0] + ':…')}" for header in value]
+            else:
+                words.append(f"--{key.replace('_', '-')} {shlex.quote(value)}")
     return " ".join(words)
 
 
@@ -159,6 +166,8 @@ def _api_options(args) -> dict:
         "plain_base_url",
         "engine_name",
         "restart_command",
+        "api_key",
+        "header",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name, None)}
 
@@ -475,6 +484,14 @@ def _bounded(kind, low, high, open_interval=False):
     return parse
 
 
+def _header(text: str) -> str:
+    """An argparse type: ``NAME:VALUE``, a non-empty header name without spaces."""
+    name, colon, _ = text.partition(":")
+    if not colon or not name.strip() or any(c.isspace() for c in name):
+        raise argparse.ArgumentTypeError(f"expected NAME:VALUE, got {text!r}")
+    return text
+
+
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default where it has one (not for flags and options that default to nothing)."""
 
@@ -524,6 +541,18 @@ def _add_api_options(parser) -> None:
         "--api-profile",
         choices=tuple(API_PROFILES),
         help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
+    )
+    parser.add_argument(
+        "--api-key",
+        help="with --engine openai: the bearer token every request carries (default: $OPENAI_API_KEY); never written "
+        "to reports",
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        type=_header,
+        help="with --engine openai: NAME:VALUE, a header every request carries (repeatable); its value is never "
+        "written to reports",
     )
 
 
