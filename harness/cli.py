@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -17,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from . import checks as checks_module
-from . import findings, reports, runner, spec, stats, vectors
+from . import findings, preflight, reports, runner, spec, stats, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
 from .adapters.http import API_PROFILES
 from .core import Context
@@ -242,8 +243,17 @@ def cmd_run(args) -> int:
         load_profile(args.profile)
     selected = _selected(args)
     runner.load_expectations(args.expectations)
+    preflight.check_engines(engines, _api_options(args))  # a mistake is a usage error before any folder is made
+    made = [p for p in (Path(args.report_dir), *Path(args.report_dir).parents) if not p.exists()]
     run_dir = _run_dir(args.report_dir)
-    records = judge(engines, args, run_dir, selected)
+    try:
+        records = judge(engines, args, run_dir, selected)
+    except EngineUsageError:  # an engine's factory refused how it was named: nothing was measured, nothing stays
+        if not runner.read_records(run_dir):
+            shutil.rmtree(run_dir)
+            for folder in made:  # the report folders this run made, innermost first
+                folder.rmdir()
+        raise
     regressions = [(r, rid) for r in records for rid in r.get("unexpected", ())]
     unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
     missing = runner.missing_records(run_dir, records)
@@ -256,6 +266,16 @@ def cmd_run(args) -> int:
         + f"; reports in {run_dir}"
     )
     return 1 if regressions or missing else 0
+
+
+def cmd_doctor(args) -> int:
+    """The preflight alone: whether each engine can be judged, and what each selected check will judge."""
+    engines = args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"]
+    for engine_spec in engines:
+        check_engine_spec(engine_spec, _api_options(args))
+    profile = load_profile(args.profile) if args.profile else None
+    print(preflight.doctor(engines, _api_options(args), _selected(args), profile, args.timeout), end="")
+    return 0
 
 
 def cmd_zoo(args) -> int:
@@ -312,6 +332,7 @@ def cmd_replay(args) -> int:
 
     api_options = _api_options(args)
     check_engine_spec(args.engine, api_options)
+    preflight.check_engines([args.engine], api_options)
     try:
         document = reproductions.load(args.file)
     except ValueError as exc:
@@ -646,6 +667,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_options(run)
     run.set_defaults(func=cmd_run)
+    doc = sub.add_parser(
+        "doctor",
+        help="the preflight alone: whether each engine can be judged, and what each selected check will judge",
+    )
+    doc.add_argument("--engine", action="append", help="as for run (repeatable; default: run's default engines)")
+    _add_api_options(doc)
+    doc.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
+    doc.add_argument("--check", action="append", help="only checks matching this glob, as for run (repeatable)")
+    doc.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    doc.add_argument(
+        "--timeout",
+        type=_bounded(float, 0, 7 * 86400, open_interval=True),
+        default=600,
+        help="seconds each engine may take to be built",
+    )
+    doc.set_defaults(func=cmd_doctor)
     zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
     zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")

@@ -318,18 +318,8 @@ def run_checks(
                 if info is None:
                     info = engine.start(timeout_s)
                 ctx = ctx_for(info)
-                if not ctx.profile.claims(check.cls):
-                    outcome = uniform_outcome(
-                        NOT_CLAIMED, f"profile {ctx.profile.name} does not claim {check.cls}", check.requirements
-                    )
-                elif missing := [n for n in check.needs if n not in ctx.profile.capabilities]:
-                    outcome = uniform_outcome(
-                        PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}", check.requirements
-                    )
-                elif why := ctx.profile.outside_contract(check.preconditions):
-                    outcome = uniform_outcome(
-                        NOT_APPLICABLE, f"outside the engine's contract: {why}", check.requirements
-                    )
+                if unjudged := gate(check, ctx.profile, info.probe_problem):
+                    outcome = uniform_outcome(*unjudged, check.requirements)
                 else:
                     outcome = judged_on_engine_values(check, engine.run(check.name, ctx, timeout_s), ctx.profile)
                 failures_in_a_row = 0
@@ -364,6 +354,23 @@ def run_checks(
         records.append(record)
         on_record(record)
     return records
+
+
+def gate(check: Check, profile, probe_problem: str = "") -> tuple[str, str] | None:
+    """Why ``check`` is not run on an engine of ``profile``, as ``(status, message)``: NOT_CLAIMED (its class is
+    not claimed), PRECONDITION_FAILED (a capability it needs is missing; ``probe_problem``: why an HTTP engine's
+    first request showed no token ids) or NOT_APPLICABLE (its cases lie outside the engine's contract); None when
+    it is run."""
+    if not profile.claims(check.cls):
+        return NOT_CLAIMED, f"profile {profile.name} does not claim {check.cls}"
+    if missing := [n for n in check.needs if n not in profile.capabilities]:
+        probed = (
+            f" (probing it: {probe_problem})" if probe_problem and {"token-ids", "marker-ids"} & set(missing) else ""
+        )
+        return PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}{probed}"
+    if why := profile.outside_contract(check.preconditions):
+        return NOT_APPLICABLE, f"outside the engine's contract: {why}"
+    return None
 
 
 def judged_on_engine_values(check: Check, outcome: Outcome, profile) -> Outcome:
