@@ -56,7 +56,7 @@ def test_a_wrong_port_is_one_line_and_writes_nothing(tmp_path, capsys):
         ("--spec-model", "tiny-think-spc", ["--spec-model 'tiny-think-spc'", "it serves: tiny-think-spec"]),
     ],
 )
-def test_a_model_the_server_does_not_list_is_named_with_what_it_lists(option, typo, says, tmp_path, monkeypatch, capsys):
+def test_a_model_the_server_lacks_is_named_with_what_it_lists(option, typo, says, tmp_path, monkeypatch, capsys):
     route_clients(monkeypatch, fake_vllm(SpecServer(None), []))
     options = {"--model": "tiny-think", "--spec-model": "tiny-think-spec", option: typo}
     argv = ["run", "--engine", "openai", "--base-url", "http://think.test/v1", "--spec-base-url", "http://spec.test/v1"]
