@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from . import checks as checks_module
-from . import findings, preflight, reports, runner, spec, stats, vectors
+from . import console, preflight, reports, runner, spec, stats, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
 from .adapters.http import API_PROFILES
 from .core import Context
@@ -51,7 +51,8 @@ HEARTBEAT_S = 10.0  # without a bar, the longest silence on stderr while a check
 class Progress:
     """Progress on stderr over ``plan`` (``[(engine spec, check name)]`` in run order): a tqdm bar with
     the running check and an estimate when stderr is a terminal (and ``CI`` is unset); otherwise one
-    line per finished check, and a line every ``HEARTBEAT_S`` seconds naming the check still running;
+    line per finished check (``console.progress_line``: why, when it did not pass; a terminal keeps those lines
+    above the bar), and a line every ``HEARTBEAT_S`` seconds naming the check still running;
     nothing when ``quiet``. Use as a context manager; call it with each record."""
 
     def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None):
@@ -120,8 +121,7 @@ class Progress:
             self.done += 1
             if not self.enabled:
                 return
-            line = f"[{self.done}/{len(self.plan)}] {record.status:19} {record.engine}: {record.check} "
-            line += f"({record.duration_s:.1f} s)"
+            line = console.progress_line(record, self.done, len(self.plan))
             if self.bar is not None:
                 if record.status not in ("PASS", "NOT_CLAIMED"):
                     self.bar.write(line, file=self.stream)  # what needs a look stays on screen
@@ -254,18 +254,9 @@ def cmd_run(args) -> int:
             for folder in made:  # the report folders this run made, innermost first
                 folder.rmdir()
         raise
-    regressions = [(r, rid) for r in records for rid in r.get("unexpected", ())]
-    unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
-    missing = runner.missing_records(run_dir, records)
-    counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
-    print(
-        " ".join(f"{k}={v}" for k, v in counts.items() if v)
-        + f"; findings {len(findings.findings(records))}, unexpected failures {findings.distinct(regressions)}"
-        + f", unexpected passes {len(unexpected)}"
-        + (f"; {len(missing)} selected checks have NO record" if missing else "")
-        + f"; reports in {run_dir}"
-    )
-    return 1 if regressions or missing else 0
+    passed, closing = console.closing(records, runner.missing_records(run_dir, records), run_dir)
+    print(closing)
+    return 0 if passed else 1
 
 
 def cmd_doctor(args) -> int:
