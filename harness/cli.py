@@ -221,7 +221,9 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
                         expectations=expectations,
                         timeout_s=args.timeout,
                         on_record=on_record,
-                        reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
+                        reproduce=runner.reproduction(
+                            _engine_args(engine_spec, api_options), args.profile or "", args.seed
+                        ),
                         run_dir=run_dir,
                     )
                 finally:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from . import public
 from .contract import derived_only
 from .core import (
     BLOCKED,
@@ -293,7 +294,7 @@ def run_checks(
     expectations: Iterable[Expectation] = (),
     timeout_s: float | None = 600,
     on_record: Callable[[Record], None] = lambda record: None,
-    reproduce: Callable[[Check, Context], str] = lambda check, ctx: "",
+    reproduce: Callable[[Check, Context | None], str] = lambda check, ctx: "",
     run_dir: Path | None = None,
 ) -> list[Record]:
     """Run ``checks`` in order against ``engine`` (started on first use); ``ctx_for`` builds each
@@ -341,13 +342,14 @@ def run_checks(
             profile=ctx.profile.label if ctx else "unknown",
             seed=ctx.seed if ctx else 0,
             duration_s=round(time.perf_counter() - started, 4),
-            reproduce=reproduce(check, ctx) if ctx else "",
+            reproduce=reproduce(check, ctx),
             statistic=outcome.statistic,
             p_value=outcome.p_value,
             alpha=outcome.alpha,
             trials=outcome.trials,
             plots=outcome.plots,
         )
+        public.scrub_record(record)  # no path of this machine in what is published
         if run_dir is not None:
             write_reproductions(run_dir, record)
         _expect(record, expectations)
@@ -426,14 +428,18 @@ def write_reproductions(run_dir: Path, record: Record) -> None:
         result["evidence"] += f" [minimal reproduction: {relative}; {command}]"
 
 
-def reproduction(engine_args: str, profile_arg: str = "") -> Callable[[Check, Context], str]:
-    """The one-line command that re-runs a check: ``engine_args`` names the engine with its options."""
+def reproduction(engine_args: str, profile_arg: str = "", seed: int | None = None) -> Callable[[Check, Context], str]:
+    """The one-line command that re-runs a check: ``engine_args`` names the engine with its options. A check
+    whose engine never started has no context (``ctx`` None): its command names the run's ``seed`` and leaves
+    the statistical options, which the engine's own profile would have set, to their defaults."""
 
-    def line(check: Check, ctx: Context) -> str:
-        return (
-            f"specconform run {engine_args} --check {shlex.quote(check.name)} --seed {ctx.seed} --trials {ctx.trials}"
-            f" --deviation {ctx.deviation} --power {ctx.power}"
-            + (f" --profile {shlex.quote(profile_arg)}" if profile_arg else "")
+    def line(check: Check, ctx: Context | None) -> str:
+        if ctx is None:
+            statistics = "" if seed is None else f" --seed {seed}"
+        else:
+            statistics = f" --seed {ctx.seed} --trials {ctx.trials} --deviation {ctx.deviation} --power {ctx.power}"
+        return f"specconform run {engine_args} --check {shlex.quote(check.name)}{statistics}" + (
+            f" --profile {shlex.quote(profile_arg)}" if profile_arg else ""
         )
 
     return line

@@ -255,8 +255,10 @@ class ApiEngine:
             listing = self.http.get(f"{server}/models")
             try:
                 served = [m["id"] for m in listing.json().get("data", [])]
-                # the models judged here (a server may serve others, e.g. another tokenizer variant)
-                listings.append(",".join([m for m in served if m in self.base_urls] or served))
+                # the models judged here (a server may serve others, e.g. another tokenizer variant); a model named
+                # by its file (llama-server lists the path it loaded) by the file's name, no path of this machine
+                judged = [m for m in served if m in self.base_urls] or served
+                listings.append(",".join(os.path.basename(m) if os.path.isabs(m) else m for m in judged))
             except ValueError:  # /models is no requirement of this spec; some servers fail it
                 listings.append(f"unknown (GET /models: HTTP {listing.status_code})")
         self.version = ",".join(listings)
