@@ -51,9 +51,10 @@ HEARTBEAT_S = 10.0  # without a bar, the longest silence on stderr while a check
 class Progress:
     """Progress on stderr over ``plan`` (``[(engine spec, check name)]`` in run order): a tqdm bar with
     the running check and an estimate when stderr is a terminal (and ``CI`` is unset); otherwise one
-    line per finished check (``console.progress_line``: why, when it did not pass; a terminal keeps those lines
-    above the bar), and a line every ``HEARTBEAT_S`` seconds naming the check still running;
-    nothing when ``quiet``. Use as a context manager; call it with each record."""
+    line per finished check but the NOT_CLAIMED ones, which the closing lines count, and a line every
+    ``HEARTBEAT_S`` seconds naming the check still running; nothing when ``quiet``. A check's line says why
+    when it did not pass (``console.progress_line``); a terminal keeps those lines above the bar. Use as a
+    context manager; call it with each record."""
 
     def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None):
         self.plan = plan
@@ -127,7 +128,7 @@ class Progress:
                     self.bar.write(line, file=self.stream)  # what needs a look stays on screen
                 self.bar.update(1)
                 self._announce()
-            else:
+            elif record.status != "NOT_CLAIMED":  # a log says what was judged; the closing lines sum up the rest
                 self._line(line)
 
 

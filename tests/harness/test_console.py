@@ -60,3 +60,15 @@ def test_a_run_says_why_on_the_console_and_ends_with_its_word(tmp_path, capsys):
     assert summary.count("**Verdict: FAIL**") == 1
     defects = re.search(r"findings (\d+)", closing[-1]).group(1)
     assert f"## Findings ({defects} defect" in summary
+
+
+def test_a_log_leaves_out_the_checks_not_claimed():
+    import io
+    from types import SimpleNamespace
+
+    log = io.StringIO()
+    plan = [("e", "a"), ("e", "b")]
+    with cli.Progress(plan, quiet=False, stream=log) as progress:
+        for check, status in (("a", "NOT_CLAIMED"), ("b", "PASS")):
+            progress(SimpleNamespace(check=check, engine="e", status=status, duration_s=0.0))
+    assert [line for line in log.getvalue().splitlines() if "] " in line] == ["[2/2] PASS                e: b (0.0 s)"]
