@@ -181,15 +181,16 @@ def check_engines(engine_specs: list[str], api_options: dict) -> dict[str, list[
     return seen
 
 
-def http_features(api_options: dict) -> list[str]:
+def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
     """What the API checks will find on the main server, one line each: token ids in a chat response (the API
-    profile's field), ``/tokenize``, and the speculative-decoding counters on the spec model's ``/metrics``."""
+    profile's field), ``/tokenize``, and the speculative-decoding counters on the spec model's ``/metrics``; and
+    the requirements that cannot be judged for want of them, with why."""
     from .adapters.http import API_PROFILES, parse_spec_counters
 
     profile = API_PROFILES[api_options.get("api_profile") or "vllm"]
     main, *others = servers(api_options)
     root = main.base_url.rsplit("/v1", 1)[0]
-    lines = []
+    lines, unjudged = [], {}
     with http_client(api_options) as client:
         token_ids = profile.get("token_ids", "return_token_ids")
         if token_ids is None:
@@ -225,16 +226,17 @@ def http_features(api_options: dict) -> list[str]:
         if spec is None or prefix is None:
             why = "no --spec-model is named" if spec is None else "the API profile names no counters"
             lines.append(f"/metrics: not asked ({why}); API-SPEC-3 will be PRECONDITION_FAILED")
+            unjudged["API-SPEC-3"] = f"/metrics not asked: {why}"
         else:
             where = f"{spec.base_url.rsplit('/v1', 1)[0]}/metrics"
             text = _request(client, "GET", where)
             counters = parse_spec_counters(text, prefix) if isinstance(text, str) else None
-            lines.append(
-                f"{where}: "
-                + ("speculative-decoding counters present" if counters else f"no {prefix}_* counters ({_said(text)})")
-                + ("" if counters else "; API-SPEC-3 will be PRECONDITION_FAILED")
-            )
-    return lines
+            if counters:
+                lines.append(f"{where}: speculative-decoding counters present")
+            else:
+                lines.append(f"{where}: no {prefix}_* counters ({_said(text)}); API-SPEC-3 will be PRECONDITION_FAILED")
+                unjudged["API-SPEC-3"] = f"no {prefix}_* counters at {where}"
+    return lines, unjudged
 
 
 def _request(client, method: str, url: str, body: dict | None = None):
@@ -272,7 +274,8 @@ def doctor(engine_specs: list[str], api_options: dict, selected: list, profile=N
     seen = check_engines(engine_specs, api_options)
     out = []
     for engine_spec in engine_specs:
-        lines = seen[engine_spec] + (http_features(api_options) if engine_spec == "openai" else [])
+        features, unjudged = http_features(api_options) if engine_spec == "openai" else ([], {})
+        lines = seen[engine_spec] + features
         engine = EngineProcess(engine_spec, api_options)
         try:
             info = engine.start(timeout_s)
@@ -292,12 +295,17 @@ def doctor(engine_specs: list[str], api_options: dict, selected: list, profile=N
         plan = []
         for check in selected:
             status, why = gate(check, judged_by, info.probe_problem) or ("judged", "")
+            if status == "judged" and all(rid in unjudged for rid in check.requirements):
+                status, why = "PRECONDITION_FAILED", "; ".join(unjudged[rid] for rid in check.requirements)
             if status == "NOT_CLAIMED":
                 unclaimed[check.cls].append(check.name)
             else:
                 plan.append(f"  {status:19} {check.name} ({', '.join(check.requirements)}){': ' + why if why else ''}")
         judged = sum(line.split()[0] == "judged" for line in plan)
-        out.append(f"  {judged} of {len(selected)} selected checks will be judged:")
+        out.append(
+            f"  {judged} of {len(selected)} selected checks will be judged (a check may still find that a case of its "
+            "own cannot be made, e.g. an end marker of one token):"
+        )
         out += sorted(plan, key=lambda line: (line.split()[0] != "judged", line))
         if unclaimed:
             count = sum(map(len, unclaimed.values()))
