@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -16,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from . import checks as checks_module
-from . import findings, reports, runner, spec, stats, vectors
+from . import console, preflight, reports, runner, spec, stats, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
 from .adapters.http import API_PROFILES
 from .core import Context
@@ -49,8 +51,10 @@ HEARTBEAT_S = 10.0  # without a bar, the longest silence on stderr while a check
 class Progress:
     """Progress on stderr over ``plan`` (``[(engine spec, check name)]`` in run order): a tqdm bar with
     the running check and an estimate when stderr is a terminal (and ``CI`` is unset); otherwise one
-    line per finished check, and a line every ``HEARTBEAT_S`` seconds naming the check still running;
-    nothing when ``quiet``. Use as a context manager; call it with each record."""
+    line per finished check but the NOT_CLAIMED ones, which the closing lines count, and a line every
+    ``HEARTBEAT_S`` seconds naming the check still running; nothing when ``quiet``. A check's line says why
+    when it did not pass (``console.progress_line``); a terminal keeps those lines above the bar. Use as a
+    context manager; call it with each record."""
 
     def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None):
         self.plan = plan
@@ -118,14 +122,13 @@ class Progress:
             self.done += 1
             if not self.enabled:
                 return
-            line = f"[{self.done}/{len(self.plan)}] {record.status:19} {record.engine}: {record.check} "
-            line += f"({record.duration_s:.1f} s)"
+            line = console.progress_line(record, self.done, len(self.plan))
             if self.bar is not None:
                 if record.status not in ("PASS", "NOT_CLAIMED"):
                     self.bar.write(line, file=self.stream)  # what needs a look stays on screen
                 self.bar.update(1)
                 self._announce()
-            else:
+            elif record.status != "NOT_CLAIMED":  # a log says what was judged; the closing lines sum up the rest
                 self._line(line)
 
 
@@ -140,10 +143,17 @@ def quiet_third_parties() -> None:
 
 
 def _engine_args(engine_spec: str, api_options: dict) -> str:
-    """The command-line fragment that names an engine again, API options included."""
+    """The command-line fragment that names an engine again, API options included; secrets are never
+    written: an API key reads ``$OPENAI_API_KEY`` and a header's value is elided."""
     words = ["--engine", shlex.quote(engine_spec)]
     if engine_spec == "openai":
-        words += [f"--{key.replace('_', '-')} {shlex.quote(value)}" for key, value in api_options.items()]
+        for key, value in api_options.items():
+            if key == "api_key":
+                words.append('--api-key "$OPENAI_API_KEY"')
+            elif key == "header":
+                words += [f"--header {shlex.quote(header.partition(':')[0] + ':…')}" for header in value]
+            else:
+                words.append(f"--{key.replace('_', '-')} {shlex.quote(value)}")
     return " ".join(words)
 
 
@@ -158,6 +168,8 @@ def _api_options(args) -> dict:
         "plain_base_url",
         "engine_name",
         "restart_command",
+        "api_key",
+        "header",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name, None)}
 
@@ -210,7 +222,9 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
                         expectations=expectations,
                         timeout_s=args.timeout,
                         on_record=on_record,
-                        reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
+                        reproduce=runner.reproduction(
+                            _engine_args(engine_spec, api_options), args.profile or "", args.seed
+                        ),
                         run_dir=run_dir,
                     )
                 finally:
@@ -232,20 +246,30 @@ def cmd_run(args) -> int:
         load_profile(args.profile)
     selected = _selected(args)
     runner.load_expectations(args.expectations)
+    preflight.check_engines(engines, _api_options(args))  # a mistake is a usage error before any folder is made
+    made = [p for p in (Path(args.report_dir), *Path(args.report_dir).parents) if not p.exists()]
     run_dir = _run_dir(args.report_dir)
-    records = judge(engines, args, run_dir, selected)
-    regressions = [(r, rid) for r in records for rid in r.get("unexpected", ())]
-    unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
-    missing = runner.missing_records(run_dir, records)
-    counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
-    print(
-        " ".join(f"{k}={v}" for k, v in counts.items() if v)
-        + f"; findings {len(findings.findings(records))}, unexpected failures {findings.distinct(regressions)}"
-        + f", unexpected passes {len(unexpected)}"
-        + (f"; {len(missing)} selected checks have NO record" if missing else "")
-        + f"; reports in {run_dir}"
-    )
-    return 1 if regressions or missing else 0
+    try:
+        records = judge(engines, args, run_dir, selected)
+    except EngineUsageError:  # an engine's factory refused how it was named: nothing was measured, nothing stays
+        if not runner.read_records(run_dir):
+            shutil.rmtree(run_dir)
+            for folder in made:  # the report folders this run made, innermost first
+                folder.rmdir()
+        raise
+    passed, closing = console.closing(records, runner.missing_records(run_dir, records), run_dir)
+    print(closing)
+    return 0 if passed else 1
+
+
+def cmd_doctor(args) -> int:
+    """The preflight alone: whether each engine can be judged, and what each selected check will judge."""
+    engines = args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"]
+    for engine_spec in engines:
+        check_engine_spec(engine_spec, _api_options(args))
+    profile = load_profile(args.profile) if args.profile else None
+    print(preflight.doctor(engines, _api_options(args), _selected(args), profile, args.timeout), end="")
+    return 0
 
 
 def cmd_zoo(args) -> int:
@@ -302,6 +326,7 @@ def cmd_replay(args) -> int:
 
     api_options = _api_options(args)
     check_engine_spec(args.engine, api_options)
+    preflight.check_engines([args.engine], api_options)
     try:
         document = reproductions.load(args.file)
     except ValueError as exc:
@@ -482,6 +507,14 @@ def _bounded(kind, low, high, open_interval=False):
     return parse
 
 
+def _header(text: str) -> str:
+    """An argparse type: ``NAME:VALUE``, a non-empty header name without spaces."""
+    name, colon, _ = text.partition(":")
+    if not colon or not name.strip() or any(c.isspace() for c in name):
+        raise argparse.ArgumentTypeError(f"expected NAME:VALUE, got {text!r}")
+    return text
+
+
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default where it has one (not for flags and options that default to nothing)."""
 
@@ -531,6 +564,18 @@ def _add_api_options(parser) -> None:
         "--api-profile",
         choices=tuple(API_PROFILES),
         help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
+    )
+    parser.add_argument(
+        "--api-key",
+        help="with --engine openai: the bearer token every request carries (default: $OPENAI_API_KEY); never written "
+        "to reports",
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        type=_header,
+        help="with --engine openai: NAME:VALUE, a header every request carries (repeatable); its value is never "
+        "written to reports",
     )
 
 
@@ -589,6 +634,14 @@ def _add_run_options(parser) -> None:
     )
 
 
+def _version() -> str:
+    """The installed distribution's version (``unknown`` when run from a tree that was never installed)."""
+    try:
+        return importlib.metadata.version("specconform")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specconform",
@@ -596,6 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
         "speculative-decoding rejection sampling and accepted-token counting. Exit status: 0 conforming "
         "(or as expected), 1 an unexpected failure or a missing record, 2 a usage error.",
     )
+    parser.add_argument("--version", action="version", version=f"specconform {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="judge engines against the specification")
     run.add_argument(
@@ -615,6 +669,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_options(run)
     run.set_defaults(func=cmd_run)
+    doc = sub.add_parser(
+        "doctor",
+        help="the preflight alone: whether each engine can be judged, and what each selected check will judge",
+    )
+    doc.add_argument("--engine", action="append", help="as for run (repeatable; default: run's default engines)")
+    _add_api_options(doc)
+    doc.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
+    doc.add_argument("--check", action="append", help="only checks matching this glob, as for run (repeatable)")
+    doc.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    doc.add_argument(
+        "--timeout",
+        type=_bounded(float, 0, 7 * 86400, open_interval=True),
+        default=600,
+        help="seconds each engine may take to be built",
+    )
+    doc.set_defaults(func=cmd_doctor)
     zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
     zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
@@ -701,7 +771,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine-threads",
         type=_bounded(int, 1, 256),
         default=1,
-        help="intra-op threads of each engine process (4 slowed the load benchmark's waves on a 16-core Xeon)",
+        help="intra-op threads of each engine process (docs/embedded-server.md: more is not faster)",
     )
     srv.add_argument(
         "--engine-replicas",

@@ -72,8 +72,12 @@ def _build(spec: str, api_options: dict | None):
             f"{named_profile or 'openai'}:{options['model']}@{urllib.parse.urlsplit(base_url).netloc or base_url}"
         )
         restart_command = options.pop("restart_command", None)
+        api_key = options.pop("api_key", None)
+        headers = headers_of(options.pop("header", None) or ())
         profile = ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options)
-        return ApiEngine(base_url, profile, name=name, restart_command=restart_command)
+        return ApiEngine(
+            base_url, profile, name=name, restart_command=restart_command, api_key=api_key, headers=headers
+        )
     if spec == "oracle":
         from .oracle import OracleEngine
 
@@ -97,6 +101,17 @@ def _build(spec: str, api_options: dict | None):
             raise UsageError(f"engine {spec!r}: module {module_name!r} has no {factory!r}")
         return getattr(module, factory)()
     raise UsageError(f"unknown engine {spec!r}; engines are: {', '.join(ENGINE_FORMS)}")
+
+
+def headers_of(pairs) -> dict[str, str]:
+    """``{name: value}`` of ``NAME:VALUE`` strings (``--header``), the value stripped of surrounding spaces."""
+    out = {}
+    for pair in pairs:
+        name, colon, value = pair.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(f"--header {pair!r}: expected NAME:VALUE")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def check_engine_spec(spec: str, api_options: dict | None = None) -> None:

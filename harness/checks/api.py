@@ -27,7 +27,12 @@ from .catalogue import check
 if TYPE_CHECKING:
     from ..adapters.http import SpecCounters
 
-HTTP = ("http",)  # what every API-level check needs: a server
+# What each check needs of the server, declared so that the runner and `specconform doctor` know it before the check
+# runs (each check's own precondition says the same when it is called directly).
+HTTP = ("http",)  # a server
+IDS = (*HTTP, "token-ids", "marker-ids")  # token ids in responses, the markers' ids from /tokenize
+SPEC = (*IDS, "spec-model")
+PLAIN = (*HTTP, "plain-model")
 
 
 def curl(exchange: dict) -> str:
@@ -245,7 +250,7 @@ def _precondition(engine, requirements, *, ids=True, spec_model=False, plain_mod
     "api/budget-holds",
     cls="api.budget",
     covers=("API-BUDGET-1", "API-BUDGET-2", "API-REASON-1"),
-    needs=HTTP,
+    needs=IDS,
     description="every position the budget forces carries the forced token (oracle replay over returned ids)",
 )
 def holds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -260,7 +265,7 @@ def holds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     "api/budget-zero-and-one",
     cls="api.budget",
     covers=("API-BUDGET-4",),
-    needs=HTTP,
+    needs=IDS,
     description="budgets 0 and 1",
 )
 def zero_and_one(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -275,7 +280,7 @@ def zero_and_one(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome
     "api/budget-binds",
     cls="api.budget",
     covers=("API-BUDGET-3",),
-    needs=HTTP,
+    needs=IDS,
     description="a positive control thinks longer",
 )
 def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -308,7 +313,7 @@ def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     "api/budget-with-speculation",
     cls="api.budget",
     covers=("API-BUDGET-6",),
-    needs=HTTP,
+    needs=SPEC,
     description="the budget holds with speculative decoding on",
 )
 def spec_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -323,7 +328,7 @@ def spec_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     "api/multi-token-end-marker",
     cls="api.budget",
     covers=("API-BUDGET-7",),
-    needs=HTTP,
+    needs=IDS,
     description="a multi-token end marker arrives whole and contiguous",
 )
 def multitoken_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -355,7 +360,7 @@ def multitoken_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outco
     "api/concurrent-mixed-budgets",
     cls="api.budget",
     covers=("API-BUDGET-5",),
-    needs=HTTP,
+    needs=IDS,
     description="16 concurrent requests, mixed budgets and seeds, each equal to its sequential run",
 )
 def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -393,7 +398,7 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
     "api/usage",
     cls="api.usage",
     covers=("API-USAGE-1", "API-USAGE-2"),
-    needs=HTTP,
+    needs=IDS,
     description="usage equals the returned ids; reasoning_tokens equals the reasoning tokens",
 )
 def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -492,7 +497,7 @@ def invalid_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outco
     "api/budget-without-markers",
     cls="api.errors",
     covers=("API-ERROR-2",),
-    needs=HTTP,
+    needs=PLAIN,
     description="a budget on a model without markers gets 400",
 )
 def budget_without_markers(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -515,7 +520,7 @@ def budget_without_markers(engine, ctx: Context, requirements: tuple[str, ...]) 
     "api/greedy-spec-identity",
     cls="api.spec-decode",
     covers=("API-SPEC-1",),
-    needs=HTTP,
+    needs=SPEC,
     description="greedy output identical with speculation on and off",
 )
 def greedy_spec_identity(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -540,7 +545,7 @@ SINGLE_TOKEN_SETTINGS = ("top_k", "min_p", "logit_bias")
     "api/sampling-params-with-speculation",
     cls="api.spec-decode",
     covers=("API-SPEC-4",),
-    needs=HTTP,
+    needs=SPEC,
     description="top_k 1, min_p 1 and a +100 logit bias leave one token with speculation on, as without",
 )
 def sampling_params_with_speculation(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -594,7 +599,7 @@ def sampling_params_with_speculation(engine, ctx: Context, requirements: tuple[s
     "api/sampled-spec-equivalence",
     cls="api.spec-decode",
     covers=("API-SPEC-2",),
-    needs=HTTP,
+    needs=SPEC,
     description="sampled first tokens equivalent with speculation on and off (TV upper bound)",
 )
 def sampled_spec_equivalence(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -676,7 +681,7 @@ def _describe(seen: SpecCounters) -> str:
     "api/spec-counters-agree",
     cls="api.spec-decode",
     covers=("API-SPEC-3",),
-    needs=HTTP,
+    needs=SPEC,
     description="the engine's speculative-decoding counters agree with the tokens the client received",
 )
 def spec_counters_agree(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -748,7 +753,7 @@ def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
     "api/truncated-end-marker",
     cls="api.budget",
     covers=("API-TRUNC-1",),
-    needs=HTTP,
+    needs=IDS,
     description="max_tokens right before and inside the forced end marker: length, forced prefix, no content",
 )
 def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -821,7 +826,7 @@ def _bad_request(call) -> tuple[object | None, str | None]:
     "api/n-choices",
     cls="api.budget",
     covers=("API-N-1",),
-    needs=HTTP,
+    needs=IDS,
     description="n = 2 with a budget",
 )
 def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -865,7 +870,7 @@ NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
     "api/budget-without-thinking",
     cls="api.budget",
     covers=("API-NOTHINK-1",),
-    needs=HTTP,
+    needs=IDS,
     description="a budget with enable_thinking false changes nothing the prompt closed",
 )
 def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -920,7 +925,7 @@ def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...])
     "api/forced-logprobs",
     cls="api.budget",
     covers=("API-LOGPROB-1",),
-    needs=HTTP,
+    needs=IDS,
     description="logprobs of forced tokens as the profile declares",
 )
 def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -983,7 +988,7 @@ def ends_inside_character(data: bytes) -> bool:
     "api/utf8-boundary",
     cls="api.budget",
     covers=("API-UTF-1",),
-    needs=HTTP,
+    needs=IDS,
     description="a budget that runs out inside a UTF-8 character forces at once, or as late as the profile declares",
 )
 def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
@@ -1027,7 +1032,7 @@ JSON_OBJECT = {"response_format": {"type": "json_object"}}
     "api/budget-with-structured-output",
     cls="api.budget",
     covers=("API-GRAMMAR-1",),
-    needs=HTTP,
+    needs=IDS,
     description="a budget with response_format json_object: refused naming the field, or the forced positions hold",
 )
 def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:

@@ -13,7 +13,7 @@ from harness import cli, runner, schemas, spec
 
 from .test_reports import _record
 
-REPORTS = Path(__file__).resolve().parents[2] / "reports"
+PUBLISHED = Path(__file__).resolve().parents[2] / "reports" / "engines"
 
 
 def _usage_error(argv, capsys) -> str:
@@ -67,7 +67,7 @@ def test_a_record_with_an_unknown_key_is_a_usage_error_naming_it_and_its_line(tm
 
 
 def test_every_published_run_fits_the_record_schema():
-    runs = sorted(path.parent for path in REPORTS.glob("**/results.jsonl"))
+    runs = sorted(path.parent for path in PUBLISHED.glob("**/results.jsonl"))
     assert runs, "no published run found"
     for run in runs:
         assert runner.read_records(run)  # raises naming the line and key that does not fit
