@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from harness import checks, runner
 from harness.adapters import EXTRAS
@@ -16,6 +17,31 @@ from harness.adapters import EXTRAS
 ROOT = Path(__file__).resolve().parents[2]
 WITHOUT_TORCH = Path(__file__).with_name("without_torch")  # its sitecustomize blocks the heavy packages
 HEAVY = ("torch", "triton", "transformers", "tokenizers", "fastapi", "uvicorn")
+
+
+# runs each command line of argv (a JSON list) in one process: their exit statuses, stdouts and stderrs, as JSON
+RUN_EACH = """
+import contextlib, io, json, sys
+from harness import cli
+results = []
+for argv in json.loads(sys.argv[1]):
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            status = cli.main(argv)
+        except SystemExit as exc:
+            status = exc.code
+    results.append([status, stdout.getvalue(), stderr.getvalue()])
+sys.stdout.write(json.dumps(results))
+"""
+
+
+def light_cli(argvs: list[list[str]], cwd: Path) -> list[tuple[int, str, str]]:
+    """(exit status, stdout, stderr) of ``specconform *argv`` for each of ``argvs``, run one after the other in a
+    process that cannot import any of ``HEAVY``."""
+    done = light("-c", RUN_EACH, json.dumps(argvs), cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return [tuple(result) for result in json.loads(done.stdout)]
 
 
 def light(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -26,10 +52,18 @@ def light(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("module", HEAVY)
-def test_the_blocker_makes_the_heavy_packages_unimportable(module, tmp_path):
-    done = light("-c", f"import {module}", cwd=tmp_path)
-    assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr, done.stderr
+def test_the_blocker_makes_the_heavy_packages_unimportable(tmp_path):
+    code = f"""
+import importlib
+for module in {HEAVY!r}:
+    try:
+        importlib.import_module(module)
+        print(module)
+    except ModuleNotFoundError:
+        pass
+"""
+    done = light("-c", code, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.split() == [], done.stdout + done.stderr
 
 
 def test_the_extras_table_matches_pyproject():
@@ -39,7 +73,7 @@ def test_the_extras_table_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
     def names(requirements):
-        return {r.split(";")[0].split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip() for r in requirements}
+        return {Requirement(requirement).name for requirement in requirements}
 
     optional = project["optional-dependencies"]
     assert {extra: set(modules) for extra, modules in EXTRAS.items()} == {
@@ -66,41 +100,43 @@ def test_a_light_install_judges_a_server(tmp_path):
     (run_dir,) = tmp_path.iterdir()
     records = runner.read_records(run_dir)
     assert sorted((r["check"], r["status"]) for r in records) == sorted((name, "PASS") for name in selected)
-    for command in (["report", str(run_dir)], ["summary", str(run_dir)]):
-        rendered = light("-m", "harness.cli", *command, cwd=tmp_path)
-        assert rendered.returncode == 0, rendered.stderr
-    assert (run_dir / "report.html").is_file() and "tiny-think-single" in rendered.stdout
-    listed = light("-m", "harness.cli", "list", cwd=tmp_path)
-    assert all(check.name in listed.stdout for check in checks.all_checks()), listed.stderr
+    (report, summary, listed) = light_cli([["report", str(run_dir)], ["summary", str(run_dir)], ["list"]], tmp_path)
+    assert [report[0], summary[0], listed[0]] == [0, 0, 0], [report, summary, listed]
+    assert (run_dir / "report.html").is_file() and "tiny-think-single" in summary[1]
+    assert all(check.name in listed[1] for check in checks.all_checks())
 
 
-@pytest.mark.parametrize(
-    "argv, extra",
-    [
-        (["run"], "reference"),  # the default engines begin with the reference implementation
-        (["run", "--engine", "reference:cpu:torch"], "reference"),
-        (["run", "--engine", "reference:cpu:triton"], "triton"),
-        (["run", "--engine", "embedded:multi"], "serve"),
-        (["run", "--engine", "zoo:vocab-size-cast-to-int"], "reference"),
-        (["replay", "vector.json", "--engine", "embedded"], "serve"),
-        (["serve"], "serve"),
-        (["bench"], "triton"),
-    ],
-)
-def test_what_needs_an_extra_names_it_and_exits_2(argv, extra, tmp_path):
-    done = light("-m", "harness.cli", *argv, cwd=tmp_path)
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert len(done.stderr.splitlines()) == 1 and f"pip install 'specconform[{extra}]'" in done.stderr, done.stderr
+# what needs an extra, and the extra
+NEEDS_AN_EXTRA = [
+    (["run"], "reference"),  # the default engines begin with the reference implementation
+    (["run", "--engine", "reference:cpu:torch"], "reference"),
+    (["run", "--engine", "reference:cpu:triton"], "triton"),
+    (["run", "--engine", "embedded:multi"], "serve"),
+    (["run", "--engine", "zoo:vocab-size-cast-to-int"], "reference"),
+    (["replay", "vector.json", "--engine", "embedded"], "serve"),
+    (["serve"], "serve"),
+    (["bench"], "triton"),
+]
+
+
+def test_what_needs_an_extra_names_it_and_exits_2(tmp_path):
+    results = light_cli([argv for argv, _ in NEEDS_AN_EXTRA], tmp_path)
+    wrong = [
+        (argv, status, stderr)
+        for (argv, extra), (status, _, stderr) in zip(NEEDS_AN_EXTRA, results)
+        if not (status == 2 and len(stderr.splitlines()) == 1 and f"pip install 'specconform[{extra}]'" in stderr)
+    ]
+    assert wrong == []
     assert list(tmp_path.iterdir()) == []  # no run folder, no report
 
 
-def test_an_engine_of_the_core_install_runs_without_the_extras(tmp_path):
-    """The oracle (numpy) and a zoo mutant built on it need no extra."""
+def test_the_oracle_runs_without_the_extras(tmp_path):
+    """The oracle (numpy) needs no extra, as the usage errors above say."""
     done = light(
-        *("-m", "harness.cli", "run", "--engine", "oracle", "--engine", "zoo:budget-ignored"),
+        *("-m", "harness.cli", "run", "--engine", "oracle"),
         *("--check", "vectors/thinking-budget/model-opened-budget-0", "--report-dir", str(tmp_path), "--quiet"),
         cwd=tmp_path,
     )
     records = [json.loads(line) for run in tmp_path.iterdir() for line in (run / "results.jsonl").open()]
-    assert {r["engine"] for r in records} == {"oracle", "zoo:budget-ignored"}, done.stderr
-    assert not [r for r in records if r["status"] == "ERROR"], done.stderr
+    assert done.returncode == 0, done.stderr
+    assert [(r["engine"], r["status"]) for r in records] == [("oracle", "PASS")]
