@@ -47,8 +47,28 @@ def require_extra(extra: str, what: str) -> None:
         )
 
 
+# the built-in adapters of other engines, which judge them in process: the engine's own package each imports
+ENGINE_PACKAGES = {
+    "harness.adapters.vllm": "vllm",
+    "harness.adapters.vllm_mrv2": "vllm",
+    "harness.adapters.flashinfer_chain": "flashinfer",
+}
+
+
+def _require_engine(spec: str) -> None:
+    """Raise a ``UsageError`` when the built-in engine ``spec`` needs an extra, or an engine package, that this
+    Python lacks."""
+    if extra := _engine_extra(spec):
+        require_extra(extra, f"engine {spec!r}")
+    package = ENGINE_PACKAGES.get(spec.partition(":")[0])
+    if package and not _importable(package):
+        raise UsageError(f"engine {spec!r} judges {package} in this process, and this Python has no {package}")
+
+
 def _engine_extra(spec: str) -> str | None:
     """The extra that the built-in engine ``spec`` needs beyond the core install, or None."""
+    if spec.partition(":")[0] in ENGINE_PACKAGES:
+        return "reference"
     if spec == "embedded" or spec.startswith("embedded:"):
         return "serve"
     if spec == "reference" or spec.startswith("reference:"):
@@ -85,8 +105,7 @@ ENGINE_FORMS = (
 
 
 def make_engine(spec: str, api_options: dict | None = None):
-    if extra := _engine_extra(spec):
-        require_extra(extra, f"engine {spec!r}")
+    _require_engine(spec)
     engine = _build(spec, api_options)
     missing = missing_methods(engine)
     if missing:
@@ -162,8 +181,7 @@ def check_engine_spec(spec: str, api_options: dict | None = None) -> None:
     """Validate an engine's name without building it (the engine runs only in its own process):
     a ``UsageError`` names what is wrong and lists what exists, or the extra that an engine needs."""
     _check_engine_name(spec, api_options)
-    if extra := _engine_extra(spec):
-        require_extra(extra, f"engine {spec!r}")
+    _require_engine(spec)
 
 
 def _check_engine_name(spec: str, api_options: dict | None) -> None:

@@ -2,6 +2,7 @@
 line judges an OpenAI-compatible server, lists, reports and summarises; an engine or command that needs an extra
 is one line naming the extra, and exit 2."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -113,6 +114,7 @@ NEEDS_AN_EXTRA = [
     (["run", "--engine", "reference:cpu:triton"], "triton"),
     (["run", "--engine", "embedded:multi"], "serve"),
     (["run", "--engine", "zoo:vocab-size-cast-to-int"], "reference"),
+    (["run", "--engine", "harness.adapters.vllm:make"], "reference"),
     (["replay", "vector.json", "--engine", "embedded"], "serve"),
     (["serve"], "serve"),
     (["bench"], "triton"),
@@ -140,3 +142,15 @@ def test_the_oracle_runs_without_the_extras(tmp_path):
     records = [json.loads(line) for run in tmp_path.iterdir() for line in (run / "results.jsonl").open()]
     assert done.returncode == 0, done.stderr
     assert [(r["engine"], r["status"]) for r in records] == [("oracle", "PASS")]
+
+
+def test_a_built_in_adapter_without_its_engine_is_a_usage_error(tmp_path, capsys):
+    """With torch but without the engine it judges in process, a built-in adapter is one line naming the engine."""
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("flashinfer") is not None:
+        pytest.skip("FlashInfer is installed here")
+    from harness import cli
+
+    status = cli.main(["run", "--engine", "harness.adapters.flashinfer_chain:make", "--report-dir", str(tmp_path)])
+    assert status == 2 and "this Python has no flashinfer" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
