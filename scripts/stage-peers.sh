@@ -36,4 +36,11 @@ mkdir -p "$work/vllm" "$work/flashinfer"
        ls flashinfer/data/csrc/*.h flashinfer/data/csrc/{sampling,renorm,flashinfer_sampling_binding}.cu; } > files.txt \
   && echo '"""FlashInfer, sampling only."""' > flashinfer/__init__.py \
   && tar -cJf "$out/flashinfer-0.7.2.post1-sampling.tar.xz" -T files.txt)
+# lmdeploy 0.18.0's verifiers (harness.adapters.lmdeploy): its Python files only; the adapter stands in for the
+# package root, so neither its compiled TurboMind extension nor its serving dependencies are needed
+download "$work" lmdeploy==0.18.0
+mkdir -p "$work/lmdeploy"
+(cd "$work/lmdeploy" && python3 -m zipfile -e "$work"/lmdeploy-0.18.0-*.whl . \
+  && find lmdeploy -type f ! -name '*.py' -delete && find lmdeploy -type d -empty -delete \
+  && tar -cJf "$out/lmdeploy-0.18.0-python.tar.xz" lmdeploy lmdeploy-0.18.0.dist-info)
 du -sh "$out"
