@@ -43,4 +43,15 @@ mkdir -p "$work/lmdeploy"
 (cd "$work/lmdeploy" && python3 -m zipfile -e "$work"/lmdeploy-0.18.0-*.whl . \
   && find lmdeploy -type f ! -name '*.py' -delete && find lmdeploy -type d -empty -delete \
   && tar -cJf "$out/lmdeploy-0.18.0-python.tar.xz" lmdeploy lmdeploy-0.18.0.dist-info)
+# SGLang 0.5.23 at kernel level (harness.adapters.sglang): the budget processor, the Triton chain sampler and the
+# sampling softmax with the modules they import, plus the pure-Python packages those need
+download "$out/wheels" dill==0.4.0 orjson==3.11.4 msgspec==0.22.0
+download "$work" sglang==0.5.23
+mkdir -p "$work/sglang"
+(cd "$work/sglang" && python3 -m zipfile -e "$work"/sglang-0.5.23-*.whl . \
+  && ls sglang/srt/sampling/custom_logit_processor.py sglang/kernels/ops/speculative/reject_sampling.py \
+       sglang/kernels/ops/sampling/__init__.py sglang/kernels/{registry,selector,spec}.py \
+       sglang/kernels/cake_kernels/{__init__,sampling}.py > files.txt \
+  && find sglang-0.5.23.dist-info -type f >> files.txt \
+  && tar -cJf "$out/sglang-0.5.23-kernels.tar.xz" -T files.txt)
 du -sh "$out"
