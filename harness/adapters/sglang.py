@@ -24,6 +24,10 @@ pieces are driven as its own callers drive them:
   unseeded requests. SGLang verifies one draft length per batch, so a case's requests are verified in groups of
   equal ``K``. A request emits ``predict[accept_index[: accept_token_num + 1]]``, SGLang's own reading
   (``eagle_worker_common.py``: ``predict[accept_index]``); greedy requests take another kernel and are refused here.
+  A request without drafts never reaches SGLang's verifier (every request of a verify batch has
+  ``draft_token_num - 1 >= 1`` drafts; Triton 3.6 fails to compile the chain kernel for one slot), so where a case
+  puts one beside verified requests its token is drawn by ``torch.multinomial`` from SGLang's softmax: the
+  adapter's stand-in for SGLang's sampler, which no claimed requirement judges (``rs.zero-draft`` is not claimed).
 
 The package root and ``sglang.kernels(.ops(.speculative))`` are stood in for (``sys.modules`` entries whose
 ``__path__`` is the installed folder), so ``sglang/__init__.py`` and the kernel registry's eager imports never run.
@@ -101,8 +105,7 @@ class SglangEngine:
             canonical,
             name=self.name,
             classes=frozenset(
-                {"tb.core", "tb.scope.section", "rs.probabilistic", "rs.one-hot", "stat", "runner"}
-                & canonical.classes
+                {"tb.core", "tb.scope.section", "rs.probabilistic", "rs.one-hot", "stat", "runner"} & canonical.classes
             ),
             capabilities=frozenset({"budget", "budget-logits", "rejection"}),
             contract=frozenset({"drafts-sampled-from-q", "scheduler-batch-updates"}),
@@ -144,14 +147,16 @@ class SglangEngine:
                 np.repeat(case.temperature[requests], K + 1), dtype=torch.float32, device=device
             ).unsqueeze(1)
             target = self.sglang.sampling.softmax(logits, temperatures=temperature).reshape(b, K + 1, V)
+            if K == 0:  # no drafts: SGLang samples the token outside verification (see the module docstring)
+                tokens[requests, 0] = torch.multinomial(target[:, 0], 1).flatten().cpu().numpy()
+                emitted[requests] = 1
+                continue
             draft_ids = np.stack([case.draft_token_ids[drafts[i] : drafts[i + 1]] for i in requests]).reshape(b, K)
             if case.draft_probs is None:
                 q = np.zeros((b, K, V), dtype=np.float32)
                 np.put_along_axis(q, draft_ids[:, :, None], 1.0, axis=2)
             else:
                 q = np.stack([case.draft_probs[drafts[i] : drafts[i + 1]] for i in requests]).reshape(b, K, V)
-            if K == 0:  # the kernel reads no draft row; its stride arithmetic wants one
-                q = np.zeros((b, 1, V), dtype=np.float32)
             candidates = torch.zeros((b, K + 1), dtype=torch.int64, device=device)
             candidates[:, 1:] = torch.tensor(draft_ids, dtype=torch.int64, device=device)
             retrive_index = torch.arange(b * (K + 1), dtype=torch.int64, device=device).reshape(b, K + 1)
