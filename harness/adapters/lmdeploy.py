@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -96,7 +97,9 @@ def import_lmdeploy(backend: str) -> types.SimpleNamespace:
     if "lmdeploy" not in sys.modules or not hasattr(sys.modules["lmdeploy"], "_specconform_stand_in"):
         for name in _NAMESPACES:
             path = os.path.join(root, *name.split(".")[1:])
-            _stand_in(name, __path__=[path], _specconform_stand_in=True)
+            namespace = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            namespace.submodule_search_locations = [path]
+            _stand_in(name, __path__=[path], __spec__=namespace, _specconform_stand_in=True)
         _stand_in("lmdeploy.pytorch.backends.base", BuildSpec=_BuildSpec)
         _stand_in("lmdeploy.messages", LogitsProcessor=object)
         _stand_in("lmdeploy.pytorch.messages", SchedulerSequence=object)

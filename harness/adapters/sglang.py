@@ -37,6 +37,7 @@ On a CPU it needs ``TRITON_INTERPRET=1`` set before Python starts. Nothing of SG
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -66,6 +67,8 @@ def import_sglang() -> types.SimpleNamespace:
         for name in _NAMESPACES:
             module = types.ModuleType(name)
             module.__path__ = [os.path.join(root, *name.split(".")[1:])]
+            module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            module.__spec__.submodule_search_locations = module.__path__
             module._specconform_stand_in = True
             sys.modules[name] = module
     return types.SimpleNamespace(
