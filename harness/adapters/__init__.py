@@ -100,6 +100,8 @@ ENGINE_FORMS = (
     "zoo:<mutant>",
     "harness.adapters.vllm:make (vLLM's legacy model runner, in process)",
     "harness.adapters.vllm_mrv2:make (vLLM's model runner v2, in process)",
+    "harness.adapters.lmdeploy:make or :make_triton (lmdeploy's pure-torch or Triton verifier, in process)",
+    "harness.adapters.sglang:make (SGLang's budget processor and Triton chain sampler, in process)",
     "module:factory (an engine team's own adapter)",
 )
 
