@@ -19,7 +19,7 @@ import yaml
 
 from . import checks as checks_module
 from . import console, preflight, reports, runner, spec, stats, vectors
-from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
+from .adapters import ENGINE_FORMS, UsageError, check_engine_spec, require_extra
 from .adapters.http import API_PROFILES
 from .core import Context
 from .isolation import EngineProcess, EngineUsageError
@@ -453,12 +453,14 @@ def cmd_schema(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    require_extra("triton", "specconform bench")
     from . import bench
 
     return bench.main(args.out)
 
 
 def cmd_serve(args) -> int:
+    require_extra("serve", "specconform serve")
     import uvicorn
 
     from embedded import build_app

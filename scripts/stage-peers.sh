@@ -36,4 +36,27 @@ mkdir -p "$work/vllm" "$work/flashinfer"
        ls flashinfer/data/csrc/*.h flashinfer/data/csrc/{sampling,renorm,flashinfer_sampling_binding}.cu; } > files.txt \
   && echo '"""FlashInfer, sampling only."""' > flashinfer/__init__.py \
   && tar -cJf "$out/flashinfer-0.7.2.post1-sampling.tar.xz" -T files.txt)
+# lmdeploy's and SGLang's wheels are built for CPython 3.11 only; just their Python files travel, so that build serves
+source_wheel() {
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64 -d "$work" "$@"
+}
+# lmdeploy 0.18.0's verifiers (harness.adapters.lmdeploy): its Python files only; the adapter stands in for the
+# package root, so neither its compiled TurboMind extension nor its serving dependencies are needed
+source_wheel lmdeploy==0.18.0
+mkdir -p "$work/lmdeploy"
+(cd "$work/lmdeploy" && python3 -m zipfile -e "$work"/lmdeploy-0.18.0-*.whl . \
+  && find lmdeploy -type f ! -name '*.py' -delete && find lmdeploy -type d -empty -delete \
+  && tar -cJf "$out/lmdeploy-0.18.0-python.tar.xz" lmdeploy lmdeploy-0.18.0.dist-info)
+# SGLang 0.5.23 at kernel level (harness.adapters.sglang): the budget processor, the Triton chain sampler and the
+# sampling softmax with the modules they import, plus the pure-Python packages those need
+download "$out/wheels" dill==0.4.1 orjson==3.13.0 msgspec==0.22.0
+source_wheel sglang==0.5.23
+mkdir -p "$work/sglang"
+(cd "$work/sglang" && python3 -m zipfile -e "$work"/sglang-0.5.23-*.whl . \
+  && ls sglang/srt/sampling/custom_logit_processor.py sglang/kernels/ops/speculative/reject_sampling.py \
+       sglang/kernels/ops/sampling/__init__.py sglang/kernels/{registry,selector,spec}.py \
+       sglang/kernels/cake_kernels/{__init__,sampling}.py > files.txt \
+  && find sglang-0.5.23.dist-info -type f >> files.txt \
+  && tar -cJf "$out/sglang-0.5.23-kernels.tar.xz" -T files.txt)
 du -sh "$out"

@@ -1,0 +1,270 @@
+"""Kernel-level adapter for SGLang 0.5.23 (``harness.adapters.sglang:make``), judged as ``sglang-0.5.23``.
+
+SGLang's server cannot run here (its ``sglang-kernel`` wheel is built for another torch and has no CPU ops), so its
+pieces are driven as its own callers drive them:
+
+- **Budget A**, ``srt/sampling/custom_logit_processor.py`` ``ThinkingBudgetLogitProcessor`` (the request field
+  ``custom_params.thinking_budget``): one subclass per budget state carries the case's marker ids, as a user's
+  processor for a model carries its own. Each step the processor is called, as ``srt/layers/sampler.py`` calls it,
+  on one logits row per slot with ``custom_param_list[i] = {"thinking_budget": budget, "__req__": req}`` and a
+  ``req`` whose ``origin_input_ids`` and ``output_ids`` are the request's prompt and committed tokens; a row it sets
+  to ``-inf`` but for one ``0`` is forced to that id. Its ids are single tokens: a case with a longer marker lies
+  outside what it can be handed (``OutsideContract``: the check reads NOT_APPLICABLE, naming the marker). It forces
+  ``NEW_LINE_TOKEN_ID`` and then the end marker; the subclass sets its newline id to the end marker's, a
+  configuration a user may send, under which it forces the end marker alone (the canonical ``forced_end: marker``;
+  the transition newline is not judged). SGLang applies the processor outside verification only: EAGLE and n-gram
+  verification (``srt/speculative/eagle_utils.py``) never call it (SGLang issues 21724 and 26330). So the profile
+  claims no budget class under speculative decoding (``tb.spec-decode`` and every family with drafts), and a step
+  with drafts lies outside what the processor is ever handed (``OutsideContract``, NOT_APPLICABLE, saying so).
+- **Verification**, ``kernels/ops/speculative/reject_sampling.py`` ``chain_speculative_sampling_triton`` (the Triton
+  chain sampler ``eagle_utils`` picks with ``speculative_use_rejection_sampling``): target probabilities from SGLang's
+  ``kernels/ops/sampling`` ``softmax`` with one temperature per row, draft probabilities ``[b, K, V]`` as given (or
+  one-hot at the drafts), candidates ``[b, K + 1]`` with slot 0 the last verified token and the drafts after it,
+  ``retrive_index`` the rows in order, coins from ``torch.rand`` as ``eagle_utils._verify_coins`` draws them for
+  unseeded requests. SGLang verifies one draft length per batch, so a case's requests are verified in groups of
+  equal ``K``. A request emits ``predict[accept_index[: accept_token_num + 1]]``, SGLang's own reading
+  (``eagle_worker_common.py``: ``predict[accept_index]``); greedy requests take another kernel and are refused here.
+  A request without drafts never reaches SGLang's verifier (every request of a verify batch has
+  ``draft_token_num - 1 >= 1`` drafts; Triton 3.6 fails to compile the chain kernel for one slot), so where a case
+  puts one beside verified requests its token is drawn by ``torch.multinomial`` from SGLang's softmax: the
+  adapter's stand-in for SGLang's sampler, which no claimed requirement judges (``rs.zero-draft`` is not claimed).
+
+The package root and ``sglang.kernels(.ops(.speculative))`` are stood in for (``sys.modules`` entries whose
+``__path__`` is the installed folder), so ``sglang/__init__.py`` and the kernel registry's eager imports never run.
+On a CPU it needs ``TRITON_INTERPRET=1`` set before Python starts. Nothing of SGLang's code is copied here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+from dataclasses import replace
+
+import numpy as np
+
+from .. import profiles
+from ..contract import OutsideContract
+from ..oracle import rejection as rs
+
+_NAMESPACES = ("sglang", "sglang.kernels", "sglang.kernels.ops", "sglang.kernels.ops.speculative")
+
+
+def import_sglang() -> types.SimpleNamespace:
+    """SGLang's budget processor, chain sampler and sampling softmax, imported with the package root stood in for."""
+    import torch
+
+    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("SGLang's Triton chain sampler runs on a CPU only with TRITON_INTERPRET=1 set before start")
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("sglang is not installed (pip install --no-deps sglang==0.5.23 dill orjson msgspec)")
+    root = list(spec.submodule_search_locations)[0]
+    if not getattr(sys.modules.get("sglang"), "_specconform_stand_in", False):
+        for name in _NAMESPACES:
+            module = types.ModuleType(name)
+            module.__path__ = [os.path.join(root, *name.split(".")[1:])]
+            module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            module.__spec__.submodule_search_locations = module.__path__
+            module._specconform_stand_in = True
+            sys.modules[name] = module
+    return types.SimpleNamespace(
+        processors=importlib.import_module("sglang.srt.sampling.custom_logit_processor"),
+        chain=importlib.import_module("sglang.kernels.ops.speculative.reject_sampling"),
+        sampling=importlib.import_module("sglang.kernels.ops.sampling"),
+    )
+
+
+def make():
+    return SglangEngine()
+
+
+class SglangEngine:
+    name = "sglang-0.5.23"
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        self.sglang = import_sglang()
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        from importlib.metadata import version
+
+        where = torch.cuda.get_device_name() if self.device.type == "cuda" else "cpu (Triton interpreter)"
+        self.version = f"sglang-{version('sglang')} torch-{torch.__version__} {where}"
+        canonical = profiles.canonical("section")
+        # Budget A: one-token markers, per-section scope (the count runs from the open section's start,
+        # _open_thinking_start), forced rows written as -inf with the forced id at 0 (one-hot), no validation at the
+        # processor (the server validates the request), never applied under EAGLE/n-gram verification: no budget class
+        # with drafts is claimed. Verification: the Triton chain sampler, probabilistic and one-hot drafts, unseeded;
+        # greedy requests take SGLang's verify_tree_greedy (not driven here), so neither rs.greedy nor rs.layout,
+        # whose vector is greedy, is claimed.
+        # Contract: SGLang's drafters sample each draft from the q they hand over; batch updates come from its
+        # scheduler; where a moved request's state goes is this adapter's bookkeeping (batch_moves derived).
+        self.profile = replace(
+            canonical,
+            name=self.name,
+            classes=frozenset(
+                {"tb.core", "tb.scope.section", "rs.probabilistic", "rs.one-hot", "stat", "runner"} & canonical.classes
+            ),
+            capabilities=frozenset({"budget", "budget-logits", "rejection"}),
+            contract=frozenset({"drafts-sampled-from-q", "scheduler-batch-updates"}),
+            derived=frozenset({"batch_moves"}),
+        )
+
+    # -- verification ---------------------------------------------------------------------------
+
+    def rejection_sample(self, case: rs.RejectionCase):
+        torch = self.torch
+        greedy = np.flatnonzero(case.temperature <= 0)
+        if len(greedy):
+            i = int(greedy[0])
+            raise ValueError(
+                f"temperature[{i}] is {case.temperature[i]}: SGLang verifies greedy requests with verify_tree_greedy, "
+                "not the chain sampler"
+            )
+        if case.forced_token_ids is not None and (case.forced_token_ids != -1).any():
+            row = int(np.flatnonzero(case.forced_token_ids != -1)[0])
+            raise ValueError(
+                f"forced_token_ids[{row}] is {int(case.forced_token_ids[row])}: SGLang's verification applies no "
+                "logit processor, so its chain sampler has no forced rows"
+            )
+        V = case.vocab_size
+        rows, drafts = case.row_offsets(), case.draft_offsets()
+        width = int(case.num_draft_tokens.max(initial=0)) + 1
+        tokens = np.full((case.batch_size, width), -1, dtype=np.int64)
+        emitted = np.zeros(case.batch_size, dtype=np.int64)
+        device = self.device
+        for K in sorted({int(k) for k in case.num_draft_tokens}):
+            requests = np.flatnonzero(case.num_draft_tokens == K)
+            b = len(requests)
+            logits = torch.tensor(
+                np.concatenate([case.target_logits[rows[i] : rows[i + 1]] for i in requests]),
+                dtype=torch.float32,
+                device=device,
+            )
+            temperature = torch.tensor(
+                np.repeat(case.temperature[requests], K + 1), dtype=torch.float32, device=device
+            ).unsqueeze(1)
+            target = self.sglang.sampling.softmax(logits, temperatures=temperature).reshape(b, K + 1, V)
+            if K == 0:  # no drafts: SGLang samples the token outside verification (see the module docstring)
+                tokens[requests, 0] = torch.multinomial(target[:, 0], 1).flatten().cpu().numpy()
+                emitted[requests] = 1
+                continue
+            draft_ids = np.stack([case.draft_token_ids[drafts[i] : drafts[i + 1]] for i in requests]).reshape(b, K)
+            if case.draft_probs is None:
+                q = np.zeros((b, K, V), dtype=np.float32)
+                np.put_along_axis(q, draft_ids[:, :, None], 1.0, axis=2)
+            else:
+                q = np.stack([case.draft_probs[drafts[i] : drafts[i + 1]] for i in requests]).reshape(b, K, V)
+            candidates = torch.zeros((b, K + 1), dtype=torch.int64, device=device)
+            candidates[:, 1:] = torch.tensor(draft_ids, dtype=torch.int64, device=device)
+            retrive_index = torch.arange(b * (K + 1), dtype=torch.int64, device=device).reshape(b, K + 1)
+            predict = torch.zeros(b * (K + 1), dtype=torch.int32, device=device)
+            accept_index = torch.full((b, K + 1), -1, dtype=torch.int32, device=device)
+            accepted = torch.empty((b,), dtype=torch.int32, device=device)
+            coins = torch.rand_like(candidates, dtype=torch.float32, device=device)
+            coins_final = torch.rand((b,), dtype=torch.float32, device=device)
+            self.sglang.chain.chain_speculative_sampling_triton(
+                predicts=predict,
+                accept_index=accept_index,
+                accept_token_num=accepted,
+                candidates=candidates,
+                retrive_index=retrive_index,
+                retrive_next_token=None,
+                retrive_next_sibling=None,
+                uniform_samples=coins,
+                uniform_samples_for_final_sampling=coins_final,
+                target_probs=target.contiguous(),
+                draft_probs=torch.tensor(q, dtype=torch.float32, device=device),
+                threshold_single=1.0,
+                threshold_acc=1.0,
+                deterministic=True,
+            )
+            predict, accept_index, accepted = predict.cpu().numpy(), accept_index.cpu().numpy(), accepted.cpu().numpy()
+            for row, i in enumerate(requests):
+                n = int(accepted[row]) + 1
+                tokens[i, :n] = predict[accept_index[row, :n]]
+                emitted[i] = n
+        return tokens, emitted
+
+    # -- budget A -------------------------------------------------------------------------------
+
+    def budget_state(self, start, end, max_num_reqs, scope="section", max_spec_len=0):
+        return SglangBudget(self, list(start), list(end), max_num_reqs)
+
+
+class SglangBudget:
+    """Budget A over ``max_num_reqs`` slots: SGLang's ``ThinkingBudgetLogitProcessor`` called per step."""
+
+    def __init__(self, engine: SglangEngine, start, end, max_num_reqs):
+        for field, marker in (("start_token_ids", start), ("end_token_ids", end)):
+            if len(marker) != 1:
+                raise OutsideContract(
+                    f"{field} is {marker}: SGLang's ThinkingBudgetLogitProcessor holds one token id per marker "
+                    "(THINKING_START_TOKEN_ID, THINKING_END_TOKEN_ID), so no longer marker ever reaches it"
+                )
+        base = engine.sglang.processors.ThinkingBudgetLogitProcessor
+        self.processor = type(
+            "CaseThinkingBudgetLogitProcessor",
+            (base,),
+            {"THINKING_START_TOKEN_ID": start[0], "THINKING_END_TOKEN_ID": end[0], "NEW_LINE_TOKEN_ID": end[0]},
+        )()
+        self.engine = engine
+        self.vocab = max(start + end) + 1
+        self.slots: dict[int, tuple[types.SimpleNamespace, object]] = {}  # slot -> (req, thinking_budget)
+        self.batch_size = 0
+
+    def sync_batch(self, update):
+        if update is None:
+            return
+        for index in update.removed:
+            self.slots.pop(index, None)
+        for added in update.added:
+            req = types.SimpleNamespace(origin_input_ids=list(added.prompt_token_ids), output_ids=[])
+            self.slots[added.index] = (req, added.budget)
+        for src, dst, kind in update.moved:
+            if getattr(kind, "name", kind) == "SWAP":
+                self.slots[src], self.slots[dst] = self.slots.get(dst), self.slots.get(src)
+            else:
+                self.slots[dst] = self.slots.pop(src, None)
+        self.batch_size = update.batch_size
+
+    def _apply(self, logits):
+        """The processor on ``logits [batch_size, V]`` (one row per slot), as ``Sampler`` applies it."""
+        params = []
+        for slot in range(len(logits)):
+            held = self.slots.get(slot)
+            params.append(None if held is None else {"thinking_budget": held[1], "__req__": held[0]})
+        return self.processor(logits, params)
+
+    def _check_no_drafts(self, num_draft_tokens):
+        if num_draft_tokens is not None and any(int(k) for k in num_draft_tokens):
+            raise OutsideContract(
+                f"num_draft_tokens is {list(num_draft_tokens)}: SGLang applies budget A outside verification only "
+                "(EAGLE and n-gram verification, srt/speculative/eagle_utils.py, never call the custom logit processor)"
+            )
+
+    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
+        torch = self.engine.torch
+        self._check_no_drafts(num_draft_tokens)
+        out = self._apply(torch.zeros(self.batch_size, self.vocab))
+        finite = torch.isfinite(out)
+        forced = (finite.sum(dim=1) == 1) & (out.max(dim=1).values == 0)
+        return torch.where(forced, finite.to(torch.int64).argmax(dim=1), -1).tolist()
+
+    def update_state(self, rows):
+        for slot, row in enumerate(rows):
+            if slot in self.slots and self.slots[slot] is not None:
+                for token in row:
+                    if token == -1:
+                        break
+                    self.slots[slot][0].output_ids.append(int(token))
+
+    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
+        self._check_no_drafts(num_draft_tokens)
+        tensor = self.engine.torch.tensor(np.asarray(logits), dtype=self.engine.torch.float32)
+        return self._apply(tensor).numpy()

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Judge SGLang 0.5.23 at kernel level on a GPU without a package registry (harness.adapters.sglang; Triton compiles
+# its chain sampler there, so the statistical checks that read NOT_RUN under the CPU's interpreter are certified).
+#   bash scripts/stage-peers.sh DIR                             (where pip reaches a registry)
+#   PEERS_DIR=DIR OUT=results bash scripts/judge-sglang-gpu.sh   (on the GPU machine, repository root)
+# Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/.
+set -uo pipefail
+site=$(mktemp -d)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${PEERS_DIR:?}"/wheels/*.whl \
+  && tar -xJf "$PEERS_DIR"/sglang-0.5.23-kernels.tar.xz -C "$site" \
+  || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
+export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1
+out="${OUT:-reports/gpu}"
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+timeout "${RUN_LIMIT_S:-400}" python3 -m harness.cli run --engine harness.adapters.sglang:make \
+  --expectations expectations/sglang-0.5.23.yaml --report-dir reports/engines/sglang-0.5.23 --exclude "api.*" "$@" \
+  > "$out/sglang-0.5.23.log" 2>&1
+status=$?
+echo "sglang-0.5.23 exit $status" | tee -a "$out/gpu.txt"
+tail -5 "$out/sglang-0.5.23.log"
+exit $status
