@@ -6,21 +6,21 @@ import argparse
 import contextlib
 import json
 import os
-import shlex
 import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
 from . import checks as checks_module
-from . import findings, reports, runner, spec, stats, vectors
+from . import execution, findings, reports, runner, spec, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
 from .adapters.http import API_PROFILES
-from .core import Context
-from .isolation import EngineProcess, EngineUsageError
+from .config import RunConfig, Shard
+from .isolation import EngineUsageError
 from .profiles import load_profile
 
 
@@ -139,82 +139,46 @@ def quiet_third_parties() -> None:
         transformers.logging.disable_progress_bar()
 
 
-def _engine_args(engine_spec: str, api_options: dict) -> str:
-    """The command-line fragment that names an engine again, API options included."""
-    words = ["--engine", shlex.quote(engine_spec)]
-    if engine_spec == "openai":
-        words += [f"--{key.replace('_', '-')} {shlex.quote(value)}" for key, value in api_options.items()]
-    return " ".join(words)
+def run_config(args) -> RunConfig:
+    """The run configuration of a command's parsed options."""
+    return RunConfig.from_options(vars(args))
 
 
-def _api_options(args) -> dict:
-    names = (
-        "base_url",
-        "model",
-        "api_profile",
-        "spec_model",
-        "plain_model",
-        "spec_base_url",
-        "plain_base_url",
-        "engine_name",
-        "restart_command",
-    )
-    return {name: getattr(args, name) for name in names if getattr(args, name, None)}
-
-
-def _selected(args) -> list:
-    selected = runner.select(checks_module.all_checks(), args.check or (), args.exclude or ())
-    if not selected:
-        raise UsageError(
-            f"no check matches --check {args.check} --exclude {args.exclude or []} (see `specconform list`)"
-        )
-    return selected
-
-
-def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
-    """Run the selected checks against each engine (each in its own process), streaming records into
-    ``run_dir``; whatever happens, the reports are rendered from what was recorded."""
-    selected = selected or _selected(args)
-    expectations = runner.load_expectations(args.expectations)
-    profile = load_profile(args.profile) if args.profile else None
-    api_options = _api_options(args)
-    runner.write_manifest(run_dir, list(engine_specs), selected)
+def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None) -> list[dict]:
+    """Run each engine's checks of ``plan`` (default: every selected check on every engine), each engine in its
+    own processes (``execution.run_engine``), streaming records into ``run_dir``; whatever happens, the reports
+    are rendered from what was recorded. Stops early once ``config.maxfail`` checks failed unexpectedly."""
+    if plan is None:
+        selected = config.selected(checks_module.all_checks())
+        plan = {engine_spec: selected for engine_spec in config.engines}
+    expectations = runner.load_expectations(config.expectations)
+    profile = load_profile(config.profile) if config.profile else None
+    for engine_spec, checks in plan.items():
+        runner.write_manifest(run_dir, [engine_spec], checks)
     writer = runner.RecordWriter(run_dir / "results.jsonl")
-    if args.quiet:
+    if config.quiet:
         quiet_third_parties()
-    plan = [(engine_spec, check.name) for engine_spec in engine_specs for check in selected]
+    limit = execution.FailureLimit(config.maxfail)
     try:
-        with Progress(plan, args.quiet) as progress:
-            for engine_spec in engine_specs:
-                engine = EngineProcess(engine_spec, api_options)
+        with Progress([(e, check.name) for e, checks in plan.items() for check in checks], config.quiet) as progress:
 
-                def ctx_for(info, profile=profile):
-                    return Context(
-                        profile=profile or info.profile,
-                        seed=args.seed,
-                        trials=args.trials,
-                        alpha=args.alpha,
-                        deviation=args.deviation or info.statistical_deviation or stats.DEFAULT_POWER.deviation,
-                        power=args.power,
-                    )
+            def on_record(record):
+                writer(record)
+                progress(record)
 
-                def on_record(record, progress=progress):
-                    writer(record)
-                    progress(record)
-
-                try:
-                    runner.run_checks(
-                        engine,
-                        selected,
-                        ctx_for,
-                        expectations=expectations,
-                        timeout_s=args.timeout,
-                        on_record=on_record,
-                        reproduce=runner.reproduction(_engine_args(engine_spec, api_options), args.profile or ""),
-                        run_dir=run_dir,
-                    )
-                finally:
-                    engine.stop()
+            for engine_spec, checks in plan.items():
+                execution.run_engine(
+                    engine_spec,
+                    checks,
+                    config,
+                    profile=profile,
+                    expectations=expectations,
+                    on_record=on_record,
+                    limit=limit,
+                    run_dir=run_dir,
+                )
+                if limit.reached:
+                    break
     finally:  # whatever happened, render what was measured
         writer.close()
         records = runner.read_records(run_dir)
@@ -225,23 +189,29 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
 
 
 def cmd_run(args) -> int:
-    engines = args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"]
-    for engine_spec in engines:
-        check_engine_spec(engine_spec, _api_options(args))
-    if args.profile:
-        load_profile(args.profile)
-    selected = _selected(args)
-    runner.load_expectations(args.expectations)
-    run_dir = _run_dir(args.report_dir)
-    records = judge(engines, args, run_dir, selected)
+    config = run_config(args)
+    for engine_spec in config.engines:
+        check_engine_spec(engine_spec, dict(config.api_options))
+    if config.profile:
+        load_profile(config.profile)
+    selected = config.selected(checks_module.all_checks())
+    runner.load_expectations(config.expectations)
+    plan, last = execution.plan(config, selected)
+    if not plan:
+        print(f"nothing to re-run: the last run ({last}) has no unexpected failure among the selected checks")
+        return 0
+    run_dir = _run_dir(config.report_dir)
+    records = judge(config, run_dir, plan)
     regressions = [(r, rid) for r in records for rid in r.get("unexpected", ())]
     unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
     missing = runner.missing_records(run_dir, records)
     counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
+    stopped = config.maxfail is not None and sum(bool(r.get("unexpected")) for r in records) >= config.maxfail
     print(
         " ".join(f"{k}={v}" for k, v in counts.items() if v)
         + f"; findings {len(findings.findings(records))}, unexpected failures {findings.distinct(regressions)}"
         + f", unexpected passes {len(unexpected)}"
+        + (f"; stopped after {config.maxfail} failing checks (--maxfail)" if stopped and missing else "")
         + (f"; {len(missing)} selected checks have NO record" if missing else "")
         + f"; reports in {run_dir}"
     )
@@ -256,14 +226,13 @@ def cmd_zoo(args) -> int:
     unknown = [name for name in args.mutant or () if name not in known]
     if unknown:
         raise UsageError(f"unknown mutant {unknown[0]!r}; the zoo holds: {', '.join(sorted(known))}")
-    run_dir = _run_dir(args.report_dir)
-    args.exclude, args.expectations, args.profile = [], None, None
+    config = run_config(args)
+    run_dir = _run_dir(config.report_dir)
     mutants = [m for m in zoo.MUTANTS if not args.mutant or m.name in args.mutant]
-    checks = args.check
     records = []
     for mutant in mutants:  # each mutant is judged by the checks of its own area
-        args.check = checks or list(mutant.area)
-        records = judge([f"zoo:{mutant.name}"], args, run_dir)  # the run's records so far
+        own = replace(config, engines=(f"zoo:{mutant.name}",), checks=config.checks or tuple(mutant.area))
+        records = judge(own, run_dir)  # the run's records so far
     table = []
     for mutant in mutants:
         failing = [r for r in records if r["engine"] == f"zoo:{mutant.name}" and r["status"] == "FAIL"]
@@ -300,7 +269,7 @@ def cmd_replay(args) -> int:
     from . import reproductions
     from .adapters import make_engine
 
-    api_options = _api_options(args)
+    api_options = dict(RunConfig.from_options(vars(args)).api_options)
     check_engine_spec(args.engine, api_options)
     try:
         document = reproductions.load(args.file)
@@ -450,9 +419,10 @@ def cmd_list(args) -> int:
         for permission in spec.load_permissions().values():
             print(f"{permission.id:14} {'MAY':6} {permission.cls:18} {permission.summary} ({permission.declared_by})")
     else:
-        for check in checks_module.all_checks():
+        for check in RunConfig.from_options(vars(args)).selected(checks_module.all_checks()):
             print(f"{check.name:58} {check.cls:18} {','.join(check.requirements)}")
-        print(f"\nnot yet covered: {', '.join(checks_module.uncovered_requirements())}")
+        if not (args.check or args.exclude or args.shard):
+            print(f"\nnot yet covered: {', '.join(checks_module.uncovered_requirements())}")
     return 0
 
 
@@ -528,12 +498,6 @@ def _add_api_options(parser) -> None:
 
 def _add_run_options(parser) -> None:
     parser.add_argument(
-        "--check",
-        action="append",
-        help="only checks whose name, class or requirement id "
-        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*' (default: every check)",
-    )
-    parser.add_argument(
         "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
     )
     parser.add_argument(
@@ -581,6 +545,58 @@ def _add_run_options(parser) -> None:
     )
 
 
+def _shard(text: str) -> Shard:
+    """An argparse type: ``i/N``."""
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_selection_options(parser) -> None:
+    """What ``run`` and ``list checks`` select: globs, and one shard of what they match."""
+    parser.add_argument(
+        "--check",
+        action="append",
+        help="only checks whose name, class or requirement id "
+        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*' (default: every check)",
+    )
+    parser.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    parser.add_argument(
+        "--shard",
+        type=_shard,
+        help="only the i-th of N parts of the selected checks, e.g. 1/4: every N-th check from the i-th on, in "
+        "catalogue order, so that N jobs with 1/N .. N/N judge every selected check once (merge their runs with "
+        "`specconform summary`)",
+    )
+
+
+def _add_distribution_options(parser) -> None:
+    """How ``run`` spreads its checks and when it stops early."""
+    parser.add_argument(
+        "-n",
+        "--workers",
+        type=_bounded(int, 1, 256),
+        default=1,
+        help="engine processes of each engine that run its checks side by side (each check still runs once)",
+    )
+    parser.add_argument(
+        "--maxfail",
+        type=_bounded(int, 1, 10**9),
+        help="start no further check once this many checks failed unexpectedly (the rest are reported as having "
+        "no record)",
+    )
+    parser.add_argument("-x", "--exitfirst", action="store_true", help="--maxfail 1: stop at the first failing check")
+    parser.add_argument(
+        "--lf",
+        "--last-failed",
+        dest="last_failed",
+        action="store_true",
+        help="only the selected checks that the newest run under --report-dir failed unexpectedly (FAIL, ERROR, "
+        "TIMEOUT) or never recorded; nothing to re-run is said so, with exit 0",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specconform",
@@ -598,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_api_options(run)
     run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
-    run.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    _add_selection_options(run)
     run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
     run.add_argument(
         "--report-dir",
@@ -606,10 +622,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="where each run's folder (results.jsonl, summary.md, junit.xml, report.html) is made",
     )
     _add_run_options(run)
+    _add_distribution_options(run)
     run.set_defaults(func=cmd_run)
     zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
     zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
+    zoo.add_argument(
+        "--check", action="append", help="only checks matching this glob (repeatable; default: the mutant's area)"
+    )
     _add_run_options(zoo)
     zoo.set_defaults(func=cmd_zoo)
     rpl = sub.add_parser("replay", help="re-run a standalone vector file (a minimal reproduction) against an engine")
@@ -701,22 +721,13 @@ def build_parser() -> argparse.ArgumentParser:
     srv.set_defaults(func=cmd_serve)
     lst = sub.add_parser("list", help="list the checks or the requirements")
     lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks", help="what to list")
+    _add_selection_options(lst)
     lst.set_defaults(func=cmd_list)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if hasattr(args, "thorough"):  # the statistical defaults follow --thorough
-        power, cap = (
-            (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
-            if args.thorough
-            else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
-        )
-        if args.thorough and args.deviation is None:  # else None: the engine's own default, or DEFAULT_POWER's
-            args.deviation = power.deviation
-        args.power = power.power if args.power is None else args.power
-        args.trials = cap if args.trials is None else args.trials
     try:
         return args.func(args)
     except BrokenPipeError:  # the reader went away (`specconform list | head`): stop quietly, as cat does

@@ -17,14 +17,12 @@ check) is one usage error: pytest's ``ERROR:`` line and exit status 4, before an
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
 from . import checks as checks_module
 from . import runner, stats
 from .adapters import check_engine_spec
-from .core import Context
+from .config import RunConfig
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
 
@@ -67,25 +65,40 @@ def pytest_configure(config):
     if not engine_spec:
         return
     option = config.getoption
+    run = RunConfig.from_options(
+        {
+            "engine": [engine_spec],
+            "profile": option("--specconform-profile"),
+            "check": option("--specconform-check"),
+            "expectations": option("--specconform-expectations"),
+            "seed": option("--specconform-seed"),
+            "trials": option("--specconform-trials"),
+            "deviation": option("--specconform-deviation"),
+            "timeout": option("--specconform-timeout"),
+        }
+    )
     try:
         check_engine_spec(engine_spec)
-        profile = load_profile(option("--specconform-profile")) if option("--specconform-profile") else None
-        expectations = runner.load_expectations(option("--specconform-expectations"))
+        profile = load_profile(run.profile) if run.profile else None
+        expectations = runner.load_expectations(run.expectations)
     except (ValueError, OSError) as exc:  # UsageError is a ValueError; a missing file an OSError
         raise pytest.UsageError(f"specconform: {exc}") from None
-    patterns = option("--specconform-check")
-    selected = runner.select(checks_module.all_checks(), patterns)
+    selected = runner.select(checks_module.all_checks(), run.checks)
     if not selected:
         raise pytest.UsageError(
-            f"specconform: --specconform-check {' '.join(patterns)} matches no check (`specconform list` shows them)"
+            f"specconform: --specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"
         )
-    if option("--specconform-timeout") <= 0:
-        raise pytest.UsageError(
-            f"specconform: --specconform-timeout must be > 0, got {option('--specconform-timeout')}"
-        )
+    if run.timeout <= 0:
+        raise pytest.UsageError(f"specconform: --specconform-timeout must be > 0, got {run.timeout}")
     engine = EngineProcess(engine_spec)  # one engine process for the session, restarted if it dies
     config.add_cleanup(engine.stop)
-    config._specconform = {"engine": engine, "expectations": expectations, "profile": profile, "checks": selected}
+    config._specconform = {
+        "config": run,
+        "engine": engine,
+        "expectations": expectations,
+        "profile": profile,
+        "checks": selected,
+    }
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -106,33 +119,14 @@ class SpecconformItem(pytest.Item):
 
     def runtest(self):
         state = self.config._specconform
-        option = self.config.getoption
-
-        def ctx_for(info):
-            return Context(
-                profile=state["profile"] or info.profile,
-                seed=option("--specconform-seed"),
-                trials=option("--specconform-trials"),
-                deviation=option("--specconform-deviation")
-                or info.statistical_deviation
-                or stats.DEFAULT_POWER.deviation,
-            )
-
+        run: RunConfig = state["config"]
         (record,) = runner.run_checks(
             state["engine"],
             [self.check],
-            ctx_for,
+            lambda info: run.context(info, state["profile"]),
             expectations=state["expectations"],
-            timeout_s=option("--specconform-timeout"),
-            reproduce=lambda check, ctx: (
-                f"pytest --specconform-engine {shlex.quote(self.engine_spec)} --specconform-check "
-                f"{shlex.quote(check.name)} --specconform-seed {ctx.seed} --specconform-trials {ctx.trials}"
-                + (
-                    f" --specconform-profile {shlex.quote(option('--specconform-profile'))}"
-                    if option("--specconform-profile")
-                    else ""
-                )
-            ),
+            timeout_s=run.timeout,
+            reproduce=run.reproduce(self.engine_spec, prefix="pytest", option_prefix="--specconform-"),
         )
         self.user_properties.append(("specconform", record.to_json()))
         if record.expected_status and record.expected_status != "PASS":

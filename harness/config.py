@@ -1,0 +1,184 @@
+"""One typed run configuration, built alike by every front end: the command line, the pytest plugin and (through
+the command line) the GitHub action.
+
+A front end collects option values under the command line's names (``base_url``, ``check``, ``seed``; argparse's
+``dest``) and calls ``RunConfig.from_options``; from then on only the ``RunConfig`` travels. The commands that
+re-run a check or replay its reproduction are built from it as words (``engine_options``, ``check_options``), never
+parsed back from a string.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import stats
+from .adapters import UsageError
+from .core import Check, Context
+
+# the options that name an OpenAI-compatible server (``--engine openai``), by their command-line names
+API_OPTION_NAMES = (
+    "base_url",
+    "model",
+    "api_profile",
+    "spec_model",
+    "plain_model",
+    "spec_base_url",
+    "plain_base_url",
+    "engine_name",
+    "restart_command",
+)
+DEFAULT_ENGINES = ("reference", "oracle", "embedded:single", "embedded:multi")
+DEFAULT_SEED = 20261121
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The ``index``-th of ``count`` parts (1-based) of the selected checks: every ``count``-th check from the
+    ``index``-th on, in catalogue order, so the parts of one selection are disjoint and cover it."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"i/N"`` with ``1 <= i <= N``; a ``ValueError`` names the text otherwise."""
+        index, slash, count = str(text).partition("/")
+        try:
+            shard = cls(int(index), int(count))
+        except ValueError:
+            raise ValueError(f"expected i/N (e.g. 1/4), got {text!r}") from None
+        if not slash or not 1 <= shard.index <= shard.count:
+            raise ValueError(f"expected i/N with 1 <= i <= N, got {text!r}")
+        return shard
+
+    def take(self, checks: list[Check]) -> list[Check]:
+        return checks[self.index - 1 :: self.count]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What one ``specconform run`` (or one pytest session of the plugin) judges and how.
+
+    ``checks`` and ``exclude`` are globs on a check's name, class or requirement ids; ``shard`` keeps one part of
+    what they select; ``maxfail`` stops the run after that many checks with an unexpected bad result;
+    ``last_failed`` keeps only what the newest run under ``report_dir`` failed (or never recorded); ``workers``
+    engine processes of each engine run its checks side by side. ``deviation`` ``None`` is the engine's own."""
+
+    engines: tuple[str, ...] = DEFAULT_ENGINES
+    api_options: Mapping[str, str] = field(default_factory=dict)
+    profile: str | None = None
+    checks: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    expectations: str | None = None
+    report_dir: str = "reports/runs"
+    seed: int = DEFAULT_SEED
+    trials: int = stats.DEFAULT_MAX_TRIALS
+    deviation: float | None = None
+    power: float = stats.DEFAULT_POWER.power
+    alpha: float = 1e-6
+    timeout: float = 600
+    quiet: bool = False
+    shard: Shard | None = None
+    maxfail: int | None = None
+    last_failed: bool = False
+    workers: int = 1
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> RunConfig:
+        """The configuration of option values named as on the command line (absent or ``None``: the default).
+
+        ``thorough`` sizes the statistical defaults for a GPU (``stats.THOROUGH_POWER``, ``THOROUGH_MAX_TRIALS``)
+        where ``deviation``, ``power`` and ``trials`` are not given; ``exitfirst`` is ``maxfail`` 1."""
+        given = {name: value for name, value in options.items() if value is not None}
+        thorough = bool(given.get("thorough"))
+        power, cap = (
+            (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
+            if thorough
+            else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
+        )
+        shard = given.get("shard")
+        maxfail = 1 if given.get("exitfirst") else given.get("maxfail")
+        return cls(
+            engines=tuple(given.get("engine") or DEFAULT_ENGINES),
+            api_options={name: given[name] for name in API_OPTION_NAMES if given.get(name)},
+            profile=given.get("profile") or None,
+            checks=tuple(given.get("check") or ()),
+            exclude=tuple(given.get("exclude") or ()),
+            expectations=given.get("expectations") or None,
+            report_dir=given.get("report_dir", cls.report_dir),
+            seed=given.get("seed", DEFAULT_SEED),
+            trials=given.get("trials", cap),
+            deviation=given.get("deviation", power.deviation if thorough else None),
+            power=given.get("power", power.power),
+            alpha=given.get("alpha", cls.alpha),
+            timeout=given.get("timeout", cls.timeout),
+            quiet=bool(given.get("quiet")),
+            shard=Shard.parse(shard) if isinstance(shard, str) else shard,
+            maxfail=maxfail,
+            last_failed=bool(given.get("last_failed")),
+            workers=given.get("workers", 1),
+        )
+
+    def selected(self, catalogue: Iterable[Check]) -> list[Check]:
+        """The checks this run judges, in catalogue order; a ``UsageError`` when none is left."""
+        from .runner import select
+
+        chosen = select(catalogue, self.checks, self.exclude)
+        if not chosen:
+            raise UsageError(
+                f"no check matches --check {list(self.checks) or None} --exclude {list(self.exclude)} "
+                "(see `specconform list`)"
+            )
+        if self.shard is None:
+            return chosen
+        part = self.shard.take(chosen)
+        if not part:
+            raise UsageError(f"--shard {self.shard} holds no check: the selection has {len(chosen)}")
+        return part
+
+    def context(self, info, profile=None) -> Context:
+        """A check's context on the engine ``info`` describes (``isolation.EngineInfo``): ``profile`` (the one
+        the run names, loaded) or the engine's own, and the engine's own deviation unless one is given."""
+        return Context(
+            profile=profile or info.profile,
+            seed=self.seed,
+            trials=self.trials,
+            alpha=self.alpha,
+            deviation=self.deviation or info.statistical_deviation or stats.DEFAULT_POWER.deviation,
+            power=self.power,
+        )
+
+    def engine_options(self, engine_spec: str) -> list[tuple[str, str]]:
+        """The options (name, value) that name ``engine_spec`` again, its server's options included."""
+        options = [("engine", engine_spec)]
+        if engine_spec == "openai":
+            options += [(name.replace("_", "-"), value) for name, value in self.api_options.items()]
+        return options
+
+    def check_options(self, check: Check, ctx: Context) -> list[tuple[str, str]]:
+        """The options (name, value) that re-run ``check`` with ``ctx``'s seed and statistics (and the run's
+        profile)."""
+        options = [("check", check.name), ("seed", str(ctx.seed)), ("trials", str(ctx.trials))]
+        options += [("deviation", str(ctx.deviation)), ("power", str(ctx.power))]
+        return options + ([("profile", self.profile)] if self.profile else [])
+
+    def reproduce(self, engine_spec: str, prefix: str = "specconform run", option_prefix: str = "--"):
+        """A ``(check, ctx) -> str`` that writes the one-line command re-running a check: ``specconform run``'s
+        options, or another front end's (``prefix="pytest", option_prefix="--specconform-"``)."""
+
+        def line(check: Check, ctx: Context) -> str:
+            options = self.engine_options(engine_spec) + self.check_options(check, ctx)
+            return f"{prefix} {words(options, option_prefix)}"
+
+        return line
+
+
+def words(options: Iterable[tuple[str, str]], option_prefix: str = "--") -> str:
+    """``options`` as shell words: ``--name value`` each, quoted where the shell needs it."""
+    return shlex.join(word for name, value in options for word in (option_prefix + name, value))
