@@ -412,7 +412,11 @@ def cmd_serve(args) -> int:
 
 
 def cmd_list(args) -> int:
-    if args.what == "requirements":
+    if args.what in ("engines", "profiles"):
+        from . import listing
+
+        print("\n".join(listing.engine_lines() if args.what == "engines" else listing.profile_lines()))
+    elif args.what == "requirements":
         for req in spec.load_registry().values():
             print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
         print("\npermissions (no requirements: declared in the profile, honoured by every check):")
@@ -719,8 +723,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="processes of each engine; a request goes to the one with the fewest in flight (for many cores)",
     )
     srv.set_defaults(func=cmd_serve)
-    lst = sub.add_parser("list", help="list the checks or the requirements")
-    lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks", help="what to list")
+    lst = sub.add_parser("list", help="list the checks, the requirements, the engines or the profiles")
+    lst.add_argument(
+        "what",
+        choices=("checks", "requirements", "engines", "profiles"),
+        nargs="?",
+        default="checks",
+        help="what to list",
+    )
     _add_selection_options(lst)
     lst.set_defaults(func=cmd_list)
     return parser
