@@ -19,7 +19,7 @@ from . import checks as checks_module
 from . import execution, findings, reports, runner, spec, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
 from .adapters.http import API_PROFILES
-from .config import RunConfig, Shard
+from .config import RunConfig, Shard, file_options, find_pyproject, option_actions
 from .isolation import EngineUsageError
 from .profiles import load_profile
 
@@ -736,8 +736,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices[command]
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """The parser of ``specconform run``'s options (the pytest plugin takes the same options)."""
+    return _subparser(build_parser(), "run")
+
+
+def parse(argv=None) -> argparse.Namespace:
+    """``argv`` parsed; for ``run``, the options ``[tool.specconform]`` of the nearest ``pyproject.toml`` sets
+    (``config.file_options``) are the defaults that the command line overrides (a repeatable option's list is
+    replaced, not extended)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command != "run":
+        return args
+    run = _subparser(parser, "run")
+    try:
+        from_file = file_options(find_pyproject(Path.cwd()), option_actions(run))
+    except UsageError as exc:
+        run.error(str(exc))
+    lists = {a.dest for a in run._actions if isinstance(a, argparse._AppendAction)}
+    run.set_defaults(**{dest: value for dest, value in from_file.items() if dest not in lists})
+    args = parser.parse_args(argv)
+    for dest in lists & set(from_file):
+        if getattr(args, dest) is None:
+            setattr(args, dest, from_file[dest])
+    return args
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         return args.func(args)
     except BrokenPipeError:  # the reader went away (`specconform list | head`): stop quietly, as cat does

@@ -9,10 +9,17 @@ parsed back from a string.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from . import stats
 from .adapters import UsageError
@@ -182,3 +189,74 @@ class RunConfig:
 def words(options: Iterable[tuple[str, str]], option_prefix: str = "--") -> str:
     """``options`` as shell words: ``--name value`` each, quoted where the shell needs it."""
     return shlex.join(word for name, value in options for word in (option_prefix + name, value))
+
+
+CONFIG_TABLE = "tool.specconform"
+# run options a file does not set: how one invocation spreads and cuts itself short
+INVOCATION_ONLY = frozenset({"workers", "maxfail", "exitfirst", "last_failed", "shard"})
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The ``pyproject.toml`` in ``start`` or the nearest folder above it, as pytest and ruff find theirs."""
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder / "pyproject.toml"
+    return None
+
+
+def option_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """``parser``'s options by their long name without dashes (``base-url``), help and aliases left out."""
+    named = {}
+    for action in parser._actions:  # argparse keeps its options there; it has no public list
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs and action.dest != "help":
+            named[max(longs, key=len)[2:]] = action
+    return named
+
+
+def file_options(path: Path | None, actions: Mapping[str, argparse.Action]) -> dict[str, Any]:
+    """The run options ``[tool.specconform]`` of ``path`` sets, typed and checked as the command line checks them,
+    by their ``dest``. Keys are the command line's long option names (``base-url = "http://..."``, ``check =
+    ["api/*"]``, ``seed = 7``); an unknown key, a wrong type or a bad value is a ``UsageError`` that names it."""
+    if path is None:
+        return {}
+    try:
+        table = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    for part in CONFIG_TABLE.split("."):
+        table = table.get(part, {}) if isinstance(table, dict) else {}
+    where = f"{path} [{CONFIG_TABLE}]"
+    settable = {name: action for name, action in actions.items() if action.dest not in INVOCATION_ONLY}
+    values = {}
+    for key, value in table.items():
+        if key not in settable:
+            raise UsageError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(settable))}")
+        values[settable[key].dest] = _typed(settable[key], value, f"{where} {key}")
+    return values
+
+
+def _typed(action: argparse.Action, value: Any, where: str) -> Any:
+    """``value`` (from TOML) converted and checked as ``action`` converts and checks a command-line word."""
+    if action.nargs == 0:  # a flag
+        if not isinstance(value, bool):
+            raise UsageError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if isinstance(action, argparse._AppendAction):
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise UsageError(f"{where}: expected a string or a list of strings, got {value!r}")
+        return [_word(action, item, where) for item in items]
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise UsageError(f"{where}: expected a string or a number, got {value!r}")
+    return _word(action, str(value), where)
+
+
+def _word(action: argparse.Action, word: str, where: str) -> Any:
+    try:
+        value = action.type(word) if action.type else word
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    if action.choices is not None and value not in action.choices:
+        raise UsageError(f"{where}: {value!r} is not one of {', '.join(map(str, action.choices))}")
+    return value

@@ -2,6 +2,11 @@
 
     pytest --specconform-engine my_pkg.adapter:make [--specconform-profile p.yaml]
            [--specconform-check 'tb.*'] [--specconform-expectations known.yaml]
+    pytest --specconform-engine openai --specconform-base-url http://127.0.0.1:8000/v1 --specconform-model m
+
+Every ``specconform run`` option is an option here, as ``--specconform-<option>``, and ``[tool.specconform]`` in
+the nearest pyproject.toml sets them as it does for the command line (those given here win). Where pytest has its
+own (``-x``, ``--maxfail``, ``--lf``, pytest-xdist's ``-n``), they act on the items instead.
 
 Each check becomes a test item named ``specconform[<check>]`` with its requirement ids as
 ``requirement`` markers (``-m`` cannot select on arguments, but ``-k`` can on the name). FAIL,
@@ -9,88 +14,89 @@ ERROR and TIMEOUT fail the item; NOT_CLAIMED, PRECONDITION_FAILED, NOT_APPLICABL
 contract) and BLOCKED (another requirement's finding, which fails its own item) skip it; a failure listed
 in the expectations file is an xfail, and its unexpected pass is reported as XPASS(strict).
 
-With an engine named and no test paths given, the session judges the engine only: the tests of the
-folder it runs in are collected only when their paths are named. Every mistake in the options (an
+With an engine named, the session judges it beside the tests it collects anyway (its ``testpaths``, or
+the paths named). Every mistake in the options (an
 engine that cannot be named or built, a profile, an expectations file, a pattern that matches no
 check) is one usage error: pytest's ``ERROR:`` line and exit status 4, before any check runs.
 """
 
 from __future__ import annotations
 
+import argparse
+import re
+from pathlib import Path
+
 import pytest
 
 from . import checks as checks_module
-from . import runner, stats
-from .adapters import check_engine_spec
-from .config import RunConfig
+from . import runner
+from .adapters import UsageError, check_engine_spec
+from .config import RunConfig, file_options, find_pyproject, option_actions
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
 
+# run options that pytest itself provides: -q, -x, --maxfail, --lf and pytest-xdist's -n act on the items
+PYTEST_OWN = frozenset({"quiet", "exitfirst", "maxfail", "last_failed", "workers", "report_dir"})
+
+
+def _run_options(every: bool = False) -> dict:
+    """``specconform run``'s options (``config.option_actions``) that the plugin takes as ``--specconform-*``
+    (``every``: with those pytest provides, which a config file shared with the command line may set)."""
+    from .cli import run_parser
+
+    return {name: a for name, a in option_actions(run_parser()).items() if every or a.dest not in PYTEST_OWN}
+
 
 def pytest_addoption(parser):
+    """Every ``specconform run`` option as ``--specconform-<option>``, typed and checked as the command line
+    checks it; each defaults to nothing here, so that ``[tool.specconform]`` in pyproject.toml fills it in."""
     group = parser.getgroup("specconform", "specconform conformance checks")
-    group.addoption(
-        "--specconform-engine",
-        help="engine to judge: module:factory, reference, oracle, embedded, zoo:<mutant> (default: none, the "
-        "plugin stays idle)",
-    )
-    group.addoption("--specconform-profile", help="profile name or YAML file (default: the engine's own)")
-    group.addoption(
-        "--specconform-check", action="append", default=[], help="only checks matching this glob (repeatable)"
-    )
-    group.addoption("--specconform-expectations", help="YAML file of known failures")
-    group.addoption("--specconform-seed", type=int, default=20261121, help="seed of every generated case")
-    group.addoption(
-        "--specconform-trials",
-        type=int,
-        default=stats.DEFAULT_MAX_TRIALS,
-        help="the most trials one statistical case runs",
-    )
-    group.addoption(
-        "--specconform-deviation",
-        type=float,
-        default=None,
-        help="the TV deviation statistical tests must certify (default: the engine's own, else "
-        f"{stats.DEFAULT_POWER.deviation})",
-    )
-    group.addoption(
-        "--specconform-timeout", type=float, default=600, help="seconds per check (and for the factory) before TIMEOUT"
-    )
+    for name, action in _run_options().items():
+        shown = action.default not in (None, False) and not isinstance(action.default, list)
+        options = {
+            "dest": f"specconform_{action.dest}",
+            "default": None,
+            "help": re.sub(r"(?<![\w-])--(?=[a-z])", "--specconform-", action.help or "")
+            + (f" (default: {action.default})" if shown else ""),
+        }
+        if name == "engine":
+            options["help"] = "the engine to judge, as `specconform run --engine` names it (default: none: the plugin "
+            options["help"] += "stays idle)"
+        if action.nargs == 0:
+            options["action"] = "store_true"
+        else:
+            options.update(type=action.type, choices=action.choices)
+            if isinstance(action, argparse._AppendAction):
+                options["action"] = "append"
+        group.addoption(f"--specconform-{name}", **options)
 
 
 def pytest_configure(config):
-    """Validate every specconform option before anything is collected: a mistake is one usage error."""
+    """Validate every specconform option before anything is collected: a mistake is one usage error. The options
+    given here override those of ``[tool.specconform]`` in the nearest pyproject.toml."""
     config.addinivalue_line("markers", "requirement(id): a specconform requirement id the item covers")
-    engine_spec = config.getoption("--specconform-engine")
-    if not engine_spec:
+    if not config.getoption("specconform_engine"):
         return
-    option = config.getoption
-    run = RunConfig.from_options(
-        {
-            "engine": [engine_spec],
-            "profile": option("--specconform-profile"),
-            "check": option("--specconform-check"),
-            "expectations": option("--specconform-expectations"),
-            "seed": option("--specconform-seed"),
-            "trials": option("--specconform-trials"),
-            "deviation": option("--specconform-deviation"),
-            "timeout": option("--specconform-timeout"),
-        }
-    )
+    actions = _run_options()
+    given = {a.dest: config.getoption(f"specconform_{a.dest}") for a in actions.values()}
     try:
-        check_engine_spec(engine_spec)
+        from_file = file_options(find_pyproject(Path(config.rootpath)), _run_options(every=True))
+        from_file = {dest: value for dest, value in from_file.items() if dest not in PYTEST_OWN}
+        run = RunConfig.from_options({**from_file, **{k: v for k, v in given.items() if v is not None}})
+        if len(run.engines) != 1:
+            raise UsageError(f"the plugin judges one engine per session; got --specconform-engine {list(run.engines)}")
+        (engine_spec,) = run.engines
+        check_engine_spec(engine_spec, dict(run.api_options))
         profile = load_profile(run.profile) if run.profile else None
         expectations = runner.load_expectations(run.expectations)
+        if not runner.select(checks_module.all_checks(), run.checks, run.exclude):
+            raise UsageError(
+                f"--specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"
+            )
+        selected = run.selected(checks_module.all_checks())
     except (ValueError, OSError) as exc:  # UsageError is a ValueError; a missing file an OSError
         raise pytest.UsageError(f"specconform: {exc}") from None
-    selected = runner.select(checks_module.all_checks(), run.checks)
-    if not selected:
-        raise pytest.UsageError(
-            f"specconform: --specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"
-        )
-    if run.timeout <= 0:
-        raise pytest.UsageError(f"specconform: --specconform-timeout must be > 0, got {run.timeout}")
-    engine = EngineProcess(engine_spec)  # one engine process for the session, restarted if it dies
+    engine = EngineProcess(engine_spec, dict(run.api_options))  # one for the session, restarted if it dies
     config.add_cleanup(engine.stop)
     config._specconform = {
         "config": run,
@@ -99,14 +105,6 @@ def pytest_configure(config):
         "profile": profile,
         "checks": selected,
     }
-
-
-def pytest_ignore_collect(collection_path, config):
-    """With an engine named and no test paths given, the session judges the engine only: the tests of
-    the folder it runs in (``testpaths``, the invocation folder) are not collected. Named paths are."""
-    if not config.getoption("--specconform-engine"):
-        return None
-    return True if config.args_source != pytest.Config.ArgsSource.ARGS else None
 
 
 class SpecconformItem(pytest.Item):
@@ -188,7 +186,7 @@ def pytest_runtestloop(session):
     if not any(isinstance(item, SpecconformItem) for item in session.items):
         return
     try:
-        state["engine"].start(session.config.getoption("--specconform-timeout"))
+        state["engine"].start(state["config"].timeout)
     except (EngineUsageError, EngineFailure) as exc:
         raise pytest.UsageError(
             f"specconform: engine {state['engine'].engine_spec!r} cannot be judged: {exc}"

@@ -97,3 +97,9 @@ def test_tox_takes_torch_from_torch_spec_everywhere():
                 pytest.fail(f"[{section}] pins {dep.strip()!r}: use {{env:TORCH_SPEC:torch==2.13.0}}")
         if section == "testenv" or "-e ." in "\n".join(deps):
             assert "{env:TORCH_SPEC:torch==2.13.0}" in deps, section
+
+
+def test_the_second_and_third_servers_and_any_option_reach_the_run():
+    (conformance,) = [s for s in STEPS if s.get("id") == "conformance"]
+    for variable, name in (("SPEC_BASE_URL", "spec-base-url"), ("PLAIN_BASE_URL", "plain-base-url"), ("ARGS", "args")):
+        assert conformance["env"][variable] == f"${{{{ inputs.{name} }}}}"

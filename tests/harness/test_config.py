@@ -77,3 +77,60 @@ def test_a_kernel_engine_is_named_without_server_options():
 def test_a_bad_shard_names_the_text(text):
     with pytest.raises(ValueError, match=repr(text).replace("/", ".")):
         Shard.parse(text)
+
+
+def _pyproject(folder, table: str) -> None:
+    (folder / "pyproject.toml").write_text(f'[project]\nname = "team-engine"\n\n[tool.specconform]\n{table}')
+
+
+def test_the_config_file_sets_defaults_that_the_command_line_overrides(tmp_path, monkeypatch):
+    _pyproject(
+        tmp_path,
+        'engine = ["openai"]\nbase-url = "http://h:1/v1"\nmodel = "m"\ncheck = ["api/*", "rejection/*"]\n'
+        "seed = 7\ntimeout = 30\nthorough = true\n",
+    )
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")  # the nearest pyproject.toml above counts
+    config = cli.run_config(cli.parse(["run"]))
+    assert (config.engines, config.checks, config.seed, config.timeout) == (
+        ("openai",),
+        ("api/*", "rejection/*"),
+        7,
+        30,
+    )
+    assert dict(config.api_options) == {"base_url": "http://h:1/v1", "model": "m"}
+    assert config.trials == stats.THOROUGH_MAX_TRIALS
+    given = cli.run_config(cli.parse(["run", "--seed", "8", "--check", "api/x", "--model", "n"]))
+    assert (given.seed, given.checks, given.api_options["model"]) == (8, ("api/x",), "n")  # a list is replaced
+
+
+BAD_FILES = {
+    "unknown key": ("sed = 7\n", ["'sed'", "known keys", "seed"]),
+    "a key of another command": ('mutant = ["x"]\n', ["'mutant'"]),
+    "an invocation's own option": ("workers = 2\n", ["'workers'"]),
+    "a bad value": ("seed = -1\n", ["seed", "got -1"]),
+    "a wrong type": ('thorough = "yes"\n', ["thorough", "true or false"]),
+    "an unknown choice": ('api-profile = "nosuch"\n', ["api-profile", "'nosuch'", "vllm"]),
+    "not a list of strings": ("check = [1]\n", ["check", "list of strings"]),
+    "not TOML": ("seed = \n", ["not valid TOML"]),
+}
+
+
+@pytest.mark.parametrize("table, says", list(BAD_FILES.values()), ids=list(BAD_FILES))
+def test_a_mistake_in_the_config_file_is_one_usage_line_naming_it(tmp_path, monkeypatch, capsys, table, says):
+    _pyproject(tmp_path, table)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "--report-dir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("specconform run: ") and "pyproject.toml" in err
+    for word in says:
+        assert word in err, (word, err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_other_commands_do_not_read_the_config_file(tmp_path, monkeypatch, capsys):
+    _pyproject(tmp_path, "sed = 7\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["list", "profiles"]) == 0
