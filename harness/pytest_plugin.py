@@ -6,7 +6,9 @@
 
 Every ``specconform run`` option is an option here, as ``--specconform-<option>``, and ``[tool.specconform]`` in
 the nearest pyproject.toml sets them as it does for the command line (those given here win). Where pytest has its
-own (``-x``, ``--maxfail``, ``--lf``, pytest-xdist's ``-n``), they act on the items instead.
+own (``-q``, ``-x``, ``--maxfail``, ``--lf``, pytest-xdist's ``-n``), they act on the items instead. With
+``--specconform-report-dir`` (or ``report-dir`` in the file) the session also writes a run folder of the checks
+that ran, as ``specconform run`` does.
 
 Each check becomes a test item named ``specconform[<check>]`` with its requirement ids as
 ``requirement`` markers (``-m`` cannot select on arguments, but ``-k`` can on the name). FAIL,
@@ -29,14 +31,15 @@ from pathlib import Path
 import pytest
 
 from . import checks as checks_module
-from . import runner
+from . import reports, runner
 from .adapters import UsageError, check_engine_spec
-from .config import RunConfig, file_options, find_pyproject, option_actions
+from .cli import _run_dir
+from .config import RunConfig, file_options, find_pyproject, option_actions, words
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
 
 # run options that pytest itself provides: -q, -x, --maxfail, --lf and pytest-xdist's -n act on the items
-PYTEST_OWN = frozenset({"quiet", "exitfirst", "maxfail", "last_failed", "workers", "report_dir"})
+PYTEST_OWN = frozenset({"quiet", "exitfirst", "maxfail", "last_failed", "workers"})
 
 
 def _run_options(every: bool = False) -> dict:
@@ -79,10 +82,11 @@ def pytest_configure(config):
         return
     actions = _run_options()
     given = {a.dest: config.getoption(f"specconform_{a.dest}") for a in actions.values()}
+    given = {dest: value for dest, value in given.items() if value is not None}
     try:
         from_file = file_options(find_pyproject(Path(config.rootpath)), _run_options(every=True))
         from_file = {dest: value for dest, value in from_file.items() if dest not in PYTEST_OWN}
-        run = RunConfig.from_options({**from_file, **{k: v for k, v in given.items() if v is not None}})
+        run = RunConfig.from_options({**from_file, **given})
         if len(run.engines) != 1:
             raise UsageError(f"the plugin judges one engine per session; got --specconform-engine {list(run.engines)}")
         (engine_spec,) = run.engines
@@ -104,6 +108,9 @@ def pytest_configure(config):
         "expectations": expectations,
         "profile": profile,
         "checks": selected,
+        "judged": [],  # the names of the checks that ran
+        # named here or in the file: a run folder as `specconform run` writes one, made by the first check
+        "report_dir": run.report_dir if "report_dir" in {**from_file, **given} else None,
     }
 
 
@@ -118,6 +125,9 @@ class SpecconformItem(pytest.Item):
     def runtest(self):
         state = self.config._specconform
         run: RunConfig = state["config"]
+        if state["report_dir"] and "run_dir" not in state:
+            state["run_dir"] = _run_dir(state["report_dir"])
+            state["writer"] = runner.RecordWriter(state["run_dir"] / "results.jsonl")
         (record,) = runner.run_checks(
             state["engine"],
             [self.check],
@@ -125,7 +135,11 @@ class SpecconformItem(pytest.Item):
             expectations=state["expectations"],
             timeout_s=run.timeout,
             reproduce=run.reproduce(self.engine_spec, prefix="pytest", option_prefix="--specconform-"),
+            on_record=state.get("writer", lambda record: None),
+            run_dir=state.get("run_dir"),
+            engine_args=words(run.engine_options(self.engine_spec)),
         )
+        state["judged"].append(record.check)
         self.user_properties.append(("specconform", record.to_json()))
         if record.expected_status and record.expected_status != "PASS":
             if record.status == record.expected_status:
@@ -191,3 +205,17 @@ def pytest_runtestloop(session):
         raise pytest.UsageError(
             f"specconform: engine {state['engine'].engine_spec!r} cannot be judged: {exc}"
         ) from None
+
+
+def pytest_sessionfinish(session):
+    """With a report folder: the run folder's reports (summary.md, junit.xml, report.html) of the checks that ran;
+    those deselected or never reached are not planned in it."""
+    state = getattr(session.config, "_specconform", None)
+    if state is None or "run_dir" not in state:
+        return
+    state["writer"].close()
+    run_dir, judged = state["run_dir"], set(state["judged"])
+    runner.write_manifest(run_dir, list(state["config"].engines), [c for c in state["checks"] if c.name in judged])
+    records = runner.read_records(run_dir)
+    missing = runner.missing_records(run_dir, records)
+    reports.write_all(run_dir, records, checks_module.uncovered_requirements(), missing)

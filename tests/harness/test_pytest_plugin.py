@@ -169,3 +169,28 @@ def test_the_plugin_judges_a_server_named_by_base_url_and_model(pytester):
     assert "GET /v1/models" in StubServer.asked
     assert any(line.startswith("POST /v1/chat/completions") and "team-model" in line for line in StubServer.asked)
     result.stdout.fnmatch_lines([f"reproduce: pytest --specconform-engine openai --specconform-base-url {base_url} *"])
+
+
+def test_a_report_dir_gets_a_run_folder_of_the_checks_that_ran(pytester):
+    result = pytester.runpytest_subprocess(
+        *("--specconform-engine", "zoo:end-marker-restarted", "--specconform-check", "tb.multitoken"),
+        *("--specconform-report-dir", "runs", "-k", "multitoken", "-p", "no:cacheprovider"),
+    )
+    (run_dir,) = (pytester.path / "runs").iterdir()
+    records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert [r["check"] for r in records] == ["budget/multitoken"]  # -k deselected the rest: not planned either
+    assert records[0]["status"] == "FAIL" and records[0]["reproduce"].startswith("pytest --specconform-engine ")
+    assert "INCOMPLETE" not in (run_dir / "summary.md").read_text()
+    assert (run_dir / "junit.xml").is_file() and (run_dir / "report.html").is_file()
+    result.assert_outcomes(failed=1, deselected=len(_selected("tb.multitoken")) - 1)
+
+
+def test_an_engine_that_cannot_be_built_writes_no_run_folder(pytester):
+    pytester.makepyfile(bad_adapter="def other():\n    return None\n")
+    pytester.syspathinsert()
+    result = pytester.runpytest_subprocess(
+        *("--specconform-engine", "bad_adapter:make", "--specconform-check", "tb.multitoken"),
+        *("--specconform-report-dir", "runs", "-p", "no:cacheprovider"),
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (pytester.path / "runs").exists()
