@@ -609,7 +609,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(or as expected), 1 an unexpected failure or a missing record, 2 a usage error.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="judge engines against the specification")
+    run = sub.add_parser(
+        "run",
+        help="judge engines against the specification",
+        description="Judge engines against the specification. Every option but --shard, -n, --maxfail, -x and --lf "
+        "may be set in [tool.specconform] of the nearest pyproject.toml by its long name (base-url = "
+        '"http://127.0.0.1:8000/v1", check = ["api/*"], seed = 7); the command line overrides it.',
+    )
     run.add_argument(
         "--engine",
         action="append",
