@@ -82,7 +82,7 @@ def cache_dir() -> Path:
 
 
 def build(variant: str = "single", directory: Path | None = None, head_dim: int = 16) -> TinyModel:
-    """Build (or reuse) the tiny model of ``variant`` under the cache directory; ~3 s the first time.
+    """Build (or reuse) the tiny model of ``variant`` under the cache directory.
 
     ``head_dim`` is the attention head size: 16 by default, 64 for engines whose attention kernels
     reject smaller heads (vLLM's CPU attention); the tokenizer and everything else stay the same."""

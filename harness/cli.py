@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -16,8 +18,8 @@ from pathlib import Path
 import yaml
 
 from . import checks as checks_module
-from . import execution, findings, reports, runner, spec, vectors
-from .adapters import ENGINE_FORMS, UsageError, check_engine_spec
+from . import console, execution, preflight, reports, runner, spec, vectors
+from .adapters import ENGINE_FORMS, UsageError, check_engine_spec, require_extra
 from .adapters.http import API_PROFILES
 from .config import RunConfig, Shard, file_options, find_pyproject, option_actions
 from .isolation import EngineUsageError
@@ -49,8 +51,10 @@ HEARTBEAT_S = 10.0  # without a bar, the longest silence on stderr while a check
 class Progress:
     """Progress on stderr over ``plan`` (``[(engine spec, check name)]`` in run order): a tqdm bar with
     the running check and an estimate when stderr is a terminal (and ``CI`` is unset); otherwise one
-    line per finished check, and a line every ``HEARTBEAT_S`` seconds naming the check still running;
-    nothing when ``quiet``. Use as a context manager; call it with each record."""
+    line per finished check but the NOT_CLAIMED ones, which the closing lines count, and a line every
+    ``HEARTBEAT_S`` seconds naming the check still running; nothing when ``quiet``. A check's line says why
+    when it did not pass (``console.progress_line``); a terminal keeps those lines above the bar. Use as a
+    context manager; call it with each record."""
 
     def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None):
         self.plan = plan
@@ -118,14 +122,13 @@ class Progress:
             self.done += 1
             if not self.enabled:
                 return
-            line = f"[{self.done}/{len(self.plan)}] {record.status:19} {record.engine}: {record.check} "
-            line += f"({record.duration_s:.1f} s)"
+            line = console.progress_line(record, self.done, len(self.plan))
             if self.bar is not None:
                 if record.status not in ("PASS", "NOT_CLAIMED"):
                     self.bar.write(line, file=self.stream)  # what needs a look stays on screen
                 self.bar.update(1)
                 self._announce()
-            else:
+            elif record.status != "NOT_CLAIMED":  # a log says what was judged; the closing lines sum up the rest
                 self._line(line)
 
 
@@ -200,22 +203,34 @@ def cmd_run(args) -> int:
     if not plan:
         print(f"nothing to re-run: the last run ({last}) has no unexpected failure among the selected checks")
         return 0
+    # a mistake is a usage error before any folder is made
+    preflight.check_engines(list(plan), dict(config.api_options))
+    made = [p for p in (Path(config.report_dir), *Path(config.report_dir).parents) if not p.exists()]
     run_dir = _run_dir(config.report_dir)
-    records = judge(config, run_dir, plan)
-    regressions = [(r, rid) for r in records for rid in r.get("unexpected", ())]
-    unexpected = [r for r in records if r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")]
+    try:
+        records = judge(config, run_dir, plan)
+    except EngineUsageError:  # an engine's factory refused how it was named: nothing was measured, nothing stays
+        if not runner.read_records(run_dir):
+            shutil.rmtree(run_dir)
+            for folder in made:  # the report folders this run made, innermost first
+                folder.rmdir()
+        raise
     missing = runner.missing_records(run_dir, records)
-    counts = {s: sum(r["status"] == s for r in records) for s in runner.STATUSES}
     stopped = config.maxfail is not None and sum(bool(r.get("unexpected")) for r in records) >= config.maxfail
-    print(
-        " ".join(f"{k}={v}" for k, v in counts.items() if v)
-        + f"; findings {len(findings.findings(records))}, unexpected failures {findings.distinct(regressions)}"
-        + f", unexpected passes {len(unexpected)}"
-        + (f"; stopped after {config.maxfail} failing checks (--maxfail)" if stopped and missing else "")
-        + (f"; {len(missing)} selected checks have NO record" if missing else "")
-        + f"; reports in {run_dir}"
-    )
-    return 1 if regressions or missing else 0
+    passed, closing = console.closing(records, missing, run_dir, stopped_after=config.maxfail if stopped else None)
+    print(closing)
+    return 0 if passed else 1
+
+
+def cmd_doctor(args) -> int:
+    """The preflight alone: whether each engine can be judged, and what each selected check will judge."""
+    config = run_config(args)
+    for engine_spec in config.engines:
+        check_engine_spec(engine_spec, dict(config.api_options))
+    profile = load_profile(config.profile) if config.profile else None
+    selected = config.selected(checks_module.all_checks())
+    print(preflight.doctor(list(config.engines), dict(config.api_options), selected, profile, config.timeout), end="")
+    return 0
 
 
 def cmd_zoo(args) -> int:
@@ -271,6 +286,7 @@ def cmd_replay(args) -> int:
 
     api_options = dict(RunConfig.from_options(vars(args)).api_options)
     check_engine_spec(args.engine, api_options)
+    preflight.check_engines([args.engine], api_options)
     try:
         document = reproductions.load(args.file)
     except ValueError as exc:
@@ -389,12 +405,14 @@ def cmd_vectors(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    require_extra("triton", "specconform bench")
     from . import bench
 
     return bench.main(args.out)
 
 
 def cmd_serve(args) -> int:
+    require_extra("serve", "specconform serve")
     import uvicorn
 
     from embedded import build_app
@@ -448,6 +466,14 @@ def _bounded(kind, low, high, open_interval=False):
     return parse
 
 
+def _header(text: str) -> str:
+    """An argparse type: ``NAME:VALUE``, a non-empty header name without spaces."""
+    name, colon, _ = text.partition(":")
+    if not colon or not name.strip() or any(c.isspace() for c in name):
+        raise argparse.ArgumentTypeError(f"expected NAME:VALUE, got {text!r}")
+    return text
+
+
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default where it has one (not for flags and options that default to nothing)."""
 
@@ -497,6 +523,18 @@ def _add_api_options(parser) -> None:
         "--api-profile",
         choices=tuple(API_PROFILES),
         help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
+    )
+    parser.add_argument(
+        "--api-key",
+        help="with --engine openai: the bearer token every request carries (default: $OPENAI_API_KEY); never written "
+        "to reports",
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        type=_header,
+        help="with --engine openai: NAME:VALUE, a header every request carries (repeatable); its value is never "
+        "written to reports",
     )
 
 
@@ -601,6 +639,14 @@ def _add_distribution_options(parser) -> None:
     )
 
 
+def _version() -> str:
+    """The installed distribution's version (``unknown`` when run from a tree that was never installed)."""
+    try:
+        return importlib.metadata.version("specconform")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specconform",
@@ -608,13 +654,15 @@ def build_parser() -> argparse.ArgumentParser:
         "speculative-decoding rejection sampling and accepted-token counting. Exit status: 0 conforming "
         "(or as expected), 1 an unexpected failure or a missing record, 2 a usage error.",
     )
+    parser.add_argument("--version", action="version", version=f"specconform {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser(
         "run",
         help="judge engines against the specification",
-        description="Judge engines against the specification. Every option but --shard, -n, --maxfail, -x and --lf "
-        "may be set in [tool.specconform] of the nearest pyproject.toml by its long name (base-url = "
-        '"http://127.0.0.1:8000/v1", check = ["api/*"], seed = 7); the command line overrides it.',
+        description="Judge engines against the specification. Every option but --shard, -n, --maxfail, -x, --lf and "
+        "--api-key (a secret: $OPENAI_API_KEY) may be set in [tool.specconform] of the nearest pyproject.toml by its "
+        'long name (base-url = "http://127.0.0.1:8000/v1", check = ["api/*"], seed = 7); the command line overrides '
+        "it.",
     )
     run.add_argument(
         "--engine",
@@ -634,6 +682,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(run)
     _add_distribution_options(run)
     run.set_defaults(func=cmd_run)
+    doc = sub.add_parser(
+        "doctor",
+        help="the preflight alone: whether each engine can be judged, and what each selected check will judge",
+        description="The preflight alone: whether each engine can be judged, and what each selected check will "
+        "judge. It reads [tool.specconform] of the nearest pyproject.toml as run does (the options it has).",
+    )
+    doc.add_argument("--engine", action="append", help="as for run (repeatable; default: run's default engines)")
+    _add_api_options(doc)
+    doc.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
+    _add_selection_options(doc)
+    doc.add_argument(
+        "--timeout",
+        type=_bounded(float, 0, 7 * 86400, open_interval=True),
+        default=600,
+        help="seconds each engine may take to be built",
+    )
+    doc.set_defaults(func=cmd_doctor)
     zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
     zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
@@ -720,7 +785,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine-threads",
         type=_bounded(int, 1, 256),
         default=1,
-        help="intra-op threads of each engine process (4 slowed the load benchmark's waves on a 16-core Xeon)",
+        help="intra-op threads of each engine process (docs/embedded-server.md: more is not faster)",
     )
     srv.add_argument(
         "--engine-replicas",
@@ -753,20 +818,22 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv=None) -> argparse.Namespace:
-    """``argv`` parsed; for ``run``, the options ``[tool.specconform]`` of the nearest ``pyproject.toml`` sets
-    (``config.file_options``) are the defaults that the command line overrides (a repeatable option's list is
-    replaced, not extended)."""
+    """``argv`` parsed; for ``run`` and ``doctor``, the options ``[tool.specconform]`` of the nearest
+    ``pyproject.toml`` sets (``config.file_options``, those of ``run``; ``doctor`` takes the ones it has) are the
+    defaults that the command line overrides (a repeatable option's list is replaced, not extended)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command != "run":
+    if args.command not in ("run", "doctor"):
         return args
-    run = _subparser(parser, "run")
+    command = _subparser(parser, args.command)
     try:
-        from_file = file_options(find_pyproject(Path.cwd()), option_actions(run))
+        from_file = file_options(find_pyproject(Path.cwd()), option_actions(_subparser(parser, "run")))
     except UsageError as exc:
-        run.error(str(exc))
-    lists = {a.dest for a in run._actions if isinstance(a, argparse._AppendAction)}
-    run.set_defaults(**{dest: value for dest, value in from_file.items() if dest not in lists})
+        command.error(str(exc))
+    own = {a.dest for a in command._actions}
+    from_file = {dest: value for dest, value in from_file.items() if dest in own}
+    lists = {a.dest for a in command._actions if isinstance(a, argparse._AppendAction)}
+    command.set_defaults(**{dest: value for dest, value in from_file.items() if dest not in lists})
     args = parser.parse_args(argv)
     for dest in lists & set(from_file):
         if getattr(args, dest) is None:

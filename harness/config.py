@@ -36,7 +36,11 @@ API_OPTION_NAMES = (
     "plain_base_url",
     "engine_name",
     "restart_command",
+    "api_key",
+    "header",
 )
+# the environment variable a reproduce line names in place of the API key (the variable the client reads)
+API_KEY_VARIABLE = "OPENAI_API_KEY"
 DEFAULT_ENGINES = ("reference", "oracle", "embedded:single", "embedded:multi")
 DEFAULT_SEED = 20261121
 
@@ -69,16 +73,28 @@ class Shard:
 
 
 @dataclass(frozen=True)
+class FromEnvironment:
+    """An option value written as the environment variable that holds it (``"$NAME"``), never as itself: how a
+    command line names a secret."""
+
+    variable: str
+
+    def __str__(self) -> str:
+        return f'"${self.variable}"'
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """What one ``specconform run`` (or one pytest session of the plugin) judges and how.
 
     ``checks`` and ``exclude`` are globs on a check's name, class or requirement ids; ``shard`` keeps one part of
     what they select; ``maxfail`` stops the run after that many checks with an unexpected bad result;
     ``last_failed`` keeps only what the newest run under ``report_dir`` failed (or never recorded); ``workers``
-    engine processes of each engine run its checks side by side. ``deviation`` ``None`` is the engine's own."""
+    engine processes of each engine run its checks side by side. ``deviation`` ``None`` is the engine's own.
+    ``api_options`` holds strings, but ``header``: a tuple of ``NAME:VALUE`` strings."""
 
     engines: tuple[str, ...] = DEFAULT_ENGINES
-    api_options: Mapping[str, str] = field(default_factory=dict)
+    api_options: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     profile: str | None = None
     checks: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -113,7 +129,11 @@ class RunConfig:
         maxfail = 1 if given.get("exitfirst") else given.get("maxfail")
         return cls(
             engines=tuple(given.get("engine") or DEFAULT_ENGINES),
-            api_options={name: given[name] for name in API_OPTION_NAMES if given.get(name)},
+            api_options={
+                name: tuple(given[name]) if isinstance(given[name], list) else given[name]
+                for name in API_OPTION_NAMES
+                if given.get(name)
+            },
             profile=given.get("profile") or None,
             checks=tuple(given.get("check") or ()),
             exclude=tuple(given.get("exclude") or ()),
@@ -161,39 +181,56 @@ class RunConfig:
             power=self.power,
         )
 
-    def engine_options(self, engine_spec: str) -> list[tuple[str, str]]:
-        """The options (name, value) that name ``engine_spec`` again, its server's options included."""
-        options = [("engine", engine_spec)]
-        if engine_spec == "openai":
-            options += [(name.replace("_", "-"), value) for name, value in self.api_options.items()]
+    def engine_options(self, engine_spec: str) -> list[tuple[str, str | FromEnvironment]]:
+        """The options (name, value) that name ``engine_spec`` again, its server's options included. No secret is
+        written: the API key reads ``$OPENAI_API_KEY`` and each header's value is elided (``X-Team:…``)."""
+        options: list[tuple[str, str | FromEnvironment]] = [("engine", engine_spec)]
+        if engine_spec != "openai":
+            return options
+        for name, value in self.api_options.items():
+            if name == "api_key":
+                options.append(("api-key", FromEnvironment(API_KEY_VARIABLE)))
+            elif name == "header":
+                options += [("header", header.partition(":")[0] + ":…") for header in value]
+            else:
+                options.append((name.replace("_", "-"), value))
         return options
 
-    def check_options(self, check: Check, ctx: Context) -> list[tuple[str, str]]:
+    def check_options(self, check: Check, ctx: Context | None) -> list[tuple[str, str]]:
         """The options (name, value) that re-run ``check`` with ``ctx``'s seed and statistics (and the run's
-        profile)."""
-        options = [("check", check.name), ("seed", str(ctx.seed)), ("trials", str(ctx.trials))]
-        options += [("deviation", str(ctx.deviation)), ("power", str(ctx.power))]
+        profile). Without a context (the engine never started) they name the run's seed and leave the statistical
+        options, which the engine's own profile would have set, to their defaults."""
+        options = [("check", check.name), ("seed", str(self.seed if ctx is None else ctx.seed))]
+        if ctx is not None:
+            options += [("trials", str(ctx.trials)), ("deviation", str(ctx.deviation)), ("power", str(ctx.power))]
         return options + ([("profile", self.profile)] if self.profile else [])
 
     def reproduce(self, engine_spec: str, prefix: str = "specconform run", option_prefix: str = "--"):
-        """A ``(check, ctx) -> str`` that writes the one-line command re-running a check: ``specconform run``'s
-        options, or another front end's (``prefix="pytest", option_prefix="--specconform-"``)."""
+        """A ``(check, ctx) -> str`` that writes the one-line command re-running a check (``ctx`` ``None``: the
+        engine never started): ``specconform run``'s options, or another front end's (``prefix="pytest",
+        option_prefix="--specconform-"``)."""
 
-        def line(check: Check, ctx: Context) -> str:
+        def line(check: Check, ctx: Context | None) -> str:
             options = self.engine_options(engine_spec) + self.check_options(check, ctx)
             return f"{prefix} {words(options, option_prefix)}"
 
         return line
 
 
-def words(options: Iterable[tuple[str, str]], option_prefix: str = "--") -> str:
-    """``options`` as shell words: ``--name value`` each, quoted where the shell needs it."""
-    return shlex.join(word for name, value in options for word in (option_prefix + name, value))
+def words(options: Iterable[tuple[str, str | FromEnvironment]], option_prefix: str = "--") -> str:
+    """``options`` as shell words: ``--name value`` each, quoted where the shell needs it; a ``FromEnvironment``
+    value as its variable in double quotes, for the shell to expand."""
+    return " ".join(
+        f"{shlex.quote(option_prefix + name)} {value if isinstance(value, FromEnvironment) else shlex.quote(value)}"
+        for name, value in options
+    )
 
 
 CONFIG_TABLE = "tool.specconform"
 # run options a file does not set: how one invocation spreads and cuts itself short
 INVOCATION_ONLY = frozenset({"workers", "maxfail", "exitfirst", "last_failed", "shard"})
+# run options a file must not hold: a secret in pyproject.toml would be committed with it
+SECRETS = {"api_key": f"set ${API_KEY_VARIABLE} (or pass --api-key) instead"}
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -230,6 +267,9 @@ def file_options(path: Path | None, actions: Mapping[str, argparse.Action]) -> d
     settable = {name: action for name, action in actions.items() if action.dest not in INVOCATION_ONLY}
     values = {}
     for key, value in table.items():
+        if key in settable and settable[key].dest in SECRETS:
+            why = SECRETS[settable[key].dest]
+            raise UsageError(f"{where}: {key!r} is a secret, and pyproject.toml is committed: {why}")
         if key not in settable:
             raise UsageError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(settable))}")
         values[settable[key].dest] = _typed(settable[key], value, f"{where} {key}")

@@ -47,6 +47,9 @@ class Finding:
     requirement: str
     checks: list[str] = field(default_factory=list)
     records: list[tuple[dict, str]] = field(default_factory=list)  # (record, requirement) per sighting
+    # the other names the same defect fails under (one proof patch makes every minimal case pass): one defect is
+    # published under one name, the first sighting's, and these are said beside it
+    also: list[str] = field(default_factory=list)
     blocked: list[tuple[str, str]] = field(default_factory=list)  # (check, requirement) this finding blocked
 
     @property
@@ -112,8 +115,8 @@ def findings(records: list[dict]) -> list[Finding]:
             if key not in found:
                 found[key] = Finding(record["engine"], name, rid)
             finding = found[key]
-            if name not in finding.name.split("; "):
-                finding.name += f"; {name}"
+            if name != finding.name and name not in finding.also:
+                finding.also.append(name)
             finding.checks.append(record["check"])
             finding.records.append((record, rid))
             if finding not in named[(record["engine"], name)]:

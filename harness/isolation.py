@@ -46,6 +46,7 @@ class EngineInfo:
     device: str
     profile: Profile
     statistical_deviation: float | None = None  # the engine's own default --deviation (an engine too slow for ours)
+    probe_problem: str = ""  # why the engine's first request showed no token ids (an HTTP engine's probe)
 
 
 def device_name(device) -> str:
@@ -84,6 +85,7 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
             ("error", f"the engine's factory raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}")
         )
         return
+    probe_problem = str(getattr(engine, "probe_problem", "") or "")
     engine = guarded(engine)
     info = EngineInfo(
         str(engine.name),
@@ -91,6 +93,7 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
         device_name(engine.device),
         engine.profile,
         getattr(engine, "statistical_deviation", None),
+        probe_problem,
     )
     conn.send(("ready", info))
     while True:

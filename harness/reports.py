@@ -240,6 +240,14 @@ def run_verdict(verdicts: list[EngineVerdict], missing: list[str]) -> tuple[bool
     return not missing, line + tail
 
 
+def _not_claimed_line(verdict: EngineVerdict) -> list[str]:
+    """The classes an engine's profile does not claim, in one line (none when it claims every class judged)."""
+    classes = [c.cls for c in verdict.classes if c.verdict == NOT_CLAIMED_VERDICT]
+    if not classes:
+        return []
+    return [f"not claimed by profile {verdict.profile} ({_count(len(classes), 'class')}): {', '.join(classes)}"]
+
+
 def _status_counts(counts: dict[str, int]) -> str:
     return " · ".join(f"{status} {n}" for status, n in counts.items())
 
@@ -366,9 +374,16 @@ def _check_status(r: dict) -> str:
     return r["status"]
 
 
+def _own_reproduction(record: dict, rid: str) -> str:
+    """The minimal reproduction of requirement ``rid`` of ``record`` ("" when it has none, or for ``"check"``)."""
+    found = record["results"].get(rid, {}).get("reproduction") if rid != "check" else None
+    return found if isinstance(found, str) else ""
+
+
 def _failure_line(record: dict, rid: str) -> str:
     what = f"{record['status']} on {rid}" if rid != "check" else record["status"]
-    reproduction = f" Minimal case: `{record['reproduction']}`." if record.get("reproduction") else ""
+    own = _own_reproduction(record, rid)
+    reproduction = f" Minimal case: `{own}`." if own else ""
     return (
         f"- **{record['engine']}** `{record['check']}` {what}: {_evidence(record, rid, 160).replace('|', '/')}."
         f"{reproduction} Reproduce: `{record['reproduce']}`"
@@ -409,10 +424,15 @@ def _finding_line(f: findings.Finding) -> str:
     )
     return (
         f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}** ({f.seen_by}: "
-        f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}): "
+        f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}{also_failing(f)}): "
         f"{_evidence(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
         + (f" Cause: {_first_line(f.cause, 200)}" if f.cause else "")
     )
+
+
+def also_failing(f: findings.Finding) -> str:
+    """What else one defect fails, said beside its one name: ``; also failing TB-MARK-2, TB-MARK-3`` or ""."""
+    return f"; also failing {', '.join(f.also)} (one patch fixes them all)" if f.also else ""
 
 
 def _not_applicable_lines(records: list[dict]) -> list[str]:
@@ -464,7 +484,7 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
             "",
         ]
         lines += [f"- {c.cls}: **{c.verdict}** ({c.why})" for c in v.claimed]
-        lines += [f"- {c.cls}: {c.verdict} ({c.why})" for c in v.classes if c.verdict == NOT_CLAIMED_VERDICT]
+        lines += [f"- {line}" for line in _not_claimed_line(v)]
         lines.append("")
     lines += ["## Per conformance class", ""] + _class_table(records, engines)
     lines += ["", "## Per requirement", ""] + _requirement_table(records, engines, uncovered)
@@ -493,7 +513,8 @@ def junit(records: list[dict], missing: list[str] = ()) -> str:
             detail = result.get("evidence") or r["message"]
             body = ""
             if status == "FAIL":
-                text = escape(detail + "\n" + r["reproduce"])
+                own = _own_reproduction(r, rid)
+                text = escape(detail + (f"\nminimal reproduction: {own}" if own else "") + "\n" + r["reproduce"])
                 body = f"<failure message={quoteattr(_first_line(detail))}>{text}</failure>"
                 counts["failures"] += 1
             elif status in ("ERROR", "TIMEOUT"):
@@ -672,11 +693,8 @@ def _req_links(requirements) -> str:
 
 def _html_failure(record: dict, rid: str, index: dict[int, int]) -> str:
     what = f"{record['status']} on <a href='#spec-{rid}'>{rid}</a>" if rid != "check" else record["status"]
-    reproduction = (
-        f" · <a href='{html.escape(record['reproduction'], quote=True)}'>minimal reproduction</a>"
-        if record.get("reproduction")
-        else ""
-    )
+    own = _own_reproduction(record, rid)
+    reproduction = f" · <a href='{html.escape(own, quote=True)}'>minimal reproduction</a>" if own else ""
     return (
         f"<li><b>{html.escape(record['engine'])}</b> <code>{html.escape(record['check'])}</code> {what}: "
         f"{html.escape(_evidence(record, rid))} · <a href='#check-{index[id(record)]}'>evidence</a>{reproduction}"
@@ -719,7 +737,8 @@ def html_report(
     if found:  # one entry per defect, as summary.md lists them (RUN-FINDING-2)
         items = "".join(
             f"<li><b>{esc(f.engine)}</b> {'known' if f.expected else '<b>unexpected</b>'} finding <b>{esc(f.name)}</b> "
-            f"({esc(f.seen_by)}): <ul>{''.join(_html_failure(r, rid, index) for r, rid in f.records)}</ul>"
+            f"({esc(f.seen_by + also_failing(f))}): "
+            f"<ul>{''.join(_html_failure(r, rid, index) for r, rid in f.records)}</ul>"
             + (f"Cause: {esc(_first_line(f.cause, 400))}" if f.cause else "")
             + "</li>"
             for f in found
@@ -746,9 +765,7 @@ def html_report(
         parts.append(f"<h2>Unexpected passes</h2><ul>{items}</ul>")
     for v in verdicts:
         claimed = "".join(f"<li>{esc(c.cls)}: <b>{esc(c.verdict)}</b> ({esc(c.why)})</li>" for c in v.claimed)
-        unclaimed = "".join(
-            f"<li>{esc(c.cls)}: not claimed ({esc(c.why)})</li>" for c in v.classes if c.verdict == NOT_CLAIMED_VERDICT
-        )
+        unclaimed = "".join(f"<li>{esc(line)}</li>" for line in _not_claimed_line(v))
         parts.append(f"<h3>{esc(v.engine)}: {_md_bold(v.headline)}</h3><ul>{claimed}{unclaimed}</ul>")
     if zoo_table:
         zoo_rows = "".join(
@@ -818,10 +835,10 @@ def html_report(
             for rid, result in r["results"].items()
             if result["status"] == "FAIL"
         )
-        reproduction = (
-            f"<div><a href='{esc(r['reproduction'], quote=True)}'>minimal reproduction</a></div>"
-            if r.get("reproduction")
-            else ""
+        reproduction = "".join(
+            f"<div><a href='{esc(own, quote=True)}'>minimal reproduction of {esc(rid)}</a></div>"
+            for rid in r["results"]
+            if (own := _own_reproduction(r, rid))
         )
         statuses = [r["status"], *(result["status"] for result in r["results"].values())]
         check_rows.append(

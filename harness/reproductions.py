@@ -11,7 +11,9 @@ Kinds and groups (specs/vectors/README.md, "Reproductions"):
   the seed, trials, α_test and declared power the entry states (``checks.vectors.sampled_drafts``);
 - ``rejection`` ``acceptance_rule``: one fixed-draft test of the acceptance-rule check re-run alone, in its
   batch layout, with its seed, trials and α_test (``checks.rejection.replay_rule``);
-- ``api``: the API check it names re-run with its seed against an API engine (the same requests).
+- ``api``: the API check it names re-run with its seed against an API engine (the same requests);
+- ``check``: any check re-run whole at its seed, for a failure its check does not minimise (a pair of calls
+  that together show it, such as ``rejection/counter-based-draws``).
 
 A malformed file raises ``ValueError`` naming the field, before the engine is touched.
 """
@@ -28,7 +30,7 @@ from .checks.vectors import sampled_drafts
 from .core import FAIL, Context
 from .vectors import case_from_json
 
-KINDS = ("thinking-budget", "rejection", "api")
+KINDS = ("thinking-budget", "rejection", "api", "check")
 _FIELDS = {
     "scenarios": ("name", "requirements", "start_token_ids", "end_token_ids", "scope", "max_num_reqs", "steps"),
     "exact": ("name", "requirements", "case", "expected_token_ids", "expected_num_emitted"),
@@ -49,6 +51,7 @@ _FIELDS = {
 _GROUPS = {"thinking-budget": ("scenarios",), "rejection": ("exact", "sampled_drafts", "acceptance_rule")}
 _STEP_FIELDS = ("update", "num_draft_tokens", "draft_token_ids", "sampled_token_ids")
 _API_FIELDS = ("check", "requirement", "seed", "requests")
+_CHECK_FIELDS = ("check", "requirement", "seed")  # a whole check re-run at its seed: its cases are not minimised
 
 
 @dataclass
@@ -72,10 +75,13 @@ def load(path: str | Path) -> dict:
     if not isinstance(document, dict) or document.get("kind") not in KINDS:
         kind = document.get("kind") if isinstance(document, dict) else None
         raise ValueError(f"{path}: kind must be one of {KINDS}; got {kind!r}")
-    if document["kind"] == "api":
-        missing = [f for f in _API_FIELDS if f not in document]
+    if document["kind"] in ("api", "check"):
+        fields = _API_FIELDS if document["kind"] == "api" else _CHECK_FIELDS
+        missing = [f for f in fields if f not in document]
         if missing:
-            raise ValueError(f"{path}: an api reproduction lacks {missing[0]!r}")
+            raise ValueError(
+                f"{path}: {'an api' if document['kind'] == 'api' else 'a check'} reproduction lacks {missing[0]!r}"
+            )
         return document
     groups = _GROUPS[document["kind"]]
     if not any(isinstance(document.get(group), list) and document[group] for group in groups):
@@ -106,7 +112,7 @@ def _first_failure(outcome, requirements) -> tuple[str, str]:
 def replay(engine, document: dict) -> list[Replayed]:
     """Replay every entry of a loaded document against ``engine``."""
     out = []
-    if document["kind"] == "api":
+    if document["kind"] in ("api", "check"):
         from .checks import by_name
 
         check = by_name()[document["check"]]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from . import public
 from .contract import derived_only
 from .core import (
     BLOCKED,
@@ -293,13 +294,15 @@ def run_checks(
     expectations: Iterable[Expectation] = (),
     timeout_s: float | None = 600,
     on_record: Callable[[Record], None] = lambda record: None,
-    reproduce: Callable[[Check, Context], str] = lambda check, ctx: "",
+    reproduce: Callable[[Check, Context | None], str] = lambda check, ctx: "",
     run_dir: Path | None = None,
     engine_args: str = "",
 ) -> list[Record]:
     """Run ``checks`` in order against ``engine`` (started on first use); ``ctx_for`` builds each
     check's context from the engine's own name, version and profile. Every check gets a record.
     ``checks`` may be any iterable: it is drawn from one check at a time, as each is about to run.
+    ``reproduce(check, ctx)`` writes the command that re-runs a check; ``ctx`` is ``None`` when the engine never
+    started.
 
     A failure's minimal reproduction is written into ``run_dir`` (``write_reproductions``), with the command
     that replays it against the engine ``engine_args`` names (default: ``--engine <its spec>``)."""
@@ -321,18 +324,8 @@ def run_checks(
                 if info is None:
                     info = engine.start(timeout_s)
                 ctx = ctx_for(info)
-                if not ctx.profile.claims(check.cls):
-                    outcome = uniform_outcome(
-                        NOT_CLAIMED, f"profile {ctx.profile.name} does not claim {check.cls}", check.requirements
-                    )
-                elif missing := [n for n in check.needs if n not in ctx.profile.capabilities]:
-                    outcome = uniform_outcome(
-                        PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}", check.requirements
-                    )
-                elif why := ctx.profile.outside_contract(check.preconditions):
-                    outcome = uniform_outcome(
-                        NOT_APPLICABLE, f"outside the engine's contract: {why}", check.requirements
-                    )
+                if unjudged := gate(check, ctx.profile, info.probe_problem):
+                    outcome = uniform_outcome(*unjudged, check.requirements)
                 else:
                     outcome = judged_on_engine_values(check, engine.run(check.name, ctx, timeout_s), ctx.profile)
                 failures_in_a_row = 0
@@ -354,19 +347,37 @@ def run_checks(
             profile=ctx.profile.label if ctx else "unknown",
             seed=ctx.seed if ctx else 0,
             duration_s=round(time.perf_counter() - started, 4),
-            reproduce=reproduce(check, ctx) if ctx else "",
+            reproduce=reproduce(check, ctx),
             statistic=outcome.statistic,
             p_value=outcome.p_value,
             alpha=outcome.alpha,
             trials=outcome.trials,
             plots=outcome.plots,
         )
+        public.scrub_record(record)  # no path of this machine in what is published
         if run_dir is not None:
             write_reproductions(run_dir, record, engine_args or f"--engine {shlex.quote(engine.engine_spec)}")
         _expect(record, expectations)
         records.append(record)
         on_record(record)
     return records
+
+
+def gate(check: Check, profile, probe_problem: str = "") -> tuple[str, str] | None:
+    """Why ``check`` is not run on an engine of ``profile``, as ``(status, message)``: NOT_CLAIMED (its class is
+    not claimed), PRECONDITION_FAILED (a capability it needs is missing; ``probe_problem``: why an HTTP engine's
+    first request showed no token ids) or NOT_APPLICABLE (its cases lie outside the engine's contract); None when
+    it is run."""
+    if not profile.claims(check.cls):
+        return NOT_CLAIMED, f"profile {profile.name} does not claim {check.cls}"
+    if missing := [n for n in check.needs if n not in profile.capabilities]:
+        probed = (
+            f" (probing it: {probe_problem})" if probe_problem and {"token-ids", "marker-ids"} & set(missing) else ""
+        )
+        return PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}{probed}"
+    if why := profile.outside_contract(check.preconditions):
+        return NOT_APPLICABLE, f"outside the engine's contract: {why}"
+    return None
 
 
 def judged_on_engine_values(check: Check, outcome: Outcome, profile) -> Outcome:

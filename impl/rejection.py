@@ -229,10 +229,10 @@ ROW_PASS_NARROWING = 2
 RACE_NARROWING = 4
 # Few or small rows cut into LEVEL_PROGRAMS_PER_SM programs per SM make programs that read a few KB each
 # and pay each program's fixed cost: a split of the row pass reads at least ROW_SPLIT_MIN_IDS ids where the B
-# rows of a level still give FILL_PROGRAMS_PER_SM programs per SM (0: no minimum). On an H100, 4096 against
-# none: V = 32,000 96.9 -> 88.5 us, B = 8 35.2 -> 32.1 us, B = 64 101.3 -> 98.8 us, the rest within 0.6 us;
-# 8192 and 16384 gained less or lost, and a minimum for the verify kernel's splits lost
-# (reports/perf/NVIDIA-H100-80GB-HBM3/split-min-ids-20261122-1801.txt).
+# rows of a level still give FILL_PROGRAMS_PER_SM programs per SM (0: no minimum). On an H100, 4096 was faster than
+# none at the shapes with small or few rows (V = 32,000, B = 8, B = 64) and the same elsewhere; 8192 and 16384
+# gained less or lost, and a minimum for the verify kernel's splits lost
+# (reports/perf/NVIDIA-H100-80GB-HBM3/split-min-ids-20261122-1801.txt; docs/kernels.md).
 ROW_SPLIT_MIN_IDS = 4096
 FILL_PROGRAMS_PER_SM = 8
 

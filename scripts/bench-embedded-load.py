@@ -11,8 +11,8 @@ median wave and the spread (slowest / fastest), so their times compare like with
 
 The clients are spread over ``--client-processes`` processes of their own (each an event loop with one asynchronous
 HTTP client, a connection per request), which start each wave together: one process's CPU time per request would
-otherwise delay the later clients' requests by the earlier ones' (at 64 clients, a quarter of a second on a 16-core
-Xeon), and the benchmark would time its own load generator. Their CPU time is reported beside the server's, since on
+otherwise delay the later clients' requests by the earlier ones', and the benchmark would time its own load
+generator. Their CPU time is reported beside the server's, since on
 a machine of few cores they share the cores with the server.
 
 The scaling verdict compares each wave of N clients with the wave of the fewest clients of the same repeat (run

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -64,3 +65,21 @@ def _examples_independent_of_imports():
 
     with _without_local_constants():
         yield
+
+
+REPORTS = Path(__file__).resolve().parents[1] / "reports"
+
+
+def _report_entries() -> set[Path]:
+    """What ``reports/`` holds, and what its folders hold (a run folder under ``reports/runs``)."""
+    folders = [folder for folder in REPORTS.glob("*") if folder.is_dir()]
+    return set(REPORTS.glob("*")) | {entry for folder in folders for entry in folder.iterdir()}
+
+
+@pytest.fixture(autouse=True)
+def _writes_only_into_temporary_folders():
+    """A test writes its runs and reports into temporary folders, never into the working tree's ``reports/``."""
+    before = _report_entries()
+    yield
+    made = sorted(str(path.relative_to(REPORTS.parent)) for path in _report_entries() - before)
+    assert not made, f"the test wrote into the working tree: {', '.join(made)}"

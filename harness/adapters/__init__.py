@@ -3,12 +3,15 @@
 ``make_engine(spec)`` builds one from its command-line name: ``oracle``, ``reference[:device[:backend]]``,
 ``zoo:<mutant>``, ``embedded[:single|multi]`` (the embedded engine over HTTP), ``openai`` (any server;
 ``api_options`` gives base_url, model, ...) or ``module:factory`` (an engine team's own adapter).
-The runner calls it inside the engine's own process (``harness.isolation``).
+The runner calls it inside the engine's own process (``harness.isolation``). The core install judges servers
+(``openai``) and the oracle; the engines built on torch need an extra (``EXTRAS``), and naming one without it is a
+usage error that says which extra to install.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import urllib.parse
 
 from ..core import missing_methods
@@ -16,6 +19,65 @@ from ..core import missing_methods
 
 class UsageError(ValueError):
     """A user's mistake in naming an engine: reported as one line, never as a traceback."""
+
+
+# specconform's extras (pyproject.toml) and the modules each brings that the core install lacks
+EXTRAS = {
+    "reference": ("torch",),
+    "serve": ("torch", "transformers", "tokenizers", "fastapi", "uvicorn"),
+    "triton": ("torch", "triton"),
+}
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_extra(extra: str, what: str) -> None:
+    """Raise a ``UsageError`` naming the extra to install when a module of specconform's ``extra`` cannot be
+    imported; ``what`` names what needs it (an engine, a command)."""
+    missing = [module for module in EXTRAS[extra] if not _importable(module)]
+    if missing:
+        raise UsageError(
+            f"{what} needs {', '.join(missing)}, which this Python lacks: pip install 'specconform[{extra}]' "
+            "(without it, judge a server with --engine openai --base-url URL --model NAME, or --engine oracle)"
+        )
+
+
+# the built-in adapters of other engines, which judge them in process: the engine's own package each imports
+ENGINE_PACKAGES = {
+    "harness.adapters.vllm": "vllm",
+    "harness.adapters.vllm_mrv2": "vllm",
+    "harness.adapters.flashinfer_chain": "flashinfer",
+}
+
+
+def _require_engine(spec: str) -> None:
+    """Raise a ``UsageError`` when the built-in engine ``spec`` needs an extra, or an engine package, that this
+    Python lacks."""
+    if extra := _engine_extra(spec):
+        require_extra(extra, f"engine {spec!r}")
+    package = ENGINE_PACKAGES.get(spec.partition(":")[0])
+    if package and not _importable(package):
+        raise UsageError(f"engine {spec!r} judges {package} in this process, and this Python has no {package}")
+
+
+def _engine_extra(spec: str) -> str | None:
+    """The extra that the built-in engine ``spec`` needs beyond the core install, or None."""
+    if spec.partition(":")[0] in ENGINE_PACKAGES:
+        return "reference"
+    if spec == "embedded" or spec.startswith("embedded:"):
+        return "serve"
+    if spec == "reference" or spec.startswith("reference:"):
+        return "triton" if spec.split(":")[2:] == ["triton"] else "reference"
+    if spec.startswith("zoo:"):
+        from .zoo import needs_torch
+
+        return "reference" if needs_torch(spec[4:]) else None
+    return None
 
 
 _EMBEDDED: dict = {}
@@ -43,6 +105,7 @@ ENGINE_FORMS = (
 
 
 def make_engine(spec: str, api_options: dict | None = None):
+    _require_engine(spec)
     engine = _build(spec, api_options)
     missing = missing_methods(engine)
     if missing:
@@ -72,8 +135,12 @@ def _build(spec: str, api_options: dict | None):
             f"{named_profile or 'openai'}:{options['model']}@{urllib.parse.urlsplit(base_url).netloc or base_url}"
         )
         restart_command = options.pop("restart_command", None)
+        api_key = options.pop("api_key", None)
+        headers = headers_of(options.pop("header", None) or ())
         profile = ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options)
-        return ApiEngine(base_url, profile, name=name, restart_command=restart_command)
+        return ApiEngine(
+            base_url, profile, name=name, restart_command=restart_command, api_key=api_key, headers=headers
+        )
     if spec == "oracle":
         from .oracle import OracleEngine
 
@@ -99,11 +166,25 @@ def _build(spec: str, api_options: dict | None):
     raise UsageError(f"unknown engine {spec!r}; engines are: {', '.join(ENGINE_FORMS)}")
 
 
+def headers_of(pairs) -> dict[str, str]:
+    """``{name: value}`` of ``NAME:VALUE`` strings (``--header``), the value stripped of surrounding spaces."""
+    out = {}
+    for pair in pairs:
+        name, colon, value = pair.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(f"--header {pair!r}: expected NAME:VALUE")
+        out[name.strip()] = value.strip()
+    return out
+
+
 def check_engine_spec(spec: str, api_options: dict | None = None) -> None:
     """Validate an engine's name without building it (the engine runs only in its own process):
-    a ``UsageError`` names what is wrong and lists what exists."""
-    import importlib.util
+    a ``UsageError`` names what is wrong and lists what exists, or the extra that an engine needs."""
+    _check_engine_name(spec, api_options)
+    _require_engine(spec)
 
+
+def _check_engine_name(spec: str, api_options: dict | None) -> None:
     if spec in ("oracle", "embedded", "embedded:single", "embedded:multi"):
         return
     if spec == "openai":

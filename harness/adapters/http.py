@@ -185,6 +185,12 @@ def parse_spec_counters(exposition: str, prefix: str) -> SpecCounters | None:
     )
 
 
+def auth_headers(api_key: str | None, headers: dict[str, str] | None) -> dict[str, str]:
+    """The headers every raw request carries: ``headers``, and ``Authorization: Bearer <api_key>`` when a key is
+    given (a header of that name among ``headers`` wins)."""
+    return {**({"Authorization": f"Bearer {api_key}"} if api_key else {}), **(headers or {})}
+
+
 class ServerDown(Exception):
     """A server the engine needs does not answer and could not be restarted."""
 
@@ -198,7 +204,15 @@ class ApiEngine:
     adapter then waits up to ``RESTART_LIMIT_S`` for the server to answer ``GET /models``. Without
     one, a server that does not answer is reported (``ServerDown``), never restarted."""
 
-    def __init__(self, base_url: str, api: ApiProfile, name: str | None = None, restart_command: str | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        api: ApiProfile,
+        name: str | None = None,
+        restart_command: str | None = None,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         import openai
 
         self.base_url = base_url.rstrip("/")
@@ -217,12 +231,15 @@ class ApiEngine:
                 self.base_urls[model] = (url or base_url).rstrip("/")
         servers = list(dict.fromkeys(self.base_urls.values()))
         self.device = " ".join(servers)
-        self.http = httpx2.Client(timeout=120)
-        # one client per server; a server started with --api-key reads it from OPENAI_API_KEY, as the client does
+        # a server started with --api-key gets ``api_key``, else OPENAI_API_KEY, as the client reads it, on every
+        # request (the raw ones to /models, /tokenize and /metrics too), with the user's own ``headers``
+        api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        self.http = httpx2.Client(timeout=120, headers=auth_headers(api_key, headers))
         self.clients = {
             server: openai.OpenAI(
                 base_url=server,
-                api_key=os.environ.get("OPENAI_API_KEY") or "specconform",
+                api_key=api_key or "specconform",
+                default_headers=headers or None,
                 http_client=self.http,
                 max_retries=0,
                 timeout=120,
@@ -238,8 +255,10 @@ class ApiEngine:
             listing = self.http.get(f"{server}/models")
             try:
                 served = [m["id"] for m in listing.json().get("data", [])]
-                # the models judged here (a server may serve others, e.g. another tokenizer variant)
-                listings.append(",".join([m for m in served if m in self.base_urls] or served))
+                # the models judged here (a server may serve others, e.g. another tokenizer variant); a model named
+                # by its file (llama-server lists the path it loaded) by the file's name, no path of this machine
+                judged = [m for m in served if m in self.base_urls] or served
+                listings.append(",".join(os.path.basename(m) if os.path.isabs(m) else m for m in judged))
             except ValueError:  # /models is no requirement of this spec; some servers fail it
                 listings.append(f"unknown (GET /models: HTTP {listing.status_code})")
         self.version = ",".join(listings)

@@ -18,8 +18,8 @@ class OracleEngine:
     name = "oracle"
     version = "spec-0.2"
     device = f"cpu ({platform.machine()})"
-    # The oracle samples one request at a time in plain Python (about 0.4 ms a trial at V = 6, 1.75 ms a request
-    # of the acceptance rule): TV 0.03 would take it half an hour, so its statistical checks default to TV 0.05.
+    # The oracle samples one request at a time in plain Python, so the trials TV 0.03 needs would keep it busy for
+    # far longer than every other engine's checks together: its statistical checks default to TV 0.05.
     statistical_deviation = 0.05
 
     def __init__(self):

@@ -31,6 +31,7 @@ Nothing of vLLM's code is copied here; vLLM is a dependency of the ``tox -e vllm
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import replace
 from types import SimpleNamespace
@@ -181,10 +182,14 @@ class VllmEngine:
 
     # -- rejection sampling --------------------------------------------------------------------
 
-    def sampling_metadata(self, temperature, seeds):
+    def sampling_metadata(self, temperature, seeds, positions=None):
         """vLLM's ``SamplingMetadata`` for ``temperature [B]`` (0 = greedy); one seeded generator per
-        random request when ``seeds`` is given (vLLM's per-request generators), else its shared one."""
+        random request when ``seeds`` is given (vLLM's per-request generators), else its shared one.
+        ``positions [B]`` reach vLLM only where its ``SamplingMetadata`` has a ``positions`` field: vLLM 0.33 has
+        none, and the patch that proves RS-RNG-1's cause (proofs/vllm-0.33-v1/counter-based-draws.diff) adds it."""
         torch = self.torch
+        takes_positions = "positions" in {f.name for f in dataclasses.fields(self.vllm.SamplingMetadata)}
+        extra = {"positions": [int(p) for p in positions]} if takes_positions and positions is not None else {}
         B = len(temperature)
         greedy = temperature == 0
         generators = {}
@@ -208,6 +213,7 @@ class VllmEngine:
             allowed_token_ids_mask=None,
             bad_words_token_ids={},
             logitsprocs=self.vllm.LogitsProcessors(),
+            **extra,
         )
 
     def spec_decode_metadata(self, num_draft_tokens, draft_token_ids):
@@ -236,7 +242,7 @@ class VllmEngine:
             for row, token in enumerate(case.forced_token_ids.tolist()):
                 if token != -1:
                     logits[row, token] = FORCED_LOGIT
-        metadata = self.sampling_metadata(np.asarray(case.temperature, dtype=np.float32), case.seeds)
+        metadata = self.sampling_metadata(np.asarray(case.temperature, dtype=np.float32), case.seeds, case.positions)
         if int(case.num_draft_tokens.sum()) == 0:  # no drafts scheduled: the model runner's Sampler
             out = self.sampler(logits, metadata).sampled_token_ids
         else:

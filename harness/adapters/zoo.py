@@ -952,6 +952,11 @@ def _tensor_api_mutant(mutant: Mutant):
     return engine
 
 
+def needs_torch(name: str) -> bool:
+    """Whether mutant ``name`` is the reference engine (torch) rather than the oracle (numpy)."""
+    return name in _TENSOR_API_MUTATIONS
+
+
 def make_mutant(name: str):
     """The zoo's engine for mutant ``name``: the oracle with its bug, or for the tensor-level API's mutants the
     reference engine whose own entry points carry it."""

@@ -3,7 +3,9 @@
 #
 #   TORCH_SPEC      a pip requirement for torch to install first (e.g. torch==2.13.0 on a CPU machine);
 #                   empty (the default): keep the torch that is installed, and fail if there is none
-#   EXTRAS          specconform's extras (default: triton)
+#                   while EXTRAS names any
+#   EXTRAS          specconform's extras (default: triton); empty: the light install, which judges servers
+#                   (--engine openai) and the oracle without torch, triton or transformers
 #   PIP_ARGS        more arguments for the specconform install (e.g. --no-deps --no-build-isolation)
 #   PYTHON          the interpreter whose environment gets specconform (default: python3)
 #   SPECCONFORM_SRC the specconform checkout (default: the one this script is in)
@@ -31,12 +33,14 @@ if [ -n "$TORCH_SPEC" ]; then
   "$PYTHON" -m pip install "$TORCH_SPEC"
 fi
 before=$(torch_location)
-if [ -z "$before" ]; then
+if [ -z "$before" ] && [ -n "$EXTRAS" ]; then
   say "$PYTHON has no torch and TORCH_SPEC is empty: install your torch build first, or set TORCH_SPEC" \
-    "(e.g. TORCH_SPEC=torch==2.13.0)" >&2
+    "(e.g. TORCH_SPEC=torch==2.13.0), or set EXTRAS empty for the light install, which judges servers only" >&2
   exit 2
 fi
-echo "specconform install: keeping torch ${before% *} (${before#* })"
+if [ -n "$before" ]; then
+  echo "specconform install: keeping torch ${before% *} (${before#* })"
+fi
 
 constraints=$STATE_DIR/install.constraints
 "$PYTHON" -c 'import importlib.metadata as m
@@ -54,5 +58,9 @@ if [ "$after" != "$before" ]; then
   say "torch changed from '$before' to '$after'" >&2
   exit 1
 fi
-say "specconform $("$PYTHON" -c 'import importlib.metadata as m; print(m.version("specconform"))') installed;" \
-  "torch ${after% *} left in place (${after#* })"
+installed="specconform $("$PYTHON" -c 'import importlib.metadata as m; print(m.version("specconform"))') installed"
+if [ -z "$after" ]; then
+  say "$installed without torch (the light install: it judges servers and the oracle)"
+else
+  say "$installed; torch ${after% *} left in place (${after#* })"
+fi

@@ -261,3 +261,11 @@ def test_the_declared_deviation_is_the_engines_own_unless_given(tmp_path, capsys
 
     assert deviations() == {"oracle": "0.05", "reference": "0.03"}
     assert deviations("--deviation", "0.2") == {"oracle": "0.2", "reference": "0.2"}
+
+
+def test_version_names_the_installed_distribution(capsys):
+    import importlib.metadata
+
+    status, out, err = invoke(["--version"], capsys)
+    assert status == 0 and err == ""
+    assert out == f"specconform {importlib.metadata.version('specconform')}\n"

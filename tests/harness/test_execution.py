@@ -3,6 +3,7 @@ side, a run stops starting checks after --maxfail failures, and --last-failed re
 
 import functools
 import json
+import re
 
 import pytest
 
@@ -171,3 +172,22 @@ def test_a_context_follows_the_config():
     info = EngineInfo("e", "1", "cpu", canonical(), statistical_deviation=0.05)
     assert RunConfig(seed=3).context(info) == Context(profile=canonical(), seed=3, deviation=0.05)
     assert RunConfig(deviation=0.2).context(info).deviation == 0.2
+
+
+def test_a_run_stopped_by_maxfail_says_so_in_its_closing_lines(tmp_path, capsys):
+    """An engine team's adapter that ignores the budget (tests/unit/team_adapter.py), stopped at its first failure:
+    the closing lines say why checks have no record, and the last line counts as summary.md does."""
+    from .test_console import _summary_counts
+
+    argv = ["run", "--engine", "tests.unit.team_adapter:make", "--check", "TB-FORCE-*", "-x", "--quiet"]
+    assert cli.main([*argv, "--report-dir", str(tmp_path)]) == 1
+    closing = capsys.readouterr().out.strip().splitlines()
+    (run_dir,) = tmp_path.iterdir()
+    records = runner.read_records(run_dir)
+    missing = runner.missing_records(run_dir, records)
+    assert sum(bool(r["unexpected"]) for r in records) == 1 and missing
+    (stopped,) = [line for line in closing if "(--maxfail)" in line]
+    assert stopped.startswith(f"stopped after 1 failing checks (--maxfail): {len(missing)} selected checks have NO")
+    assert closing[-1].startswith("FAIL: ") and f"INCOMPLETE: {len(missing)} selected checks" in closing[-1]
+    shown = {s: int(n) for s, n in re.findall(r"([A-Z_]+)=(\d+)", closing[-1])}
+    assert shown == _summary_counts((run_dir / "summary.md").read_text())

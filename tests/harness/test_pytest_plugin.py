@@ -128,12 +128,15 @@ def test_a_shard_of_the_checks_is_collected(pytester):
 
 
 class StubServer(http.server.BaseHTTPRequestHandler):
-    """An OpenAI-compatible server that lists one model and answers nothing else; it notes what it was asked."""
+    """An OpenAI-compatible server that lists one model and answers nothing else; it notes what it was asked, and
+    each request's Authorization and X-Team headers."""
 
     asked: list[str] = []
+    credentials: list[tuple[str | None, str | None]] = []
 
     def do_GET(self):
         self.asked.append(f"GET {self.path}")
+        self.credentials.append((self.headers.get("Authorization"), self.headers.get("X-Team")))
         body = json.dumps({"object": "list", "data": [{"id": "team-model", "object": "model"}]}).encode()
         if self.path != "/v1/models":
             self.send_error(404)
@@ -147,6 +150,7 @@ class StubServer(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length", 0))
         self.asked.append(f"POST {self.path} {self.rfile.read(length).decode()}")
+        self.credentials.append((self.headers.get("Authorization"), self.headers.get("X-Team")))
         self.send_error(404)
 
     def log_message(self, *args):
@@ -158,17 +162,23 @@ def test_the_plugin_judges_a_server_named_by_base_url_and_model(pytester):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    StubServer.credentials.clear()
     try:
         result = pytester.runpytest_subprocess(
             *("--specconform-engine", "openai", "--specconform-base-url", base_url),
             *("--specconform-model", "team-model", "--specconform-check", "api/invalid-budget"),
+            *("--specconform-api-key", "sk-team-secret", "--specconform-header", "X-Team:blue-team-token"),
             *("--specconform-timeout", "60", "-p", "no:cacheprovider"),
         )
     finally:
         server.shutdown()
     assert "GET /v1/models" in StubServer.asked
     assert any(line.startswith("POST /v1/chat/completions") and "team-model" in line for line in StubServer.asked)
+    assert StubServer.credentials and set(StubServer.credentials) == {("Bearer sk-team-secret", "blue-team-token")}
     result.stdout.fnmatch_lines([f"reproduce: pytest --specconform-engine openai --specconform-base-url {base_url} *"])
+    (reproduce,) = [line for line in result.outlines if line.startswith("reproduce: ")]
+    assert '--specconform-api-key "$OPENAI_API_KEY"' in reproduce and "X-Team:…" in reproduce
+    assert "sk-team-secret" not in result.stdout.str() and "blue-team-token" not in result.stdout.str()
 
 
 def test_a_report_dir_gets_a_run_folder_of_the_checks_that_ran(pytester):

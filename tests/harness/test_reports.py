@@ -93,15 +93,20 @@ def test_an_incomplete_run_fails_its_verdict():
     assert "**Verdict: FAIL**" in _first_ten([_record("a", "PASS")], missing=["e: b"])
 
 
-def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_each():
+def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_per_engine():
     blocked = _record("b", "PRECONDITION_FAILED", cls="api.budget", reqs=("API-BUDGET-7",))
     blocked["results"]["API-BUDGET-7"]["evidence"] = "'</think>' is one token"
     records = [_record("a", "PASS", cls="api.budget", reqs=("API-BUDGET-1",)), blocked]
     records += [_record(f"n{i}", "NOT_CLAIMED", cls="tb.core", reqs=(f"TB-FORCE-{i}",)) for i in (1, 2)]
+    records += [_record("r", "NOT_CLAIMED", cls="rs.greedy", reqs=("RS-GREEDY-1",))]
     text = reports.markdown(records, [])
     assert "- api.budget: **judged in part** (1 of 2 requirements PASS; API-BUDGET-7 PRECONDITION_FAILED " in text
     assert "'</think>' is one token" in text.split("## Per conformance class")[1]  # the roll-up says why
-    assert text.count("- tb.core: not claimed") == 1  # one line for the class, not one per check
+    engine_section = text.split("## e\n")[1].split("## Per conformance class")[0]
+    unclaimed = [line for line in engine_section.splitlines() if "not claimed" in line]
+    assert unclaimed == ["- not claimed by profile c (2 classes): rs.greedy, tb.core"]  # one line, every class
+    page = reports.html_report(records, [])
+    assert page.count("not claimed by profile c (2 classes): rs.greedy, tb.core") == 1
 
 
 def test_the_uncovered_count_agrees_with_the_requirement_table():
@@ -153,7 +158,7 @@ def test_html_is_self_contained_with_plots():
 
 def test_html_filters_and_links_each_failure_to_evidence_reproduction_and_spec_text():
     failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
-    failed["reproduction"] = "repro/b-TB-FORCE-1.json"
+    failed["reproduction"] = failed["results"]["TB-FORCE-1"]["reproduction"] = "repro/b-TB-FORCE-1.json"
     page = reports.html_report([_record("a", "PASS"), failed, _record("c", "NOT_CLAIMED", cls="rs.greedy")], [])
     assert page.index("Verdict: FAIL") < page.index("<h2>Findings (1 defect)</h2>") < page.index("Per requirement")
     failures = page.split("<h2>Findings (1 defect)</h2>")[1].split("</ul>")[0]
@@ -167,6 +172,27 @@ def test_html_filters_and_links_each_failure_to_evidence_reproduction_and_spec_t
         assert f"id='{control}'" in page
     assert "function applyFilters()" in page
     assert 'data-statuses="|NOT_CLAIMED|" data-cls="|rs.greedy|"' in page  # what the filters match rows on
+
+
+def test_each_failed_requirement_links_its_own_reproduction():
+    """A check that fails two requirements, each with its own minimal case (the record keeps the first's)."""
+    failed = _record("b", "FAIL", reqs=("TB-FORCE-1", "TB-COUNT-1"))
+    for rid in ("TB-FORCE-1", "TB-COUNT-1"):
+        failed["results"][rid]["reproduction"] = f"reproductions/e--b--{rid}.json"
+    failed["reproduction"] = "reproductions/e--b--TB-FORCE-1.json"
+    page = reports.html_report([failed], [])
+    findings_html = page.split("<h2>Findings")[1].split("<h2>")[0]
+    for rid in ("TB-FORCE-1", "TB-COUNT-1"):
+        (item,) = [li for li in findings_html.split("<li>") if f"FAIL on <a href='#spec-{rid}'>" in li]
+        assert f"href='reproductions/e--b--{rid}.json'" in item, item
+    text = reports.markdown([failed], [])
+    for rid in ("TB-FORCE-1", "TB-COUNT-1"):
+        (line,) = [line for line in text.splitlines() if f"finding **{rid}**" in line]
+        assert f"Minimal case: `reproductions/e--b--{rid}.json`" in line, line
+    junit = reports.junit([failed])
+    for rid in ("TB-FORCE-1", "TB-COUNT-1"):
+        case = junit.split(f'name="{rid}"')[1].split("</testcase>")[0]
+        assert f"minimal reproduction: reproductions/e--b--{rid}.json" in case
 
 
 def test_diff_lists_new_failures_first_then_fixes_then_statistics():
@@ -190,3 +216,14 @@ def test_the_report_names_the_permissions_and_how_they_are_declared():
     assert "RS-LAYOUT-3 (layout: padded)" in text
     assert "RS-INPUT-6 (capabilities without input-validation, with unvalidated-mode)" in text
     assert "| RS-LAYOUT-3 |" not in text  # not a row of the requirement table
+
+
+def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails():
+    first = _record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
+    second = _record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
+    for record in (first, second):
+        next(iter(record["results"].values()))["expectation_proof"] = "proofs/e/restart.diff"
+    text = reports.markdown([first, second], [])
+    assert "## Findings (1 defect, 1 unexpected)" in text
+    seen = "(1 defect, seen by 2 checks: `a`, `b`; also failing TB-MARK-2 (one patch fixes them all))"
+    assert f"finding **TB-FORCE-2** {seen}" in text

@@ -5,6 +5,7 @@ the same verdict, and a conforming engine replays it as PASS."""
 import json
 
 import httpx2
+import pytest
 
 from harness import checks, reproductions
 from harness.adapters import http as api
@@ -163,3 +164,22 @@ def test_a_failing_acceptance_rule_test_leaves_a_reproduction_that_replays_alone
     assert entry["layout"] == "homogeneous" and entry["observed_counts"]["acceptance-rate"]
     assert [r.fingerprint for r in reproductions.replay(engine, document)] == [result.fingerprint]
     assert [r.fingerprint for r in reproductions.replay(OracleEngine(), document)] == [""]
+
+
+def test_a_check_reproduction_re_runs_the_check_at_its_seed(tmp_path):
+    path = tmp_path / "draws.json"
+    document = {
+        "format": 1,
+        "kind": "check",
+        "check": "rejection/counter-based-draws",
+        "requirement": "RS-RNG-1",
+        "seed": 20261121,
+    }
+    path.write_text(json.dumps(document))
+    loaded = reproductions.load(path)
+    stateful = MutantEngine(next(m for m in MUTANTS if m.name == "stateful-generator"))
+    assert [r.fingerprint for r in reproductions.replay(stateful, loaded)] == ["RS-RNG-1/draws-depend-on-call-history"]
+    assert [r.fingerprint for r in reproductions.replay(OracleEngine(), loaded)] == [""]
+    path.write_text(json.dumps({k: v for k, v in document.items() if k != "seed"}))
+    with pytest.raises(ValueError, match="a check reproduction lacks 'seed'"):
+        reproductions.load(path)
