@@ -7,22 +7,22 @@ import contextlib
 import importlib.metadata
 import json
 import os
-import shlex
 import shutil
 import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
 from . import checks as checks_module
-from . import console, preflight, reports, runner, spec, stats, vectors
+from . import console, execution, preflight, reports, runner, spec, vectors
 from .adapters import ENGINE_FORMS, UsageError, check_engine_spec, require_extra
 from .adapters.http import API_PROFILES
-from .core import Context
-from .isolation import EngineProcess, EngineUsageError
+from .config import RunConfig, Shard, file_options, find_pyproject, option_actions
+from .isolation import EngineUsageError
 from .profiles import load_profile
 
 
@@ -142,93 +142,46 @@ def quiet_third_parties() -> None:
         transformers.logging.disable_progress_bar()
 
 
-def _engine_args(engine_spec: str, api_options: dict) -> str:
-    """The command-line fragment that names an engine again, API options included; secrets are never
-    written: an API key reads ``$OPENAI_API_KEY`` and a header's value is elided."""
-    words = ["--engine", shlex.quote(engine_spec)]
-    if engine_spec == "openai":
-        for key, value in api_options.items():
-            if key == "api_key":
-                words.append('--api-key "$OPENAI_API_KEY"')
-            elif key == "header":
-                words += [f"--header {shlex.quote(header.partition(':')[0] + ':…')}" for header in value]
-            else:
-                words.append(f"--{key.replace('_', '-')} {shlex.quote(value)}")
-    return " ".join(words)
+def run_config(args) -> RunConfig:
+    """The run configuration of a command's parsed options."""
+    return RunConfig.from_options(vars(args))
 
 
-def _api_options(args) -> dict:
-    names = (
-        "base_url",
-        "model",
-        "api_profile",
-        "spec_model",
-        "plain_model",
-        "spec_base_url",
-        "plain_base_url",
-        "engine_name",
-        "restart_command",
-        "api_key",
-        "header",
-    )
-    return {name: getattr(args, name) for name in names if getattr(args, name, None)}
-
-
-def _selected(args) -> list:
-    selected = runner.select(checks_module.all_checks(), args.check or (), args.exclude or ())
-    if not selected:
-        raise UsageError(
-            f"no check matches --check {args.check} --exclude {args.exclude or []} (see `specconform list`)"
-        )
-    return selected
-
-
-def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
-    """Run the selected checks against each engine (each in its own process), streaming records into
-    ``run_dir``; whatever happens, the reports are rendered from what was recorded."""
-    selected = selected or _selected(args)
-    expectations = runner.load_expectations(args.expectations)
-    profile = load_profile(args.profile) if args.profile else None
-    api_options = _api_options(args)
-    runner.write_manifest(run_dir, list(engine_specs), selected)
+def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None) -> list[dict]:
+    """Run each engine's checks of ``plan`` (default: every selected check on every engine), each engine in its
+    own processes (``execution.run_engine``), streaming records into ``run_dir``; whatever happens, the reports
+    are rendered from what was recorded. Stops early once ``config.maxfail`` checks failed unexpectedly."""
+    if plan is None:
+        selected = config.selected(checks_module.all_checks())
+        plan = {engine_spec: selected for engine_spec in config.engines}
+    expectations = runner.load_expectations(config.expectations)
+    profile = load_profile(config.profile) if config.profile else None
+    for engine_spec, checks in plan.items():
+        runner.write_manifest(run_dir, [engine_spec], checks)
     writer = runner.RecordWriter(run_dir / "results.jsonl")
-    if args.quiet:
+    if config.quiet:
         quiet_third_parties()
-    plan = [(engine_spec, check.name) for engine_spec in engine_specs for check in selected]
+    limit = execution.FailureLimit(config.maxfail)
     try:
-        with Progress(plan, args.quiet) as progress:
-            for engine_spec in engine_specs:
-                engine = EngineProcess(engine_spec, api_options)
+        with Progress([(e, check.name) for e, checks in plan.items() for check in checks], config.quiet) as progress:
 
-                def ctx_for(info, profile=profile):
-                    return Context(
-                        profile=profile or info.profile,
-                        seed=args.seed,
-                        trials=args.trials,
-                        alpha=args.alpha,
-                        deviation=args.deviation or info.statistical_deviation or stats.DEFAULT_POWER.deviation,
-                        power=args.power,
-                    )
+            def on_record(record):
+                writer(record)
+                progress(record)
 
-                def on_record(record, progress=progress):
-                    writer(record)
-                    progress(record)
-
-                try:
-                    runner.run_checks(
-                        engine,
-                        selected,
-                        ctx_for,
-                        expectations=expectations,
-                        timeout_s=args.timeout,
-                        on_record=on_record,
-                        reproduce=runner.reproduction(
-                            _engine_args(engine_spec, api_options), args.profile or "", args.seed
-                        ),
-                        run_dir=run_dir,
-                    )
-                finally:
-                    engine.stop()
+            for engine_spec, checks in plan.items():
+                execution.run_engine(
+                    engine_spec,
+                    checks,
+                    config,
+                    profile=profile,
+                    expectations=expectations,
+                    on_record=on_record,
+                    limit=limit,
+                    run_dir=run_dir,
+                )
+                if limit.reached:
+                    break
     finally:  # whatever happened, render what was measured
         writer.close()
         records = runner.read_records(run_dir)
@@ -239,36 +192,44 @@ def judge(engine_specs, args, run_dir: Path, selected=None) -> list[dict]:
 
 
 def cmd_run(args) -> int:
-    engines = args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"]
-    for engine_spec in engines:
-        check_engine_spec(engine_spec, _api_options(args))
-    if args.profile:
-        load_profile(args.profile)
-    selected = _selected(args)
-    runner.load_expectations(args.expectations)
-    preflight.check_engines(engines, _api_options(args))  # a mistake is a usage error before any folder is made
-    made = [p for p in (Path(args.report_dir), *Path(args.report_dir).parents) if not p.exists()]
-    run_dir = _run_dir(args.report_dir)
+    config = run_config(args)
+    for engine_spec in config.engines:
+        check_engine_spec(engine_spec, dict(config.api_options))
+    if config.profile:
+        load_profile(config.profile)
+    selected = config.selected(checks_module.all_checks())
+    runner.load_expectations(config.expectations)
+    plan, last = execution.plan(config, selected)
+    if not plan:
+        print(f"nothing to re-run: the last run ({last}) has no unexpected failure among the selected checks")
+        return 0
+    # a mistake is a usage error before any folder is made
+    preflight.check_engines(list(plan), dict(config.api_options))
+    made = [p for p in (Path(config.report_dir), *Path(config.report_dir).parents) if not p.exists()]
+    run_dir = _run_dir(config.report_dir)
     try:
-        records = judge(engines, args, run_dir, selected)
+        records = judge(config, run_dir, plan)
     except EngineUsageError:  # an engine's factory refused how it was named: nothing was measured, nothing stays
         if not runner.read_records(run_dir):
             shutil.rmtree(run_dir)
             for folder in made:  # the report folders this run made, innermost first
                 folder.rmdir()
         raise
-    passed, closing = console.closing(records, runner.missing_records(run_dir, records), run_dir)
+    missing = runner.missing_records(run_dir, records)
+    stopped = config.maxfail is not None and sum(bool(r.get("unexpected")) for r in records) >= config.maxfail
+    passed, closing = console.closing(records, missing, run_dir, stopped_after=config.maxfail if stopped else None)
     print(closing)
     return 0 if passed else 1
 
 
 def cmd_doctor(args) -> int:
     """The preflight alone: whether each engine can be judged, and what each selected check will judge."""
-    engines = args.engine or ["reference", "oracle", "embedded:single", "embedded:multi"]
-    for engine_spec in engines:
-        check_engine_spec(engine_spec, _api_options(args))
-    profile = load_profile(args.profile) if args.profile else None
-    print(preflight.doctor(engines, _api_options(args), _selected(args), profile, args.timeout), end="")
+    config = run_config(args)
+    for engine_spec in config.engines:
+        check_engine_spec(engine_spec, dict(config.api_options))
+    profile = load_profile(config.profile) if config.profile else None
+    selected = config.selected(checks_module.all_checks())
+    print(preflight.doctor(list(config.engines), dict(config.api_options), selected, profile, config.timeout), end="")
     return 0
 
 
@@ -280,14 +241,13 @@ def cmd_zoo(args) -> int:
     unknown = [name for name in args.mutant or () if name not in known]
     if unknown:
         raise UsageError(f"unknown mutant {unknown[0]!r}; the zoo holds: {', '.join(sorted(known))}")
-    run_dir = _run_dir(args.report_dir)
-    args.exclude, args.expectations, args.profile = [], None, None
+    config = run_config(args)
+    run_dir = _run_dir(config.report_dir)
     mutants = [m for m in zoo.MUTANTS if not args.mutant or m.name in args.mutant]
-    checks = args.check
     records = []
     for mutant in mutants:  # each mutant is judged by the checks of its own area
-        args.check = checks or list(mutant.area)
-        records = judge([f"zoo:{mutant.name}"], args, run_dir)  # the run's records so far
+        own = replace(config, engines=(f"zoo:{mutant.name}",), checks=config.checks or tuple(mutant.area))
+        records = judge(own, run_dir)  # the run's records so far
     table = []
     for mutant in mutants:
         failing = [r for r in records if r["engine"] == f"zoo:{mutant.name}" and r["status"] == "FAIL"]
@@ -324,7 +284,7 @@ def cmd_replay(args) -> int:
     from . import reproductions
     from .adapters import make_engine
 
-    api_options = _api_options(args)
+    api_options = dict(RunConfig.from_options(vars(args)).api_options)
     check_engine_spec(args.engine, api_options)
     preflight.check_engines([args.engine], api_options)
     try:
@@ -478,16 +438,21 @@ def cmd_serve(args) -> int:
 
 
 def cmd_list(args) -> int:
-    if args.what == "requirements":
+    if args.what in ("engines", "profiles"):
+        from . import listing
+
+        print("\n".join(listing.engine_lines() if args.what == "engines" else listing.profile_lines()))
+    elif args.what == "requirements":
         for req in spec.load_registry().values():
             print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
         print("\npermissions (no requirements: declared in the profile, honoured by every check):")
         for permission in spec.load_permissions().values():
             print(f"{permission.id:14} {'MAY':6} {permission.cls:18} {permission.summary} ({permission.declared_by})")
     else:
-        for check in checks_module.all_checks():
+        for check in RunConfig.from_options(vars(args)).selected(checks_module.all_checks()):
             print(f"{check.name:58} {check.cls:18} {','.join(check.requirements)}")
-        print(f"\nnot yet covered: {', '.join(checks_module.uncovered_requirements())}")
+        if not (args.check or args.exclude or args.shard):
+            print(f"\nnot yet covered: {', '.join(checks_module.uncovered_requirements())}")
     return 0
 
 
@@ -583,12 +548,6 @@ def _add_api_options(parser) -> None:
 
 def _add_run_options(parser) -> None:
     parser.add_argument(
-        "--check",
-        action="append",
-        help="only checks whose name, class or requirement id "
-        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*' (default: every check)",
-    )
-    parser.add_argument(
         "--seed", type=_bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
     )
     parser.add_argument(
@@ -636,6 +595,58 @@ def _add_run_options(parser) -> None:
     )
 
 
+def _shard(text: str) -> Shard:
+    """An argparse type: ``i/N``."""
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_selection_options(parser) -> None:
+    """What ``run`` and ``list checks`` select: globs, and one shard of what they match."""
+    parser.add_argument(
+        "--check",
+        action="append",
+        help="only checks whose name, class or requirement id "
+        "matches this glob (repeatable), e.g. 'rs.*' or 'TB-FORCE-*' (default: every check)",
+    )
+    parser.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    parser.add_argument(
+        "--shard",
+        type=_shard,
+        help="only the i-th of N parts of the selected checks, e.g. 1/4: every N-th check from the i-th on, in "
+        "catalogue order, so that N jobs with 1/N .. N/N judge every selected check once (merge their runs with "
+        "`specconform summary`)",
+    )
+
+
+def _add_distribution_options(parser) -> None:
+    """How ``run`` spreads its checks and when it stops early."""
+    parser.add_argument(
+        "-n",
+        "--workers",
+        type=_bounded(int, 1, 256),
+        default=1,
+        help="engine processes of each engine that run its checks side by side (each check still runs once)",
+    )
+    parser.add_argument(
+        "--maxfail",
+        type=_bounded(int, 1, 10**9),
+        help="start no further check once this many checks failed unexpectedly (the rest are reported as having "
+        "no record)",
+    )
+    parser.add_argument("-x", "--exitfirst", action="store_true", help="--maxfail 1: stop at the first failing check")
+    parser.add_argument(
+        "--lf",
+        "--last-failed",
+        dest="last_failed",
+        action="store_true",
+        help="only the selected checks that the newest run under --report-dir failed unexpectedly (FAIL, ERROR, "
+        "TIMEOUT) or never recorded; nothing to re-run is said so, with exit 0",
+    )
+
+
 def _version() -> str:
     """The installed distribution's version (``unknown`` when run from a tree that was never installed)."""
     try:
@@ -653,7 +664,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"specconform {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="judge engines against the specification")
+    run = sub.add_parser(
+        "run",
+        help="judge engines against the specification",
+        description="Judge engines against the specification. Every option but --shard, -n, --maxfail, -x, --lf and "
+        "--api-key (a secret: $OPENAI_API_KEY) may be set in [tool.specconform] of the nearest pyproject.toml by its "
+        'long name (base-url = "http://127.0.0.1:8000/v1", check = ["api/*"], seed = 7); the command line overrides '
+        "it.",
+    )
     run.add_argument(
         "--engine",
         action="append",
@@ -662,7 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_api_options(run)
     run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
-    run.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    _add_selection_options(run)
     run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
     run.add_argument(
         "--report-dir",
@@ -670,16 +688,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="where each run's folder (results.jsonl, summary.md, junit.xml, report.html) is made",
     )
     _add_run_options(run)
+    _add_distribution_options(run)
     run.set_defaults(func=cmd_run)
     doc = sub.add_parser(
         "doctor",
         help="the preflight alone: whether each engine can be judged, and what each selected check will judge",
+        description="The preflight alone: whether each engine can be judged, and what each selected check will "
+        "judge. It reads [tool.specconform] of the nearest pyproject.toml as run does (the options it has).",
     )
     doc.add_argument("--engine", action="append", help="as for run (repeatable; default: run's default engines)")
     _add_api_options(doc)
     doc.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
-    doc.add_argument("--check", action="append", help="only checks matching this glob, as for run (repeatable)")
-    doc.add_argument("--exclude", action="append", help="skip checks matching this glob (repeatable)")
+    _add_selection_options(doc)
     doc.add_argument(
         "--timeout",
         type=_bounded(float, 0, 7 * 86400, open_interval=True),
@@ -690,6 +710,9 @@ def build_parser() -> argparse.ArgumentParser:
     zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
     zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
+    zoo.add_argument(
+        "--check", action="append", help="only checks matching this glob (repeatable; default: the mutant's area)"
+    )
     _add_run_options(zoo)
     zoo.set_defaults(func=cmd_zoo)
     rpl = sub.add_parser("replay", help="re-run a standalone vector file (a minimal reproduction) against an engine")
@@ -782,24 +805,55 @@ def build_parser() -> argparse.ArgumentParser:
         help="processes of each engine; a request goes to the one with the fewest in flight (for many cores)",
     )
     srv.set_defaults(func=cmd_serve)
-    lst = sub.add_parser("list", help="list the checks or the requirements")
-    lst.add_argument("what", choices=("checks", "requirements"), nargs="?", default="checks", help="what to list")
+    lst = sub.add_parser("list", help="list the checks, the requirements, the engines or the profiles")
+    lst.add_argument(
+        "what",
+        choices=("checks", "requirements", "engines", "profiles"),
+        nargs="?",
+        default="checks",
+        help="what to list",
+    )
+    _add_selection_options(lst)
     lst.set_defaults(func=cmd_list)
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices[command]
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """The parser of ``specconform run``'s options (the pytest plugin takes the same options)."""
+    return _subparser(build_parser(), "run")
+
+
+def parse(argv=None) -> argparse.Namespace:
+    """``argv`` parsed; for ``run`` and ``doctor``, the options ``[tool.specconform]`` of the nearest
+    ``pyproject.toml`` sets (``config.file_options``, those of ``run``; ``doctor`` takes the ones it has) are the
+    defaults that the command line overrides (a repeatable option's list is replaced, not extended)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command not in ("run", "doctor"):
+        return args
+    command = _subparser(parser, args.command)
+    try:
+        from_file = file_options(find_pyproject(Path.cwd()), option_actions(_subparser(parser, "run")))
+    except UsageError as exc:
+        command.error(str(exc))
+    own = {a.dest for a in command._actions}
+    from_file = {dest: value for dest, value in from_file.items() if dest in own}
+    lists = {a.dest for a in command._actions if isinstance(a, argparse._AppendAction)}
+    command.set_defaults(**{dest: value for dest, value in from_file.items() if dest not in lists})
+    args = parser.parse_args(argv)
+    for dest in lists & set(from_file):
+        if getattr(args, dest) is None:
+            setattr(args, dest, from_file[dest])
+    return args
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if hasattr(args, "thorough"):  # the statistical defaults follow --thorough
-        power, cap = (
-            (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)
-            if args.thorough
-            else (stats.DEFAULT_POWER, stats.DEFAULT_MAX_TRIALS)
-        )
-        if args.thorough and args.deviation is None:  # else None: the engine's own default, or DEFAULT_POWER's
-            args.deviation = power.deviation
-        args.power = power.power if args.power is None else args.power
-        args.trials = cap if args.trials is None else args.trials
+    args = parse(argv)
     try:
         return args.func(args)
     except BrokenPipeError:  # the reader went away (`specconform list | head`): stop quietly, as cat does

@@ -44,10 +44,12 @@ def progress_line(record, done: int, total: int) -> str:
     return f"{line}: {reason}" if reason else line
 
 
-def closing(records: list[dict], missing: list[str], run_dir) -> tuple[bool, str]:
-    """(whether the run passes, the closing lines): the findings, the checks that ended in ERROR or TIMEOUT, each
-    engine's verdict, and a last line that starts with PASS or FAIL and counts the checks by status, the findings
-    and the unexpected failures as ``summary.md`` does. The run passes as ``summary.md``'s verdict says."""
+def closing(records: list[dict], missing: list[str], run_dir, stopped_after: int | None = None) -> tuple[bool, str]:
+    """(whether the run passes, the closing lines): the findings, the checks that ended in ERROR or TIMEOUT, the
+    selected checks with no record (and, with ``stopped_after``, that the run stopped after that many failing
+    checks: ``--maxfail``), each engine's verdict, and a last line that starts with PASS or FAIL and counts the
+    checks by status, the findings and the unexpected failures as ``summary.md`` does. The run passes as
+    ``summary.md``'s verdict says."""
     verdicts = reports.engine_verdicts(records)
     passed, verdict_line = reports.run_verdict(verdicts, list(missing))
     found = findings.findings(records)
@@ -69,7 +71,9 @@ def closing(records: list[dict], missing: list[str], run_dir) -> tuple[bool, str
         lines.append(f"checks that ended in ERROR or TIMEOUT ({len(errors)}):")
         lines += [f"  {r['status']:10} {r['engine']}: {r['check']}: {why(r)}" for r in errors]
     if missing:
-        lines.append(f"selected checks with NO record ({len(missing)}): {', '.join(missing[:10])}")
+        stopped = f"stopped after {stopped_after} failing checks (--maxfail): " if stopped_after else ""
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        lines.append(f"{stopped}{len(missing)} selected checks have NO record: {', '.join(missing[:10])}{more}")
     lines += [f"{v.engine}: {v.headline.replace('**', '')}" for v in verdicts]
     counts = {status: sum(r["status"] == status for r in records) for status in reports.ORDER}
     lines.append(

@@ -2,6 +2,13 @@
 
     pytest --specconform-engine my_pkg.adapter:make [--specconform-profile p.yaml]
            [--specconform-check 'tb.*'] [--specconform-expectations known.yaml]
+    pytest --specconform-engine openai --specconform-base-url http://127.0.0.1:8000/v1 --specconform-model m
+
+Every ``specconform run`` option is an option here, as ``--specconform-<option>``, and ``[tool.specconform]`` in
+the nearest pyproject.toml sets them as it does for the command line (those given here win). Where pytest has its
+own (``-q``, ``-x``, ``--maxfail``, ``--lf``, pytest-xdist's ``-n``), they act on the items instead. With
+``--specconform-report-dir`` (or ``report-dir`` in the file) the session also writes a run folder of the checks
+that ran, as ``specconform run`` does.
 
 Each check becomes a test item named ``specconform[<check>]`` with its requirement ids as
 ``requirement`` markers (``-m`` cannot select on arguments, but ``-k`` can on the name). FAIL,
@@ -9,91 +16,102 @@ ERROR and TIMEOUT fail the item; NOT_CLAIMED, PRECONDITION_FAILED, NOT_APPLICABL
 contract) and BLOCKED (another requirement's finding, which fails its own item) skip it; a failure listed
 in the expectations file is an xfail, and its unexpected pass is reported as XPASS(strict).
 
-With an engine named and no test paths given, the session judges the engine only: the tests of the
-folder it runs in are collected only when their paths are named. Every mistake in the options (an
+With an engine named, the session judges it beside the tests it collects anyway (its ``testpaths``, or
+the paths named). Every mistake in the options (an
 engine that cannot be named or built, a profile, an expectations file, a pattern that matches no
 check) is one usage error: pytest's ``ERROR:`` line and exit status 4, before any check runs.
 """
 
 from __future__ import annotations
 
-import shlex
+import argparse
+import re
+from pathlib import Path
 
 import pytest
 
 from . import checks as checks_module
-from . import runner, stats
-from .adapters import check_engine_spec
-from .core import Context
+from . import reports, runner
+from .adapters import UsageError, check_engine_spec
+from .cli import _run_dir
+from .config import RunConfig, file_options, find_pyproject, option_actions, words
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
 
+# run options that pytest itself provides: -q, -x, --maxfail, --lf and pytest-xdist's -n act on the items
+PYTEST_OWN = frozenset({"quiet", "exitfirst", "maxfail", "last_failed", "workers"})
+
+
+def _run_options(every: bool = False) -> dict:
+    """``specconform run``'s options (``config.option_actions``) that the plugin takes as ``--specconform-*``
+    (``every``: with those pytest provides, which a config file shared with the command line may set)."""
+    from .cli import run_parser
+
+    return {name: a for name, a in option_actions(run_parser()).items() if every or a.dest not in PYTEST_OWN}
+
 
 def pytest_addoption(parser):
+    """Every ``specconform run`` option as ``--specconform-<option>``, typed and checked as the command line
+    checks it; each defaults to nothing here, so that ``[tool.specconform]`` in pyproject.toml fills it in."""
     group = parser.getgroup("specconform", "specconform conformance checks")
-    group.addoption(
-        "--specconform-engine",
-        help="engine to judge: module:factory, reference, oracle, embedded, zoo:<mutant> (default: none, the "
-        "plugin stays idle)",
-    )
-    group.addoption("--specconform-profile", help="profile name or YAML file (default: the engine's own)")
-    group.addoption(
-        "--specconform-check", action="append", default=[], help="only checks matching this glob (repeatable)"
-    )
-    group.addoption("--specconform-expectations", help="YAML file of known failures")
-    group.addoption("--specconform-seed", type=int, default=20261121, help="seed of every generated case")
-    group.addoption(
-        "--specconform-trials",
-        type=int,
-        default=stats.DEFAULT_MAX_TRIALS,
-        help="the most trials one statistical case runs",
-    )
-    group.addoption(
-        "--specconform-deviation",
-        type=float,
-        default=None,
-        help="the TV deviation statistical tests must certify (default: the engine's own, else "
-        f"{stats.DEFAULT_POWER.deviation})",
-    )
-    group.addoption(
-        "--specconform-timeout", type=float, default=600, help="seconds per check (and for the factory) before TIMEOUT"
-    )
+    for name, action in _run_options().items():
+        shown = action.default not in (None, False) and not isinstance(action.default, list)
+        options = {
+            "dest": f"specconform_{action.dest}",
+            "default": None,
+            "help": re.sub(r"(?<![\w-])--(?=[a-z])", "--specconform-", action.help or "")
+            + (f" (default: {action.default})" if shown else ""),
+        }
+        if name == "engine":
+            options["help"] = "the engine to judge, as `specconform run --engine` names it (default: none: the plugin "
+            options["help"] += "stays idle)"
+        if action.nargs == 0:
+            options["action"] = "store_true"
+        else:
+            options.update(type=action.type, choices=action.choices)
+            if isinstance(action, argparse._AppendAction):
+                options["action"] = "append"
+        group.addoption(f"--specconform-{name}", **options)
 
 
 def pytest_configure(config):
-    """Validate every specconform option before anything is collected: a mistake is one usage error."""
+    """Validate every specconform option before anything is collected: a mistake is one usage error. The options
+    given here override those of ``[tool.specconform]`` in the nearest pyproject.toml."""
     config.addinivalue_line("markers", "requirement(id): a specconform requirement id the item covers")
-    engine_spec = config.getoption("--specconform-engine")
-    if not engine_spec:
+    if not config.getoption("specconform_engine"):
         return
-    option = config.getoption
+    actions = _run_options()
+    given = {a.dest: config.getoption(f"specconform_{a.dest}") for a in actions.values()}
+    given = {dest: value for dest, value in given.items() if value is not None}
     try:
-        check_engine_spec(engine_spec)
-        profile = load_profile(option("--specconform-profile")) if option("--specconform-profile") else None
-        expectations = runner.load_expectations(option("--specconform-expectations"))
+        from_file = file_options(find_pyproject(Path(config.rootpath)), _run_options(every=True))
+        from_file = {dest: value for dest, value in from_file.items() if dest not in PYTEST_OWN}
+        run = RunConfig.from_options({**from_file, **given})
+        if len(run.engines) != 1:
+            raise UsageError(f"the plugin judges one engine per session; got --specconform-engine {list(run.engines)}")
+        (engine_spec,) = run.engines
+        check_engine_spec(engine_spec, dict(run.api_options))
+        profile = load_profile(run.profile) if run.profile else None
+        expectations = runner.load_expectations(run.expectations)
+        if not runner.select(checks_module.all_checks(), run.checks, run.exclude):
+            raise UsageError(
+                f"--specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"
+            )
+        selected = run.selected(checks_module.all_checks())
     except (ValueError, OSError) as exc:  # UsageError is a ValueError; a missing file an OSError
         raise pytest.UsageError(f"specconform: {exc}") from None
-    patterns = option("--specconform-check")
-    selected = runner.select(checks_module.all_checks(), patterns)
-    if not selected:
-        raise pytest.UsageError(
-            f"specconform: --specconform-check {' '.join(patterns)} matches no check (`specconform list` shows them)"
-        )
-    if option("--specconform-timeout") <= 0:
-        raise pytest.UsageError(
-            f"specconform: --specconform-timeout must be > 0, got {option('--specconform-timeout')}"
-        )
-    engine = EngineProcess(engine_spec)  # one engine process for the session, restarted if it dies
+    engine = EngineProcess(engine_spec, dict(run.api_options))  # one for the session, restarted if it dies
     config.add_cleanup(engine.stop)
-    config._specconform = {"engine": engine, "expectations": expectations, "profile": profile, "checks": selected}
-
-
-def pytest_ignore_collect(collection_path, config):
-    """With an engine named and no test paths given, the session judges the engine only: the tests of
-    the folder it runs in (``testpaths``, the invocation folder) are not collected. Named paths are."""
-    if not config.getoption("--specconform-engine"):
-        return None
-    return True if config.args_source != pytest.Config.ArgsSource.ARGS else None
+    config._specconform = {
+        "config": run,
+        "engine": engine,
+        "expectations": expectations,
+        "profile": profile,
+        "checks": selected,
+        "judged": [],  # the names of the checks that ran
+        # named here or in the file: a run folder as `specconform run` writes one, made by the first check
+        "report_dir": run.report_dir if "report_dir" in {**from_file, **given} else None,
+    }
 
 
 class SpecconformItem(pytest.Item):
@@ -106,34 +124,22 @@ class SpecconformItem(pytest.Item):
 
     def runtest(self):
         state = self.config._specconform
-        option = self.config.getoption
-
-        def ctx_for(info):
-            return Context(
-                profile=state["profile"] or info.profile,
-                seed=option("--specconform-seed"),
-                trials=option("--specconform-trials"),
-                deviation=option("--specconform-deviation")
-                or info.statistical_deviation
-                or stats.DEFAULT_POWER.deviation,
-            )
-
+        run: RunConfig = state["config"]
+        if state["report_dir"] and "run_dir" not in state:
+            state["run_dir"] = _run_dir(state["report_dir"])
+            state["writer"] = runner.RecordWriter(state["run_dir"] / "results.jsonl")
         (record,) = runner.run_checks(
             state["engine"],
             [self.check],
-            ctx_for,
+            lambda info: run.context(info, state["profile"]),
             expectations=state["expectations"],
-            timeout_s=option("--specconform-timeout"),
-            reproduce=lambda check, ctx: (
-                f"pytest --specconform-engine {shlex.quote(self.engine_spec)} --specconform-check "
-                f"{shlex.quote(check.name)} --specconform-seed {ctx.seed} --specconform-trials {ctx.trials}"
-                + (
-                    f" --specconform-profile {shlex.quote(option('--specconform-profile'))}"
-                    if option("--specconform-profile")
-                    else ""
-                )
-            ),
+            timeout_s=run.timeout,
+            reproduce=run.reproduce(self.engine_spec, prefix="pytest", option_prefix="--specconform-"),
+            on_record=state.get("writer", lambda record: None),
+            run_dir=state.get("run_dir"),
+            engine_args=words(run.engine_options(self.engine_spec)),
         )
+        state["judged"].append(record.check)
         self.user_properties.append(("specconform", record.to_json()))
         if record.expected_status and record.expected_status != "PASS":
             if record.status == record.expected_status:
@@ -194,8 +200,22 @@ def pytest_runtestloop(session):
     if not any(isinstance(item, SpecconformItem) for item in session.items):
         return
     try:
-        state["engine"].start(session.config.getoption("--specconform-timeout"))
+        state["engine"].start(state["config"].timeout)
     except (EngineUsageError, EngineFailure) as exc:
         raise pytest.UsageError(
             f"specconform: engine {state['engine'].engine_spec!r} cannot be judged: {exc}"
         ) from None
+
+
+def pytest_sessionfinish(session):
+    """With a report folder: the run folder's reports (summary.md, junit.xml, report.html) of the checks that ran;
+    those deselected or never reached are not planned in it."""
+    state = getattr(session.config, "_specconform", None)
+    if state is None or "run_dir" not in state:
+        return
+    state["writer"].close()
+    run_dir, judged = state["run_dir"], set(state["judged"])
+    runner.write_manifest(run_dir, list(state["config"].engines), [c for c in state["checks"] if c.name in judged])
+    records = runner.read_records(run_dir)
+    missing = runner.missing_records(run_dir, records)
+    reports.write_all(run_dir, records, checks_module.uncovered_requirements(), missing)

@@ -266,7 +266,7 @@ def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterab
 
 def run_checks(
     engine: EngineProcess,
-    checks: list[Check],
+    checks: Iterable[Check],
     ctx_for: Callable[[EngineInfo], Context],
     *,
     expectations: Iterable[Expectation] = (),
@@ -274,11 +274,16 @@ def run_checks(
     on_record: Callable[[Record], None] = lambda record: None,
     reproduce: Callable[[Check, Context | None], str] = lambda check, ctx: "",
     run_dir: Path | None = None,
+    engine_args: str = "",
 ) -> list[Record]:
     """Run ``checks`` in order against ``engine`` (started on first use); ``ctx_for`` builds each
     check's context from the engine's own name, version and profile. Every check gets a record.
+    ``checks`` may be any iterable: it is drawn from one check at a time, as each is about to run.
+    ``reproduce(check, ctx)`` writes the command that re-runs a check; ``ctx`` is ``None`` when the engine never
+    started.
 
-    A failure's minimal reproduction is written into ``run_dir`` (``write_reproductions``)."""
+    A failure's minimal reproduction is written into ``run_dir`` (``write_reproductions``), with the command
+    that replays it against the engine ``engine_args`` names (default: ``--engine <its spec>``)."""
     expectations = list(expectations)
     records: list[Record] = []
     failures_in_a_row = 0
@@ -329,7 +334,7 @@ def run_checks(
         )
         public.scrub_record(record)  # no path of this machine in what is published
         if run_dir is not None:
-            write_reproductions(run_dir, record)
+            write_reproductions(run_dir, record, engine_args or f"--engine {shlex.quote(engine.engine_spec)}")
         _expect(record, expectations)
         records.append(record)
         on_record(record)
@@ -385,10 +390,11 @@ def _file_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def write_reproductions(run_dir: Path, record: Record) -> None:
+def write_reproductions(run_dir: Path, record: Record, engine_args: str) -> None:
     """Write each requirement's minimal reproduction (a golden-vector document) to
     ``run_dir/reproductions/<engine>--<check>--<requirement>.json`` and keep its path, relative to the
-    run folder, in the result; the evidence names the file and the command that replays it."""
+    run folder, in the result; the evidence names the file and the command that replays it against the
+    engine ``engine_args`` names (``--engine <spec>`` and its server's options)."""
     for rid, result in record.results.items():
         document = result.get("reproduction")
         if not isinstance(document, dict):
@@ -399,28 +405,8 @@ def write_reproductions(run_dir: Path, record: Record) -> None:
         (run_dir / relative).write_text(json.dumps(document, indent=1) + "\n")
         result["reproduction"] = str(relative)
         record.reproduction = record.reproduction or str(relative)
-        engine_args = f"--engine {shlex.quote(record.engine_spec)}"  # with its API options where the run had them
-        if record.reproduce.startswith("specconform run "):
-            engine_args = record.reproduce.removeprefix("specconform run ").split(" --check ")[0]
         command = f"specconform replay {relative} {engine_args}"
         result["evidence"] += f" [minimal reproduction: {relative}; {command}]"
-
-
-def reproduction(engine_args: str, profile_arg: str = "", seed: int | None = None) -> Callable[[Check, Context], str]:
-    """The one-line command that re-runs a check: ``engine_args`` names the engine with its options. A check
-    whose engine never started has no context (``ctx`` None): its command names the run's ``seed`` and leaves
-    the statistical options, which the engine's own profile would have set, to their defaults."""
-
-    def line(check: Check, ctx: Context | None) -> str:
-        if ctx is None:
-            statistics = "" if seed is None else f" --seed {seed}"
-        else:
-            statistics = f" --seed {ctx.seed} --trials {ctx.trials} --deviation {ctx.deviation} --power {ctx.power}"
-        return f"specconform run {engine_args} --check {shlex.quote(check.name)}{statistics}" + (
-            f" --profile {shlex.quote(profile_arg)}" if profile_arg else ""
-        )
-
-    return line
 
 
 class RecordWriter:

@@ -2,14 +2,15 @@
 # Run `specconform run` against an engine and keep what the verdict needs.
 #
 #   ENGINE        engine specs, space-separated: module:factory, openai, reference, oracle, ...
-#                 (default: reference on DEVICE)
-#   BASE_URL MODEL API_PROFILE SPEC_MODEL PLAIN_MODEL ENGINE_NAME
-#                 with ENGINE=openai: the server's base URL, model and API profile (`specconform run --help`)
+#                 (default: those [tool.specconform] of ./pyproject.toml names, else reference on DEVICE)
+#   BASE_URL MODEL API_PROFILE SPEC_MODEL SPEC_BASE_URL PLAIN_MODEL PLAIN_BASE_URL ENGINE_NAME
+#                 with ENGINE=openai: the servers' base URLs, models and API profile (`specconform run --help`)
 #   PROFILE       a built-in profile name or a YAML file (default: the engine's own)
 #   EXPECTATIONS  a YAML file of known failures
 #   DEVICE        cuda (default: fails unless torch sees a CUDA device) or cpu
 #   TRIALS        trials per case in statistical checks (default: specconform's)
 #   CHECKS        check globs, space-separated (default: every check)
+#   ARGS          further `specconform run` options, split as the shell splits words (nothing in them runs)
 #   REPORT_DIR    where everything goes (default: specconform-reports)
 #   PYTHON        the interpreter specconform is installed in (default: python3)
 #
@@ -33,19 +34,36 @@ case $DEVICE in
   *) say "DEVICE must be cuda or cpu, got '$DEVICE'" >&2; exit 2 ;;
 esac
 
+# without ENGINE, the engines of [tool.specconform] in pyproject.toml, else the reference on DEVICE
+if [ -z "${ENGINE:-}" ] && ! "$PYTHON" -c 'import sys; from harness import cli; sys.exit(cli.parse(["run"]).engine is None)' \
+  2>/dev/null; then
+  ENGINE=reference:$DEVICE
+fi
 # lists are split on spaces and newlines (`read` returns 1 at the end of its input)
-read -r -d '' -a engines <<<"${ENGINE:-reference:$DEVICE}" || true
+read -r -d '' -a engines <<<"${ENGINE:-}" || true
 args=()
 for engine in "${engines[@]}"; do args+=(--engine "$engine"); done
 read -r -d '' -a checks <<<"${CHECKS:-}" || true
 for check in "${checks[@]}"; do args+=(--check "$check"); done
-for option in BASE_URL MODEL API_PROFILE SPEC_MODEL PLAIN_MODEL ENGINE_NAME PROFILE EXPECTATIONS TRIALS; do
+for option in BASE_URL MODEL API_PROFILE SPEC_MODEL SPEC_BASE_URL PLAIN_MODEL PLAIN_BASE_URL ENGINE_NAME PROFILE \
+  EXPECTATIONS TRIALS; do
   value=${!option:-}
   if [ -n "$value" ]; then
     flag=${option,,}
     args+=("--${flag//_/-}" "$value")
   fi
 done
+
+if [ -n "${ARGS:-}" ]; then  # split by Python's shlex, NUL-separated: quotes work and nothing is evaluated
+  words=$STATE_DIR/conformance.args
+  if ! "$PYTHON" -c 'import shlex, sys; sys.stdout.write("".join(w + "\0" for w in shlex.split(sys.argv[1])))' \
+    "$ARGS" >"$words"; then
+    say "ARGS cannot be split into words as a shell would: $ARGS" >&2
+    exit 2
+  fi
+  mapfile -d '' -t extra <"$words"
+  args+=("${extra[@]}")
+fi
 
 before=$(ls "$REPORT_DIR/runs")
 set +e

@@ -1,6 +1,8 @@
 """A catalogue of checks with known outcomes, for the runner's scoring tests."""
 
+import os
 import time
+from pathlib import Path
 
 from harness.core import Check, Outcome, RequirementResult, Tally
 
@@ -30,6 +32,22 @@ def _interrupted(engine, ctx):
     raise KeyboardInterrupt
 
 
+RENDEZVOUS = "SPECCONFORM_TEST_RENDEZVOUS"  # a folder where each ``meet`` check leaves its process id
+
+
+def _meet(engine, ctx):
+    """Passes once two engine processes are inside a ``meet`` check at once (each waits for the other, up to a
+    minute): a serial run cannot pass two of them."""
+    folder = Path(os.environ[RENDEZVOUS])
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len(list(folder.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    met = len(list(folder.iterdir()))
+    status = "PASS" if met >= 2 else "FAIL"
+    return Outcome(status, f"{met} engine processes met", {"TB-FORCE-1": RequirementResult(status, 1)})
+
+
 def checks():
     def check(name, run, cls="tb.core", needs=("budget",), requirements=("TB-FORCE-1",)):
         return Check(name, cls, requirements, needs, "test check", run)
@@ -42,4 +60,6 @@ def checks():
         check("crash", _crash),
         check("slow", _slow),
         check("interrupted", _interrupted),
+        check("meet", _meet),
+        check("meet-again", _meet),
     ]

@@ -1,11 +1,15 @@
 """``--api-key`` and ``--header``: every request to a server (the client's chat requests and the raw ones to
 /models, /tokenize and /metrics) carries them, and no report or reproduction command shows their values."""
 
+import shlex
+
 import httpx2
 import pytest
 
 from harness import cli
 from harness.adapters import make_engine
+from harness.config import RunConfig, words
+from harness.core import Check
 from tests.harness.test_api_spec_counters import fake_vllm, route_clients
 
 KEY = "sk-team-secret"
@@ -46,10 +50,33 @@ def test_without_the_key_the_server_refuses(monkeypatch):
 
 
 def test_the_reproduction_command_names_no_secret():
-    options = {"base_url": "http://h/v1", "model": "m", "api_key": KEY, "header": [f"X-Team:{TEAM}"]}
-    line = cli._engine_args("openai", options)
-    assert KEY not in line and TEAM not in line
-    assert '--api-key "$OPENAI_API_KEY"' in line and "--header X-Team:…" in line.replace("'", "")
+    argv = ["--engine", "openai", "--base-url", "http://h/v1", "--model", "m", "--api-key", KEY]
+    config = cli.run_config(cli.build_parser().parse_args(["run", *argv, "--header", f"X-Team:{TEAM}"]))
+    assert config.api_options["api_key"] == KEY and config.api_options["header"] == (f"X-Team:{TEAM}",)
+    check = Check("api/x", "api.basic", ("API-1",), (), "", lambda engine, ctx: None)
+    for line in (config.reproduce("openai")(check, None), words(config.engine_options("openai"))):
+        assert KEY not in line and TEAM not in line
+        assert '--api-key "$OPENAI_API_KEY"' in line and "--header X-Team:…" in line.replace("'", "")
+    # the shell hands the command line the key from the environment, and the header's name back
+    again = shlex.split(config.reproduce("openai")(check, None).replace('"$OPENAI_API_KEY"', KEY))
+    assert cli.run_config(cli.build_parser().parse_args(again[1:])).api_options["api_key"] == KEY
+
+
+def test_the_pytest_reproduction_names_no_secret():
+    config = RunConfig(engines=("openai",), api_options={"base_url": "http://h/v1", "model": "m", "api_key": KEY})
+    check = Check("api/x", "api.basic", ("API-1",), (), "", lambda engine, ctx: None)
+    line = config.reproduce("openai", prefix="pytest", option_prefix="--specconform-")(check, None)
+    assert KEY not in line and '--specconform-api-key "$OPENAI_API_KEY"' in line
+
+
+def test_the_config_file_holds_no_api_key(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.specconform]\napi-key = "{KEY}"\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "--report-dir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "'api-key' is a secret" in err and "$OPENAI_API_KEY" in err
+    assert KEY not in err and not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("bad", ["no-colon", ":value", "two words:v"])
