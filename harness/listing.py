@@ -26,7 +26,7 @@ def engine_lines() -> list[str]:
 
 
 def _api_profile(name: str) -> str:
-    profile = ApiProfile(name, "", **API_PROFILES[name])
+    profile = ApiProfile(name=name, model="", **API_PROFILES[name])
     budget = f"budget field {profile.budget_field}" if profile.budget_field else "no thinking budget"
     ids = f"token ids by {profile.token_ids}" if profile.token_ids else "no token ids"
     counters = f"counters {profile.spec_counters}" if profile.spec_counters else "no speculation counters"
