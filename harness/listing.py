@@ -16,6 +16,8 @@ ENGINES = {
     "zoo:<mutant>": "a deliberately broken reference, one bug each (`specconform zoo` runs them all)",
     "harness.adapters.vllm:make": "vLLM's legacy model runner, in process",
     "harness.adapters.vllm_mrv2:make": "vLLM's model runner v2, in process",
+    "harness.adapters.lmdeploy:make": "lmdeploy's pure-torch verifier (:make_triton, its Triton one), in process",
+    "harness.adapters.sglang:make": "SGLang's budget logit processor and Triton chain sampler, in process",
     "module:factory": "an engine team's own adapter: a function that returns the engine",
 }
 
