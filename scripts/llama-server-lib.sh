@@ -17,6 +17,10 @@ gguf_of() {  # gguf_of SOURCE_TREE VARIANT: prints the GGUF of the tiny model's 
 start_server() {  # start_server SERVER NAME VARIANT ARGS...: llama-server on $port serving tiny-think-VARIANT, waits for /health
   local server=$1 name=$2 variant=$3
   shift 3
+  if curl -s -o /dev/null "http://127.0.0.1:$port/health"; then
+    echo "port $port already answers (another server); set PORT to a free port" >&2
+    return 1
+  fi
   "$server" --host 127.0.0.1 --port "$port" -c 4096 -np 4 --jinja --verbose --alias "tiny-think-$variant" "$@" \
     > "$log/$name.log" 2>&1 &
   pid=$!

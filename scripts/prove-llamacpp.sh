@@ -18,7 +18,7 @@ case $run in single | multi | draft) ;; *) echo "RUN must be single, multi or dr
 [ -f "$reproduction" ] || { echo "REPRODUCTION '$reproduction' does not exist" >&2; exit 2; }
 { read -r server; read -r source_tree; } < <(bash scripts/build-llama-server.sh)
 build_dir=$(dirname "$(dirname "$server")")
-port=${PORT:-8791}
+port=${PORT:-$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 log=$(mktemp -d)
 source scripts/llama-server-lib.sh
 trap '[ -n "$pid" ] && kill $pid 2> /dev/null; true' EXIT

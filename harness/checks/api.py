@@ -114,6 +114,7 @@ class _Replay:
     mode: str = "forced-position-not-honoured"
     inside_at_budget: bool = False  # a forced position came where the bytes so far ended inside a character
     forced_at: tuple[int, ...] = ()  # the output positions that carry the token the budget forces there
+    late: int = 0  # forced positions a declared complete-character wait left free
 
 
 def _replay(engine, prompt_ids, output_ids, budget, inside=None) -> _Replay:
@@ -149,7 +150,7 @@ def _replay(engine, prompt_ids, output_ids, budget, inside=None) -> _Replay:
                 )
                 break
         state.feed(token)
-    found.forced_at = tuple(forced_at)
+    found.forced_at, found.late = tuple(forced_at), late
     return found
 
 
@@ -287,10 +288,14 @@ def binds(engine, ctx: Context) -> Outcome:
             ("API-BUDGET-3",),
         )
     tally = Tally(("API-BUDGET-3",))
-    bounded = engine.complete(engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed)
-    t2, _, closed = _thinking(engine, bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"])
+    bounded = engine.complete(
+        engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed, fields=_fields(engine)
+    )
+    prompt, ids = bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"]
+    t2, _, closed = _thinking(engine, prompt, ids)
     phrase = len(engine.forced_ids) - len(engine.end_ids)  # TB-END-1: thinking tokens too
-    if t2 > budget + phrase or not closed:
+    late = _judged(engine, prompt, ids, budget, bounded["choices"][0]).late  # a declared wait's (API-UTF-1)
+    if t2 > budget + phrase + late or not closed:
         tally.violated(
             "API-BUDGET-3", "budget-did-not-bind", f"with budget {budget}: {t2} thinking tokens, closed {closed}"
         )

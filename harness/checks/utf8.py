@@ -25,14 +25,14 @@ MAX_READINGS = 64  # merged entries that align with the ids in more ways than th
 
 
 def ends_inside_character(data: bytes) -> bool:
-    """Whether ``data`` ends inside a UTF-8 character: a lead byte in its last 3 bytes, followed only by
-    continuation bytes, and fewer of them than its character needs (stray continuation bytes are no
-    character: a decoder replaces them and goes on)."""
+    """Whether ``data`` ends inside a UTF-8 character: a lead byte (C2-DF, E0-EF, F0-F4) in its last 3 bytes,
+    followed only by continuation bytes, and fewer of them than its character needs. Stray continuation bytes
+    and bytes that lead no character (C0, C1, F5-FF) are no character: a decoder replaces them and goes on."""
     for back in range(1, min(UTF8_MAX_OVERRUN, len(data)) + 1):
         byte = data[-back]
         if byte & 0xC0 == 0x80:
             continue
-        need = 4 if byte >= 0xF0 else 3 if byte >= 0xE0 else 2 if byte >= 0xC0 else 1
+        need = 4 if 0xF0 <= byte <= 0xF4 else 3 if 0xE0 <= byte <= 0xEF else 2 if 0xC2 <= byte <= 0xDF else 1
         return back < need
     return False
 

@@ -241,6 +241,10 @@ def test_waiting_for_the_character_passes_when_the_profile_declares_it(monkeypat
         (b"\xf0\x9f\x98\x80", False),
         (b"\xa9", False),  # a stray continuation byte is no character
         (b"a\xa9\xa9\xa9", False),
+        (b"\xff", False),  # bytes that lead no character are none either
+        (b"\xf5\x80", False),
+        (b"\xc0", False),
+        (b"\xf4\x8f", True),
     ],
 )
 def test_ends_inside_character(data, inside):
@@ -265,7 +269,7 @@ def test_budget_holds_honours_a_declared_utf8_boundary(monkeypatch):
     assert beyond.requirements["API-BUDGET-2"].fingerprint == "API-BUDGET-2/forced-position-not-honoured"
 
 
-WAITING_CHECKS = ["api/utf8-boundary", "api/budget-holds", "api/truncated-end-marker"]
+WAITING_CHECKS = ["api/utf8-boundary", "api/budget-holds", "api/budget-binds", "api/truncated-end-marker"]
 
 
 @pytest.mark.parametrize("check_name", WAITING_CHECKS)
@@ -296,3 +300,10 @@ def test_a_wait_past_the_character_fails_with_merged_logprobs(monkeypatch, check
 def test_a_wait_undeclared_fails_with_merged_logprobs(monkeypatch):
     outcome = judge(monkeypatch, "api/utf8-boundary", "waits-for-the-character", merged=True)
     assert outcome.requirements["API-UTF-1"].fingerprint == "API-UTF-1/waited-for-the-character"
+
+
+@pytest.mark.req("API-BUDGET-3")
+def test_budget_binds_allows_only_a_declared_wait(monkeypatch):
+    """The thinking tokens a declared wait adds count against the budget only when the profile declares none."""
+    undeclared = judge(monkeypatch, "api/budget-binds", "waits-for-the-character", merged=True)
+    assert undeclared.requirements["API-BUDGET-3"].fingerprint == "API-BUDGET-3/budget-did-not-bind"
