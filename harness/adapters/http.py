@@ -268,10 +268,7 @@ class ApiEngine:
             except ValueError:  # /models is no requirement of this spec; some servers fail it
                 listings.append(f"unknown (GET /models: HTTP {listing.status_code})")
         self.version = ",".join(listings)
-        try:  # vLLM and SGLang say their version at /version beside /v1
-            said = self.http.get(f"{self.base_url.rsplit('/v1', 1)[0]}/version").json().get("version")
-        except (httpx2.HTTPError, ValueError, AttributeError):
-            said = None
+        said = self._said_version()
         if said:
             self.version = f"{said} ({self.version})"
         api_classes = {c for c in spec.classes() if c.startswith("api.")}
@@ -283,6 +280,19 @@ class ApiEngine:
             classes=frozenset(api_classes),
             capabilities=frozenset({"http"}) | self._probe(),
         )
+
+    def _said_version(self) -> str | None:
+        """The version the server says beside ``/v1``: ``/version`` (vLLM, SGLang), else ``/props``'s
+        ``build_info`` (llama-server); None when it says neither."""
+        root = self.base_url.rsplit("/v1", 1)[0]
+        for path, key in (("/version", "version"), ("/props", "build_info")):
+            try:
+                said = self.http.get(f"{root}{path}").json().get(key)
+            except (httpx2.HTTPError, ValueError, AttributeError):
+                continue
+            if said:
+                return str(said)
+        return None
 
     def _probe(self) -> set[str]:
         """The capabilities a first request shows; ``probe_problem`` says why one is missing."""

@@ -23,6 +23,7 @@ from ..core import FAIL, PRECONDITION_FAILED, Context, Outcome, Tally, Unparsabl
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
 from .catalogue import check
+from .utf8 import UTF8_MAX_OVERRUN, readings
 
 if TYPE_CHECKING:
     from ..adapters.http import SpecCounters
@@ -120,55 +121,77 @@ class _Replay:
     problem: str = ""  # the first forced position that does not carry its token ("" when all do)
     mode: str = "forced-position-not-honoured"
     inside_at_budget: bool = False  # a forced position came where the bytes so far ended inside a character
+    forced_at: tuple[int, ...] = ()  # the output positions that carry the token the budget forces there
+    late: int = 0  # forced positions a declared complete-character wait left free
 
 
-def _replay(engine, prompt_ids, output_ids, budget, token_bytes=None) -> _Replay:
-    """Replay the oracle over prompt + output: every forced position must carry its token. Given each returned
-    token's bytes, a profile declaring ``utf8_boundary: complete-character`` may leave a forced position free
-    while the bytes so far end inside a UTF-8 character, at most ``UTF8_MAX_OVERRUN`` times (API-UTF-1)."""
+def _replay(engine, prompt_ids, output_ids, budget, inside=None) -> _Replay:
+    """Replay the oracle over prompt + output: every forced position must carry its token. Given where the
+    bytes so far end inside a UTF-8 character (``inside``: one flag per output position, a reading of
+    ``harness.checks.utf8``), a profile declaring ``utf8_boundary: complete-character`` may leave a forced
+    position free there, at most ``UTF8_MAX_OVERRUN`` times (API-UTF-1)."""
     found = _Replay()
     state = _oracle(engine, budget, prompt_ids)
     declared = engine.api.utf8_boundary
-    allowed = UTF8_MAX_OVERRUN if declared == "complete-character" and token_bytes is not None else 0
-    generated, late = b"", 0
+    allowed = UTF8_MAX_OVERRUN if declared == "complete-character" and inside is not None else 0
+    late, forced_at = 0, []
     for i, token in enumerate(output_ids):
         forced = state.forced_token()
-        inside = token_bytes is not None and ends_inside_character(generated)
-        found.inside_at_budget |= forced != -1 and inside and late == 0
-        if forced != -1 and token != forced:
-            if inside and late < allowed:
+        inside_here = inside is not None and inside[i]
+        found.inside_at_budget |= forced != -1 and inside_here and late == 0
+        if forced != -1 and token == forced:
+            forced_at.append(i)
+        elif forced != -1:
+            if inside_here and late < allowed:
                 late += 1  # complete-character: free while the character is incomplete, up to the bound
             else:
-                if token_bytes is not None and not inside and late:
+                if inside is not None and not inside_here and late:
                     found.mode = "overran-past-the-character"
-                elif inside:
+                elif inside_here:
                     found.mode = "overran-the-bound" if allowed else "waited-for-the-character"
                 where = (
-                    "" if token_bytes is None else f"; the bytes so far end {'inside' if inside else 'on'} a character"
+                    "" if inside is None else f"; the bytes so far end {'inside' if inside_here else 'on'} a character"
                 )
                 found.problem = (
                     f"budget {budget}: output position {i} is {token}, the budget forces {forced} "
                     f"({late} position(s) late{where}; {declared} allows {allowed})"
                 )
-                return found
+                break
         state.feed(token)
-        if token_bytes is not None:
-            generated += token_bytes[i]
+    found.forced_at, found.late = tuple(forced_at), late
     return found
 
 
-def _violation(engine, prompt_ids, output_ids, budget, token_bytes=None) -> str:
-    """The first forced position that does not carry its token (``_replay``), or ""; no budget, nothing forced."""
-    return "" if budget is None else _replay(engine, prompt_ids, output_ids, budget, token_bytes).problem
+def _waits(engine) -> bool:
+    """Whether the profile declares the complete-character wait (API-UTF-1): budget requests then ask for
+    ``logprobs`` and are replayed on the bytes they return."""
+    return engine.api.utf8_boundary == "complete-character"
 
 
-def _token_bytes(choice: dict, ids: list[int]) -> list[bytes] | None:
-    """Each returned token's bytes from the choice's ``logprobs`` (``bytes``), or None when they are not there
-    for every token, one entry per token."""
-    entries = (choice.get("logprobs") or {}).get("content")
-    if entries is None or len(entries) != len(ids) or any(e.get("bytes") is None for e in entries):
-        return None
-    return [bytes(e["bytes"]) for e in entries]
+def _fields(engine, fields: dict | None = None) -> dict | None:
+    """``fields`` of a budget request, with ``logprobs`` where the profile declares the wait (``_waits``)."""
+    return {**(fields or {}), "logprobs": True} if _waits(engine) else fields
+
+
+def _judged(engine, prompt_ids, output_ids, budget, choice=None) -> _Replay:
+    """``_replay`` of one choice: under a declared complete-character wait on every reading of where its bytes
+    end inside a character (``utf8.readings``), the first that holds, else the first reading's failure; the
+    evidence says when the choice's logprobs give no reading."""
+    if budget is None:
+        return _Replay()
+    found = readings(choice or {}, output_ids) if _waits(engine) and choice is not None else None
+    replays = [_replay(engine, prompt_ids, output_ids, budget, inside) for inside in found or [None]]
+    replay = next((r for r in replays if not r.problem), replays[0])
+    if replay.problem and _waits(engine) and found is None:
+        replay.problem += (
+            " (utf8_boundary complete-character declared, but the logprobs place no characters: judged without it)"
+        )
+    return replay
+
+
+def _violation(engine, prompt_ids, output_ids, budget, choice=None) -> str:
+    """The first forced position that does not carry its token (``_judged``), or ""; no budget, nothing forced."""
+    return _judged(engine, prompt_ids, output_ids, budget, choice).problem
 
 
 def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
@@ -181,7 +204,6 @@ def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, hold
     """Three seeded requests per budget: ``holds`` (the requirement the budget's holding stands for),
     API-BUDGET-1 (the field was accepted) and API-REASON-1 (the end marker in neither reasoning nor content) per
     response."""
-    waits = engine.api.utf8_boundary == "complete-character"  # API-UTF-1: judged on the tokens' bytes
     for budget in budgets:
         for seed in range(3):
             response = engine.complete(
@@ -190,16 +212,13 @@ def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, hold
                 max_tokens=budget + 12,
                 temperature=1.0,
                 seed=ctx.seed + seed,
-                fields={"logprobs": True} if waits else None,
+                fields=_fields(engine),
             )
             ids = response["choices"][0]["token_ids"]
-            token_bytes = _token_bytes(response["choices"][0], ids) if waits else None
             case = f"{model} budget {budget} seed {ctx.seed + seed}"
-            if waits and token_bytes is None:
-                case += " (utf8_boundary complete-character declared, but no bytes per token: judged without it)"
             if "API-BUDGET-1" in tally.requirements:
                 tally.exercised("API-BUDGET-1")
-            problem = _violation(engine, response["prompt_token_ids"], ids, budget, token_bytes)
+            problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
             if problem:
                 tally.violated(holds, "forced-position-not-honoured", f"{case}: {problem}")
             else:
@@ -297,10 +316,14 @@ def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
             requirements,
         )
     tally = Tally(requirements)
-    bounded = engine.complete(engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed)
-    t2, _, closed = _thinking(engine, bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"])
+    bounded = engine.complete(
+        engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed, fields=_fields(engine)
+    )
+    prompt, ids = bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"]
+    t2, _, closed = _thinking(engine, prompt, ids)
     phrase = len(engine.forced_ids) - len(engine.end_ids)  # TB-END-1: thinking tokens too
-    if t2 > budget + phrase or not closed:
+    late = _judged(engine, prompt, ids, budget, bounded["choices"][0]).late  # a declared wait's (API-UTF-1)
+    if t2 > budget + phrase + late or not closed:
         tally.violated(
             "API-BUDGET-3", "budget-did-not-bind", f"with budget {budget}: {t2} thinking tokens, closed {closed}"
         )
@@ -371,15 +394,23 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
 
     def one(i):
         model = models[i % len(models)]
-        return model, budgets[i], engine.complete(model, budgets[i], max_tokens=16, temperature=1.0, seed=ctx.seed + i)
+        return (
+            model,
+            budgets[i],
+            engine.complete(
+                model, budgets[i], max_tokens=16, temperature=1.0, seed=ctx.seed + i, fields=_fields(engine)
+            ),
+        )
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         results = list(pool.map(one, range(len(budgets))))
     tally = Tally(requirements)
     for i, (model, budget, response) in enumerate(results):
         ids = response["choices"][0]["token_ids"]
-        problem = _violation(engine, response["prompt_token_ids"], ids, budget)
-        again = engine.complete(model, budget, max_tokens=16, temperature=1.0, seed=ctx.seed + i)
+        problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
+        again = engine.complete(
+            model, budget, max_tokens=16, temperature=1.0, seed=ctx.seed + i, fields=_fields(engine)
+        )
         if problem:
             tally.violated("API-BUDGET-5", "forced-position-not-honoured", f"request {i} ({model}): {problem}")
         elif again["choices"][0]["token_ids"] != ids:
@@ -766,8 +797,13 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
     budget, model, cuts = 2, engine.api.model, 0
     for seed in range(ctx.seed, ctx.seed + 3):
         forced_length = len(engine.forced_ids)
-        full = engine.complete(model, budget, max_tokens=budget + forced_length + 4, temperature=1.0, seed=seed)
-        forced = _forced_positions(engine, full["prompt_token_ids"], full["choices"][0]["token_ids"], budget)
+        full = engine.complete(
+            model, budget, max_tokens=budget + forced_length + 4, temperature=1.0, seed=seed, fields=_fields(engine)
+        )
+        full_prompt, full_ids = full["prompt_token_ids"], full["choices"][0]["token_ids"]
+        # where the forced sequence begins: after a declared wait, where the engine forced it
+        forced = _judged(engine, full_prompt, full_ids, budget, full["choices"][0]).forced_at
+        forced = forced or _forced_positions(engine, full_prompt, full_ids, budget)
         if not forced:
             continue  # the model closed the section itself: nothing is forced to cut into
         for inside in range(forced_length):
@@ -775,7 +811,9 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
             if max_tokens < 1:
                 continue
             cuts += 1
-            response = engine.complete(model, budget, max_tokens=max_tokens, temperature=1.0, seed=seed)
+            response = engine.complete(
+                model, budget, max_tokens=max_tokens, temperature=1.0, seed=seed, fields=_fields(engine)
+            )
             choice, case = response["choices"][0], f"budget {budget} seed {seed} max_tokens {max_tokens}"
             ids, prompt = choice["token_ids"], response["prompt_token_ids"]
             usage = response.get("usage") or {}
@@ -785,8 +823,8 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
                 ("finish-reason-not-length", f"finish_reason {choice['finish_reason']!r}")
                 if choice["finish_reason"] != "length"
                 else None,
-                ("forced-position-not-honoured", _violation(engine, prompt, ids, budget))
-                if _violation(engine, prompt, ids, budget)
+                ("forced-position-not-honoured", _violation(engine, prompt, ids, budget, choice))
+                if _violation(engine, prompt, ids, budget, choice)
                 else None,
                 ("content-before-the-section-closed", f"content {choice['message'].get('content')!r}")
                 if not closed and (choice["message"].get("content") or "")
@@ -838,7 +876,9 @@ def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     for seed in (ctx.seed, None):
         case = f"n 2 budget {budget} " + ("unseeded" if seed is None else f"seed {seed}")
         response, refusal = _bad_request(
-            lambda seed=seed: engine.complete(model, budget, max_tokens=8, temperature=1.0, seed=seed, fields={"n": 2})
+            lambda seed=seed: engine.complete(
+                model, budget, max_tokens=8, temperature=1.0, seed=seed, fields=_fields(engine, {"n": 2})
+            )
         )
         if refusal is not None:
             if re.search(r"\bn\b", refusal):
@@ -854,7 +894,7 @@ def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
             return uniform_outcome(
                 PRECONDITION_FAILED, "the engine returns no token ids for every choice of n > 1", requirements
             )
-        problems = [_violation(engine, response["prompt_token_ids"], c["token_ids"], budget) for c in choices]
+        problems = [_violation(engine, response["prompt_token_ids"], c["token_ids"], budget, c) for c in choices]
         for index, problem in enumerate(problems):
             if problem:
                 tally.violated("API-N-1", "forced-position-not-honoured", f"{case}, choice {index}: {problem}")
@@ -881,7 +921,9 @@ def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...])
     tally = Tally(requirements)
     model = engine.api.model
     for seed in range(ctx.seed, ctx.seed + 3):
-        free = engine.complete(model, None, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING)
+        free = engine.complete(
+            model, None, max_tokens=10, temperature=1.0, seed=seed, fields=_fields(engine, NO_THINKING)
+        )
         prompt, free_ids = free["prompt_token_ids"], free["choices"][0]["token_ids"]
         closed = _oracle(engine, 0, prompt)
         if closed.in_section:
@@ -894,23 +936,26 @@ def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...])
             case = f"enable_thinking false, budget {budget}, seed {seed}"
             response, refusal = _bad_request(
                 lambda budget=budget, seed=seed: engine.complete(
-                    model, budget, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING
+                    model, budget, max_tokens=10, temperature=1.0, seed=seed, fields=_fields(engine, NO_THINKING)
                 )
             )
             if refusal is not None:
                 tally.violated("API-NOTHINK-1", "budget-refused", f"{case}: HTTP 400: {refusal[:200]}")
                 continue
             ids = response["choices"][0]["token_ids"]
-            if _violation(engine, response["prompt_token_ids"], ids, budget):
+            problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
+            if problem:
                 tally.violated(
                     "API-NOTHINK-1",
                     "forced-position-not-honoured",
-                    f"{case}: {_violation(engine, prompt, ids, budget)}",
+                    f"{case}: {problem}",
                 )
             elif _forced_positions(engine, prompt, free_ids, budget) or ids == free_ids:
                 tally.exercised("API-NOTHINK-1")  # equal, or the unbudgeted output opened a section the budget governs
             else:
-                again = engine.complete(model, None, max_tokens=10, temperature=1.0, seed=seed, fields=NO_THINKING)
+                again = engine.complete(
+                    model, None, max_tokens=10, temperature=1.0, seed=seed, fields=_fields(engine, NO_THINKING)
+                )
                 if again["choices"][0]["token_ids"] != free_ids:
                     return uniform_outcome(
                         PRECONDITION_FAILED, f"{case}: the same seeded request gives different outputs", requirements
@@ -968,22 +1013,6 @@ def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     return tally.outcome(f"{model}: budget 1 × 3 seeds with logprobs (forced logprobs declared {declared})")
 
 
-UTF8_MAX_OVERRUN = 3  # a UTF-8 character has at most 4 bytes: at most 3 more tokens complete it
-
-
-def ends_inside_character(data: bytes) -> bool:
-    """Whether ``data`` ends inside a UTF-8 character: a lead byte in its last 3 bytes, followed only by
-    continuation bytes, and fewer of them than its character needs (stray continuation bytes are no
-    character: a decoder replaces them and goes on)."""
-    for back in range(1, min(UTF8_MAX_OVERRUN, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 == 0x80:
-            continue
-        need = 4 if byte >= 0xF0 else 3 if byte >= 0xE0 else 2 if byte >= 0xC0 else 1
-        return back < need
-    return False
-
-
 @check(
     "api/utf8-boundary",
     cls="api.budget",
@@ -1008,12 +1037,15 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
         )
         choice, case = response["choices"][0], f"budget {budget} seed {seed}"
         ids = choice["token_ids"]
-        token_bytes = _token_bytes(choice, ids)
-        if token_bytes is None:
+        placed = readings(choice, ids)
+        if placed is None:
             return uniform_outcome(
-                PRECONDITION_FAILED, "the engine's logprobs carry no bytes for every returned token", requirements
+                PRECONDITION_FAILED,
+                "the engine's logprobs place no characters: bytes neither per token nor merged per character",
+                requirements,
             )
-        found = _replay(engine, response["prompt_token_ids"], ids, budget, token_bytes)
+        replays = [_replay(engine, response["prompt_token_ids"], ids, budget, inside) for inside in placed]
+        found = next((r for r in replays if not r.problem), replays[0])
         if found.problem:
             tally.violated("API-UTF-1", found.mode, f"{case}: {found.problem}")
         elif found.inside_at_budget:
@@ -1047,7 +1079,7 @@ def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str,
             case = f"response_format json_object, budget {budget}, seed {seed}"
             response, refusal = _bad_request(
                 lambda budget=budget, seed=seed: engine.complete(
-                    model, budget, max_tokens=12, temperature=1.0, seed=seed, fields=JSON_OBJECT
+                    model, budget, max_tokens=12, temperature=1.0, seed=seed, fields=_fields(engine, JSON_OBJECT)
                 )
             )
             if refusal is not None:
@@ -1060,7 +1092,8 @@ def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str,
                         f"{case}: the 400 does not name response_format: {refusal[:200]}",
                     )
                 continue
-            problem = _violation(engine, response["prompt_token_ids"], response["choices"][0]["token_ids"], budget)
+            choice = response["choices"][0]
+            problem = _violation(engine, response["prompt_token_ids"], choice["token_ids"], budget, choice)
             if problem:
                 tally.violated("API-GRAMMAR-1", "forced-position-constrained", f"{case}: {problem}")
             else:

@@ -12,7 +12,7 @@ import pytest
 
 from harness import checks
 from harness.adapters import http as api
-from harness.checks import api as api_checks
+from harness.checks import utf8
 from harness.core import FAIL, PASS, Context
 from harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients
@@ -52,7 +52,32 @@ def _generate(body: dict, mutation: str) -> tuple[list[int], list[int], str]:
     return THINKING_PROMPT, ids[:n], finish
 
 
-def _choice(index, prompt, ids, finish, body, mutation):
+def _server_ends_inside(text: bytes) -> bool:
+    """llama-server's own test (validate_utf8, tools/server/server-common.cpp): a lead byte among the last 4
+    with fewer bytes after it than its character needs."""
+    for back in range(1, min(4, len(text)) + 1):
+        byte = text[-back]
+        need = 2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4 if byte & 0xF8 == 0xF0 else 0
+        if need and back < need:
+            return True
+    return False
+
+
+def _merged_entries(ids: list[int], logprob) -> list[dict]:
+    """Logprobs merged per character, as llama-server gives them: a token after which the generated text ends
+    inside a character gets no entry; the next entry carries the bytes of all of them and its own id."""
+    entries, generated, pending = [], b"", b""
+    for token in ids:
+        generated += BYTES[token]
+        pending += BYTES[token]
+        if not _server_ends_inside(generated):
+            entries.append({"id": token, "token": "", "logprob": logprob(token), "bytes": list(pending)})
+            entries[-1]["top_logprobs"] = []
+            pending = b""
+    return entries
+
+
+def _choice(index, prompt, ids, finish, body, mutation, merged=False):
     closed = any(ids[i : i + len(END)] == END for i in range(len(ids)))
     cut = next((i for i in range(len(ids)) if ids[i : i + len(END)] == END), len(ids))
     message = {
@@ -67,6 +92,9 @@ def _choice(index, prompt, ids, finish, body, mutation):
     choice = {"index": index, "message": message, "finish_reason": finish, "token_ids": ids}
     if body.get("logprobs"):
         forced_value = float("-inf") if mutation == "forced-logprob-minus-inf" else -0.5
+        if merged:
+            choice["logprobs"] = {"content": _merged_entries(ids, lambda t: forced_value if t in END else -1.5)}
+            return choice
         entries = [
             {
                 "token": str(t),
@@ -80,7 +108,7 @@ def _choice(index, prompt, ids, finish, body, mutation):
     return choice
 
 
-def fake_server(mutation: str = ""):
+def fake_server(mutation: str = "", merged: bool = False):
     def handle(request: httpx2.Request) -> httpx2.Response:
         if request.url.path == "/v1/models":
             return httpx2.Response(200, json={"data": [{"id": "tiny"}]})
@@ -94,7 +122,7 @@ def fake_server(mutation: str = ""):
             return httpx2.Response(400, json={"error": {"message": "unsupported request", "type": "BadRequestError"}})
         prompt, ids, finish = _generate(body, mutation)
         count = 1 if mutation == "n-ignored" else n
-        choices = [_choice(i, prompt, ids, finish, body, mutation) for i in range(count)]
+        choices = [_choice(i, prompt, ids, finish, body, mutation, merged) for i in range(count)]
         reasoning = sum(1 for t in ids if t in (THINK, LEAD, CONTINUATION))  # an open section's forced tokens too:
         open_section = prompt == THINKING_PROMPT and not any(ids[i : i + len(END)] == END for i in range(len(ids)))
         if open_section and mutation != "reasoning-tokens-leave-out-forced":
@@ -120,8 +148,9 @@ def fake_server(mutation: str = ""):
     return httpx2.MockTransport(handle)
 
 
-def judge(monkeypatch, check_name: str, mutation: str = "", **profile):
-    route_clients(monkeypatch, fake_server(mutation))
+def judge(monkeypatch, check_name: str, mutation: str = "", merged: bool = False, **profile):
+    """``check_name``'s outcome on the stand-in with ``mutation``; ``merged``: its logprobs merged per character."""
+    route_clients(monkeypatch, fake_server(mutation, merged))
     engine = api.ApiEngine("http://fake.test/v1", api.ApiProfile(name="fake", model="tiny", **profile), name="fake")
     check = next(c for c in checks.api_checks() if c.name == check_name)
     return check.run(engine, Context(canonical()))
@@ -212,10 +241,14 @@ def test_waiting_for_the_character_passes_when_the_profile_declares_it(monkeypat
         (b"\xf0\x9f\x98\x80", False),
         (b"\xa9", False),  # a stray continuation byte is no character
         (b"a\xa9\xa9\xa9", False),
+        (b"\xff", False),  # bytes that lead no character are none either
+        (b"\xf5\x80", False),
+        (b"\xc0", False),
+        (b"\xf4\x8f", True),
     ],
 )
 def test_ends_inside_character(data, inside):
-    assert api_checks.ends_inside_character(data) is inside
+    assert utf8.ends_inside_character(data) is inside
 
 
 @pytest.mark.parametrize("check_name", ["api/budget-holds", "api/truncated-end-marker"])
@@ -234,3 +267,43 @@ def test_budget_holds_honours_a_declared_utf8_boundary(monkeypatch):
     assert undeclared.requirements["API-BUDGET-2"].status == FAIL
     beyond = judge(monkeypatch, "api/budget-holds", "waits-for-a-complete-piece", utf8_boundary="complete-character")
     assert beyond.requirements["API-BUDGET-2"].fingerprint == "API-BUDGET-2/forced-position-not-honoured"
+
+
+WAITING_CHECKS = ["api/utf8-boundary", "api/budget-holds", "api/budget-binds", "api/truncated-end-marker"]
+
+
+@pytest.mark.parametrize("check_name", WAITING_CHECKS)
+@pytest.mark.req("API-UTF-1")
+def test_a_declared_wait_is_read_from_logprobs_merged_per_character(monkeypatch, check_name):
+    """Logprobs merged per character (llama-server's form) place the characters: a wait for the character
+    within the declared bound conforms, judged in every budget check."""
+    outcome = judge(monkeypatch, check_name, "waits-for-the-character", merged=True, utf8_boundary="complete-character")
+    assert outcome.status == PASS, outcome.message
+    assert all(result.cases for result in outcome.requirements.values())
+
+
+@pytest.mark.parametrize(
+    "check_name, requirement",
+    [("api/utf8-boundary", "API-UTF-1"), ("api/budget-holds", "API-BUDGET-2")],
+)
+@pytest.mark.req("API-UTF-1")
+def test_a_wait_past_the_character_fails_with_merged_logprobs(monkeypatch, check_name, requirement):
+    """A wait past the character's end fails, whichever form the bytes come in."""
+    outcome = judge(
+        monkeypatch, check_name, "waits-for-a-complete-piece", merged=True, utf8_boundary="complete-character"
+    )
+    assert outcome.requirements[requirement].status == FAIL, outcome.message
+    assert "the bytes so far end on a character" in outcome.requirements[requirement].evidence
+
+
+@pytest.mark.req("API-UTF-1")
+def test_a_wait_undeclared_fails_with_merged_logprobs(monkeypatch):
+    outcome = judge(monkeypatch, "api/utf8-boundary", "waits-for-the-character", merged=True)
+    assert outcome.requirements["API-UTF-1"].fingerprint == "API-UTF-1/waited-for-the-character"
+
+
+@pytest.mark.req("API-BUDGET-3")
+def test_budget_binds_allows_only_a_declared_wait(monkeypatch):
+    """The thinking tokens a declared wait adds count against the budget only when the profile declares none."""
+    undeclared = judge(monkeypatch, "api/budget-binds", "waits-for-the-character", merged=True)
+    assert undeclared.requirements["API-BUDGET-3"].fingerprint == "API-BUDGET-3/budget-did-not-bind"

@@ -20,12 +20,17 @@ START, END, NEWLINE, THINK, ANSWER = 50, 51, 9, 7, 8
 PROMPT = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n"
 PROMPT_IDS = [1, 2, 3, START, NEWLINE]  # the newline after the start marker spends one budget token
 TOKENS = {"<think>": [START], "</think>": [END], PROMPT: PROMPT_IDS}
+BUILD = "b1-0c1e570"  # what /props says in build_info
 
 
 def fake_llama_server(overrun: int, seen: list):
     def handle(request: httpx2.Request) -> httpx2.Response:
         if request.url.path == "/v1/models":
-            return httpx2.Response(200, json={"data": [{"id": "tiny.gguf"}]})
+            return httpx2.Response(200, json={"data": [{"id": "tiny"}]})
+        if request.url.path == "/props":
+            return httpx2.Response(200, json={"build_info": BUILD})
+        if request.method == "GET":
+            return httpx2.Response(404, json={"error": {"code": 404, "message": "File Not Found"}})
         body = json.loads(request.content)
         seen.append((request.url.path, body))
         if request.url.path == "/tokenize":
@@ -75,6 +80,12 @@ def test_ids_come_from_the_verbose_field_and_the_prompt_from_tokenize(llamacpp_e
     assert "return_token_ids" not in chat
     assert engine.profile.scope == "section"
     assert engine.stream("tiny", 3, max_tokens=6, temperature=1.0)["token_ids"] is None
+
+
+def test_the_version_is_the_build_props_says_and_the_model_name(llamacpp_engine):
+    """llama-server has no /version; its build is /props' build_info (no machine path: #31)."""
+    engine, _ = llamacpp_engine(overrun=0)
+    assert engine.version == f"{BUILD} (tiny)"
 
 
 @pytest.mark.req("API-BUDGET-2")
