@@ -12,7 +12,9 @@ Both paths are relative to the repository root, the folder above the expectation
 top-level package on (``a/vllm/v1/sample/thinking_budget_state.py``).
 
 The entry is PROVEN when the reproduction, replayed in a fresh interpreter, fails unpatched with the
-entry's fingerprint (or, without one, on its requirement) and passes whole with the patch applied.
+entry's fingerprint (or, without one, on its requirement) and passes whole with the patch applied. An
+entry whose status is ERROR (the engine raised or died) is PROVEN when the unpatched replay ends with the
+engine raising and the patched one passes whole.
 A cause inside a server (an API reproduction) is patched in the server's processes instead: the proof
 names the script that starts the server (``server:``) and ``harness.proof_servers`` runs it unpatched
 and patched around the two replays.
@@ -215,6 +217,7 @@ class ProofEntry:
     patch: Path
     reproduction: Path
     server: Path | None = None  # the script that starts the server the reproduction talks to (patched there)
+    status: str = "FAIL"  # the entry's: FAIL (a requirement failed) or ERROR (the engine raised)
 
     @property
     def label(self) -> str:
@@ -267,7 +270,11 @@ def load_proofs(expectations: str | Path, selector: str = "") -> tuple[list[Proo
                 unproven.append(expectation.check + (f" {expectation.requirement}" if expectation.requirement else ""))
             continue
         paths = validate_proof(entry["proof"], expectations, f"{expectations}: expectation {i}")
-        proven.append(ProofEntry(i, expectation.check, expectation.requirement, expectation.fingerprints, *paths))
+        proven.append(
+            ProofEntry(
+                i, expectation.check, expectation.requirement, expectation.fingerprints, *paths, expectation.status
+            )
+        )
     if selector and not proven and not unproven:
         raise ProofUsageError(f"{expectations}: no entry matches --entry {selector!r}")
     return proven, unproven
@@ -300,8 +307,18 @@ def replay_in_child(
     raise RuntimeError(f"the replay exited {done.returncode} without a verdict: {tail}")
 
 
-def judge(entry: ProofEntry, unpatched: list[dict], patched: list[dict]) -> tuple[bool, str]:
-    """Whether the two replays prove the entry's cause, and why (not)."""
+def judge(entry: ProofEntry, unpatched: list[dict] | str, patched: list[dict]) -> tuple[bool, str]:
+    """Whether the two replays prove the entry's cause, and why (not); ``unpatched`` is the error an unpatched
+    replay ended with instead of verdicts (which only an ERROR entry expects)."""
+    if entry.status == "ERROR" or isinstance(unpatched, str):
+        if not isinstance(unpatched, str):
+            return False, "unpatched the reproduction does not end in an error (the entry's status is ERROR)"
+        if entry.status != "ERROR" or not unpatched.startswith("the engine raised"):
+            return False, unpatched
+        left = [f"{r['name']}: {r['fingerprint']} ({r['evidence']})" for r in patched if r["fingerprint"]]
+        if left:
+            return False, f"patched it no longer errs but fails: {'; '.join(left)}"
+        return True, f"unpatched {unpatched}, patched PASS"
     failures = [r["fingerprint"] for r in unpatched if r["fingerprint"]]
     if entry.fingerprints:
         seen = [(r["fingerprint"], r.get("vector_fingerprint")) for r in unpatched if r["fingerprint"]]
@@ -324,9 +341,16 @@ def prove(entry: ProofEntry, engine: str, timeout: float = 1800, api_options: di
     ``server`` the patch goes to a server started for each replay (``harness.proof_servers``)."""
     with tempfile.TemporaryDirectory() as folder:
         patch_into(entry.patch, Path(folder))
+
+    def unpatched_replay() -> list[dict] | str:
+        try:
+            return replay_in_child(engine, entry.reproduction, None, timeout, api_options)
+        except RuntimeError as exc:  # the engine raised (what an ERROR entry expects), or no verdict came
+            return str(exc)
+
     try:
         if entry.server is None:
-            unpatched = replay_in_child(engine, entry.reproduction, None, timeout, api_options)
+            unpatched = unpatched_replay()
             patched = replay_in_child(engine, entry.reproduction, entry.patch, timeout, api_options)
         else:
             from .proof_servers import served
@@ -336,7 +360,7 @@ def prove(entry: ProofEntry, engine: str, timeout: float = 1800, api_options: di
                 dict.fromkeys(filter(None, (options.get(k) for k in ("base_url", "spec_base_url", "plain_base_url"))))
             )
             with served(entry.server, urls):
-                unpatched = replay_in_child(engine, entry.reproduction, None, timeout, api_options)
+                unpatched = unpatched_replay()
             with served(entry.server, urls, entry.patch):
                 patched = replay_in_child(engine, entry.reproduction, None, timeout, api_options)
     except RuntimeError as exc:

@@ -174,3 +174,16 @@ def test_the_server_key_is_optional_and_checked(project):
     expectations.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="proof server 'proofs/toy/none.sh' does not exist"):
         proofs.load_proofs(expectations)
+
+
+def test_an_error_entry_is_proven_by_an_unpatched_raise_and_a_patched_pass(tmp_path):
+    entry = proofs.ProofEntry(0, "api/x", "", (), tmp_path / "p.diff", tmp_path / "r.json", status="ERROR")
+    raised = "the engine raised InternalServerError: Error code: 500"
+    failed = [{"name": "api/x API-SPEC-4", "fingerprint": "API-SPEC-4/greedy-differs", "evidence": "e"}]
+    passed = [{"name": "api/x API-SPEC-4", "fingerprint": "", "evidence": ""}]
+    assert proofs.judge(entry, raised, passed) == (True, f"unpatched {raised}, patched PASS")
+    assert proofs.judge(entry, raised, failed)[1].startswith("patched it no longer errs but fails: api/x API-SPEC-4")
+    assert proofs.judge(entry, passed, passed)[0] is False  # it must err unpatched
+    assert proofs.judge(entry, "the replay ran past 1800 s", passed) == (False, "the replay ran past 1800 s")
+    failing = proofs.ProofEntry(0, "api/x", "API-SPEC-4", (), tmp_path / "p.diff", tmp_path / "r.json")
+    assert proofs.judge(failing, raised, passed) == (False, raised)  # a FAIL entry is not proven by an error
