@@ -312,7 +312,7 @@ def cmd_prove(args) -> int:
     """Prove each published cause that has a proof (``harness.proofs``)."""
     from . import proofs
 
-    return proofs.cmd_prove(args)
+    return proofs.cmd_prove(args, _api_options(args))
 
 
 def cmd_report(args) -> int:
@@ -731,6 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
     prv.add_argument("expectations", help="an expectations YAML file whose entries carry proof: {patch, reproduction}")
     prv.add_argument("--engine", required=True, help="the engine the entries are of, e.g. harness.adapters.vllm:make")
     prv.add_argument("--entry", help="only this entry: CHECK or CHECK:REQUIREMENT")
+    _add_api_options(prv)
     prv.set_defaults(func=cmd_prove)
     rep = sub.add_parser("report", help="render summary.md, junit.xml and report.html from a run's results.jsonl")
     rep.add_argument("run_dir", help="a run folder (one that holds results.jsonl)")

@@ -12,7 +12,12 @@ Both paths are relative to the repository root, the folder above the expectation
 top-level package on (``a/vllm/v1/sample/thinking_budget_state.py``).
 
 The entry is PROVEN when the reproduction, replayed in a fresh interpreter, fails unpatched with the
-entry's fingerprint (or, without one, on its requirement) and passes whole with the patch applied.
+entry's fingerprint (or, without one, on its requirement) and passes whole with the patch applied. An
+entry whose status is ERROR (the engine raised or died) is PROVEN when the unpatched replay ends with the
+engine raising and the patched one passes whole.
+A cause inside a server (an API reproduction) is patched in the server's processes instead: the proof
+names the script that starts the server (``server:``) and ``harness.proof_servers`` runs it unpatched
+and patched around the two replays.
 The patch never touches site-packages: the child copies each file the diff names into a temporary
 folder, applies the hunks there (strictly: every context and removed line must match at the line the
 hunk states; no offset, no fuzz) and puts a meta-path finder first on ``sys.meta_path`` that loads the
@@ -34,7 +39,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PROOF_KEYS = ("patch", "reproduction")
+PROOF_KEYS = ("patch", "reproduction", "server")
+REQUIRED_PROOF_KEYS = ("patch", "reproduction")
 RESULT_PREFIX = "specconform-proof-result: "  # the child's last line of stdout that carries its verdicts
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -210,6 +216,8 @@ class ProofEntry:
     fingerprints: tuple[str, ...]
     patch: Path
     reproduction: Path
+    server: Path | None = None  # the script that starts the server the reproduction talks to (patched there)
+    status: str = "FAIL"  # the entry's: FAIL (a requirement failed) or ERROR (the engine raised)
 
     @property
     def label(self) -> str:
@@ -221,9 +229,9 @@ def root_of(expectations: str | Path) -> Path:
     return Path(expectations).resolve().parent.parent
 
 
-def validate_proof(proof, expectations: str | Path, where: str) -> tuple[Path, Path]:
-    """The resolved ``(patch, reproduction)`` of an entry's ``proof`` mapping; ``ValueError`` names an
-    unknown key, a missing key or a path that does not exist."""
+def validate_proof(proof, expectations: str | Path, where: str) -> tuple[Path, Path, Path | None]:
+    """The resolved ``(patch, reproduction, server or None)`` of an entry's ``proof`` mapping; ``ValueError``
+    names an unknown key, a missing key or a path that does not exist."""
     if not isinstance(proof, dict):
         raise ValueError(f"{where}: proof must be a mapping with {list(PROOF_KEYS)}")
     unknown = sorted(set(proof) - set(PROOF_KEYS))
@@ -231,13 +239,16 @@ def validate_proof(proof, expectations: str | Path, where: str) -> tuple[Path, P
         raise ValueError(f"{where}: proof has unknown keys {unknown}; allowed: {list(PROOF_KEYS)}")
     paths = []
     for key in PROOF_KEYS:
+        if key not in REQUIRED_PROOF_KEYS and key not in proof:
+            paths.append(None)
+            continue
         if not isinstance(proof.get(key), str) or not proof[key]:
             raise ValueError(f"{where}: proof lacks {key!r}")
         path = root_of(expectations) / proof[key]
         if not path.is_file():
             raise ValueError(f"{where}: proof {key} {proof[key]!r} does not exist (looked for {path})")
         paths.append(path)
-    return paths[0], paths[1]
+    return paths[0], paths[1], paths[2]
 
 
 def load_proofs(expectations: str | Path, selector: str = "") -> tuple[list[ProofEntry], list[str]]:
@@ -258,21 +269,28 @@ def load_proofs(expectations: str | Path, selector: str = "") -> tuple[list[Proo
             if expectation.status == "FAIL":
                 unproven.append(expectation.check + (f" {expectation.requirement}" if expectation.requirement else ""))
             continue
-        patch, reproduction = validate_proof(entry["proof"], expectations, f"{expectations}: expectation {i}")
+        paths = validate_proof(entry["proof"], expectations, f"{expectations}: expectation {i}")
         proven.append(
-            ProofEntry(i, expectation.check, expectation.requirement, expectation.fingerprints, patch, reproduction)
+            ProofEntry(
+                i, expectation.check, expectation.requirement, expectation.fingerprints, *paths, expectation.status
+            )
         )
     if selector and not proven and not unproven:
         raise ProofUsageError(f"{expectations}: no entry matches --entry {selector!r}")
     return proven, unproven
 
 
-def replay_in_child(engine: str, reproduction: Path, patch: Path | None = None, timeout: float = 1800) -> list[dict]:
+def replay_in_child(
+    engine: str, reproduction: Path, patch: Path | None = None, timeout: float = 1800, api_options: dict | None = None
+) -> list[dict]:
     """The reproduction's verdicts (``[{name, fingerprint, evidence}]``) replayed in a fresh interpreter,
-    with ``patch`` applied there when given; ``RuntimeError`` tells why a child gave none."""
+    with ``patch`` applied there when given (``api_options``: ``--engine openai``'s options);
+    ``RuntimeError`` tells why a child gave none."""
     command = [sys.executable, "-m", "harness.proofs", "--engine", engine, "--reproduction", str(reproduction)]
     if patch is not None:
         command += ["--patch", str(patch)]
+    if api_options:
+        command += ["--api-options", json.dumps(api_options)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
     except subprocess.TimeoutExpired:
@@ -289,8 +307,18 @@ def replay_in_child(engine: str, reproduction: Path, patch: Path | None = None, 
     raise RuntimeError(f"the replay exited {done.returncode} without a verdict: {tail}")
 
 
-def judge(entry: ProofEntry, unpatched: list[dict], patched: list[dict]) -> tuple[bool, str]:
-    """Whether the two replays prove the entry's cause, and why (not)."""
+def judge(entry: ProofEntry, unpatched: list[dict] | str, patched: list[dict]) -> tuple[bool, str]:
+    """Whether the two replays prove the entry's cause, and why (not); ``unpatched`` is the error an unpatched
+    replay ended with instead of verdicts (which only an ERROR entry expects)."""
+    if entry.status == "ERROR" or isinstance(unpatched, str):
+        if not isinstance(unpatched, str):
+            return False, "unpatched the reproduction does not end in an error (the entry's status is ERROR)"
+        if entry.status != "ERROR" or not unpatched.startswith("the engine raised"):
+            return False, unpatched
+        left = [f"{r['name']}: {r['fingerprint']} ({r['evidence']})" for r in patched if r["fingerprint"]]
+        if left:
+            return False, f"patched it no longer errs but fails: {'; '.join(left)}"
+        return True, f"unpatched {unpatched}, patched PASS"
     failures = [r["fingerprint"] for r in unpatched if r["fingerprint"]]
     if entry.fingerprints:
         seen = [(r["fingerprint"], r.get("vector_fingerprint")) for r in unpatched if r["fingerprint"]]
@@ -307,28 +335,50 @@ def judge(entry: ProofEntry, unpatched: list[dict], patched: list[dict]) -> tupl
     return True, f"unpatched {shown[0]}, patched PASS"
 
 
-def prove(entry: ProofEntry, engine: str, timeout: float = 1800) -> tuple[bool, str]:
+def prove(entry: ProofEntry, engine: str, timeout: float = 1800, api_options: dict | None = None) -> tuple[bool, str]:
     """Prove one entry: the patch is first checked to apply here (a usage error if not), then the
-    reproduction is replayed twice, unpatched and patched, each in its own interpreter."""
+    reproduction is replayed twice, unpatched and patched, each in its own interpreter; with a
+    ``server`` the patch goes to a server started for each replay (``harness.proof_servers``)."""
     with tempfile.TemporaryDirectory() as folder:
         patch_into(entry.patch, Path(folder))
+
+    def unpatched_replay() -> list[dict] | str:
+        try:
+            return replay_in_child(engine, entry.reproduction, None, timeout, api_options)
+        except RuntimeError as exc:  # the engine raised (what an ERROR entry expects), or no verdict came
+            return str(exc)
+
     try:
-        unpatched = replay_in_child(engine, entry.reproduction, None, timeout)
-        patched = replay_in_child(engine, entry.reproduction, entry.patch, timeout)
+        if entry.server is None:
+            unpatched = unpatched_replay()
+            patched = replay_in_child(engine, entry.reproduction, entry.patch, timeout, api_options)
+        else:
+            from .proof_servers import served
+
+            options = api_options or {}
+            urls = list(
+                dict.fromkeys(filter(None, (options.get(k) for k in ("base_url", "spec_base_url", "plain_base_url"))))
+            )
+            with served(entry.server, urls):
+                unpatched = unpatched_replay()
+            with served(entry.server, urls, entry.patch):
+                patched = replay_in_child(engine, entry.reproduction, None, timeout, api_options)
     except RuntimeError as exc:
         return False, str(exc)
     return judge(entry, unpatched, patched)
 
 
-def cmd_prove(args) -> int:
+def cmd_prove(args, api_options: dict | None = None) -> int:
     """``specconform prove``: one line per entry with a proof; 1 if any is not proven."""
     from .adapters import check_engine_spec
 
-    check_engine_spec(args.engine)
+    check_engine_spec(args.engine, api_options)
     entries, without = load_proofs(args.expectations, args.entry or "")
     not_proven = 0
     for entry in entries:
-        ok, why = prove(entry, args.engine)
+        if entry.server is not None and not (api_options or {}).get("base_url"):
+            raise ProofUsageError(f"{entry.label}: its proof starts a server; name it with --base-url (and --model)")
+        ok, why = prove(entry, args.engine, api_options=api_options)
         not_proven += not ok
         print(f"{'PROVEN' if ok else 'NOT PROVEN'} {entry.label}: {why}", flush=True)
     for label in without:
@@ -355,6 +405,7 @@ def _child(argv: list[str]) -> int:
     parser.add_argument("--engine", required=True)
     parser.add_argument("--reproduction", required=True)
     parser.add_argument("--patch")
+    parser.add_argument("--api-options", type=json.loads, default=None)
     args = parser.parse_args(argv)
     from . import reproductions
     from .adapters import make_engine
@@ -364,7 +415,7 @@ def _child(argv: list[str]) -> int:
             document = reproductions.load(args.reproduction)
             if args.patch:
                 install(patch_into(Path(args.patch), Path(folder)))
-            engine = make_engine(args.engine)
+            engine = make_engine(args.engine, args.api_options)
         except ValueError as exc:  # ProofUsageError, a malformed reproduction, a misnamed engine
             print(RESULT_PREFIX + json.dumps({"usage_error": str(exc)}))
             return 2
