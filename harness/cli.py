@@ -312,7 +312,7 @@ def cmd_prove(args) -> int:
     """Prove each published cause that has a proof (``harness.proofs``)."""
     from . import proofs
 
-    return proofs.cmd_prove(args, _api_options(args))
+    return proofs.cmd_prove(args, dict(RunConfig.from_options(vars(args)).api_options))
 
 
 def cmd_report(args) -> int:
