@@ -89,15 +89,16 @@ def finding_name(rid: str, result: dict) -> str:
 
 def distinct(pairs: Iterable[tuple[dict, str]]) -> int:
     """How many defects ``(record, requirement or "check")`` pairs are: findings by name, a check's ERROR each."""
-    return len({(r["engine"], _key(r, rid)) for r, rid in pairs})
+    return len({(r["engine"], key) for r, rid in pairs for key in _keys(r, rid)})
 
 
-def _key(record: dict, rid: str) -> str:
-    """What makes a failure one defect with others (as ``findings`` groups them): its proof, else its name."""
+def _keys(record: dict, rid: str) -> list[str]:
+    """The defects a failure shows (as ``findings`` groups them): those a combined proof patch joins, else its proof,
+    else its name."""
     if rid == "check":
-        return f"{record['check']} {record['status']}"
+        return [f"{record['check']} {record['status']}"]
     result = record["results"][rid]
-    return result.get("expectation_proof") or finding_name(rid, result)
+    return result.get("expectation_defects") or [result.get("expectation_proof") or finding_name(rid, result)]
 
 
 def findings(records: list[dict]) -> list[Finding]:
@@ -110,17 +111,18 @@ def findings(records: list[dict]) -> list[Finding]:
                 continue
             name = finding_name(rid, result)
             # a failure whose published cause a proof backs is that proof's defect (one patch makes all its minimal
-            # cases pass); any other is its finding name's
-            key = (record["engine"], _key(record, rid))
-            if key not in found:
-                found[key] = Finding(record["engine"], name, rid)
-            finding = found[key]
-            if name != finding.name and name not in finding.also:
-                finding.also.append(name)
-            finding.checks.append(record["check"])
-            finding.records.append((record, rid))
-            if finding not in named[(record["engine"], name)]:
-                named[(record["engine"], name)].append(finding)
+            # cases pass), or each defect a combined patch joins; any other is its finding name's
+            for defect in _keys(record, rid):
+                key = (record["engine"], defect)
+                if key not in found:
+                    found[key] = Finding(record["engine"], name, rid)
+                finding = found[key]
+                if name != finding.name and name not in finding.also:
+                    finding.also.append(name)
+                finding.checks.append(record["check"])
+                finding.records.append((record, rid))
+                if finding not in named[(record["engine"], name)]:
+                    named[(record["engine"], name)].append(finding)
     for record in records:  # what each finding kept from being certified: the one the same check recorded
         for rid, result in record["results"].items():
             if result["status"] != BLOCKED or not result.get("finding"):

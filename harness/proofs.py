@@ -39,7 +39,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PROOF_KEYS = ("patch", "reproduction", "server")
+PROOF_KEYS = ("patch", "reproduction", "server", "defects")
+PATH_KEYS = ("patch", "reproduction", "server")
 REQUIRED_PROOF_KEYS = ("patch", "reproduction")
 RESULT_PREFIX = "specconform-proof-result: "  # the child's last line of stdout that carries its verdicts
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -237,8 +238,16 @@ def validate_proof(proof, expectations: str | Path, where: str) -> tuple[Path, P
     unknown = sorted(set(proof) - set(PROOF_KEYS))
     if unknown:
         raise ValueError(f"{where}: proof has unknown keys {unknown}; allowed: {list(PROOF_KEYS)}")
+    defects = proof.get("defects", [])
+    if "defects" in proof and (
+        not isinstance(defects, list) or len(defects) < 2 or not all(isinstance(d, str) and d for d in defects)
+    ):
+        raise ValueError(f"{where}: proof defects must list the two or more single-defect patches it joins")
+    for defect in defects:
+        if not (root_of(expectations) / defect).is_file():
+            raise ValueError(f"{where}: proof defect {defect!r} does not exist")
     paths = []
-    for key in PROOF_KEYS:
+    for key in PATH_KEYS:
         if key not in REQUIRED_PROOF_KEYS and key not in proof:
             paths.append(None)
             continue

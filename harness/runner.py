@@ -61,6 +61,7 @@ class Expectation:
     fingerprints: tuple[str, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
     proof: str = ""  # the patch that proves the cause (``harness.proofs``); entries that share one are one defect
+    defects: tuple[str, ...] = ()  # a combined patch's single-defect patches: its failures are each of those defects
 
     def applies(self, record: dict, requirement: str = "") -> bool:
         return (
@@ -106,6 +107,7 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
                 tuple(entry.fingerprint),
                 tuple(sorted(entry.conditions.model_dump(exclude_none=True).items())),
                 (entry.proof or {}).get("patch", ""),
+                tuple((entry.proof or {}).get("defects", ())),
             )
         )
     return out
@@ -182,6 +184,8 @@ def _expect(record: Record, expectations: list[Expectation]) -> None:
             )
             if expectation.proof:
                 result["expectation_proof"] = expectation.proof
+            if expectation.defects:
+                result["expectation_defects"] = list(expectation.defects)
         if result["status"] == FAIL and not (expectation and expectation.met_by(FAIL, result["fingerprint"])):
             unexpected.append(rid)
     record.unexpected = unexpected
@@ -196,7 +200,13 @@ def reexpect(records: list[dict], expectations: list[Expectation]) -> list[dict]
         for key in ("expected_status", "expectation_reason", "expectation_link"):
             data.pop(key, None)
         for result in data["results"].values():
-            for key in ("expected_status", "expectation_reason", "expectation_link", "expectation_proof"):
+            for key in (
+                "expected_status",
+                "expectation_reason",
+                "expectation_link",
+                "expectation_proof",
+                "expectation_defects",
+            ):
                 result.pop(key, None)
         record = Record(**{f: data[f] for f in Record.__dataclass_fields__ if f in data})
         _expect(record, expectations)

@@ -122,7 +122,11 @@ class ExpectationEntry(Strict):
         [], description="'<requirement>/<mode>': the ways of failing it pins (one or a list)"
     )
     conditions: Conditions = Field(Conditions(), alias="if")
-    proof: dict[str, str] | None = Field(None, description="{patch, reproduction}: paths relative to the project root")
+    proof: dict[str, str | list[str]] | None = Field(
+        None,
+        description="{patch, reproduction, server?, defects?}: paths relative to the project root; defects: the "
+        "single-defect patches a combined patch joins (its failures count under each of those defects)",
+    )
 
     @field_validator("fingerprint", mode="before")
     @classmethod
@@ -164,6 +168,7 @@ class RequirementRecord(Strict):
     expectation_reason: str | None = None
     expectation_link: str | None = None
     expectation_proof: str | None = None
+    expectation_defects: list[str] | None = Field(None, description="the defects a combined proof patch joins")
 
 
 class RunRecord(Strict):

@@ -161,6 +161,23 @@ def test_load_expectations_checks_the_proof(project):
         runner.load_expectations(expectations)
 
 
+def test_a_combined_proof_names_the_defects_it_joins(project):
+    root, expectations = project
+    data = yaml.safe_load(expectations.read_text())
+    proof = data["expectations"][0]["proof"]
+    proof["defects"] = [proof["patch"]]
+    expectations.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="proof defects must list the two or more single-defect patches"):
+        runner.load_expectations(expectations)
+    proof["defects"] = [proof["patch"], "proofs/toy/other.diff"]
+    expectations.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="proof defect 'proofs/toy/other.diff' does not exist"):
+        runner.load_expectations(expectations)
+    (root / "proofs/toy/other.diff").write_text((root / proof["patch"]).read_text())
+    (loaded,) = runner.load_expectations(expectations)
+    assert loaded.defects == (proof["patch"], "proofs/toy/other.diff")
+
+
 def test_hunks_apply_strictly_at_their_lines():
     text = "a\nb\nc\nd\n"
     diff = "--- a/p/m.py\n+++ b/p/m.py\n@@ -2,2 +2,3 @@\n b\n-c\n+C\n+c2\n@@ -4,0 +5,1 @@\n+e\n"

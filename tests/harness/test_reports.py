@@ -217,3 +217,18 @@ def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails()
     assert "## Findings (1 defect, 1 unexpected)" in text
     seen = "(1 defect, seen by 2 checks: `a`, `b`; also failing TB-MARK-2 (one patch fixes them all))"
     assert f"finding **TB-FORCE-2** {seen}" in text
+
+
+def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
+    single_a = _record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
+    single_b = _record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
+    both = _record("c", "FAIL", reqs=("TB-FORCE-1",), violated=("TB-FORCE-1",))
+    single_a["results"]["TB-FORCE-2"]["expectation_proof"] = "proofs/e/a.diff"
+    single_b["results"]["TB-MARK-2"]["expectation_proof"] = "proofs/e/b.diff"
+    both["results"]["TB-FORCE-1"].update(
+        expectation_proof="proofs/e/a-and-b.diff", expectation_defects=["proofs/e/a.diff", "proofs/e/b.diff"]
+    )
+    text = reports.markdown([single_a, single_b, both], [])
+    assert "## Findings (2 defects, 2 unexpected)" in text
+    assert "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in text
+    assert "finding **TB-MARK-2** (1 defect, seen by 2 checks: `b`, `c`; also failing TB-FORCE-1" in text
