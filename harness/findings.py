@@ -50,6 +50,7 @@ class Finding:
     # the other names the same defect fails under (one proof patch makes every minimal case pass): one defect is
     # published under one name, the first sighting's, and these are said beside it
     also: list[str] = field(default_factory=list)
+    named_by_combined: bool = False  # named by a failure that a combined patch proves, until one of its own shows
     blocked: list[tuple[str, str]] = field(default_factory=list)  # (check, requirement) this finding blocked
 
     @property
@@ -112,11 +113,15 @@ def findings(records: list[dict]) -> list[Finding]:
             name = finding_name(rid, result)
             # a failure whose published cause a proof backs is that proof's defect (one patch makes all its minimal
             # cases pass), or each defect a combined patch joins; any other is its finding name's
+            combined = bool(result.get("expectation_defects"))
             for defect in _keys(record, rid):
                 key = (record["engine"], defect)
                 if key not in found:
-                    found[key] = Finding(record["engine"], name, rid)
+                    found[key] = Finding(record["engine"], name, rid, named_by_combined=combined)
                 finding = found[key]
+                if finding.named_by_combined and not combined:  # a sighting of this defect alone names it
+                    finding.also.insert(0, finding.name)
+                    finding.name, finding.requirement, finding.named_by_combined = name, rid, False
                 if name != finding.name and name not in finding.also:
                     finding.also.append(name)
                 finding.checks.append(record["check"])

@@ -431,8 +431,9 @@ def _finding_line(f: findings.Finding) -> str:
 
 
 def also_failing(f: findings.Finding) -> str:
-    """What else one defect fails, said beside its one name: ``; also failing TB-MARK-2, TB-MARK-3`` or ""."""
-    return f"; also failing {', '.join(f.also)} (one patch fixes them all)" if f.also else ""
+    """What else one defect fails, said beside its one name: ``; also failing TB-MARK-2, TB-MARK-3 (the same
+    defect)`` or ""."""
+    return f"; also failing {', '.join(f.also)} (the same defect)" if f.also else ""
 
 
 def _not_applicable_lines(records: list[dict]) -> list[str]:

@@ -215,7 +215,7 @@ def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails()
         next(iter(record["results"].values()))["expectation_proof"] = "proofs/e/restart.diff"
     text = reports.markdown([first, second], [])
     assert "## Findings (1 defect, 1 unexpected)" in text
-    seen = "(1 defect, seen by 2 checks: `a`, `b`; also failing TB-MARK-2 (one patch fixes them all))"
+    seen = "(1 defect, seen by 2 checks: `a`, `b`; also failing TB-MARK-2 (the same defect))"
     assert f"finding **TB-FORCE-2** {seen}" in text
 
 
@@ -232,3 +232,5 @@ def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
     assert "## Findings (2 defects, 2 unexpected)" in text
     assert "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in text
     assert "finding **TB-MARK-2** (1 defect, seen by 2 checks: `b`, `c`; also failing TB-FORCE-1" in text
+    named_later = reports.markdown([both, single_a, single_b], [])  # a defect is named by a failure of its own
+    assert "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in named_later
