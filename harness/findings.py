@@ -120,7 +120,8 @@ def findings(records: list[dict]) -> list[Finding]:
                     found[key] = Finding(record["engine"], name, rid, named_by_combined=combined)
                 finding = found[key]
                 if finding.named_by_combined and not combined:  # a sighting of this defect alone names it
-                    finding.also.insert(0, finding.name)
+                    if finding.name != name:
+                        finding.also.insert(0, finding.name)
                     finding.name, finding.requirement, finding.named_by_combined = name, rid, False
                 if name != finding.name and name not in finding.also:
                     finding.also.append(name)

@@ -234,3 +234,5 @@ def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
     assert "finding **TB-MARK-2** (1 defect, seen by 2 checks: `b`, `c`; also failing TB-FORCE-1" in text
     named_later = reports.markdown([both, single_a, single_b], [])  # a defect is named by a failure of its own
     assert "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in named_later
+    both["results"]["TB-FORCE-1"]["finding"] = "TB-FORCE-2"  # the same name: said once
+    assert "seen by 2 checks: `a`, `c`)" in reports.markdown([both, single_a, single_b], [])
