@@ -113,13 +113,23 @@ def _earlier_run(report_dir, name, records, planned):
 
 
 def _record(check, status, unexpected=()):
+    """A whole record of an earlier run (records are typed: harness.schemas.RunRecord)."""
     return {
         "engine": "oracle",
         "engine_spec": "oracle",
         "check": check,
+        "cls": "tb.core",
         "status": status,
+        "message": "",
         "results": {},
-        **{"unexpected": list(unexpected), "requirements": []},
+        "engine_version": "spec-0.2",
+        "device": "cpu",
+        "profile": "canonical",
+        "seed": 1,
+        "duration_s": 0.0,
+        "reproduce": f"specconform run --engine oracle --check {check}",
+        "unexpected": list(unexpected),
+        "requirements": [],
     }
 
 
