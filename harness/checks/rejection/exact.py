@@ -171,7 +171,7 @@ def _reproduction(engine, case, failure, requirements, tie_break, profile) -> tu
         return found is not None and found[:2] == (rid, mode)
 
     minimal = shrink.minimise(case, smaller_cases, still_fails)
-    entry = vectors._exact_case("minimal", [rid, *[r for r in requirements if r != rid]], minimal)
+    entry = vectors.exact_case("minimal", [rid, *[r for r in requirements if r != rid]], minimal)
     entry["tie_break"] = tie_break
     document = {
         "format": vectors.FORMAT_VERSION,
