@@ -701,6 +701,12 @@ MUTANTS = (
     Mutant("discarded-row-counts-one", "AC-COUNT-4", "a discarded row counts one emitted token"),
     Mutant("num-emitted-is-k-plus-one", "AC-COUNT-5", "the sampler reports K + 1 emitted tokens for every row"),
     Mutant("acceptance-rate-counts-bonus", "AC-METRIC-1", "the acceptance rate counts each step's bonus token"),
+    Mutant(
+        "draft-count-from-configured-maximum",
+        "AC-METRIC-1",
+        "the acceptance rate's denominator counts every drafting step at the configured maximum of drafts "
+        "(TensorRT-LLM issue 14724)",
+    ),
     Mutant("mean-length-without-bonus", "AC-METRIC-2", "the mean acceptance length leaves out the bonus token"),
     Mutant("per-position-shifted", "AC-METRIC-3", "per-position counts are reported one position early"),
     Mutant(
@@ -883,10 +889,14 @@ class MutantEngine(OracleEngine):
         metrics = super().acceptance_metrics(
             steps, () if self.mutant.name == "mean-length-counts-after-eos" else eos_token_ids
         )
-        if self.mutant.name == "acceptance-rate-counts-bonus":
-            drafted = sum(k for k, _, _ in steps)
+        drafted = sum(k for k, _, _ in steps)
+        if self.mutant.name == "acceptance-rate-counts-bonus" and drafted:
             drafts = sum(1 for k, row, _ in steps if k and row[0] != -1)
             metrics["acceptance_rate"] = metrics["acceptance_rate"] + drafts / drafted
+        if self.mutant.name == "draft-count-from-configured-maximum" and drafted:
+            maximum = max(k for k, _, _ in steps)  # the configured number of drafts: the most any step drafted
+            configured = maximum * sum(1 for k, _, _ in steps if k)  # every drafting step counted at the maximum
+            metrics["acceptance_rate"] = metrics["acceptance_rate"] * drafted / configured
         if self.mutant.name == "mean-length-without-bonus":
             metrics["mean_acceptance_length"] = metrics["mean_acceptance_length"] - 1.0
         if self.mutant.name == "per-position-shifted":
