@@ -242,8 +242,10 @@ def cmd_zoo(args) -> int:
     if unknown:
         raise UsageError(f"unknown mutant {unknown[0]!r}; the zoo holds: {', '.join(sorted(known))}")
     config = run_config(args)
-    run_dir = _run_dir(config.report_dir)
     mutants = [m for m in zoo.MUTANTS if not args.mutant or m.name in args.mutant]
+    for mutant in mutants:  # a mutant that needs an extra this Python lacks says so before any is judged
+        check_engine_spec(f"zoo:{mutant.name}")
+    run_dir = _run_dir(config.report_dir)
     records = []
     for mutant in mutants:  # each mutant is judged by the checks of its own area
         own = replace(config, engines=(f"zoo:{mutant.name}",), checks=config.checks or tuple(mutant.area))

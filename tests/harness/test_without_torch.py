@@ -114,6 +114,7 @@ NEEDS_AN_EXTRA = [
     (["run", "--engine", "reference:cpu:triton"], "triton"),
     (["run", "--engine", "embedded:multi"], "serve"),
     (["run", "--engine", "zoo:vocab-size-cast-to-int"], "reference"),
+    (["zoo"], "reference"),  # the zoo holds mutants built on the reference implementation: said before any is judged
     (["run", "--engine", "harness.adapters.vllm:make"], "reference"),
     (["replay", "vector.json", "--engine", "embedded"], "serve"),
     (["serve"], "serve"),
