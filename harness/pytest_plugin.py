@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from . import checks as checks_module
-from . import reports, runner
+from . import preflight, reports, runner
 from .adapters import UsageError, check_engine_spec
 from .cli import _run_dir
 from .config import RunConfig, file_options, find_pyproject, option_actions, words
@@ -98,6 +98,7 @@ def pytest_configure(config):
                 f"--specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"
             )
         selected = run.selected(checks_module.all_checks())
+        preflight.check_engines([engine_spec], dict(run.api_options))  # the server answers and serves the model
     except (ValueError, OSError) as exc:  # UsageError is a ValueError; a missing file an OSError
         raise pytest.UsageError(f"specconform: {exc}") from None
     engine = EngineProcess(engine_spec, dict(run.api_options))  # one for the session, restarted if it dies

@@ -2,6 +2,7 @@
 
 import http.server
 import json
+import socket
 import threading
 
 import pytest
@@ -49,7 +50,7 @@ def _selected(pattern: str) -> list[str]:
 
 
 BAD_FACTORIES = {
-    "missing": ("def other():\n    return None\n", "has no 'make'"),
+    "missing": ("def other():\n    return None\n", "defines no 'make'; its functions and classes: other"),
     "raising": ("def make():\n    raise AttributeError('no such engine attribute')\n", "AttributeError"),
 }
 
@@ -63,7 +64,7 @@ def test_a_bad_factory_is_one_usage_error(pytester, source, says):
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.startswith("ERROR: specconform")]
-    assert len(errors) == 1 and "'bad_adapter:make' cannot be judged" in errors[0]
+    assert len(errors) == 1 and "'bad_adapter:make'" in errors[0]
     assert says in result.stderr.str()
     assert "failed" not in result.stdout.str()
 
@@ -204,3 +205,21 @@ def test_an_engine_that_cannot_be_built_writes_no_run_folder(pytester):
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert not (pytester.path / "runs").exists()
+
+
+def test_a_server_that_does_not_answer_is_one_usage_error(pytester):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = pytester.runpytest_subprocess(
+        "--specconform-engine",
+        "openai",
+        f"--specconform-base-url=http://127.0.0.1:{port}/v1",
+        "--specconform-model",
+        "m",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR: specconform")]
+    assert len(errors) == 1 and "no server answers" in errors[0]
