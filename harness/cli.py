@@ -54,10 +54,13 @@ class Progress:
     line per finished check but the NOT_CLAIMED ones, which the closing lines count, and a line every
     ``HEARTBEAT_S`` seconds naming the check still running; nothing when ``quiet``. A check's line says why
     when it did not pass (``console.progress_line``); a terminal keeps those lines above the bar. Use as a
-    context manager; call it with each record."""
+    context manager; call it with each record. With ``workers`` engine processes side by side (``-n``), the checks
+    running are the first ``workers`` of the plan not yet finished, which is the order they are handed out in."""
 
-    def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None):
+    def __init__(self, plan: list[tuple[str, str]], quiet: bool, stream=None, workers: int = 1):
         self.plan = plan
+        self.workers = workers
+        self.finished: set[tuple[str, str]] = set()
         self.stream = stream or sys.stderr
         self.enabled = not quiet
         self.done = 0
@@ -86,8 +89,8 @@ class Progress:
             self.bar.close()
 
     def _running(self) -> str:
-        engine, check = self.plan[self.done] if self.done < len(self.plan) else ("", "")
-        return f"{engine}: {check}"
+        running = [entry for entry in self.plan if entry not in self.finished][: self.workers]
+        return ", ".join(f"{engine}: {check}" for engine, check in running)
 
     def _announce(self) -> None:
         """Name the check now running in the bar's postfix (a log hears of it from the heartbeat: a line
@@ -120,6 +123,7 @@ class Progress:
     def __call__(self, record: runner.Record) -> None:
         with self._lock:
             self.done += 1
+            self.finished.add((getattr(record, "engine_spec", record.engine), record.check))
             if not self.enabled:
                 return
             line = console.progress_line(record, self.done, len(self.plan))
@@ -163,7 +167,8 @@ def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None)
         quiet_third_parties()
     limit = execution.FailureLimit(config.maxfail)
     try:
-        with Progress([(e, check.name) for e, checks in plan.items() for check in checks], config.quiet) as progress:
+        planned = [(e, check.name) for e, checks in plan.items() for check in checks]
+        with Progress(planned, config.quiet, workers=config.workers) as progress:
 
             def on_record(record):
                 writer(record)

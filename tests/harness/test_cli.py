@@ -269,3 +269,12 @@ def test_version_names_the_installed_distribution(capsys):
     status, out, err = invoke(["--version"], capsys)
     assert status == 0 and err == ""
     assert out == f"specconform {importlib.metadata.version('specconform')}\n"
+
+
+def test_with_workers_the_heartbeat_names_every_check_running(monkeypatch):
+    monkeypatch.setattr(cli, "HEARTBEAT_S", 0.01)
+    plan = [*PLAN, ("oracle", "rejection/invalid-ids")]
+    log = Terminal(tty=False, waited_for="still running oracle: rejection/greedy, oracle: rejection/invalid-ids")
+    with cli.Progress(plan, quiet=False, stream=log, workers=2) as progress:
+        progress(_finished("rejection/distribution"))  # a later check finished first: the first and third still run
+        assert log.said.wait(timeout=60)
