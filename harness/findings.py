@@ -14,9 +14,10 @@ none violated it; otherwise the most telling of the statuses of the checks that 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import spec
 from .core import BLOCKED, ERROR, FAIL, NOT_APPLICABLE, NOT_CLAIMED, NOT_RUN, PASS, PRECONDITION_FAILED, TIMEOUT
@@ -51,6 +52,7 @@ class Finding:
     # published under one name, the first sighting's, and these are said beside it
     also: list[str] = field(default_factory=list)
     named_by_combined: bool = False  # named by a failure that a combined patch proves, until one of its own shows
+    defect: str = ""  # what groups its failures: the proof patch that fixes them, else the finding name
     blocked: list[tuple[str, str]] = field(default_factory=list)  # (check, requirement) this finding blocked
 
     @property
@@ -117,7 +119,7 @@ def findings(records: list[dict]) -> list[Finding]:
             for defect in _keys(record, rid):
                 key = (record["engine"], defect)
                 if key not in found:
-                    found[key] = Finding(record["engine"], name, rid, named_by_combined=combined)
+                    found[key] = Finding(record["engine"], name, rid, named_by_combined=combined, defect=defect)
                 finding = found[key]
                 if finding.named_by_combined and not combined:  # a sighting of this defect alone names it
                     if finding.name != name:
@@ -139,6 +141,10 @@ def findings(records: list[dict]) -> list[Finding]:
             for finding in (same_check or candidates)[:1]:
                 finding.blocked.append((record["check"], rid))
                 finding.checks.append(record["check"])
+    names = Counter((f.engine, f.name) for f in found.values())
+    for finding in found.values():  # two defects of one engine under one name: each says which patch fixes it
+        if names[(finding.engine, finding.name)] > 1 and finding.defect.endswith(".diff"):
+            finding.name += f" [{Path(finding.defect).stem}]"
     return sorted(found.values(), key=lambda f: (f.expected, f.engine, f.name))
 
 

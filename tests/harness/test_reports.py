@@ -236,3 +236,14 @@ def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
     assert "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in named_later
     both["results"]["TB-FORCE-1"]["finding"] = "TB-FORCE-2"  # the same name: said once
     assert "seen by 2 checks: `a`, `c`)" in reports.markdown([both, single_a, single_b], [])
+
+
+def test_two_defects_under_one_name_each_say_the_patch_that_fixes_it():
+    first = _record("a", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
+    second = _record("b", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
+    first["results"]["TB-MARK-1"]["expectation_proof"] = "proofs/e/stray-end-kept.diff"
+    second["results"]["TB-MARK-1"]["expectation_proof"] = "proofs/e/last-start-taken.diff"
+    text = reports.markdown([first, second], [])
+    assert "## Findings (2 defects, 2 unexpected)" in text
+    assert "finding **TB-MARK-1 [stray-end-kept]** (1 defect, seen by 1 check: `a`)" in text
+    assert "finding **TB-MARK-1 [last-start-taken]** (1 defect, seen by 1 check: `b`)" in text
