@@ -70,6 +70,7 @@ API_ORDER = (
     "api/utf8-boundary",
     "api/usage",
     "api/streaming-parity",
+    "api/seeded-reproducible",
     "api/invalid-budget",
     "api/budget-without-markers",
     "api/greedy-spec-identity",

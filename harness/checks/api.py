@@ -22,6 +22,7 @@ from .. import spec, stats, vectors
 from ..core import FAIL, PRECONDITION_FAILED, Context, Outcome, Tally, UnparsableResponse, uniform_outcome
 from ..oracle import budget as tb
 from ..oracle.naive import thinking_tokens
+from . import api_twins as twins
 from .catalogue import check
 from .utf8 import UTF8_MAX_OVERRUN, readings
 
@@ -200,19 +201,20 @@ def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
     return found[0] if found else (0, 0, False)
 
 
-def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, holds: str) -> None:
+def _judge_budgets(engine, ctx: Context, tally: Tally, check_name: str, model: str, budgets, holds: str) -> None:
     """Three seeded requests per budget: ``holds`` (the requirement the budget's holding stands for),
     API-BUDGET-1 (the field was accepted) and API-REASON-1 (the end marker in neither reasoning nor content) per
-    response."""
+    response. A request that fails ``holds`` and is not reproducible is tried again (``api_twins``)."""
     for budget in budgets:
         for seed in range(3):
+            request = twins.SeededRequest(model, budget, budget + 12, 1.0, ctx.seed + seed, _fields(engine))
             response = engine.complete(
                 model,
                 budget,
-                max_tokens=budget + 12,
-                temperature=1.0,
-                seed=ctx.seed + seed,
-                fields=_fields(engine),
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                seed=request.seed,
+                fields=request.fields,
             )
             ids = response["choices"][0]["token_ids"]
             case = f"{model} budget {budget} seed {ctx.seed + seed}"
@@ -220,7 +222,8 @@ def _judge_budgets(engine, ctx: Context, tally: Tally, model: str, budgets, hold
                 tally.exercised("API-BUDGET-1")
             problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
             if problem:
-                tally.violated(holds, "forced-position-not-honoured", f"{case}: {problem}")
+                if not twins.alone(engine, ctx, tally, check_name, holds, request).attributed:
+                    tally.violated(holds, "forced-position-not-honoured", f"{case}: {problem}")
             else:
                 tally.exercised(holds)
             if "API-REASON-1" not in tally.requirements:
@@ -276,7 +279,7 @@ def holds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
-    _judge_budgets(engine, ctx, tally, engine.api.model, (2, 5, 9), "API-BUDGET-2")
+    _judge_budgets(engine, ctx, tally, "api/budget-holds", engine.api.model, (2, 5, 9), "API-BUDGET-2")
     return tally.outcome(f"{engine.api.model}: budgets 2, 5, 9 × 3 seeds replayed against the oracle")
 
 
@@ -291,7 +294,7 @@ def zero_and_one(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
-    _judge_budgets(engine, ctx, tally, engine.api.model, (0, 1), "API-BUDGET-4")
+    _judge_budgets(engine, ctx, tally, "api/budget-zero-and-one", engine.api.model, (0, 1), "API-BUDGET-4")
     return tally.outcome(f"{engine.api.model}: budgets 0 and 1 × 3 seeds replayed against the oracle")
 
 
@@ -343,7 +346,9 @@ def spec_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     if blocked := _precondition(engine, requirements, spec_model=True):
         return blocked
     tally = Tally(requirements)
-    _judge_budgets(engine, ctx, tally, engine.api.spec_model, (0, 1, 4, 9), "API-BUDGET-6")
+    _judge_budgets(
+        engine, ctx, tally, "api/budget-with-speculation", engine.api.spec_model, (0, 1, 4, 9), "API-BUDGET-6"
+    )
     return tally.outcome(f"{engine.api.spec_model}: budgets 0, 1, 4, 9 × 3 seeds with speculative decoding")
 
 
@@ -408,21 +413,59 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
     for i, (model, budget, response) in enumerate(results):
         ids = response["choices"][0]["token_ids"]
         problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
-        again = engine.complete(
-            model, budget, max_tokens=16, temperature=1.0, seed=ctx.seed + i, fields=_fields(engine)
-        )
-        if problem:
+        request = twins.SeededRequest(model, budget, 16, 1.0, ctx.seed + i, _fields(engine))
+        alone = twins.alone(engine, ctx, tally, "api/concurrent-mixed-budgets", "API-BUDGET-5", request)
+        first = alone.responses[0]
+        if alone.attributed:
+            continue
+        if problem and not alone.differ:
+            _owned_alone(engine, ctx, tally, i, request, first, alone.mark, problem)
+        elif problem:
             tally.violated("API-BUDGET-5", "forced-position-not-honoured", f"request {i} ({model}): {problem}")
-        elif again["choices"][0]["token_ids"] != ids:
+        elif first["choices"][0]["token_ids"] != ids:
             tally.violated(
                 "API-BUDGET-5",
                 "concurrent-differs-from-sequential",
                 f"request {i} ({model}, budget {budget}): concurrent {ids} vs sequential "
-                f"{again['choices'][0]['token_ids']}",
+                f"{first['choices'][0]['token_ids']}",
             )
         else:
             tally.exercised("API-BUDGET-5")
     return tally.outcome(f"{len(budgets)} concurrent requests with mixed budgets, each beside its sequential run")
+
+
+def _owned_alone(
+    engine, ctx: Context, tally: Tally, i: int, request, response: dict, mark: int, concurrent_problem: str
+) -> None:
+    """A concurrent request that broke its budget, sent again alone and reproducibly: where it breaks the budget
+    alone too, the failure needs no concurrency and is the budget requirement's of its server (``budget_owner``),
+    API-BUDGET-5 reading BLOCKED; where it holds alone, the failure is API-BUDGET-5's."""
+    choice = response["choices"][0]
+    problem = _violation(engine, response["prompt_token_ids"], choice["token_ids"], request.budget, choice)
+    if not problem:
+        tally.violated(
+            "API-BUDGET-5",
+            "forced-position-not-honoured",
+            f"request {i} ({request.model}): {concurrent_problem}; sent alone, it holds",
+        )
+        return
+    owner = twins.budget_owner(engine, request.model)
+    evidence = f"request {i} ({request}) sent alone: {problem}"
+    tally.violated(
+        owner,
+        "forced-position-not-honoured",
+        evidence,
+        reproduction_document(
+            "api/concurrent-mixed-budgets",
+            owner,
+            f"{owner}/forced-position-not-honoured",
+            evidence,
+            ctx.seed,
+            twins.requests_since(engine, mark),
+        ),
+        finding=owner,
+    )
+    tally.blocked("API-BUDGET-5", owner, f"request {i} breaks its budget sent alone too")
 
 
 @check(
@@ -486,6 +529,10 @@ def streaming(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
             if streamed["token_ids"] is not None:
                 pairs.insert(0, ("token ids", choice.get("token_ids", []), streamed["token_ids"]))
             differing = [(what, a, b) for what, a, b in pairs if a != b]
+            if differing and temperature:
+                request = twins.SeededRequest(model, budget, 16, temperature, ctx.seed)
+                if twins.alone(engine, ctx, tally, "api/streaming-parity", "API-STREAM-1", request).attributed:
+                    continue
             if differing:
                 what, a, b = differing[0]
                 tally.violated(
@@ -497,6 +544,34 @@ def streaming(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
                 tally.exercised("API-STREAM-1")
     ids = "ids, " if engine.api.token_ids == "return_token_ids" else "(the engine streams no ids) "
     return tally.outcome(f"streaming and non-streaming compared on {ids}reasoning, content and finish reason")
+
+
+@check(
+    "api/seeded-reproducible",
+    cls="api.seeded",
+    covers=("API-SEED-1",),
+    needs=IDS,
+    description="a seeded sampled request sent again alone returns the same ids, with speculation on and off",
+)
+def seeded_reproducible(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements)
+    models = tuple(filter(None, (engine.api.model, engine.api.spec_model)))
+    for model in models:
+        for seed in range(4):
+            request = twins.SeededRequest(model, None, 16, 1.0, ctx.seed + seed)
+            responses = twins.repeats(engine, request)
+            if twins.differ(responses):
+                seen = dict.fromkeys(tuple(ids) for ids in twins.ids(responses))
+                tally.violated(
+                    "API-SEED-1",
+                    "seeded-request-not-reproducible",
+                    f"{request}, sent {twins.REPEATS} times alone: " + " vs ".join(str(list(ids)) for ids in seen),
+                )
+            else:
+                tally.exercised("API-SEED-1")
+    return tally.outcome(f"{', '.join(models)}: 4 seeded requests at temperature 1, each sent {twins.REPEATS} times")
 
 
 @check(

@@ -1,0 +1,133 @@
+"""Attribution of API-level failures on seeded sampled requests (RUN-FINDING-1 over HTTP).
+
+Several API checks compare two responses to one seeded request: the whole and the streamed one
+(API-STREAM-1), the one served beside fifteen others and the one served alone (API-BUDGET-5). Others judge
+a budget on a sampled request served by the speculating model (API-BUDGET-6). A server whose seeded
+requests are not reproducible at all fails every such comparison, and a budget check blamed for it names
+the wrong defect: the minimal case needs neither streaming, nor concurrency, nor a budget. So a failing
+sampled request is tried again the way RUN-FINDING-1 says:
+
+1. the request as the check sent it, alone and not streamed, three times (``alone``). If the repeats agree,
+   the failure stands on a reproducible request and stays the check's own, unless it is a budget failure
+   that recurs alone: that needs no concurrency, and belongs to the budget requirement of the server it
+   was served by (``budget_owner``).
+2. where the repeats differ, the same request without its budget, three times. Where those differ too, a
+   seeded request is not reproducible without any of the check's features: the failure is API-SEED-1's,
+   recorded with those requests as its reproduction, and the check's own requirement reads BLOCKED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..core import Context, Tally
+
+SEED_RID = "API-SEED-1"
+REPEATS = 3  # sends of one request alone; uninitialised memory does not change every draw, so one is too few
+
+
+@dataclass(frozen=True)
+class SeededRequest:
+    """One chat request as a check sent it: ``budget`` None is none, ``fields`` the profile's extra fields."""
+
+    model: str
+    budget: int | None
+    max_tokens: int
+    temperature: float
+    seed: int
+    fields: dict | None = None
+
+    def __str__(self) -> str:
+        return (
+            f"{self.model}, budget {self.budget}, temperature {self.temperature}, seed {self.seed}, "
+            f"max_tokens {self.max_tokens}"
+        )
+
+
+def repeats(engine, request: SeededRequest) -> list[dict]:
+    """The responses to ``REPEATS`` sends of ``request``, one after another, each alone."""
+    return [
+        engine.complete(
+            request.model,
+            request.budget,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            seed=request.seed,
+            fields=request.fields,
+        )
+        for _ in range(REPEATS)
+    ]
+
+
+def ids(responses: list[dict]) -> list[list[int]]:
+    return [response["choices"][0]["token_ids"] for response in responses]
+
+
+def differ(responses: list[dict]) -> bool:
+    """Whether the responses' token ids are not all the same."""
+    outputs = ids(responses)
+    return any(output != outputs[0] for output in outputs)
+
+
+def log_mark(engine) -> int:
+    """Where the engine's exchange log stands now (0 for an engine that logs none)."""
+    return len(getattr(engine, "exchanges", None) or ())
+
+
+def requests_since(engine, mark: int) -> list[dict]:
+    """The exchanges logged since ``log_mark`` gave ``mark``: the requests of a reproduction."""
+    return list((getattr(engine, "exchanges", None) or [])[mark:])
+
+
+def budget_owner(engine, model: str) -> str:
+    """The budget requirement of a failure that recurs on a request served alone: API-BUDGET-6 on the
+    speculating model, API-BUDGET-2 on any other."""
+    return "API-BUDGET-6" if model == engine.api.spec_model else "API-BUDGET-2"
+
+
+@dataclass
+class Alone:
+    """What ``alone`` found: the repeats' responses, whether their ids differ, whether the failure was
+    attributed (recorded under another requirement, the check's own BLOCKED), and where the log stood before."""
+
+    responses: list[dict]
+    differ: bool
+    mark: int
+    attributed: bool = False
+
+
+def alone(engine, ctx: Context, tally: Tally, check: str, own: str, request: SeededRequest) -> Alone:
+    """Try a failure of ``own`` on ``request`` again alone (step 1 of the module's procedure), and where the
+    repeats differ, without its budget (step 2): a greedy request (temperature 0) draws nothing and is only
+    repeated. Records API-SEED-1's failure and blocks ``own`` where step 2 shows the seed not honoured."""
+    from .api import reproduction_document  # the checks import this module
+
+    mark = log_mark(engine)
+    responses = repeats(engine, request)
+    found = Alone(responses, differ(responses), mark)
+    if not found.differ or request.temperature == 0:
+        return found
+    unbudgeted = replace(request, budget=None)
+    shown_from = log_mark(engine)  # the reproduction: the requests that show it without the check's features
+    again = repeats(engine, unbudgeted)
+    if not differ(again):
+        return found
+    seen = dict.fromkeys(tuple(output) for output in ids(again))
+    evidence = f"{unbudgeted}, sent {REPEATS} times alone: " + " vs ".join(str(list(output)) for output in seen)
+    tally.violated(
+        SEED_RID,
+        "seeded-request-not-reproducible",
+        evidence,
+        reproduction_document(
+            check,
+            SEED_RID,
+            f"{SEED_RID}/seeded-request-not-reproducible",
+            evidence,
+            ctx.seed,
+            requests_since(engine, shown_from),
+        ),
+        finding=SEED_RID,
+    )
+    tally.blocked(own, SEED_RID, f"{request} is not reproducible sent alone, nor without its budget")
+    found.attributed = True
+    return found

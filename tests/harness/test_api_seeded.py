@@ -1,0 +1,161 @@
+"""API-SEED-1 and the attribution of API failures on seeded sampled requests (RUN-FINDING-1 over HTTP), judged
+against a scripted stand-in for a vLLM-style server with a speculating model (httpx2.MockTransport).
+
+The stand-in's seeded requests draw their thinking tokens from ``random.Random(seed)`` and honour the budget;
+each mutation breaks one thing the way a server could: the speculating model ignoring the seed (vLLM 6038), the
+speculating model ignoring the budget (a reproducible budget defect), the budget ignored for the requests that
+arrive together. A check that meets a defect its minimal case shows without the check's own features must
+publish it once, under the requirement that case isolates, and read BLOCKED on its own."""
+
+import json
+import random
+import threading
+
+import httpx2
+import pytest
+
+from harness import checks
+from harness.adapters import http as api
+from harness.core import BLOCKED, FAIL, PASS, Context
+from harness.profiles import canonical
+from tests.harness.test_api_spec_counters import route_clients
+
+START, END, ANSWER = 50, 51, 8
+THINKING = range(10, 20)
+PROMPT = [1, 2, 3]
+SPEC_MODEL = "tiny-think-spec"
+TOGETHER = 16  # api/concurrent-mixed-budgets sends this many requests at once, before any other
+
+
+class StandIn:
+    """A thinking server: ``mutation`` is "", "unseeded-with-speculation", "budget-ignored-with-speculation" or
+    "budget-ignored-together" (the first ``TOGETHER`` chat requests it serves ignore their budget)."""
+
+    def __init__(self, mutation: str = ""):
+        self.mutation = mutation
+        self.served = 0
+        self.lock = threading.Lock()
+
+    def generate(self, body: dict) -> list[int]:
+        with self.lock:
+            self.served += 1
+            order = self.served
+        spec = body["model"] == SPEC_MODEL
+        temperature, seed, budget = body["temperature"], body.get("seed"), body.get("thinking_token_budget")
+        unseeded = spec and self.mutation == "unseeded-with-speculation"
+        draws = random.Random() if unseeded or seed is None else random.Random(seed)
+        ignored = (spec and self.mutation == "budget-ignored-with-speculation") or (
+            self.mutation == "budget-ignored-together" and order <= TOGETHER
+        )
+        thinking = [THINKING[0] if temperature == 0 else draws.choice(THINKING) for _ in range(30)]
+        if budget is not None and not ignored:
+            thinking = thinking[:budget]
+        return ([START, *thinking, END] + [ANSWER] * 30)[: body["max_tokens"]]
+
+    def transport(self) -> httpx2.MockTransport:
+        def handle(request: httpx2.Request) -> httpx2.Response:
+            if request.url.path == "/v1/models":
+                return httpx2.Response(200, json={"data": [{"id": "tiny-think"}, {"id": SPEC_MODEL}]})
+            body = json.loads(request.content)
+            if request.url.path == "/tokenize":
+                return httpx2.Response(200, json={"tokens": {"<think>": [START], "</think>": [END]}[body["prompt"]]})
+            ids = self.generate(body)
+            closed = END in ids
+            cut = ids.index(END) if closed else len(ids)
+            reasoning, content = "t" * (cut - 1), "a" * (len(ids) - cut - 1) if closed else ""
+            if body.get("stream"):
+                return _streamed(body["model"], ids, reasoning, content)
+            message = {"role": "assistant", "content": content, "reasoning": reasoning}
+            choice = {"index": 0, "message": message, "finish_reason": "length", "token_ids": ids}
+            return httpx2.Response(
+                200,
+                json={
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [choice],
+                    "prompt_token_ids": PROMPT,
+                    "usage": {"prompt_tokens": len(PROMPT), "completion_tokens": len(ids), "total_tokens": 0},
+                },
+            )
+
+        return httpx2.MockTransport(handle)
+
+
+def _streamed(model: str, ids: list[int], reasoning: str, content: str) -> httpx2.Response:
+    """One server-sent event with the whole output, then the finish reason."""
+    base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": model}
+    delta = {"role": "assistant", "reasoning": reasoning, "content": content}
+    events = [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None, "token_ids": ids}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length", "token_ids": []}]},
+    ]
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    return httpx2.Response(200, text=text, headers={"content-type": "text/event-stream"})
+
+
+def judge(monkeypatch, check_name: str, mutation: str = ""):
+    route_clients(monkeypatch, StandIn(mutation).transport())
+    profile = api.ApiProfile(name="vllm", model="tiny-think", spec_model=SPEC_MODEL, **api.API_PROFILES["vllm"])
+    engine = api.ApiEngine("http://fake.test/v1", profile, name="fake")
+    check = next(c for c in checks.api_checks() if c.name == check_name)
+    return check.run(engine, Context(canonical()))
+
+
+@pytest.mark.parametrize(
+    "check_name",
+    ["api/seeded-reproducible", "api/streaming-parity", "api/concurrent-mixed-budgets", "api/budget-with-speculation"],
+)
+def test_the_honest_server_passes(monkeypatch, check_name):
+    outcome = judge(monkeypatch, check_name)
+    assert outcome.status == PASS, outcome.message
+    assert "API-SEED-1" not in outcome.requirements or outcome.requirements["API-SEED-1"].cases == 8
+
+
+@pytest.mark.req("API-SEED-1")
+def test_a_speculating_model_that_ignores_the_seed_fails_api_seed_1(monkeypatch):
+    outcome = judge(monkeypatch, "api/seeded-reproducible", "unseeded-with-speculation")
+    result = outcome.requirements["API-SEED-1"]
+    assert result.status == FAIL and result.fingerprint == "API-SEED-1/seeded-request-not-reproducible"
+    assert SPEC_MODEL in result.evidence and "sent 3 times alone" in result.evidence
+
+
+@pytest.mark.req("API-SEED-1", "RUN-FINDING-1")
+@pytest.mark.parametrize(
+    "check_name, own", [("api/streaming-parity", "API-STREAM-1"), ("api/concurrent-mixed-budgets", "API-BUDGET-5")]
+)
+def test_comparisons_broken_by_an_ignored_seed_are_published_under_api_seed_1(monkeypatch, check_name, own):
+    outcome = judge(monkeypatch, check_name, "unseeded-with-speculation")
+    assert outcome.requirements[own].status == BLOCKED, outcome.requirements[own]
+    assert outcome.requirements[own].finding == "API-SEED-1"
+    seed = outcome.requirements["API-SEED-1"]
+    assert seed.status == FAIL and seed.finding == "API-SEED-1"
+    # its reproduction is the requests that showed it without the check's features: alone, no budget, not streamed
+    requests = seed.reproduction["requests"]
+    assert requests and all(r["body"].get("thinking_token_budget") is None for r in requests)
+    assert all(not r["body"].get("stream") and r["body"]["model"] == SPEC_MODEL for r in requests)
+
+
+@pytest.mark.req("API-BUDGET-6", "RUN-FINDING-1")
+def test_a_budget_broken_alone_is_not_blamed_on_concurrency(monkeypatch):
+    outcome = judge(monkeypatch, "api/concurrent-mixed-budgets", "budget-ignored-with-speculation")
+    assert outcome.requirements["API-BUDGET-5"].status == BLOCKED
+    owner = outcome.requirements["API-BUDGET-6"]
+    assert owner.status == FAIL and owner.fingerprint == "API-BUDGET-6/forced-position-not-honoured"
+    assert "sent alone" in owner.evidence and "API-SEED-1" not in outcome.requirements
+
+
+@pytest.mark.req("API-BUDGET-6")
+def test_a_reproducible_budget_failure_with_speculation_stays_api_budget_6(monkeypatch):
+    outcome = judge(monkeypatch, "api/budget-with-speculation", "budget-ignored-with-speculation")
+    assert outcome.requirements["API-BUDGET-6"].status == FAIL
+    assert "API-SEED-1" not in outcome.requirements
+
+
+@pytest.mark.req("API-BUDGET-5")
+def test_a_budget_broken_only_beside_others_stays_api_budget_5(monkeypatch):
+    outcome = judge(monkeypatch, "api/concurrent-mixed-budgets", "budget-ignored-together")
+    result = outcome.requirements["API-BUDGET-5"]
+    assert result.status == FAIL and "sent alone, it holds" in result.evidence
+    assert set(outcome.requirements) == {"API-BUDGET-5"}
