@@ -7,6 +7,7 @@ from harness import spec, vectors
 from harness.oracle import budget as tb
 from harness.oracle import counting as ac
 from harness.oracle import rejection as rs
+from harness.vectors import schema
 from specs.interface import BatchUpdate
 
 
@@ -121,3 +122,13 @@ def test_counting_vectors_replay():
         assert metrics.num_accepted_tokens == expected["num_accepted_tokens"]
         assert metrics.mean_acceptance_length == pytest.approx(expected["mean_acceptance_length"])
         assert metrics.accepted_per_position == expected["accepted_per_position"]
+
+
+def test_a_misspelt_key_in_a_golden_source_file_is_an_error_naming_the_key_and_the_file(tmp_path):
+    source = schema.GOLDEN_DIR / "rejection" / "exact.yaml"
+    (tmp_path / "rejection").mkdir()
+    misspelt = tmp_path / "rejection" / "exact.yaml"
+    misspelt.write_text(source.read_text().replace("    requirements:", "    requirments:", 1))
+    with pytest.raises(ValueError, match=r"unknown key 'vectors\.0\.requirments'; known keys: \[.*'requirements'") as e:
+        schema.read("rejection", "exact", schema.ExactFile, tmp_path)
+    assert str(misspelt) in str(e.value)
