@@ -1,8 +1,8 @@
 """The golden vectors' source files: what ``harness/vectors/golden/<kind>/<group>.yaml`` may hold, as pydantic models.
 
-Each file holds the inputs of one group of a published vector file (``specs/vectors/<kind>.json``); the generator
-(``rejection``) reads it and adds what the oracle computes. A key that no model names is an error that names the key
-and the file (``harness.schemas.parse``).
+Each file holds the inputs of one group of a published vector file (``specs/vectors/<kind>.json``); the generators
+(``budget``, ``rejection``) read it and add what the oracle computes. A key that no model names is an error that
+names the key and the file (``harness.schemas.parse``).
 
 To add a golden vector: add an entry to the group's file, run ``specconform vectors --write`` and review the diff of
 ``specs/vectors/``; ``specconform vectors`` (and the test suite) checks the published files are current.
@@ -11,9 +11,12 @@ To add a golden vector: add an entry to the group's file, run ``specconform vect
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 import yaml
-from pydantic import Field
+from pydantic import Field, model_validator
+
+from specs.interface import AddedRequest, BatchUpdate, Move
 
 from ..oracle import rejection as rs
 from ..schemas import Strict, parse
@@ -26,6 +29,91 @@ def read(kind: str, group: str, model: type[Strict], directory: Path | None = No
     names the file and each key that is unknown, missing or of the wrong value."""
     path = (directory or GOLDEN_DIR) / kind / f"{group}.yaml"
     return parse(model, yaml.safe_load(path.read_text()), f"golden vector file {str(path)!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Thinking budget (specs/vectors/thinking-budget.json)
+
+
+class Added(Strict):
+    index: int
+    budget: Any = Field(description="an int, or null (untracked); error vectors hold invalid values (TB-API-2)")
+    prompt_token_ids: list[int]
+
+
+class Update(Strict):
+    """A ``specs.interface.BatchUpdate``: applied removed → added → moved (TB-BATCH-1)."""
+
+    batch_size: int
+    removed: list[int] = []
+    added: list[Added] = []
+    moved: list[tuple[int, int, Move]] = Field([], description="[src, dst, SWAP or UNIDIRECTIONAL]")
+
+    def batch_update(self) -> BatchUpdate:
+        added = [AddedRequest(a.index, a.budget, a.prompt_token_ids) for a in self.added]
+        return BatchUpdate(self.batch_size, removed=self.removed, added=added, moved=self.moved)
+
+
+class SlotProposal(Strict):
+    """What a slot proposes in a step (``harness.vectors.SlotStep``)."""
+
+    drafts: list[int] = []
+    accept: int = Field(0, description="how many drafts the sampler would accept")
+    free_token: int = Field(description="the token the sampler emits after them where the row is free")
+
+
+class Step(Strict):
+    update: Update | None = None
+    slots: dict[int, SlotProposal] = Field(description="the live slots' proposals, by slot")
+
+
+class Scenario(Strict):
+    """A budget scenario run beside the oracle: either ``steps``, or one request (``prompt_token_ids``, ``budget``)
+    that proposes one token a step (``proposals``) with no drafts."""
+
+    name: str
+    description: str = ""
+    requirements: list[str]
+    start_token_ids: list[int]
+    end_token_ids: list[int]
+    scope: Literal["request", "section"] = "request"
+    forced_token_ids: list[int] | None = Field(None, description="a forced end sequence other than E (TB-END-1)")
+    other_end_token_ids: list[list[int]] | None = Field(None, description="end markers accepted beside E (TB-END-3)")
+    max_num_reqs: int | None = Field(None, description="default: 1 with proposals, 4 with steps")
+    prompt_token_ids: list[int] | None = None
+    budget: int | None = None
+    proposals: list[int] | None = None
+    steps: list[Step] | None = None
+
+    @model_validator(mode="after")
+    def _steps_or_one_request(self):
+        one_request = (self.prompt_token_ids, self.budget, self.proposals)
+        if self.steps is None and None in one_request:
+            raise ValueError("a scenario needs steps, or prompt_token_ids, budget and proposals")
+        if self.steps is not None and any(v is not None for v in one_request):
+            raise ValueError("a scenario with steps takes no prompt_token_ids, budget or proposals")
+        return self
+
+
+class ScenarioFile(Strict):
+    vectors: list[Scenario]
+
+
+class BudgetError(Strict):
+    """Invalid input the batch rejects with an error naming ``expected_error_field`` (TB-API-2, TB-API-3,
+    TB-BATCH-4)."""
+
+    name: str
+    requirements: list[str]
+    start_token_ids: list[int]
+    end_token_ids: list[int]
+    max_num_reqs: int
+    update: Update | None
+    expected_error_field: str
+
+
+class BudgetErrorFile(Strict):
+    vectors: list[BudgetError]
 
 
 # ---------------------------------------------------------------------------------------------

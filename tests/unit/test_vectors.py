@@ -132,3 +132,15 @@ def test_a_misspelt_key_in_a_golden_source_file_is_an_error_naming_the_key_and_t
     with pytest.raises(ValueError, match=r"unknown key 'vectors\.0\.requirments'; known keys: \[.*'requirements'") as e:
         schema.read("rejection", "exact", schema.ExactFile, tmp_path)
     assert str(misspelt) in str(e.value)
+
+
+def test_a_budget_scenario_source_names_a_bad_value_and_needs_steps_or_one_request(tmp_path):
+    (tmp_path / "thinking-budget").mkdir()
+    path = tmp_path / "thinking-budget" / "scenarios.yaml"
+    scenario = "{name: s, requirements: [TB-FORCE-1], start_token_ids: [100], end_token_ids: [101]"
+    path.write_text(f"vectors:\n  - {scenario}, scope: sectoin, prompt_token_ids: [1], budget: 1, proposals: [5]}}\n")
+    with pytest.raises(ValueError, match=r"vectors\.0\.scope: .*got 'sectoin'"):
+        schema.read("thinking-budget", "scenarios", schema.ScenarioFile, tmp_path)
+    path.write_text(f"vectors:\n  - {scenario}, budget: 1}}\n")
+    with pytest.raises(ValueError, match="a scenario needs steps, or prompt_token_ids, budget and proposals"):
+        schema.read("thinking-budget", "scenarios", schema.ScenarioFile, tmp_path)
