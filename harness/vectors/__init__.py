@@ -2,8 +2,8 @@
 
 ``codec`` (the JSON form of floats, matrices and rejection cases), ``scenarios`` (budget scenarios run beside the
 oracle, which generated cases depend on too), one generator per kind (``budget``, ``rejection``, ``counting``),
-``schema`` (the source files under ``golden/`` that the budget and rejection generators read) and ``files``
-(rendering, writing and the staleness check). This face only re-exports.
+``schema`` (the source files under ``golden/`` that the generators read) and ``files`` (rendering, writing and the
+staleness check). This face only re-exports.
 """
 
 from .budget import budget_vectors

@@ -1,8 +1,8 @@
 """The golden vectors' source files: what ``harness/vectors/golden/<kind>/<group>.yaml`` may hold, as pydantic models.
 
 Each file holds the inputs of one group of a published vector file (``specs/vectors/<kind>.json``); the generators
-(``budget``, ``rejection``) read it and add what the oracle computes. A key that no model names is an error that
-names the key and the file (``harness.schemas.parse``).
+(``budget``, ``rejection``, ``counting``) read it and add what the oracle computes. A key that no model names is an
+error that names the key and the file (``harness.schemas.parse``).
 
 To add a golden vector: add an entry to the group's file, run ``specconform vectors --write`` and review the diff of
 ``specs/vectors/``; ``specconform vectors`` (and the test suite) checks the published files are current.
@@ -224,3 +224,40 @@ class RejectionError(Strict):
 class RejectionErrorFile(Strict):
     base: Case = Field(description="a valid case")
     vectors: list[RejectionError]
+
+
+# ---------------------------------------------------------------------------------------------
+# Accepted-token counting (specs/vectors/counting.json)
+
+
+class CountingRow(Strict):
+    """One output row (``-1``-padded) and its vocabulary size: the generator adds how many tokens it emits and the
+    problems it has (AC-COUNT-*)."""
+
+    name: str
+    requirements: list[str]
+    row: list[int]
+    vocab_size: int
+
+
+class CountingRowsFile(Strict):
+    vectors: list[CountingRow]
+
+
+class MetricsStep(Strict):
+    num_draft_tokens: int
+    row: list[int]
+    commit_limit: int | None = Field(None, description="tokens the step may commit (max_tokens or a stop string)")
+
+
+class MetricsVector(Strict):
+    """Steps observed in order: the generator adds the accepted drafts of each and the aggregate metrics."""
+
+    name: str
+    requirements: list[str]
+    eos_token_ids: list[int]
+    steps: list[MetricsStep]
+
+
+class CountingMetricsFile(Strict):
+    vectors: list[MetricsVector]
