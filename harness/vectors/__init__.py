@@ -1,8 +1,9 @@
 """Golden vectors: generated from the oracle, checked in under ``specs/vectors/``.
 
 ``codec`` (the JSON form of floats, matrices and rejection cases), ``scenarios`` (budget scenarios run beside the
-oracle, which generated cases depend on too), one module of golden content per kind (``budget``, ``rejection``,
-``counting``) and ``files`` (rendering, writing and the staleness check). This face only re-exports.
+oracle, which generated cases depend on too), one generator per kind (``budget``, ``rejection``, ``counting``),
+``schema`` (the source files under ``golden/`` that the generators read) and ``files`` (rendering, writing and the
+staleness check). This face only re-exports.
 """
 
 from .budget import budget_vectors

@@ -30,7 +30,7 @@ def encode_matrix(rows) -> list:
 
 
 # ---------------------------------------------------------------------------------------------
-# Thinking budget
+# Rejection cases and output distributions
 
 
 def _case_json(case: rs.RejectionCase) -> dict:

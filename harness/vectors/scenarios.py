@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specs.interface import AddedRequest, BatchUpdate
+from specs.interface import BatchUpdate
 
 from ..oracle import budget as tb
 
@@ -95,14 +95,3 @@ def budget_scenario(
     if other_end_token_ids:
         vector["other_end_token_ids"] = other_end_token_ids
     return vector
-
-
-def _sequential(
-    prompt, budget, proposals, start, end, scope="request", name="", reqs=(), desc="", forced=None, others=None
-):
-    """One request, no drafts: each step the model proposes one token."""
-    steps: list[tuple[BatchUpdate | None, dict[int, SlotStep]]] = []
-    first = BatchUpdate(1, added=[AddedRequest(0, budget, prompt)])
-    for i, token in enumerate(proposals):
-        steps.append((first if i == 0 else None, {0: SlotStep([], 0, token)}))
-    return budget_scenario(name, list(reqs), start, end, steps, scope, 1, desc, forced, others)

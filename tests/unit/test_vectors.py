@@ -7,6 +7,7 @@ from harness import spec, vectors
 from harness.oracle import budget as tb
 from harness.oracle import counting as ac
 from harness.oracle import rejection as rs
+from harness.vectors import schema
 from specs.interface import BatchUpdate
 
 
@@ -121,3 +122,25 @@ def test_counting_vectors_replay():
         assert metrics.num_accepted_tokens == expected["num_accepted_tokens"]
         assert metrics.mean_acceptance_length == pytest.approx(expected["mean_acceptance_length"])
         assert metrics.accepted_per_position == expected["accepted_per_position"]
+
+
+def test_a_misspelt_key_in_a_golden_source_file_is_an_error_naming_the_key_and_the_file(tmp_path):
+    source = schema.GOLDEN_DIR / "rejection" / "exact.yaml"
+    (tmp_path / "rejection").mkdir()
+    misspelt = tmp_path / "rejection" / "exact.yaml"
+    misspelt.write_text(source.read_text().replace("    requirements:", "    requirments:", 1))
+    with pytest.raises(ValueError, match=r"unknown key 'vectors\.0\.requirments'; known keys: \[.*'requirements'") as e:
+        schema.read("rejection", "exact", schema.ExactFile, tmp_path)
+    assert str(misspelt) in str(e.value)
+
+
+def test_a_budget_scenario_source_names_a_bad_value_and_needs_steps_or_one_request(tmp_path):
+    (tmp_path / "thinking-budget").mkdir()
+    path = tmp_path / "thinking-budget" / "scenarios.yaml"
+    scenario = "{name: s, requirements: [TB-FORCE-1], start_token_ids: [100], end_token_ids: [101]"
+    path.write_text(f"vectors:\n  - {scenario}, scope: sectoin, prompt_token_ids: [1], budget: 1, proposals: [5]}}\n")
+    with pytest.raises(ValueError, match=r"vectors\.0\.scope: .*got 'sectoin'"):
+        schema.read("thinking-budget", "scenarios", schema.ScenarioFile, tmp_path)
+    path.write_text(f"vectors:\n  - {scenario}, budget: 1}}\n")
+    with pytest.raises(ValueError, match="a scenario needs steps, or prompt_token_ids, budget and proposals"):
+        schema.read("thinking-budget", "scenarios", schema.ScenarioFile, tmp_path)
