@@ -1,0 +1,308 @@
+"""Replaying a thinking-budget scenario beside the oracle, row by row: the requirements each compared row exercises
+(``row_requirements``), the first diverging row blamed on one of them (``Divergence``, ``BLAME_ORDER``), the case
+in one line (``describe``) and the reproduction document of a minimal scenario (``reproduction_document``).
+
+A scenario stops at its first diverging row: its state is no longer comparable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specs.interface import BatchUpdate, Move
+
+from ...core import Tally
+from ...oracle import budget as tb
+from ...vectors import FORMAT_VERSION
+
+
+@dataclass
+class _Slot:
+    """What the check remembers of a slot between steps (for tagging rows, not for judging them)."""
+
+    output: int = 0  # tokens committed since the request was added
+    prompt_partial: bool = False  # the prompt ended inside a partial S or E (TB-PROMPT-3)
+    moved: str = ""  # "SWAP" or "UNIDIRECTIONAL" when a move touched the slot in this step's update
+    added: bool = False  # added by this step's update
+
+
+def _self_overlapping(marker: tuple[int, ...]) -> bool:
+    return any(tb.MarkerAutomaton(marker).failure)
+
+
+def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_drafts: int, forced: int) -> set[str]:
+    """The requirements one compared forced row exercises, from the oracle's state before the row."""
+    if state is None:
+        tags = {"TB-UNTRACKED-1"}
+    else:
+        tags = {"TB-MARK-1"}
+        if state.start_matched and len(state.start) > 1 or state.end_matched and len(state.end) > 1:
+            tags.add("TB-MARK-2")
+            if _self_overlapping(state.end.marker if state.in_section else state.start.marker):
+                tags.add("TB-MARK-3")
+        if state.in_section:
+            tags |= {"TB-COUNT-1", "TB-FORCE-1"}
+            if forced != -1 and state.end_matched:
+                tags.add("TB-FORCE-2")
+            if forced == -1:
+                tags.add("TB-NATURAL-1")  # the budget has not run out: the position must stay free
+            if state.budget == 0 and state.count == 0 and not state.opened_in_prompt:
+                tags.add("TB-FORCE-4")
+            if state.opened_in_prompt:
+                tags.add("TB-PROMPT-1")
+                if forced != -1 and slot.output == 0 and row == 0:
+                    tags.add("TB-PROMPT-2")
+            if state.scope == "request" and state.spent:
+                tags.add("TB-SCOPE-1")
+            if state.scope == "section" and state.sections:
+                tags.add("TB-SCOPE-2")
+        if slot.prompt_partial:
+            tags.add("TB-PROMPT-3")
+        if state.forced is not None:  # a forced end sequence other than E (TB-END-1, TB-END-2)
+            if state.in_section and forced != -1:
+                tags.add("TB-END-1")
+            if not state.in_section:
+                tags.add("TB-END-2")  # free until S: a section closes on E, forced or emitted by the model
+        if state.others:
+            tags.add("TB-END-3")  # whether the section is open depends on every accepted end marker
+    if row > 0:
+        tags.add("TB-SPEC-1")
+        if forced != -1:
+            tags.add("TB-SPEC-2")
+    if num_drafts == 0:
+        tags.add("TB-SPEC-4")
+    if slot.output and row == 0 and state is not None:
+        tags.add("TB-SPEC-3")  # the state was advanced by an earlier step's committed run
+    if slot.added or slot.moved:
+        tags.add("TB-BATCH-1")
+    if slot.moved == "UNIDIRECTIONAL":
+        tags.add("TB-BATCH-2")
+    if slot.moved == "SWAP":
+        tags.add("TB-BATCH-3")
+    tags.add("TB-BATCH-5")
+    return tags
+
+
+# The requirement a diverging row is blamed on: the most specific of those the row exercises.
+BLAME_ORDER = (
+    "TB-END-3",
+    "TB-END-2",
+    "TB-END-1",
+    "TB-BATCH-3",
+    "TB-BATCH-2",
+    "TB-PROMPT-3",
+    "TB-PROMPT-2",
+    "TB-SCOPE-1",
+    "TB-SCOPE-2",
+    "TB-SPEC-2",
+    "TB-SPEC-1",
+    "TB-FORCE-2",
+    "TB-FORCE-4",
+    "TB-NATURAL-1",
+    "TB-UNTRACKED-1",
+    "TB-PROMPT-1",
+    "TB-FORCE-1",
+    "TB-COUNT-1",
+    "TB-MARK-3",
+    "TB-MARK-2",
+    "TB-MARK-1",
+    "TB-SPEC-3",
+    "TB-BATCH-1",
+)
+
+
+def _mode(expected: int, got: int | None, end: tuple[int, ...]) -> str:
+    """The way a row diverged, without case-specific ids."""
+    if got is None:
+        return "row-missing"
+    if expected == -1:
+        return "forced-a-free-row"
+    if got == -1:
+        return "left-a-forced-row-free"
+    if got == end[0]:
+        return "forced-E0-instead-of-E[m]"
+    return "forced-the-wrong-token"
+
+
+@dataclass
+class Divergence:
+    """The first row where an engine's forced rows left the oracle's, blamed on one requirement."""
+
+    requirement: str
+    mode: str
+    step: int
+    where: tuple[int, int, int] | None  # (slot, row within the slot, flat row); None: the layout differs
+    expected: list[int]
+    got: list[int]
+    row_tags: frozenset[str] = frozenset()  # every requirement the diverging row exercises, the check's or not
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.requirement}/{self.mode}"
+
+
+def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> None:
+    """Follow ``update`` in the per-slot tags (added, moved, prompt ending inside a marker)."""
+    for s in update.removed:
+        slots[s] = _Slot()
+    for a in update.added:
+        probe = tb.RequestBudget.from_prompt(model.start, model.end, 0, list(a.prompt_token_ids), model.scope)
+        slots[a.index] = _Slot(prompt_partial=bool(probe.start_matched or probe.end_matched), added=True)
+    for src, dst, kind in update.moved:
+        if kind is Move.SWAP:
+            slots[src], slots[dst] = slots[dst], slots[src]
+            slots[src].moved = slots[dst].moved = "SWAP"
+        else:
+            slots[dst], slots[src] = slots[src], _Slot()
+            slots[dst].moved = "UNIDIRECTIONAL"
+
+
+def marker_arguments(vector: dict) -> dict:
+    """The keywords that give an engine a vector's forced end sequence (TB-END-1) and its other accepted end
+    markers (TB-END-3): none for a vector that has neither, so engines without those variants are called
+    as before."""
+    found = {}
+    if vector.get("forced_token_ids") is not None:
+        found["forced_token_ids"] = list(vector["forced_token_ids"])
+    if vector.get("other_end_token_ids"):
+        found["other_end_token_ids"] = [list(m) for m in vector["other_end_token_ids"]]
+    return found
+
+
+def replay_scenario(
+    engine, vector: dict, requirements: tuple[str, ...], tally: Tally | None = None
+) -> Divergence | None:
+    """Drive ``engine`` through a budget scenario in the golden-vector format beside the oracle;
+    each compared row counts in ``tally`` (when given); returns the first divergence or None.
+
+    The engine gets ``max_spec_len`` from the vector when it names one (generated scenarios do),
+    otherwise the largest draft count of its steps."""
+    start, end, scope = vector["start_token_ids"], vector["end_token_ids"], vector["scope"]
+    max_num_reqs = vector["max_num_reqs"]
+    max_spec = vector.get(
+        "max_spec_len", max((max(s["num_draft_tokens"], default=0) for s in vector["steps"]), default=0)
+    )
+    model = tb.BudgetBatch(
+        start, end, max_num_reqs, scope, vector.get("forced_token_ids"), vector.get("other_end_token_ids") or ()
+    )
+    state = engine.budget_state(start, end, max_num_reqs, scope, max_spec_len=max_spec, **marker_arguments(vector))
+    slots = [_Slot() for _ in range(max_num_reqs)]
+    for index, step in enumerate(vector["steps"]):
+        for slot in slots:
+            slot.moved, slot.added = "", False
+        update = None if step["update"] is None else BatchUpdate.from_json(step["update"])
+        if update is not None:
+            _track(slots, model, update)
+            model.apply(update)
+        try:
+            state.sync_batch(update)
+        except ValueError:  # the update is valid: the oracle applied it first
+            blame = "TB-BATCH-1" if "TB-BATCH-1" in requirements else requirements[0]
+            return Divergence(blame, "valid-update-rejected", index, None, [], [])
+        num, flat = list(step["num_draft_tokens"]), list(step["draft_token_ids"])
+        expected = model.forced_rows(num, flat)
+        got = [int(x) for x in state.forced_tokens(num, flat)]
+        divergence = _compare(model, slots, requirements, tally, index, num, flat, expected, got, tuple(end))
+        if divergence:
+            return divergence
+        committed = step["sampled_token_ids"]
+        for slot, row in zip(slots, committed):
+            slot.output += sum(1 for t in row if t != -1)
+        model.commit(committed)
+        state.update_state(committed)
+    return None
+
+
+def _compare(model, slots, requirements, tally, step, num, flat, expected, got, end) -> Divergence | None:
+    if len(got) != len(expected):
+        layout = "TB-SPEC-4" if 0 in num else "TB-BATCH-5"
+        blame = layout if layout in requirements else requirements[0]
+        return Divergence(blame, "wrong-number-of-rows", step, None, expected, got)
+    misplaced = sorted(expected) == sorted(got) and expected != got  # the right forced tokens in the wrong rows
+    if sum(num) == 0 and misplaced and "TB-SPEC-4" in requirements:
+        return Divergence("TB-SPEC-4", "rows-misplaced", step, None, expected, got)
+    row = offset = 0
+    for slot, k in enumerate(num):
+        drafts = flat[offset : offset + k]
+        offset += k
+        state = model.state(slot)
+        probe = state.clone() if state is not None else None
+        for j in range(k + 1):
+            if j and tb.observable_rows(expected[row - j : row + k + 1 - j], drafts) <= j:
+                row += k + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
+                break
+            row_tags = row_requirements(probe, slots[slot], j, k, expected[row])
+            tags = row_tags & set(requirements)
+            if got[row] != expected[row]:
+                mode = _mode(expected[row], got[row], end)
+                if -1 in (got[row], expected[row]):  # whether a row is forced is the count's matter, not which
+                    row_tags -= {"TB-FORCE-2"}  # token continues E (TB-FORCE-2)
+                    tags -= {"TB-FORCE-2"}
+                blame = next((r for r in BLAME_ORDER if r in tags), requirements[0])
+                if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
+                    blame = "TB-SPEC-1" if "TB-SPEC-1" in tags else blame  # forced vs free: which state
+                return Divergence(blame, mode, step, (slot, j, row), expected, got, frozenset(row_tags))
+            if tally is not None:
+                tally.exercised(*tags)
+            if probe is not None and j < k:
+                probe.feed(drafts[j])
+            row += 1
+    return None
+
+
+def _describe_update(update: dict) -> str:
+    parts = [f"remove {update['removed']}"] if update["removed"] else []
+    parts += [f"add slot {a['index']} budget {a['budget']} prompt {a['prompt_token_ids']}" for a in update["added"]]
+    parts += [f"move {src}->{dst} {kind}" for src, dst, kind in update["moved"]]
+    return f"batch_size {update['batch_size']}" + "".join(f", {p}" for p in parts)
+
+
+def describe(vector: dict, divergence: Divergence) -> str:
+    """The case in one line: markers, scope, every step's update and drafts, then the diverging row
+    with the expected and observed forced rows."""
+    steps = []
+    for index, step in enumerate(vector["steps"][: divergence.step + 1]):
+        text = f"step {index}: "
+        if step["update"] is not None:
+            text += f"update ({_describe_update(step['update'])}); "
+        text += f"drafts per slot {step['num_draft_tokens']} ids {step['draft_token_ids']}"
+        if index < divergence.step:
+            text += f", committed {[[t for t in row if t != -1] for row in step['sampled_token_ids']]}"
+        steps.append(text)
+    place = "" if divergence.where is None else " slot {} row {} (flat row {})".format(*divergence.where)
+    seen = (
+        "the engine rejected this valid update"
+        if divergence.mode == "valid-update-rejected"
+        else f"forced rows {divergence.got}, expected {divergence.expected}"
+    )
+    return (
+        f"S={vector['start_token_ids']} E={vector['end_token_ids']} "
+        + (f"F={vector['forced_token_ids']} " if "forced_token_ids" in vector else "")
+        + (f"other E={vector['other_end_token_ids']} " if vector.get("other_end_token_ids") else "")
+        + f"scope {vector['scope']} "
+        f"max_num_reqs {vector['max_num_reqs']}; {'; '.join(steps)}; at step {divergence.step}{place}: {seen}"
+    )
+
+
+def compared_rows(vector: dict) -> int:
+    """The logits rows a budget scenario in the golden-vector format compares: per step, one per
+    live slot plus one per draft."""
+    return sum(len(step["num_draft_tokens"]) + sum(step["num_draft_tokens"]) for step in vector["steps"])
+
+
+def reproduction_document(
+    vector: dict, divergence: Divergence, original: dict, original_size: int, minimal_size: int
+) -> dict:
+    """A standalone thinking-budget vector file holding the minimal scenario ``vector`` and the
+    fingerprint it fails on (``specconform replay`` re-runs it); ``original`` is the drawn scenario it
+    was minimised from, whose size and rows it records beside its own."""
+    return {
+        "format": FORMAT_VERSION,
+        "kind": "thinking-budget",
+        "fingerprint": divergence.fingerprint,
+        "original_size": original_size,
+        "minimal_size": minimal_size,
+        "original_rows": compared_rows(original),
+        "minimal_rows": compared_rows(vector),
+        "scenarios": [vector],
+        "errors": [],
+    }
