@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import secrets
 import threading
 import time
 import weakref
@@ -25,11 +24,10 @@ from dataclasses import dataclass
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-import impl
-
 from .engine import Engine
-from .engine import Request as EngineRequest
 from .process import EngineProcess, EngineReplicas
+from .reasoning import ReasoningSplit
+from .validation import BadRequest, parse_request, served_model
 
 DISCONNECT_POLL_S = 0.5  # how often a waiting non-streaming request checks that its client is still there
 
@@ -61,6 +59,10 @@ class LoopWakeups:
             queue.put_nowait(item)
 
 
+# One LoopWakeups per event loop that serves an app's requests (an app may be served from several loops in turn).
+_LoopWakeupsByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopWakeups]
+
+
 def _byte_level_characters() -> dict[str, int]:
     """The byte-level BPE alphabet, character -> byte: bytes that print (``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``)
     are their own character; every other byte, in increasing order, is ``chr(256 + n)``."""
@@ -70,13 +72,6 @@ def _byte_level_characters() -> dict[str, int]:
 
 
 _BYTE_OF_CHARACTER = _byte_level_characters()
-
-
-class BadRequest(Exception):
-    def __init__(self, param: str, message: str):
-        super().__init__(message)
-        self.param = param
-        self.message = message
 
 
 @dataclass
@@ -116,246 +111,227 @@ class ServedModel:
             )
 
 
-class ReasoningSplit:
-    """A request's output split into reasoning and content token ids as it grows, each output token read once.
-
-    Markers are removed, and a trailing partial marker is held back until the tokens after it (or the end) settle
-    it. A marker may begin in the prompt and end in the output: only its output tokens are dropped. ``reasoning``
-    and ``content`` only ever grow, so a stream can send what they gained since its last chunk.
-    """
-
-    def __init__(self, prompt_ids, start, end):
-        self._matchers = {False: impl.MarkerMatcher(start), True: impl.MarkerMatcher(end)}  # keyed by "inside"
-        self._inside, self._matched = False, 0
-        for token in prompt_ids:
-            self._matched = self._matchers[self._inside].step(self._matched, token)
-            if self._matched == len(self._matchers[self._inside]):
-                self._inside, self._matched = not self._inside, 0
-        self.reasoning: list[int] = []
-        self.content: list[int] = []
-        self._pending: list[int] = []  # output tokens that may belong to a marker
-        self._read = 0  # output tokens read so far
-        self._ended = False
-
-    def update(self, output_ids, final: bool) -> int:
-        """Read the tokens of ``output_ids`` (the whole output so far) not read yet; with ``final``, settle the held
-        ones too. Returns how many output tokens are classified (the rest are held back)."""
-        if self._ended:
-            raise ValueError("the output was already final; nothing can follow it")
-        for token in output_ids[self._read :]:
-            self._pending.append(token)
-            matcher = self._matchers[self._inside]
-            self._matched = matcher.step(self._matched, token)
-            if self._matched == len(matcher):  # every pending token lies inside the completed marker
-                self._pending, self._inside, self._matched = [], not self._inside, 0
-                continue
-            keep = min(self._matched, len(self._pending))
-            (self.reasoning if self._inside else self.content).extend(self._pending[: len(self._pending) - keep])
-            self._pending = self._pending[len(self._pending) - keep :]
-        self._read = len(output_ids)
-        if final:
-            (self.reasoning if self._inside else self.content).extend(self._pending)
-            self._pending, self._ended = [], True
-        return self._read - len(self._pending)
-
-
-def split_reasoning(prompt_ids, output_ids, start, end, final: bool) -> tuple[list[int], list[int], int]:
-    """``(reasoning ids, content ids, settled)`` of a whole ``output_ids`` at once (``ReasoningSplit``)."""
-    split = ReasoningSplit(prompt_ids, start, end)
-    settled = split.update(output_ids, final)
-    return split.reasoning, split.content, settled
-
-
-def _int(body, name, default, low=None, high=None):
-    value = body.get(name, default)
-    if value is None:
-        return default
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or (low is not None and value < low)
-        or (high is not None and value > high)
-    ):
-        raise BadRequest(name, f"{name} must be an integer in [{low}, {high}]; got {value!r:.80}")
-    return value
-
-
-def _flag(body, name) -> bool:
-    value = body.get(name)
-    if value is not None and not isinstance(value, bool):
-        raise BadRequest(name, f"{name} must be true or false; got {value!r:.80}")
-    return bool(value)
-
-
-def _model(body, served: dict[str, ServedModel]) -> ServedModel:
-    name = body.get("model")
-    if not isinstance(name, str) or name not in served:
-        raise BadRequest(
-            "model", f"model must be the name of a served model, one of {sorted(served)}; got {name!r:.80}"
-        )
-    return served[name]
-
-
-def _message_text(index: int, message) -> str:
-    """The text of ``messages[index]``: its ``content`` string, or its text parts joined."""
-    where = f"messages[{index}]"
-    if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
-        raise BadRequest(
-            "messages", f"{where} must be an object with role system, user or assistant; got {message!r:.80}"
-        )
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content:
-        texts = []
-        for j, part in enumerate(content):
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise BadRequest(
-                    "messages",
-                    f"{where}.content[{j}] must be a text part {{'type': 'text', 'text': str}} (the only kind this "
-                    f"model reads); got {part!r:.80}",
-                )
-            texts.append(part["text"])
-        return "".join(texts)
-    raise BadRequest(
-        "messages", f"{where}.content must be a string or a non-empty list of text parts; got {content!r:.80}"
-    )
-
-
-def _prompt_ids(body, model: ServedModel, chat: bool) -> list[int]:
-    tokenizer = model.tokenizer
-    if chat:
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise BadRequest(
-                "messages", f"messages must be a non-empty list of {{role, content}} objects; got {messages!r:.80}"
-            )
-        texts = [_message_text(i, m) for i, m in enumerate(messages)]
-        model.check_text_length("messages", sum(len(text.encode()) for text in texts))
-        kwargs = body.get("chat_template_kwargs") or {}
-        if not isinstance(kwargs, dict):
-            raise BadRequest("chat_template_kwargs", f"chat_template_kwargs must be an object; got {kwargs!r:.80}")
-        thinking = kwargs.get("enable_thinking", model.reasoning)
-        if not isinstance(thinking, bool):
-            raise BadRequest(
-                "chat_template_kwargs",
-                f"chat_template_kwargs.enable_thinking must be true or false; got {thinking!r:.80}",
-            )
-        text = tokenizer.apply_chat_template(
-            [{**m, "content": t} for m, t in zip(messages, texts)],
-            tokenize=False,
-            add_generation_prompt=True,
-            enable_thinking=thinking,
-        )
-        return tokenizer.encode(text, add_special_tokens=False)
-    prompt = body.get("prompt")
-    if isinstance(prompt, str):
-        model.check_text_length("prompt", len(prompt.encode()))
-        prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
-        if not prompt_ids:
-            raise BadRequest("prompt", "prompt must hold at least one token; got an empty string")
-        return prompt_ids
-    if (
-        isinstance(prompt, list)
-        and prompt
-        and all(not isinstance(t, bool) and isinstance(t, int) and 0 <= t < len(tokenizer) for t in prompt)
-    ):
-        return list(prompt)
-    raise BadRequest(
-        "prompt",
-        f"prompt must be a string or a non-empty list of token ids in [0, {len(tokenizer)}); got {prompt!r:.80}",
-    )
-
-
-# Sampling parameters this engine does not apply, with the values that leave sampling unchanged: any other
-# value is refused naming the field, never dropped silently (specs/openai-api.md, API-SPEC-4).
-_UNSUPPORTED_SAMPLING = {
-    "top_k": (-1, 0),
-    "top_p": (1,),
-    "min_p": (0,),
-    "logit_bias": ({},),
-    "presence_penalty": (0,),
-    "frequency_penalty": (0,),
-    "repetition_penalty": (1,),
-}
-
-
-def _parse(body, served: dict[str, ServedModel], chat: bool):
-    """Validate every field of a request body; returns ``(model, engine request, top_logprobs)``."""
-    if not isinstance(body, dict):
-        raise BadRequest("body", f"the request body must be a JSON object; got {body!r:.80}")
-    model = _model(body, served)
-    n = body.get("n")
-    if n is not None and (isinstance(n, bool) or n != 1):
-        raise BadRequest("n", f"n must be 1 (this engine returns one choice per request); got {n!r:.80}")
-    stream = _flag(body, "stream")
-    options = body.get("stream_options")
-    if options is not None:
-        if not stream:
-            raise BadRequest("stream_options", "stream_options is only allowed with stream: true")
-        if not isinstance(options, dict) or set(options) - {"include_usage"}:
-            raise BadRequest(
-                "stream_options", f"stream_options must be an object {{include_usage: bool}}; got {options!r:.80}"
-            )
-        if not isinstance(options.get("include_usage", False), bool):
-            raise BadRequest(
-                "stream_options", f"stream_options.include_usage must be true or false; got {options!r:.80}"
-            )
-    for name in ("return_token_ids", "logprobs"):
-        _flag(body, name)
-    response_format = body.get("response_format")
-    if response_format is not None and response_format != {"type": "text"}:
-        raise BadRequest(
-            "response_format",
-            f"response_format must be absent or {{type: text}}: this engine has no structured output; "
-            f"got {response_format!r:.80}",
-        )
-    prompt_ids = _prompt_ids(body, model, chat)
-    length_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    max_tokens = _int(body, "max_completion_tokens", None, 1, 4096) or _int(body, "max_tokens", 64, 1, 4096)
-    positions = model.engine.context_length - model.engine.k
-    if len(prompt_ids) + max_tokens > positions:
-        prompt_field = "messages" if chat else "prompt"
-        raise BadRequest(
-            prompt_field if len(prompt_ids) >= positions else length_field,
-            f"{prompt_field} ({len(prompt_ids)} tokens) plus {length_field} = {max_tokens} need "
-            f"{len(prompt_ids) + max_tokens} positions; this model's context holds {positions}",
-        )
-    temperature = body.get("temperature", 1.0)
-    if temperature is None:
-        temperature = 1.0
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 10:
-        raise BadRequest("temperature", f"temperature must be a number in [0, 10]; got {temperature!r:.80}")
-    seed = _int(body, "seed", None, 0, 2**62)
-    for name, neutral in _UNSUPPORTED_SAMPLING.items():
-        if body.get(name) is not None and body[name] not in neutral:
-            raise BadRequest(
-                name, f"{name} is not supported (this engine samples softmax(logits / T)); got {body[name]!r:.80}"
-            )
+async def _body(http: Request):
     try:
-        budget = impl.validate_budget(body.get("thinking_token_budget"), "thinking_token_budget")
-    except ValueError as exc:
-        raise BadRequest("thinking_token_budget", str(exc)) from None
-    if budget is not None and not model.reasoning:
-        raise BadRequest(
-            "thinking_token_budget",
-            f"thinking_token_budget is set but model {model.name!r} has no reasoning markers, so no budget can be "
-            "enforced",
-        )
-    top = _int(body, "top_logprobs", 0, 0, 5)
+        return await http.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadRequest("body", "the request body is not valid JSON") from None
+
+
+def _split(model, request) -> ReasoningSplit | None:
+    """The reasoning split of ``request`` 's output (None where the model has no reasoning markers)."""
+    if not model.reasoning:
+        return None
+    return ReasoningSplit(request.prompt_token_ids, model.engine.tiny.start_token_ids, model.engine.tiny.end_token_ids)
+
+
+def _texts(model, request, split: ReasoningSplit | None, final):
+    """``(reasoning text, content text, reasoning tokens, settled)`` of ``request`` 's output so far; ``split``
+    (from ``_split``) reads only the output tokens it has not read in an earlier call."""
+    if split is None:
+        output = list(request.output)
+        reasoning, content, settled = [], output, len(output)
+    else:
+        settled = split.update(request.output, final)
+        reasoning, content = split.reasoning, split.content
+    decode = model.tokenizer.decode
+    return decode(reasoning), decode(content), len(reasoning), settled
+
+
+def _usage(request, reasoning_tokens):
+    return {
+        "prompt_tokens": len(request.prompt_token_ids),
+        "completion_tokens": len(request.output),
+        "total_tokens": len(request.prompt_token_ids) + len(request.output),
+        "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+    }
+
+
+def _logprobs(model, request, top):
     return (
-        model,
-        EngineRequest(
-            prompt_ids, max_tokens, float(temperature), seed if seed is not None else secrets.randbits(62), budget
-        ),
-        top,
+        {
+            "content": [
+                {
+                    "token": model.tokenizer.decode([t]),
+                    "logprob": lp,
+                    "bytes": list(model.token_bytes[t]),
+                    "top_logprobs": [],
+                }
+                for t, lp in zip(request.output, request.logprobs)
+            ]
+        }
+        if top is not None
+        else None
     )
+
+
+def _submit(loop_wakeups: _LoopWakeupsByLoop, model, request, chat, stream: bool) -> asyncio.Queue:
+    """Hand ``request`` to the engine; the queue receives an item after each of its steps (``stream``) or
+    once it is done, through the ``LoopWakeups`` of the running loop in ``loop_wakeups``."""
+    loop = asyncio.get_running_loop()
+    wakeups = loop_wakeups.setdefault(loop, LoopWakeups(loop))
+    updates: asyncio.Queue = asyncio.Queue()
+
+    def on_tokens(r):
+        if stream or r.done.is_set():
+            wakeups.put(updates, len(r.output))
+
+    request.on_tokens = on_tokens
+    try:
+        model.engine.submit(request)
+    except ValueError as exc:  # the engine's own check; parse_request already covers it
+        raise BadRequest("messages" if chat else "prompt", str(exc)) from None
+    return updates
+
+
+async def _finished(http: Request, request, updates) -> bool:
+    """Wait until ``request`` is done; cancel it and return False if the client goes away first."""
+    while not request.done.is_set():
+        try:
+            await asyncio.wait_for(updates.get(), timeout=DISCONNECT_POLL_S)
+        except asyncio.TimeoutError:
+            if await http.is_disconnected():
+                request.cancel()
+                return False
+    return True
+
+
+async def _complete(
+    http: Request,
+    chat: bool,
+    served: dict[str, ServedModel],
+    reasoning_fields: tuple[str, ...],
+    loop_wakeups: _LoopWakeupsByLoop,
+):
+    """A chat (``chat``) or text completion of the request ``http`` on a model of ``served``: one JSON response,
+    or a stream of server-sent events with ``stream: true``; the reasoning text goes in each of
+    ``reasoning_fields``."""
+    body = await _body(http)
+    model, request, top = await asyncio.to_thread(parse_request, body, served, chat)  # tokenizing is heavy work
+    want_ids = bool(body.get("return_token_ids"))
+    want_logprobs = bool(body.get("logprobs"))
+    updates = _submit(loop_wakeups, model, request, chat, bool(body.get("stream")))
+    if body.get("stream"):
+        return StreamingResponse(
+            _stream(model, request, updates, chat, want_ids, body, reasoning_fields), media_type="text/event-stream"
+        )
+    if not await _finished(http, request, updates):
+        return JSONResponse({"error": {"message": "client disconnected", "type": "cancelled"}}, status_code=499)
+    if request.error:
+        return JSONResponse({"error": {"message": request.error, "type": "server_error"}}, status_code=500)
+    reasoning, content, reasoning_tokens, _ = _texts(model, request, _split(model, request), final=True)
+    choice = {
+        "index": 0,
+        "finish_reason": request.finish_reason,
+        "logprobs": _logprobs(model, request, top) if want_logprobs else None,
+    }
+    if chat:
+        message = {"role": "assistant", "content": content}
+        for field in reasoning_fields:
+            message[field] = reasoning if model.reasoning else None
+        choice["message"] = message
+    else:
+        choice["text"] = model.tokenizer.decode(request.output)
+    if want_ids:
+        choice["token_ids"] = list(request.output)
+    response = {
+        "id": f"cmpl-{request.id}",
+        "object": "chat.completion" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": model.name,
+        "choices": [choice],
+        "usage": _usage(request, reasoning_tokens),
+    }
+    if want_ids:
+        response["prompt_token_ids"] = list(request.prompt_token_ids)
+    return JSONResponse(response)  # plain JSON already: FastAPI's encoder need not walk it
+
+
+async def _stream(model, request, updates, chat, want_ids, body, reasoning_fields: tuple[str, ...]):
+    """The server-sent events of ``request`` as its engine steps arrive on ``updates``: a chunk of the text (and the
+    token ids, with ``want_ids``) each gained since the last one, then the finish reason, the usage when asked for,
+    and ``[DONE]``; a stream that ends early cancels the request."""
+    sent_reasoning, sent_content, sent_ids = "", "", 0
+    split = _split(model, request)
+    kind = "chat.completion.chunk" if chat else "text_completion"
+
+    def chunk(delta, finish=None):
+        choice = {"index": 0, "finish_reason": finish}
+        if "token_ids" in delta:
+            choice["token_ids"] = delta.pop("token_ids")
+        if chat:
+            choice["delta"] = delta
+        else:
+            choice["text"] = delta.get("content", "") + delta.get(reasoning_fields[0], "")
+        return (
+            "data: "
+            + json.dumps(
+                {
+                    "id": f"cmpl-{request.id}",
+                    "object": kind,
+                    "created": int(time.time()),
+                    "model": model.name,
+                    "choices": [choice],
+                }
+            )
+            + "\n\n"
+        )
+
+    try:
+        if chat:
+            yield chunk({"role": "assistant", "content": ""})
+        while True:
+            await updates.get()
+            while not updates.empty():  # steps delivered since the last chunk go out in this one
+                updates.get_nowait()
+            final = request.done.is_set()
+            reasoning, content, reasoning_tokens, settled = _texts(model, request, split, final)
+            if not final:  # hold back text that may still join a multi-byte character
+                reasoning, content = reasoning.rstrip("\ufffd"), content.rstrip("\ufffd")
+            delta = {}
+            if model.reasoning and len(reasoning) > len(sent_reasoning):
+                for field in reasoning_fields:
+                    delta[field] = reasoning[len(sent_reasoning) :]
+                sent_reasoning = reasoning
+            if len(content) > len(sent_content):
+                delta["content"] = content[len(sent_content) :]
+                sent_content = content
+            if want_ids and settled > sent_ids:
+                delta["token_ids"] = request.output[sent_ids:settled]
+                sent_ids = settled
+            if delta:
+                yield chunk(delta)
+            if final:
+                if request.error:
+                    yield "data: " + json.dumps({"error": {"message": request.error}}) + "\n\n"
+                yield chunk({}, request.finish_reason)
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    yield (
+                        "data: "
+                        + json.dumps(
+                            {
+                                "id": f"cmpl-{request.id}",
+                                "object": kind,
+                                "choices": [],
+                                "model": model.name,
+                                "usage": _usage(request, reasoning_tokens),
+                            }
+                        )
+                        + "\n\n"
+                    )
+                yield "data: [DONE]\n\n"
+                return
+    finally:  # the stream ended or its client went away: never generate for nobody
+        if not request.done.is_set():
+            request.cancel()
 
 
 def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...] = ("reasoning",)) -> FastAPI:
+    """The app that serves the models of ``served`` (by name) on the endpoints of the module docstring; a message's
+    reasoning text goes in each of ``reasoning_fields``."""
     app = FastAPI(title="specconform embedded reference engine")
     app.state.served = served  # the engines behind the models, for tests and benchmarks
-    loop_wakeups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopWakeups] = weakref.WeakKeyDictionary()
+    loop_wakeups: _LoopWakeupsByLoop = weakref.WeakKeyDictionary()
 
     @app.exception_handler(BadRequest)
     async def bad_request(request, exc: BadRequest):
@@ -375,208 +351,12 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
             "data": [{"id": n, "object": "model", "created": 0, "owned_by": "specconform"} for n in served],
         }
 
-    async def _body(http: Request):
-        try:
-            return await http.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BadRequest("body", "the request body is not valid JSON") from None
-
-    def _split(model, request) -> ReasoningSplit | None:
-        """The reasoning split of ``request`` 's output (None where the model has no reasoning markers)."""
-        if not model.reasoning:
-            return None
-        return ReasoningSplit(
-            request.prompt_token_ids, model.engine.tiny.start_token_ids, model.engine.tiny.end_token_ids
-        )
-
-    def _texts(model, request, split: ReasoningSplit | None, final):
-        """``(reasoning text, content text, reasoning tokens, settled)`` of ``request`` 's output so far; ``split``
-        (from ``_split``) reads only the output tokens it has not read in an earlier call."""
-        if split is None:
-            output = list(request.output)
-            reasoning, content, settled = [], output, len(output)
-        else:
-            settled = split.update(request.output, final)
-            reasoning, content = split.reasoning, split.content
-        decode = model.tokenizer.decode
-        return decode(reasoning), decode(content), len(reasoning), settled
-
-    def _usage(request, reasoning_tokens):
-        return {
-            "prompt_tokens": len(request.prompt_token_ids),
-            "completion_tokens": len(request.output),
-            "total_tokens": len(request.prompt_token_ids) + len(request.output),
-            "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
-        }
-
-    def _logprobs(model, request, top):
-        return (
-            {
-                "content": [
-                    {
-                        "token": model.tokenizer.decode([t]),
-                        "logprob": lp,
-                        "bytes": list(model.token_bytes[t]),
-                        "top_logprobs": [],
-                    }
-                    for t, lp in zip(request.output, request.logprobs)
-                ]
-            }
-            if top is not None
-            else None
-        )
-
-    def _submit(model, request, chat, stream: bool) -> asyncio.Queue:
-        """Hand ``request`` to the engine; the queue receives an item after each of its steps (``stream``) or
-        once it is done."""
-        loop = asyncio.get_running_loop()
-        wakeups = loop_wakeups.setdefault(loop, LoopWakeups(loop))
-        updates: asyncio.Queue = asyncio.Queue()
-
-        def on_tokens(r):
-            if stream or r.done.is_set():
-                wakeups.put(updates, len(r.output))
-
-        request.on_tokens = on_tokens
-        try:
-            model.engine.submit(request)
-        except ValueError as exc:  # the engine's own check; _parse already covers it
-            raise BadRequest("messages" if chat else "prompt", str(exc)) from None
-        return updates
-
-    async def _finished(http: Request, request, updates) -> bool:
-        """Wait until ``request`` is done; cancel it and return False if the client goes away first."""
-        while not request.done.is_set():
-            try:
-                await asyncio.wait_for(updates.get(), timeout=DISCONNECT_POLL_S)
-            except asyncio.TimeoutError:
-                if await http.is_disconnected():
-                    request.cancel()
-                    return False
-        return True
-
-    async def _complete(http: Request, chat: bool):
-        body = await _body(http)
-        model, request, top = await asyncio.to_thread(_parse, body, served, chat)  # tokenizing is heavy work
-        want_ids = bool(body.get("return_token_ids"))
-        want_logprobs = bool(body.get("logprobs"))
-        updates = _submit(model, request, chat, bool(body.get("stream")))
-        if body.get("stream"):
-            return StreamingResponse(
-                _stream(model, request, updates, chat, want_ids, body), media_type="text/event-stream"
-            )
-        if not await _finished(http, request, updates):
-            return JSONResponse({"error": {"message": "client disconnected", "type": "cancelled"}}, status_code=499)
-        if request.error:
-            return JSONResponse({"error": {"message": request.error, "type": "server_error"}}, status_code=500)
-        reasoning, content, reasoning_tokens, _ = _texts(model, request, _split(model, request), final=True)
-        choice = {
-            "index": 0,
-            "finish_reason": request.finish_reason,
-            "logprobs": _logprobs(model, request, top) if want_logprobs else None,
-        }
-        if chat:
-            message = {"role": "assistant", "content": content}
-            for field in reasoning_fields:
-                message[field] = reasoning if model.reasoning else None
-            choice["message"] = message
-        else:
-            choice["text"] = model.tokenizer.decode(request.output)
-        if want_ids:
-            choice["token_ids"] = list(request.output)
-        response = {
-            "id": f"cmpl-{request.id}",
-            "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()),
-            "model": model.name,
-            "choices": [choice],
-            "usage": _usage(request, reasoning_tokens),
-        }
-        if want_ids:
-            response["prompt_token_ids"] = list(request.prompt_token_ids)
-        return JSONResponse(response)  # plain JSON already: FastAPI's encoder need not walk it
-
-    async def _stream(model, request, updates, chat, want_ids, body):
-        sent_reasoning, sent_content, sent_ids = "", "", 0
-        split = _split(model, request)
-        kind = "chat.completion.chunk" if chat else "text_completion"
-
-        def chunk(delta, finish=None):
-            choice = {"index": 0, "finish_reason": finish}
-            if "token_ids" in delta:
-                choice["token_ids"] = delta.pop("token_ids")
-            if chat:
-                choice["delta"] = delta
-            else:
-                choice["text"] = delta.get("content", "") + delta.get(reasoning_fields[0], "")
-            return (
-                "data: "
-                + json.dumps(
-                    {
-                        "id": f"cmpl-{request.id}",
-                        "object": kind,
-                        "created": int(time.time()),
-                        "model": model.name,
-                        "choices": [choice],
-                    }
-                )
-                + "\n\n"
-            )
-
-        try:
-            if chat:
-                yield chunk({"role": "assistant", "content": ""})
-            while True:
-                await updates.get()
-                while not updates.empty():  # steps delivered since the last chunk go out in this one
-                    updates.get_nowait()
-                final = request.done.is_set()
-                reasoning, content, reasoning_tokens, settled = _texts(model, request, split, final)
-                if not final:  # hold back text that may still join a multi-byte character
-                    reasoning, content = reasoning.rstrip("\ufffd"), content.rstrip("\ufffd")
-                delta = {}
-                if model.reasoning and len(reasoning) > len(sent_reasoning):
-                    for field in reasoning_fields:
-                        delta[field] = reasoning[len(sent_reasoning) :]
-                    sent_reasoning = reasoning
-                if len(content) > len(sent_content):
-                    delta["content"] = content[len(sent_content) :]
-                    sent_content = content
-                if want_ids and settled > sent_ids:
-                    delta["token_ids"] = request.output[sent_ids:settled]
-                    sent_ids = settled
-                if delta:
-                    yield chunk(delta)
-                if final:
-                    if request.error:
-                        yield "data: " + json.dumps({"error": {"message": request.error}}) + "\n\n"
-                    yield chunk({}, request.finish_reason)
-                    if (body.get("stream_options") or {}).get("include_usage"):
-                        yield (
-                            "data: "
-                            + json.dumps(
-                                {
-                                    "id": f"cmpl-{request.id}",
-                                    "object": kind,
-                                    "choices": [],
-                                    "model": model.name,
-                                    "usage": _usage(request, reasoning_tokens),
-                                }
-                            )
-                            + "\n\n"
-                        )
-                    yield "data: [DONE]\n\n"
-                    return
-        finally:  # the stream ended or its client went away: never generate for nobody
-            if not request.done.is_set():
-                request.cancel()
-
     @app.post("/tokenize")
     async def tokenize(http: Request):
         body = await _body(http)
         if not isinstance(body, dict):
             raise BadRequest("body", f"the request body must be a JSON object; got {body!r:.80}")
-        model = _model(body, served)
+        model = served_model(body, served)
         if not isinstance(body.get("prompt"), str):
             raise BadRequest("prompt", f"prompt must be a string; got {body.get('prompt')!r:.80}")
         tokens = await asyncio.to_thread(model.tokenizer.encode, body["prompt"], add_special_tokens=False)
@@ -584,10 +364,10 @@ def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...]
 
     @app.post("/v1/chat/completions")
     async def chat_completions(http: Request):
-        return await _complete(http, chat=True)
+        return await _complete(http, True, served, reasoning_fields, loop_wakeups)
 
     @app.post("/v1/completions")
     async def completions(http: Request):
-        return await _complete(http, chat=False)
+        return await _complete(http, False, served, reasoning_fields, loop_wakeups)
 
     return app

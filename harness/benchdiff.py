@@ -1,6 +1,6 @@
 """Two ``specconform bench`` runs compared shape by shape: a regression only beyond the measured spread.
 
-``specconform bench`` (``harness/bench.py``) times each shape ``REPEATS`` times, interleaved across
+``specconform bench`` (``harness/bench/``) times each shape ``REPEATS`` times, interleaved across
 implementations, and records every repeat (``times_ms``) or, for the budget step, the median and its
 spread (largest / smallest repeat). Repeats of one run differ by that spread on a quiet GPU already, so a
 fixed percentage either cries wolf on noisy shapes or misses a slowdown on steady ones. Here a median is

@@ -149,7 +149,7 @@ def _ratios(row: dict) -> dict[str, float]:
     }
 
 
-GRAPH_PEERS = ("vllm_v2",)  # timed as CUDA-graph replays beside ours (harness/bench.py GRAPHED)
+GRAPH_PEERS = ("vllm_v2",)  # timed as CUDA-graph replays beside ours (harness/bench/peers.py GRAPHED)
 
 
 def _peers(row: dict) -> list[str]:

@@ -10,9 +10,9 @@ import time
 import torch
 
 import impl
-from harness.bench import VOCAB, _rejection_inputs
+from harness.bench.shapes import VOCAB, rejection_inputs
 
-inputs, _ = _rejection_inputs(1, 4, torch.float32, True, "random", VOCAB, 0.3)
+inputs, _ = rejection_inputs(1, 4, torch.float32, True, "random", VOCAB, 0.3)
 
 
 def call():

@@ -17,7 +17,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import impl
-from harness.bench import REJECTION_SHAPES, VOCAB, _do_bench, _rejection_inputs
+from harness.bench.shapes import REJECTION_SHAPES, VOCAB, rejection_inputs
+from harness.bench.timing import do_bench
 
 arguments = sys.argv[1:]
 OPTIONS = {
@@ -54,13 +55,13 @@ print(
 for family, B, K, dtype, with_q, mode, vocab, noise in shapes:
     if wanted and (B, K) not in wanted:
         continue
-    inputs, _ = _rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
+    inputs, _ = rejection_inputs(B, K, dtype, with_q, mode, vocab, noise)
 
     def ours(inputs=inputs, K=K):
         return impl.rejection_sample(**inputs, max_spec_len=K, validate=False, backend="triton")
 
     ours()
-    graph_ms = _do_bench(ours, graph=True)
+    graph_ms = do_bench(ours, graph=True)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(20):

@@ -18,7 +18,7 @@ import sys
 import torch
 
 import impl
-from harness.bench import _do_bench
+from harness.bench.timing import do_bench
 from harness.read_floor import read_floor_ms
 
 VOCAB = 151_936
@@ -63,7 +63,7 @@ def main(counts: list[int]) -> None:
                 emitted = ours().num_emitted
                 expected = 1 if kind in ("greedy", "race") else 2
                 assert bool((emitted == expected).all()), f"{kind}: not every row went as planned"
-                graph_ms = _do_bench(ours, graph=True)
+                graph_ms = do_bench(ours, graph=True)
                 step = 1 if kind in ("greedy", "race") else 2
                 read_rows = torch.arange(0, rows * step, step, device="cuda")
                 floor_ms, read_bytes = read_floor_ms(
@@ -71,7 +71,7 @@ def main(counts: list[int]) -> None:
                     None,
                     read_rows,
                     read_rows[:0],
-                    lambda fn: _do_bench(fn, graph=True),
+                    lambda fn: do_bench(fn, graph=True),
                 )
                 print(
                     f"{str(dtype)[6:]:9s} N={rows:<5d} {kind:8s} ours {graph_ms * 1e3:8.1f} us  floor"

@@ -145,6 +145,48 @@ def _combine_stats(stat_max_ptr, stat_sum_ptr, stat_arg_ptr, base, num_splits, S
 
 
 @triton.jit
+def _split_statistics(row_ptr, lo, hi, greedy, bonus, inv_temperature, seed_ptr, position_ptr, j, BLOCK: tl.constexpr):
+    """One split's statistics, ids ``[lo, hi)`` of the logits row at ``row_ptr``: ``(max score, sum of exp(score -
+    max), lowest id attaining the max)`` (float32, float32, int32; the id is ``NO_ARG`` where every score is -inf).
+    The score is the logit for a ``greedy`` row; for the ``bonus`` row of a sampled request, the exponential
+    race's ``l / T - log e`` in units of ln 2 (``seed_ptr`` and ``position_ptr`` point at the request's seed and
+    position, ``j`` is the row's draft index); for a draft row of a sampled request, ``l / T``. Only the last
+    sums (0 for the others)."""
+    best = tl.full([BLOCK], float("-inf"), tl.float32)
+    best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
+    lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - best)
+    if greedy:  # max and argmax (ties to the lowest id)
+        for start in range(lo, hi, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+            best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
+    elif bonus:  # the bonus row: the exponential race for p, decided without a normaliser
+        # argmax(l / T - log e) in units of ln 2, so that the noise's logarithm is one hardware log2;
+        # an id outside the split or with l = -inf scores -inf, which never wins
+        key = stream_key(tl.load(seed_ptr), tl.load(position_ptr) + j, 2)
+        scale = inv_temperature * LOG2_E
+        for start in range(lo, hi, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32) * scale
+            score = x - hardware_log2(race_noise(key, offsets))
+            best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
+    else:  # online max and sum of exp(x - max) per lane, one exponential per element
+        for start in range(lo, hi, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+            x = x * inv_temperature
+            # exp(-|x - best|) rescales the sum to a new maximum or is the new term; both -inf
+            # gives NaN, never used: such an x is no new maximum and adds nothing
+            scale_sum = hardware_exp(-tl.abs(x - best))
+            bigger = x > best
+            lanes = tl.where(bigger, lanes * scale_sum + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale_sum))
+            best = tl.where(bigger, x, best)
+    split_max, split_arg = _reduce_argmax(best, best_arg)
+    scaled = tl.where(best == float("-inf"), 0.0, lanes * hardware_exp(best - split_max))
+    return split_max, tl.sum(scaled, axis=0), split_arg
+
+
+@triton.jit
 def row_pass_kernel(
     logits_ptr,
     draft_ids_ptr,
@@ -198,44 +240,22 @@ def row_pass_kernel(
             forced = tl.load(forced_ptr + row).to(tl.int32)
         stats_base = (request * width + j) * num_splits
         if forced < 0:
-            row_ptr = logits_ptr + row * vocab_size
             lo = split * split_size
             hi = tl.minimum(lo + split_size, vocab_size)
-            best = tl.full([BLOCK], float("-inf"), tl.float32)
-            best_arg = tl.full([BLOCK], NO_ARG, tl.int32)
-            lanes = tl.zeros([BLOCK], dtype=tl.float32)  # per-lane sums of exp(x - best)
-            if greedy:  # max and argmax (ties to the lowest id)
-                for start in range(lo, hi, BLOCK):
-                    offsets = start + tl.arange(0, BLOCK)
-                    x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-                    best, best_arg = _lane_argmax_update(x, offsets, best, best_arg)
-            elif j == k:  # the bonus row: the exponential race for p, decided without a normaliser
-                # argmax(l / T - log e) in units of ln 2, so that the noise's logarithm is one hardware log2;
-                # an id outside the split or with l = -inf scores -inf, which never wins
-                key = stream_key(tl.load(seed_ptr + request), tl.load(position_ptr + request) + j, 2)
-                scale = inv_temperature * LOG2_E
-                for start in range(lo, hi, BLOCK):
-                    offsets = start + tl.arange(0, BLOCK)
-                    x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32) * scale
-                    score = x - hardware_log2(race_noise(key, offsets))
-                    best, best_arg = _lane_argmax_update(score, offsets, best, best_arg)
-            else:  # online max and sum of exp(x - max) per lane, one exponential per element
-                for start in range(lo, hi, BLOCK):
-                    offsets = start + tl.arange(0, BLOCK)
-                    x = tl.load(row_ptr + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-                    x = x * inv_temperature
-                    # exp(-|x - best|) rescales the sum to a new maximum or is the new term; both -inf
-                    # gives NaN, never used: such an x is no new maximum and adds nothing
-                    scale_sum = hardware_exp(-tl.abs(x - best))
-                    bigger = x > best
-                    lanes = tl.where(
-                        bigger, lanes * scale_sum + 1.0, lanes + tl.where(x == float("-inf"), 0.0, scale_sum)
-                    )
-                    best = tl.where(bigger, x, best)
-            split_max, split_arg = _reduce_argmax(best, best_arg)
-            scaled = tl.where(best == float("-inf"), 0.0, lanes * hardware_exp(best - split_max))
+            split_max, split_sum, split_arg = _split_statistics(
+                logits_ptr + row * vocab_size,
+                lo,
+                hi,
+                greedy,
+                j == k,
+                inv_temperature,
+                seed_ptr + request,
+                position_ptr + request,
+                j,
+                BLOCK,
+            )
             tl.store(stat_max_ptr + stats_base + split, split_max)
-            tl.store(stat_sum_ptr + stats_base + split, tl.sum(scaled, axis=0))
+            tl.store(stat_sum_ptr + stats_base + split, split_sum)
             tl.store(stat_arg_ptr + stats_base + split, tl.where(split_arg == NO_ARG, lo, split_arg))
         tl.debug_barrier()  # every lane's stores before the release below
         if tl.atomic_add(row_counter_ptr + request * width + j, 1, sem="acq_rel") == num_splits - 1:

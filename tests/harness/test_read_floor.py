@@ -38,12 +38,12 @@ def _expected_rows(num_draft, temperature, emitted, with_q):
 @pytest.mark.parametrize("with_q", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_floor_reads_the_rows_the_output_depends_on(monkeypatch, with_q, dtype):
-    from harness import bench
+    from harness.bench import shapes, timing
 
-    monkeypatch.setattr(bench, "_do_bench", lambda fn, graph: fn() or 1.0)
+    monkeypatch.setattr(timing, "do_bench", lambda fn, graph: fn() or 1.0)
     num_draft, temperature, emitted = [3, 0, 2, 4, 1], [1.0, 0.7, 0.0, 0.0, 2.0], [2, 1, 3, 1, 2]
     inputs = _inputs(num_draft, temperature, with_q, dtype)
-    floors = bench.read_floors(inputs, torch.tensor(emitted, dtype=torch.int32))
+    floors = shapes.read_floors(inputs, torch.tensor(emitted, dtype=torch.int32))
     depended, one_pass, q_rows = _expected_rows(num_draft, temperature, emitted, with_q)
     row_bytes, q_bytes = VOCAB * inputs["target_logits"].element_size(), VOCAB * 4
     assert floors["floor_bytes"] == len(depended) * row_bytes + len(q_rows) * q_bytes

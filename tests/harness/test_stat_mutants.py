@@ -1,6 +1,6 @@
 """Every STAT requirement can fail on its own: the STAT requirements bind the harness's statistics
-(harness/stats.py, and the judging in harness/checks/rejection/distribution.py), so each has a property stated from the
-formulas of specs/statistics.md (computed here with scipy, never with harness/stats.py) that the real code
+(harness/stats/, and the judging in harness/checks/rejection/distribution.py), so each has a property stated from the
+formulas of specs/statistics.md (computed here with scipy, never with harness/stats/) that the real code
 holds, and at least one mutant of the statistics (a function monkeypatched) under which that property
 fails and every other holds.
 
@@ -225,6 +225,18 @@ PROPERTIES: dict[str, Callable[[], None]] = {
 # Mutants of the statistics: each patches one function of the real code the way a plausible bug would.
 
 
+STATS_MODULES = (stats, stats.bounds, stats.power, stats.gtest, stats.cases, stats.distribution)
+
+
+def _patch(mp: pytest.MonkeyPatch, name: str, value) -> None:
+    """Patch ``name`` wherever the statistics bind it: the package's face and each of its modules that defines or
+    imports it, so a call from inside the package sees the mutant as a caller of the face does."""
+    bound = [module for module in STATS_MODULES if hasattr(module, name)]
+    assert bound, name
+    for module in bound:
+        mp.setattr(module, name, value)
+
+
 @dataclass(frozen=True)
 class StatMutant:
     name: str
@@ -234,12 +246,12 @@ class StatMutant:
 
 
 def _uniform_drafts(mp):
-    mp.setattr(stats, "draw_drafts", lambda rng, q, count: rng.integers(0, q.shape[1], size=(count, len(q))))
+    _patch(mp, "draw_drafts", lambda rng, q, count: rng.integers(0, q.shape[1], size=(count, len(q))))
 
 
 def _no_disjoint_case(mp):
     real = stats.standard_cases
-    mp.setattr(stats, "standard_cases", lambda *a, **k: [c for c in real(*a, **k) if c.name != "disjoint-supports"])
+    _patch(mp, "standard_cases", lambda *a, **k: [c for c in real(*a, **k) if c.name != "disjoint-supports"])
 
 
 def _one_hot_law_everywhere(mp):
@@ -251,7 +263,7 @@ def _one_hot_law_everywhere(mp):
 
 
 def _bonferroni(mp):
-    mp.setattr(stats, "family_alpha_test", lambda alpha, cases: alpha / sum(stats.tests_per_case(c.K) for c in cases))
+    _patch(mp, "family_alpha_test", lambda alpha, cases: alpha / sum(stats.tests_per_case(c.K) for c in cases))
 
 
 def _zero_hits_ignored(mp):
@@ -259,11 +271,11 @@ def _zero_hits_ignored(mp):
 
 
 def _fixed_trials(mp):
-    mp.setattr(stats, "trials_needed", lambda probs, target, alpha: 2_000)
+    _patch(mp, "trials_needed", lambda probs, target, alpha: 2_000)
 
 
 def _reach_ignored(mp):
-    mp.setattr(stats, "trials_to_reach", lambda needed, reach, miss=1e-6: needed)
+    _patch(mp, "trials_to_reach", lambda needed, reach, miss=1e-6: needed)
 
 
 def _short_tests_counted(mp):
@@ -273,7 +285,7 @@ def _short_tests_counted(mp):
         judgement = real(result, probs, target, reach)
         return replace(judgement, counted=not judgement.failed, reason="")
 
-    mp.setattr(stats, "judge", judge)
+    _patch(mp, "judge", judge)
 
 
 def _pooled_cells_certificate(mp):
@@ -285,7 +297,7 @@ def _pooled_cells_certificate(mp):
             result, tv_upper=min(1.0, result.tv_hat + stats.tv_slack(max(result.df, 1), result.trials, alpha))
         )
 
-    mp.setattr(stats, "g_test", g_test)
+    _patch(mp, "g_test", g_test)
 
 
 def _drifting_seed(mp):
@@ -294,7 +306,7 @@ def _drifting_seed(mp):
     def distribution_check(sampler, case, trials, alpha_test, seed, *rest, **named):
         return real(sampler, case, trials, alpha_test, seed + next(runs), *rest, **named)
 
-    mp.setattr(stats, "distribution_check", distribution_check)
+    _patch(mp, "distribution_check", distribution_check)
 
 
 MUTANTS = (
@@ -306,7 +318,7 @@ MUTANTS = (
         "no-pooling",
         "STAT-TEST-1",
         "cells of expected count below 5 are kept",
-        lambda mp: mp.setattr(stats, "MIN_EXPECTED", 0.0),
+        lambda mp: _patch(mp, "MIN_EXPECTED", 0.0),
     ),
     StatMutant(
         "zero-hits-ignored",

@@ -4,10 +4,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("fastapi", reason="the embedded engine needs fastapi")
-
-from embedded.app import ReasoningSplit, split_reasoning  # noqa: E402
-from harness.oracle.naive import sections  # noqa: E402
+from embedded.reasoning import ReasoningSplit, split_reasoning
+from harness.oracle.naive import sections
 
 TOKENS = st.integers(0, 3)
 MARKERS = st.lists(TOKENS, min_size=1, max_size=3)

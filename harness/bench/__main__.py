@@ -1,0 +1,7 @@
+"""``python -m harness.bench [OUT_DIR]``: the bench run (``harness.bench.runs.main``)."""
+
+import sys
+
+from .runs import main
+
+raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else None))
