@@ -56,6 +56,8 @@ KERNEL_ORDER = (
     "counting/tensor-api",
 )
 API_ORDER = (
+    # first: the others compare responses to one seeded request, and a defect that breaks seeds is named by it
+    "api/seeded-reproducible",
     "api/budget-holds",
     "api/budget-binds",
     "api/budget-zero-and-one",
@@ -70,7 +72,6 @@ API_ORDER = (
     "api/utf8-boundary",
     "api/usage",
     "api/streaming-parity",
-    "api/seeded-reproducible",
     "api/invalid-budget",
     "api/budget-without-markers",
     "api/greedy-spec-identity",
