@@ -415,40 +415,30 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
         problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
         request = twins.SeededRequest(model, budget, 16, 1.0, ctx.seed + i, _fields(engine))
         alone = twins.alone(engine, ctx, tally, "api/concurrent-mixed-budgets", "API-BUDGET-5", request)
-        first = alone.responses[0]
         if alone.attributed:
             continue
-        if problem and not alone.differ:
-            _owned_alone(engine, ctx, tally, i, request, first, alone.mark, problem)
+        first = alone.responses[0]["choices"][0]
+        alone_problem = _violation(engine, alone.responses[0]["prompt_token_ids"], first["token_ids"], budget, first)
+        if alone_problem and not alone.differ:
+            _owned_alone(engine, ctx, tally, i, request, alone_problem, alone.mark)
         elif problem:
-            tally.violated("API-BUDGET-5", "forced-position-not-honoured", f"request {i} ({model}): {problem}")
-        elif first["choices"][0]["token_ids"] != ids:
+            held = "; sent alone, it holds" if not alone.differ else ""
+            tally.violated("API-BUDGET-5", "forced-position-not-honoured", f"request {i} ({model}): {problem}{held}")
+        elif first["token_ids"] != ids:
             tally.violated(
                 "API-BUDGET-5",
                 "concurrent-differs-from-sequential",
-                f"request {i} ({model}, budget {budget}): concurrent {ids} vs sequential "
-                f"{first['choices'][0]['token_ids']}",
+                f"request {i} ({model}, budget {budget}): concurrent {ids} vs sequential {first['token_ids']}",
             )
         else:
             tally.exercised("API-BUDGET-5")
     return tally.outcome(f"{len(budgets)} concurrent requests with mixed budgets, each beside its sequential run")
 
 
-def _owned_alone(
-    engine, ctx: Context, tally: Tally, i: int, request, response: dict, mark: int, concurrent_problem: str
-) -> None:
-    """A concurrent request that broke its budget, sent again alone and reproducibly: where it breaks the budget
-    alone too, the failure needs no concurrency and is the budget requirement's of its server (``budget_owner``),
-    API-BUDGET-5 reading BLOCKED; where it holds alone, the failure is API-BUDGET-5's."""
-    choice = response["choices"][0]
-    problem = _violation(engine, response["prompt_token_ids"], choice["token_ids"], request.budget, choice)
-    if not problem:
-        tally.violated(
-            "API-BUDGET-5",
-            "forced-position-not-honoured",
-            f"request {i} ({request.model}): {concurrent_problem}; sent alone, it holds",
-        )
-        return
+def _owned_alone(engine, ctx: Context, tally: Tally, i: int, request, problem: str, mark: int) -> None:
+    """A request of the concurrent batch that breaks its budget sent alone, reproducibly: the failure needs no
+    concurrency and is the budget requirement's of its server (``budget_owner``), API-BUDGET-5 reading
+    BLOCKED."""
     owner = twins.budget_owner(engine, request.model)
     evidence = f"request {i} ({request}) sent alone: {problem}"
     tally.violated(
