@@ -1,4 +1,12 @@
-"""JUnit XML of a run (``junit.xml``), for CI systems that show test results."""
+"""JUnit XML of a run (``junit.xml``), for CI systems that show test results.
+
+Written by hand, not with a library: the published ``junit.xml`` files must re-render byte-identical, and
+junitparser (5.0) writes through ElementTree, which gives another document for the same suite:
+``<?xml version='1.0' ...?>`` in single quotes, ``name`` before ``classname``, a ``time`` on the suite,
+``<testcase ... />`` and no line per test case. pytest's own JUnit XML comes from a pytest session, and
+``specconform report`` renders a run folder without one. The format is small (one ``testsuite``, one
+``testcase`` per check and requirement, ``failure``, ``error`` and ``skipped``); ``xml.sax.saxutils``
+escapes every text and attribute."""
 
 from __future__ import annotations
 

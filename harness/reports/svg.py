@@ -1,5 +1,10 @@
 """The inline SVG plots of the HTML page: target against empirical distributions, accepted lengths against their
-closed form, and thinking-budget traces."""
+closed form, and thinking-budget traces.
+
+Drawn by hand, not with a plotting library (issue 30 asks for one library for every chart): these plots are part
+of the published ``report.html`` files, which must re-render byte-identical, and a library's SVG (matplotlib's
+paths, ids and metadata) is another document. Moving the three plotters (this one, ``history``'s and ``bench``'s)
+to one library is a change of the published pages, to land on its own with the pages re-rendered."""
 
 from __future__ import annotations
 
