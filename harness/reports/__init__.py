@@ -1,9 +1,10 @@
 """Reports rendered from the JSON-lines record of a run: ``summary.md``, ``junit.xml``, a self-contained
 ``report.html``, the cross-engine summary and the difference between two runs.
 
-One module per concern: ``verdicts`` (per class, per engine, per run), ``tables`` and ``summary`` (Markdown),
-``junit_xml``, ``html_page`` with ``svg`` (its plots), ``run_diff``, and ``run_folder`` (writes the three reports of
-a run). This face re-exports what the rest of the harness uses.
+One module per concern: ``text`` (the phrases every report shares), ``verdicts`` (per class, per engine, per
+run), ``tables`` and ``summary`` (Markdown), ``junit_xml``, ``html_page`` (the template ``templates/report.html.j2``)
+with ``svg`` (its plots), ``run_diff``, and ``run_folder`` (writes the three reports of a run). This face
+re-exports what the rest of the harness uses, the console and the history included.
 """
 
 from .html_page import html_report
