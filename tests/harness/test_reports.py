@@ -1,5 +1,6 @@
 """Reports: Markdown failures first, JUnit that parses, HTML with plots, diffs that count failures first."""
 
+import html
 import xml.etree.ElementTree as ET
 
 from harness import reports
@@ -162,6 +163,20 @@ def test_html_filters_and_links_each_failure_to_evidence_reproduction_and_spec_t
         assert f"id='{control}'" in page
     assert "function applyFilters()" in page
     assert 'data-statuses="|NOT_CLAIMED|" data-cls="|rs.greedy|"' in page  # what the filters match rows on
+
+
+def test_html_escapes_text_as_the_published_pages_do_and_adds_no_line_break_of_its_own():
+    """Text is escaped as ``html.escape`` escapes it (the published pages were written so: ``&#x27;``, ``&quot;``),
+    also inside an attribute; the template's own layout adds no line break to the page, a message keeps its own."""
+    message = 'it\'s <b>"bad"</b> & cut\nsecond line'
+    failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
+    failed["message"] = failed["results"]["TB-FORCE-1"]["evidence"] = message
+    page = reports.html_report([failed], [])
+    assert f'<pre style="white-space:pre-wrap;margin:0">{html.escape(message)}</pre>' in page
+    assert f"title='FAIL on TB-FORCE-1 in `b`: {html.escape(message.splitlines()[0])}'" in page
+    assert '<b>"bad"</b>' not in page
+    body = page.split("</script>")[1]
+    assert body.count("\n") == 3 and body.endswith("</html>\n")  # the message twice (pre, evidence), the end
 
 
 def test_each_failed_requirement_links_its_own_reproduction():
