@@ -174,7 +174,10 @@ def _expect(record: Record, expectations: list[Expectation]) -> None:
     if record.status in (ERROR, TIMEOUT) and not (whole and whole.met_by(record.status, "")):
         unexpected.append("check")
     for rid, result in record.results.items():
-        own = next((e for e in expectations if e.applies(record.__dict__, rid)), None)
+        # entries of one requirement may tell its failure modes apart (each its own cause and proof): the entry whose
+        # fingerprints the result meets, else the first
+        owns = [e for e in expectations if e.applies(record.__dict__, rid)]
+        own = next((e for e in owns if e.met_by(result["status"], result["fingerprint"])), owns[0] if owns else None)
         expectation = own or whole  # an entry without a requirement covers every requirement of its check
         if expectation:
             result.update(
