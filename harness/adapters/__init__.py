@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import urllib.parse
 
+from .. import products
 from ..core import missing_methods
 
 
@@ -98,10 +99,7 @@ ENGINE_FORMS = (
     "embedded[:single|multi]",
     "openai (with --base-url and --model)",
     "zoo:<mutant>",
-    "harness.adapters.vllm:make (vLLM's legacy model runner, in process)",
-    "harness.adapters.vllm_mrv2:make (vLLM's model runner v2, in process)",
-    "harness.adapters.lmdeploy:make or :make_triton (lmdeploy's pure-torch or Triton verifier, in process)",
-    "harness.adapters.sglang:make (SGLang's budget processor and Triton chain sampler, in process)",
+    *products.adapter_forms(),  # the other engines' adapters, in process (`specconform list engines` says each)
     "module:factory (an engine team's own adapter)",
 )
 

@@ -25,6 +25,7 @@ from .. import profiles, schemas
 
 FOLDER = Path(__file__).parent
 RECORD = "product.yaml"
+ADAPTERS = "harness.adapters."  # the package of this project's adapters, which published records name
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,11 @@ def profile_of(name: str) -> profiles.Profile:
     if path is None:
         raise ValueError(f"product {name!r} declares no profile file")
     return profiles.load_profile(str(path))
+
+
+def adapter_forms() -> tuple[str, ...]:
+    """The ``--engine`` forms of the products judged through one of this project's adapters, in process
+    (``harness.adapters.vllm:make``)."""
+    return tuple(
+        form for product in products().values() for form in product.record.engines if form.startswith(ADAPTERS)
+    )
