@@ -220,7 +220,9 @@ class ProductFile(Strict):
     name: str = Field(description="the product's name: its folder's name")
     description: str = Field(description="what is judged, in one line")
     engines: list[str] = Field(description="the --engine forms it is judged as (an adapter's module:factory)")
-    api_profile: str | None = Field(None, description="--api-profile: the API profile of an engine judged over HTTP")
+    api_profile: str | None = Field(
+        None, description="--api-profile: the name of its server's API profile, whose fields are in api-profile.yaml"
+    )
     profile: str | None = Field(None, description="its profile file (harness.profiles); none: the adapter's built-in")
     expectations: str | None = Field(None, description="its expectation file (harness.runner.load_expectations)")
     install: ProductInstall = ProductInstall()

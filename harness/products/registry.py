@@ -6,6 +6,8 @@
   and its published report folders under ``reports/engines/``;
 - ``profile.yaml``: what it claims (``harness.profiles``), which its adapter loads (``profile_of``), with the reason
   for each value beside it;
+- ``api-profile.yaml``: for an engine judged over HTTP, its server's request and response fields
+  (``harness.adapters.http.ApiProfile``; ``--api-profile`` names it by the record's ``api_profile``);
 - ``expectations-<version>.yaml``: its known results (``--expectations``), each published cause proven by a patch
   under ``proofs/``.
 
@@ -25,6 +27,7 @@ from .. import profiles, schemas
 
 FOLDER = Path(__file__).parent
 RECORD = "product.yaml"
+API_PROFILE = "api-profile.yaml"  # beside the record of a product that names an API profile
 ADAPTERS = "harness.adapters."  # the package of this project's adapters, which published records name
 
 
@@ -46,6 +49,11 @@ class Product:
     @property
     def expectations_path(self) -> Path | None:
         return None if self.record.expectations is None else self.folder / self.record.expectations
+
+    @property
+    def api_profile_path(self) -> Path | None:
+        """The fields of its server's API profile (``harness.adapters.http.ApiProfile``), when it declares one."""
+        return None if self.record.api_profile is None else self.folder / API_PROFILE
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """The product registry (``harness/products/``): each published engine's record is valid and what it names exists,
 its tox environment installs the pins it declares, and the profiles moved out of the adapters into its folder are the
 profiles the adapters built before the move (``product_profiles_snapshot.json``, written from the adapters' own
-expressions; for vLLM's two runners checked against the live adapters under vLLM 0.33)."""
+expressions and ``API_PROFILES`` before they became data, and checked against the live adapters of vLLM 0.33, lmdeploy
+0.18.0 and SGLang 0.5.23)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def test_what_a_record_names_exists(name):
         if words[:2] == ["tox", "-e"]:
             _tox_env(words[2])
     if record.api_profile is not None:
-        assert record.engines == ["openai"] and record.api_profile in API_PROFILES
+        assert "openai" in record.engines and product.api_profile_path.is_file()
+        assert record.api_profile in API_PROFILES
     for engine in record.engines:
         module, _, factory = engine.partition(":")
         if module.startswith("harness.adapters."):
@@ -75,8 +77,19 @@ def test_the_tox_environment_installs_the_declared_pins(name):
 
 def test_the_profiles_are_those_the_adapters_built_before_they_became_data():
     before = json.loads(SNAPSHOT.read_text())
-    assert {name: products.profile_of(name).to_json() for name in before} == before
-    assert {n for n, p in PRODUCTS.items() if p.profile_path} == set(before)
+    assert {name: products.profile_of(name).to_json() for name in before["profiles"]} == before["profiles"]
+    assert {n for n, p in PRODUCTS.items() if p.profile_path} == set(before["profiles"])
+    assert dict(API_PROFILES) == before["api_profiles"]
+
+
+def test_a_misspelt_key_in_an_api_profile_is_an_error_that_names_it(tmp_path, monkeypatch):
+    from harness.adapters import http
+
+    (tmp_path / "api-profile.yaml").write_text("budget_feld: thinking_token_budget\n")
+    stand_in = products.Product(PRODUCTS["vllm-cpu-api"].record, tmp_path)
+    monkeypatch.setattr(products, "products", lambda: {"vllm-cpu-api": stand_in})
+    with pytest.raises(ValueError, match=r"api-profile.yaml.*unknown key 'budget_feld'"):
+        http._declared_api_profiles()
 
 
 def test_a_misspelt_key_in_a_record_is_an_error_that_names_it(tmp_path):
