@@ -220,6 +220,9 @@ class ProductFile(Strict):
     name: str = Field(description="the product's name: its folder's name")
     description: str = Field(description="what is judged, in one line")
     engines: list[str] = Field(description="the --engine forms it is judged as (an adapter's module:factory)")
+    imports: str | None = Field(
+        None, description="the engine's package its adapter imports in process (a usage error names it when absent)"
+    )
     api_profile: str | None = Field(
         None, description="--api-profile: the name of its server's API profile, whose fields are in api-profile.yaml"
     )

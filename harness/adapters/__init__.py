@@ -48,11 +48,13 @@ def require_extra(extra: str, what: str) -> None:
         )
 
 
-# the built-in adapters of other engines, which judge them in process: the engine's own package each imports
+# the built-in adapters of other engines, which judge them in process: the engine's own package each imports (its
+# product's record says it; lmdeploy's and SGLang's adapters stand in for the package root and name what is missing)
 ENGINE_PACKAGES = {
-    "harness.adapters.vllm": "vllm",
-    "harness.adapters.vllm_mrv2": "vllm",
-    "harness.adapters.flashinfer_chain": "flashinfer",
+    form.partition(":")[0]: product.record.imports
+    for product in products.products().values()
+    if product.record.imports
+    for form in product.record.engines
 }
 
 
