@@ -1,30 +1,43 @@
-"""What ``specconform list engines`` and ``specconform list profiles`` print: one line per engine form and per
-profile, each with what it is. A profile's line is written from the profile itself (its scope, its classes, an
-API profile's fields), so that it cannot drift from what the run uses."""
+"""What ``specconform list engines`` and ``specconform list profiles`` print: one line per engine form, per
+product and per profile, each with what it is. A product's line is read from its record (``harness.products``), and a
+profile's line is written from the profile itself (its scope, its classes, an API profile's fields), so that neither
+can drift from what the run uses."""
 
 from __future__ import annotations
 
+from . import products
 from .adapters.http import API_PROFILES, ApiProfile
 from .profiles import BUILTIN
 
-# the forms ``--engine`` accepts (``adapters.ENGINE_FORMS``), each with what it judges
-ENGINES = {
+# the forms ``--engine`` accepts (``adapters.ENGINE_FORMS``) that are no product's adapter, each with what it judges
+FORMS = {
     "oracle": "the specification's executable oracle (harness/oracle): what every engine is compared with",
     "reference[:cpu|cuda[:torch|triton]]": "the reference implementation (impl/): torch or Triton kernels",
     "embedded[:single|multi]": "the embedded OpenAI-compatible server (a tiny offline model), judged over HTTP",
     "openai": "a server you started: --base-url and --model (--api-profile names its request fields)",
     "zoo:<mutant>": "a deliberately broken reference, one bug each (`specconform zoo` runs them all)",
-    "harness.adapters.vllm:make": "vLLM's legacy model runner, in process",
-    "harness.adapters.vllm_mrv2:make": "vLLM's model runner v2, in process",
-    "harness.adapters.lmdeploy:make": "lmdeploy's pure-torch verifier (:make_triton, its Triton one), in process",
-    "harness.adapters.sglang:make": "SGLang's budget logit processor and Triton chain sampler, in process",
     "module:factory": "an engine team's own adapter: a function that returns the engine",
 }
 
 
+def _product_form(product: products.Product) -> str:
+    """How a product is named on the command line: its engine forms, with its API profile."""
+    api_profile = f" --api-profile {product.record.api_profile}" if product.record.api_profile else ""
+    return ", ".join(product.record.engines) + api_profile
+
+
 def engine_lines() -> list[str]:
-    width = max(map(len, ENGINES))
-    return [f"{form:{width}}  {what}" for form, what in ENGINES.items()]
+    """The forms ``--engine`` accepts, then the products: the engines this project judges and publishes, each with
+    the engine forms it is judged as."""
+    width = max(map(len, FORMS))
+    lines = [f"{form:{width}}  {what}" for form, what in FORMS.items()]
+    rows = [(name, _product_form(product), product.record.description) for name, product in products.products().items()]
+    name_width, form_width = (max(len(row[i]) for row in rows) for i in (0, 1))
+    lines += [
+        "",
+        "products, each defined in harness/products/<name>/ (adapter, profile, expectations, install, judge):",
+    ]
+    return lines + [f"{name:{name_width}}  {form:{form_width}}  {what}" for name, form, what in rows]
 
 
 def _api_profile(name: str) -> str:

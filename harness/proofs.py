@@ -7,8 +7,9 @@ engine's own code. Its ``proof`` backs that cause::
       patch: proofs/vllm-0.33-mrv2/start-restarts-count.diff        # a unified diff of the peer's package
       reproduction: proofs/vllm-0.33-mrv2/start-restarts-count.json # what ``specconform replay`` reads
 
-Both paths are relative to the repository root, the folder above the expectations file's folder
-(``<root>/expectations/<engine>.yaml``). The diff's paths name files of the installed package from its
+Both paths are relative to the repository root: the nearest folder above the expectations file that holds a
+``proofs`` folder (``<root>/harness/products/<product>/expectations-<version>.yaml``), else the folder above the
+file's folder (``<root>/expectations/<engine>.yaml``). The diff's paths name files of the installed package from its
 top-level package on (``a/vllm/v1/sample/thinking_budget_state.py``).
 
 The entry is PROVEN when the reproduction, replayed in a fresh interpreter, fails unpatched with the
@@ -226,8 +227,10 @@ class ProofEntry:
 
 
 def root_of(expectations: str | Path) -> Path:
-    """The repository root proof paths are relative to: the folder above the expectations file's."""
-    return Path(expectations).resolve().parent.parent
+    """The repository root proof paths are relative to: the nearest folder above the expectations file that holds a
+    ``proofs`` folder, else the folder above the file's folder."""
+    folder = Path(expectations).resolve().parent
+    return next((above for above in folder.parents if (above / "proofs").is_dir()), folder.parent)
 
 
 def validate_proof(proof, expectations: str | Path, where: str) -> tuple[Path, Path, Path | None]:

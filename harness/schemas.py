@@ -1,7 +1,7 @@
 """The schemas of the project's data files, as pydantic models: profile files (``harness.profiles``), expectation
-files (``harness.runner.load_expectations``) and run records (``results.jsonl``, docs/records.md). A key that no
-model field names is an error that names it; ``specconform schema`` writes each model's JSON Schema to
-``specs/schemas/`` for editors.
+files (``harness.runner.load_expectations``), run records (``results.jsonl``, docs/records.md) and product records
+(``harness.products``). A key that no model field names is an error that names it; ``specconform schema`` writes each
+model's JSON Schema to ``specs/schemas/`` for editors.
 
 The models say what a file may hold; what its values mean stays with the code that reads them (a profile's
 variants and classes are checked by ``harness.profiles.Profile``, a proof's paths by ``harness.proofs``).
@@ -201,7 +201,39 @@ class RunRecord(Strict):
     violated: list[str] = Field([], description="the requirements whose status is FAIL")
 
 
-SCHEMAS = {"profile": ProfileFile, "expectations": ExpectationsFile, "record": RunRecord}
+# ---------------------------------------------------------------------------------------------
+# Product records (harness/products/<name>/product.yaml; harness.products)
+
+
+class ProductInstall(Strict):
+    """How a product's engine is installed."""
+
+    tox_env: str | None = Field(None, description="the tox environment that installs the engine and judges it")
+    packages: list[str] = Field([], description="the engine's own packages, pinned as that environment pins them")
+    constraints: str | None = Field(None, description="a pip constraints file beside the record, for what it pulls")
+
+
+class ProductFile(Strict):
+    """Everything the project knows about one engine it judges and publishes: its adapter, profile, expectations,
+    install and judge command, and its published report folders. File names are relative to the record's folder."""
+
+    name: str = Field(description="the product's name: its folder's name")
+    description: str = Field(description="what is judged, in one line")
+    engines: list[str] = Field(description="the --engine forms it is judged as (an adapter's module:factory)")
+    imports: str | None = Field(
+        None, description="the engine's package its adapter imports in process (a usage error names it when absent)"
+    )
+    api_profile: str | None = Field(
+        None, description="--api-profile: the name of its server's API profile, whose fields are in api-profile.yaml"
+    )
+    profile: str | None = Field(None, description="its profile file (harness.profiles); none: the adapter's built-in")
+    expectations: str | None = Field(None, description="its expectation file (harness.runner.load_expectations)")
+    install: ProductInstall = ProductInstall()
+    judge: list[str] = Field(description="the commands that judge it into its published report folders")
+    reports: list[str] = Field([], description="its published report folders under reports/engines/")
+
+
+SCHEMAS = {"profile": ProfileFile, "expectations": ExpectationsFile, "record": RunRecord, "product": ProductFile}
 
 
 def write_schemas(folder: Path) -> list[Path]:

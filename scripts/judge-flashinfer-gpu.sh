@@ -14,7 +14,7 @@ out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 timeout "${RUN_LIMIT_S:-400}" python3 -m harness.cli run --engine harness.adapters.flashinfer_chain:make \
-  --expectations expectations/flashinfer-0.7.2.yaml --report-dir reports/engines/flashinfer-0.7.2 --exclude "api.*" "$@" \
+  --expectations harness/products/flashinfer/expectations-0.7.2.yaml --report-dir reports/engines/flashinfer-0.7.2 --exclude "api.*" "$@" \
   > "$out/flashinfer-0.7.2.log" 2>&1
 status=$?
 echo "flashinfer-0.7.2 exit $status" | tee -a "$out/gpu.txt"

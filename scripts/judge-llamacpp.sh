@@ -26,7 +26,7 @@ for variant in single multi draft; do
   start_server "$server" "$variant" "$model_variant" $(server_args "$gguf" "$variant")
   build=${build:-$(curl -s "http://127.0.0.1:$port/props" | python -c "import json, sys; print(json.load(sys.stdin)['build_info'])")}
   specconform run --engine openai --base-url "http://127.0.0.1:$port/v1" --model "tiny-think-$model_variant" \
-    --api-profile llamacpp --engine-name "llamacpp-$build-$variant" "${checks[@]}" --expectations "expectations/llamacpp-$build.yaml" \
+    --api-profile llamacpp --engine-name "llamacpp-$build-$variant" "${checks[@]}" --expectations "harness/products/llamacpp/expectations-$build.yaml" \
     --report-dir "reports/engines/llamacpp-$build-$variant" "$@" || status=$?
   stop_server
 done

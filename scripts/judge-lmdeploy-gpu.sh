@@ -14,7 +14,7 @@ out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 timeout "${RUN_LIMIT_S:-400}" python3 -m harness.cli run --engine harness.adapters.lmdeploy:make_triton \
-  --expectations expectations/lmdeploy-0.18.0-triton.yaml --report-dir reports/engines/lmdeploy-0.18.0-triton --exclude "api.*" "$@" \
+  --expectations harness/products/lmdeploy-triton/expectations-0.18.0.yaml --report-dir reports/engines/lmdeploy-0.18.0-triton --exclude "api.*" "$@" \
   > "$out/lmdeploy-0.18.0-triton.log" 2>&1
 status=$?
 echo "lmdeploy-0.18.0-triton exit $status" | tee -a "$out/gpu.txt"

@@ -14,7 +14,7 @@ out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 timeout "${RUN_LIMIT_S:-400}" python3 -m harness.cli run --engine harness.adapters.sglang:make \
-  --expectations expectations/sglang-0.5.23.yaml --report-dir reports/engines/sglang-0.5.23 --exclude "api.*" "$@" \
+  --expectations harness/products/sglang/expectations-0.5.23.yaml --report-dir reports/engines/sglang-0.5.23 --exclude "api.*" "$@" \
   > "$out/sglang-0.5.23.log" 2>&1
 status=$?
 echo "sglang-0.5.23 exit $status" | tee -a "$out/gpu.txt"

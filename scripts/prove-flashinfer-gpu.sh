@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prove the cause published against FlashInfer (expectations/flashinfer-0.7.2.yaml) on a GPU: replay the entry's
+# Prove the cause published against FlashInfer (harness/products/flashinfer/expectations-0.7.2.yaml) on a GPU: replay the entry's
 # reproduction against the staged FlashInfer, then against the same copy with the entry's patch applied to its JIT
 # sources (the staged copy is a temporary folder; nothing installed is touched). The kernel is rebuilt from the
 # patched source because FlashInfer's JIT cache is moved aside for the run.

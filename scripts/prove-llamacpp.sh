@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prove a cause published against llama.cpp's llama-server (expectations/llamacpp-<build>.yaml): replay the entry's
+# Prove a cause published against llama.cpp's llama-server (harness/products/llamacpp/expectations-<build>.yaml): replay the entry's
 # reproduction against llama-server built from the vendored tree, then against llama-server built from a copy of
 # that tree with the entry's patch applied, each started the way judge-llamacpp.sh starts it.
 #   bash scripts/prove-llamacpp.sh PATCH REPRODUCTION [RUN]   (from the repository root; RUN: single, multi or

@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import urllib.parse
 
+from .. import products
 from ..core import missing_methods
 
 
@@ -47,11 +48,13 @@ def require_extra(extra: str, what: str) -> None:
         )
 
 
-# the built-in adapters of other engines, which judge them in process: the engine's own package each imports
+# the built-in adapters of other engines, which judge them in process: the engine's own package each imports (its
+# product's record says it; lmdeploy's and SGLang's adapters stand in for the package root and name what is missing)
 ENGINE_PACKAGES = {
-    "harness.adapters.vllm": "vllm",
-    "harness.adapters.vllm_mrv2": "vllm",
-    "harness.adapters.flashinfer_chain": "flashinfer",
+    form.partition(":")[0]: product.record.imports
+    for product in products.products().values()
+    if product.record.imports
+    for form in product.record.engines
 }
 
 
@@ -98,10 +101,7 @@ ENGINE_FORMS = (
     "embedded[:single|multi]",
     "openai (with --base-url and --model)",
     "zoo:<mutant>",
-    "harness.adapters.vllm:make (vLLM's legacy model runner, in process)",
-    "harness.adapters.vllm_mrv2:make (vLLM's model runner v2, in process)",
-    "harness.adapters.lmdeploy:make or :make_triton (lmdeploy's pure-torch or Triton verifier, in process)",
-    "harness.adapters.sglang:make (SGLang's budget processor and Triton chain sampler, in process)",
+    *products.adapter_forms(),  # the other engines' adapters, in process (`specconform list engines` says each)
     "module:factory (an engine team's own adapter)",
 )
 

@@ -25,11 +25,11 @@ claims neither. Nothing of FlashInfer's code is copied here; it needs a CUDA GPU
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from .. import profiles
+from .. import products
 from ..oracle import rejection as rs
 
 
@@ -130,21 +130,7 @@ class FlashInferChainEngine:
             f"flashinfer-{_build_meta.__version__} ({_build_meta.__git_commit__[:9]}) "
             f"torch-{torch.__version__} {torch.cuda.get_device_name()}"
         )
-        # What FlashInfer's chain sampler can claim: probabilistic verification with draft probabilities
-        # (one-hot ones for deterministic drafts), and reproducible draws per seed. It has no greedy mode,
-        # no forced rows, no input validation of its own, no counting or metrics function.
-        canonical = profiles.canonical()
-        self.profile = replace(
-            canonical,
-            name="flashinfer-0.7.2",
-            classes=frozenset({"rs.probabilistic", "rs.one-hot", "rs.seeded"}),
-            capabilities=frozenset({"rejection", "seeded"}),
-            # FlashInfer documents its drafts as samples of the draft distribution it is handed
-            contract=frozenset({"drafts-sampled-from-q"}),
-            # the Philox offset of a seeded row is the caller's: FlashInfer's callers advance it by the draws they
-            # consumed, and this adapter passes the request's position, so offsets are the adapter's choice
-            derived=frozenset({"draw_offsets"}),
-        )
+        self.profile = products.profile_of("flashinfer")  # with its reasons: harness/products/flashinfer/profile.yaml
 
     def rejection_sample(self, case: rs.RejectionCase):
         torch = self.torch

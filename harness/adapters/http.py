@@ -22,9 +22,10 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 import httpx2
+import yaml
 from pydantic import model_validator
 
-from .. import profiles, spec
+from .. import products, profiles, schemas, spec
 from ..core import UnparsableResponse
 from ..schemas import Strict
 from . import UsageError
@@ -104,29 +105,20 @@ FORCED_LOGPROBS = ("raw", "processed")
 UTF8_BOUNDARIES = ("force-immediately", "complete-character")
 
 
-API_PROFILES = {
-    # per section (TB-SCOPE-2): vLLM 0.33's vllm/v1/sample/thinking_budget_state.py (lines 258-266) resets
-    # think_count to 0 when a section closes, so a re-opened section gets the whole budget again
-    "vllm": dict(
-        budget_field="thinking_token_budget",
-        reasoning_field="reasoning",
-        spec_counters="vllm:spec_decode",
-        scope="section",
-    ),
-    "sglang": dict(budget_field="custom_params.thinking_budget", reasoning_field="reasoning_content"),
-    "llamacpp": dict(
-        budget_field="reasoning_budget_tokens",  # thinking_budget_tokens is its alias
-        reasoning_field="reasoning_content",
-        token_ids="verbose",
-        tokenize_field="content",
-        scope="section",  # llama.cpp re-arms a fresh budget on each new start marker
-        # common/reasoning-budget.cpp (lines 104-131 of the tree llama-cpp-python 0.3.36 vendors): a budget that
-        # runs out on a token whose piece ends inside a UTF-8 character waits before it forces
-        utf8_boundary="complete-character",
-    ),
-    # no thinking budget and no token ids: budget classes are not claimed, id-based checks cannot run
-    "transformers-serve": dict(budget_field=None, reasoning_field="reasoning_content", token_ids=None),
-}
+def _declared_api_profiles() -> dict[str, dict]:
+    """The API profiles the products declare (``--api-profile``): name -> the fields its ``api-profile.yaml`` sets
+    (harness/products/<product>/), each checked as an ``ApiProfile``: an unknown key is an error that names it."""
+    declared = {}
+    for product in products.products().values():
+        if product.api_profile_path is not None:
+            fields = yaml.safe_load(product.api_profile_path.read_text()) or {}
+            where = f"API profile {str(product.api_profile_path)!r}"
+            schemas.parse(ApiProfile, {"name": product.record.api_profile, "model": "", **fields}, where)
+            declared[product.record.api_profile] = fields
+    return declared
+
+
+API_PROFILES = _declared_api_profiles()
 
 
 def embedded_profile(variant: str) -> ApiProfile:

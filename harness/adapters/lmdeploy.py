@@ -43,11 +43,11 @@ import importlib.util
 import os
 import sys
 import types
-from dataclasses import fields, replace
+from dataclasses import fields
 
 import numpy as np
 
-from .. import profiles
+from .. import products
 from ..oracle import rejection as rs
 
 # namespace packages whose __init__ would import the whole engine
@@ -199,32 +199,8 @@ class LmdeployEngine:
         impl = type(self.lmdeploy.verifier).__name__
         self.version = f"lmdeploy-{version('lmdeploy')} {impl} torch-{torch.__version__} {where}"
         self.strategy = self.lmdeploy.strategy.ARSamplingStrategy(pad_token_id=0)
-        canonical = profiles.canonical()
-        # What the verifier can claim: greedy, one-hot and probabilistic verification, mixed batches, ragged
-        # input translated to its one-K batches. It has no forced rows (no budget), validates no input, and
-        # its counters live in the engine loop (not claimed). Seeded requests are claimed: lmdeploy takes a
-        # per-request random_seed. Its drafters hand the verifier no draft probabilities, so a draft outside
-        # q's support never reaches it.
-        self.profile = replace(
-            canonical,
-            name=self.name,
-            classes=frozenset(
-                {
-                    "rs.greedy",
-                    "rs.zero-draft",
-                    "rs.layout",
-                    "rs.one-hot",
-                    "rs.mixed",
-                    "rs.probabilistic",
-                    "rs.seeded",
-                    "stat",
-                    "runner",
-                }
-                & canonical.classes
-            ),
-            capabilities=frozenset({"rejection", "seeded"}),
-            contract=frozenset({"drafts-sampled-from-q"}),
-        )
+        # with its reasons: harness/products/lmdeploy/profile.yaml (lmdeploy-triton/ for the Triton backend)
+        self.profile = products.profile_of("lmdeploy" if backend == "torch" else "lmdeploy-triton")
 
     # -- sampling inputs, as the engine builds them -----------------------------------------------
 

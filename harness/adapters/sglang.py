@@ -42,11 +42,10 @@ import importlib.util
 import os
 import sys
 import types
-from dataclasses import replace
 
 import numpy as np
 
-from .. import profiles
+from .. import products
 from ..contract import OutsideContract
 from ..oracle import rejection as rs
 
@@ -95,25 +94,7 @@ class SglangEngine:
 
         where = torch.cuda.get_device_name() if self.device.type == "cuda" else "cpu (Triton interpreter)"
         self.version = f"sglang-{version('sglang')} torch-{torch.__version__} {where}"
-        canonical = profiles.canonical("section")
-        # Budget A: one-token markers, per-section scope (the count runs from the open section's start,
-        # _open_thinking_start), forced rows written as -inf with the forced id at 0 (one-hot), no validation at the
-        # processor (the server validates the request), never applied under EAGLE/n-gram verification: no budget class
-        # with drafts is claimed. Verification: the Triton chain sampler, probabilistic and one-hot drafts, unseeded;
-        # greedy requests take SGLang's verify_tree_greedy (not driven here), so neither rs.greedy nor rs.layout,
-        # whose vector is greedy, is claimed.
-        # Contract: SGLang's drafters sample each draft from the q they hand over; batch updates come from its
-        # scheduler; where a moved request's state goes is this adapter's bookkeeping (batch_moves derived).
-        self.profile = replace(
-            canonical,
-            name=self.name,
-            classes=frozenset(
-                {"tb.core", "tb.scope.section", "rs.probabilistic", "rs.one-hot", "stat", "runner"} & canonical.classes
-            ),
-            capabilities=frozenset({"budget", "budget-logits", "rejection"}),
-            contract=frozenset({"drafts-sampled-from-q", "scheduler-batch-updates"}),
-            derived=frozenset({"batch_moves"}),
-        )
+        self.profile = products.profile_of("sglang")  # with its reasons: harness/products/sglang/profile.yaml
 
     # -- verification ---------------------------------------------------------------------------
 

@@ -33,20 +33,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 
-from .. import profiles
+from .. import products
 from ..oracle import rejection as rs
 
 FORCED_LOGIT = 1e9  # what vLLM writes into a forced cell (both model runners)
 SAMPLED_TOKENS_PER_STEP = 1  # Scheduler.num_sampled_tokens_per_step without multi-token prediction
-
-
-# vLLM names the reasoning markers by the strings ReasoningConfig takes, not by token ids (TB-API-3)
-VLLM_FIELD_NAMES = (("end_token_ids", ("reasoning_end_str",)), ("start_token_ids", ("reasoning_start_str",)))
 
 
 def import_vllm():
@@ -149,36 +144,7 @@ class VllmEngine:
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
         self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) legacy-model-runner torch-{torch.__version__} {gpu}"
-        # The legacy runner's profile, from thinking_budget_state.py: a re-opened section gets a fresh
-        # budget (per section); a forced cell is set to 1e9 and the rest of the row is left as it was.
-        # No sampler input is validated, and draws come from per-request torch generators.
-        # Its contract (harness.contract): the legacy runner's drafters sample from the q they hand over (a draft
-        # probability "should never be 0"), its scheduler makes every batch update, drafts follow a sampled token,
-        # and the counters read rows its own sampler emitted. The adapter, not vLLM, supplies count_emitted's
-        # malformed-row flags (constant False), and every acceptance metric is derived: the adapter computes each
-        # step's num_accepted itself (mirroring Scheduler.update_from_output, which it does not call) before
-        # vLLM's make_spec_decoding_stats counts it, and turns the counts into the rate and mean length.
-        canonical = profiles.canonical("section")
-        self.profile = replace(
-            canonical,
-            name="vllm-0.33-v1",
-            forced_logit="large-constant",
-            capabilities=canonical.capabilities - {"reference-draws", "input-validation"},
-            contract=frozenset(
-                {"drafts-sampled-from-q", "scheduler-batch-updates", "drafts-after-output", "rows-from-own-sampler"}
-            ),
-            derived=frozenset(
-                {
-                    "broken_prefix",
-                    "out_of_vocab",
-                    "acceptance_rate",
-                    "mean_acceptance_length",
-                    "accepted_per_position",
-                    "per_position_rates",
-                }
-            ),
-            field_names=VLLM_FIELD_NAMES,
-        )
+        self.profile = products.profile_of("vllm-v1")  # with its reasons: harness/products/vllm-v1/profile.yaml
 
     # -- rejection sampling --------------------------------------------------------------------
 

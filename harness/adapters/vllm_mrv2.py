@@ -30,14 +30,13 @@ starts. Nothing of vLLM's code is copied here; vLLM is a dependency of ``tox -e 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 
-from .. import profiles
+from .. import products
 from ..oracle import rejection as rs
-from .vllm import FORCED_LOGIT, VLLM_FIELD_NAMES, import_vllm, reasoning_config, validate_budget, vllm_commit
+from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget, vllm_commit
 
 MAX_MODEL_LEN = 4096
 
@@ -95,26 +94,7 @@ class VllmMrv2Engine:
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
         self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) model-runner-v2 torch-{torch.__version__} {gpu}"
-        # Model Runner V2's profile, from thinking_budget.py: a section is open while the last start
-        # marker comes after the last natural end marker, and its tokens are counted from that start
-        # (per section: a re-opened section gets a fresh budget); the forced cell is set to 1e9 and
-        # the rest of the row is left as it was. Draws are vLLM's Gumbel draws (seeded by request seed
-        # and position), not the reference draws; no sampler input is validated. Counting and metrics
-        # live in the scheduler, shared with the legacy runner and judged there (vllm-0.33-v1).
-        # Its contract (harness.contract) is the legacy runner's for drafts and batch updates: the scheduler names
-        # requests by id and never hands the runner a slot index, so where a moved or swapped request's state goes
-        # is the adapter's bookkeeping, not vLLM's (batch_moves derived).
-        canonical = profiles.canonical("section")
-        self.profile = replace(
-            canonical,
-            name="vllm-0.33-mrv2",
-            classes=canonical.classes - {"ac.count", "ac.metrics"},
-            forced_logit="large-constant",
-            capabilities=canonical.capabilities - {"reference-draws", "input-validation", "counting", "metrics"},
-            contract=frozenset({"drafts-sampled-from-q", "scheduler-batch-updates", "drafts-after-output"}),
-            derived=frozenset({"batch_moves"}),
-            field_names=VLLM_FIELD_NAMES,
-        )
+        self.profile = products.profile_of("vllm-mrv2")  # with its reasons: harness/products/vllm-mrv2/profile.yaml
 
     # -- rejection sampling --------------------------------------------------------------------
 

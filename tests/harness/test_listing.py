@@ -1,6 +1,6 @@
 """`specconform list engines` and `list profiles`: one line each, with what it is."""
 
-from harness import cli, listing
+from harness import cli, listing, products
 from harness.adapters import ENGINE_FORMS
 from harness.adapters.http import API_PROFILES
 from harness.profiles import BUILTIN
@@ -11,11 +11,18 @@ def _lines(capsys, what) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
-def test_every_engine_form_is_listed_with_a_description(capsys):
+def test_every_engine_form_and_every_product_is_listed_with_a_description(capsys):
     lines = _lines(capsys, "engines")
-    assert [line.split()[0] for line in lines] == [form.split()[0] for form in ENGINE_FORMS]
-    assert all(len(line.split(None, 1)) == 2 for line in lines)
-    assert set(listing.ENGINES) == {form.split()[0] for form in ENGINE_FORMS}
+    blank = lines.index("")
+    forms, products_lines = lines[:blank], lines[blank + 2 :]
+    assert [line.split()[0] for line in forms] == list(listing.FORMS)
+    assert all(len(line.split(None, 1)) == 2 for line in forms)
+    assert [line.split()[0] for line in products_lines] == list(products.products())
+    for line, product in zip(products_lines, products.products().values()):
+        assert product.record.engines[0] in line and line.endswith(product.record.description)
+    # every form --engine accepts is listed: as a form, or as a product's adapter
+    adapters = [form for product in products.products().values() for form in product.record.engines]
+    assert {form.split()[0] for form in ENGINE_FORMS} <= set(listing.FORMS) | set(adapters)
 
 
 def test_every_profile_and_api_profile_is_listed_from_what_it_declares(capsys):
