@@ -69,13 +69,11 @@ def _entry(target: Target, job: Job, source: str) -> dict:
     return entry
 
 
-def run(args) -> int:
-    classified = load_classified(Path(args.equivalent))
-    targets = [t for t in TARGETS if not args.target or t.path in args.target]
-    setup = Setup(
-        REPO, exclude=FAST_EXCLUDE + tuple(args.exclude or ()), seed=args.seed, trials=args.trials, max_cases=args.cases
-    )
-    sources = {t.path: (REPO / t.path).read_text() for t in targets}
+def _choose(args, targets: list[Target], sources: dict[str, str]) -> tuple[list[tuple[Target, Mutant]], int, set]:
+    """The mutants to judge, how many the targets have and the keys asked for (``--key``, and the survivors
+    of ``--survivors-of``): the mutants with those keys, else a ``--fraction`` sample, less those that
+    ``--skip-judged`` judged. Each file's mutants come in a seeded random order, the files interleaved: a run
+    stopped early has judged a random sample of each file's mutants."""
     planned: list[tuple[Target, Mutant]] = []
     generated = 0
     judged = {entry["key"] for run_dir in args.skip_judged or () for entry in _read(Path(run_dir))}
@@ -91,8 +89,6 @@ def run(args) -> int:
         generated += len(mutants)
         chosen = [m for m in mutants if m.key in keys] if keys else sample(mutants, args.fraction, args.seed)
         planned += [(target, m) for m in chosen if m.key not in judged]
-    # each file's mutants in a seeded random order, the files interleaved: a run stopped early has judged a
-    # random sample of each file's mutants
     random.Random(f"{args.seed}:order").shuffle(planned)
     per_file = Counter(target.path for target, _ in planned)
     seen: Counter = Counter()
@@ -101,6 +97,19 @@ def run(args) -> int:
         seen[target.path] += 1
         position.append(seen[target.path] / per_file[target.path])
     planned = [pair for _, pair in sorted(zip(position, planned), key=lambda item: item[0])]
+    return planned, generated, keys
+
+
+def run(args) -> int:
+    """Judge the mutants that ``args`` (``python -m harness.mutation run``) chooses and write the run's
+    folder; 1 when the unmutated code fails a check (nothing is judged then), else 0."""
+    classified = load_classified(Path(args.equivalent))
+    targets = [t for t in TARGETS if not args.target or t.path in args.target]
+    setup = Setup(
+        REPO, exclude=FAST_EXCLUDE + tuple(args.exclude or ()), seed=args.seed, trials=args.trials, max_cases=args.cases
+    )
+    sources = {t.path: (REPO / t.path).read_text() for t in targets}
+    planned, generated, keys = _choose(args, targets, sources)
     out = Path(args.report_dir) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True)
     started = time.monotonic()
