@@ -13,6 +13,7 @@ from harness.mutation.mutator import Mutant
 
 
 def _module(path: str) -> str:
+    """The module name of the file at ``path`` (relative to the project's root), e.g. ``impl.markers``."""
     return path[: -len(".py")].replace("/", ".")
 
 

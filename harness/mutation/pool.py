@@ -2,10 +2,11 @@
 check runs past its limit.
 
 A parent process that has imported the project and its libraries (torch, NumPy, SciPy, Hypothesis) forks
-one child per mutant: the child forgets the project's modules, imports them again with the mutated file
-served by an import hook, builds the engine and runs the checks in order until the first that is not
-passed. The parent reads the child's events from a pipe and kills it when a check runs past its limit
-(TIMEOUT). So a mutant costs its checks, not an interpreter and torch import.
+one child per mutant: the child applies the mutant (``apply``: its function's code replaced in place, or
+the project imported again with the mutated file served by an import hook), builds the engine and runs the
+checks in order until the first that is not passed (``child``). The parent reads the child's events from a
+pipe and kills it when a check runs past its limit (TIMEOUT). So a mutant costs its checks, not an
+interpreter and torch import.
 
 Why this pool is our own and not pebble's ``ProcessPool`` (whose ``timeout=`` kills a task's worker):
 pebble's limit is per task and fixed when the task is scheduled, while here a child's deadline moves with
