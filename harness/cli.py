@@ -157,7 +157,7 @@ def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None)
     are rendered from what was recorded. Stops early once ``config.maxfail`` checks failed unexpectedly."""
     if plan is None:
         selected = config.selected(checks_module.all_checks())
-        plan = {engine_spec: selected for engine_spec in config.engines}
+        plan = {engine_spec: selected for engine_spec in config.planned_engines(selected)}
     expectations = runner.load_expectations(config.expectations)
     profile = load_profile(config.profile) if config.profile else None
     for engine_spec, checks in plan.items():
@@ -234,7 +234,8 @@ def cmd_doctor(args) -> int:
         check_engine_spec(engine_spec, dict(config.api_options))
     profile = load_profile(config.profile) if config.profile else None
     selected = config.selected(checks_module.all_checks())
-    print(preflight.doctor(list(config.engines), dict(config.api_options), selected, profile, config.timeout), end="")
+    engines = list(config.planned_engines(selected))
+    print(preflight.doctor(engines, dict(config.api_options), selected, profile, config.timeout), end="")
     return 0
 
 

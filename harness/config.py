@@ -94,6 +94,7 @@ class RunConfig:
     ``api_options`` holds strings, but ``header``: a tuple of ``NAME:VALUE`` strings."""
 
     engines: tuple[str, ...] = DEFAULT_ENGINES
+    engines_defaulted: bool = True  # no engine was named: the defaults judge what they can claim of the selection
     api_options: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     profile: str | None = None
     checks: tuple[str, ...] = ()
@@ -129,6 +130,7 @@ class RunConfig:
         maxfail = 1 if given.get("exitfirst") else given.get("maxfail")
         return cls(
             engines=tuple(given.get("engine") or DEFAULT_ENGINES),
+            engines_defaulted=not given.get("engine"),
             api_options={
                 name: tuple(given[name]) if isinstance(given[name], list) else given[name]
                 for name in API_OPTION_NAMES
@@ -151,6 +153,16 @@ class RunConfig:
             last_failed=bool(given.get("last_failed")),
             workers=given.get("workers", 1),
         )
+
+    def planned_engines(self, selected: Iterable[Check]) -> tuple[str, ...]:
+        """The engines to judge ``selected`` on: those named, or of the default engines those whose profile can
+        claim a selected check (the embedded servers claim API-level checks only, the reference and the oracle
+        kernel-level ones only), so that a selection of one level starts no engine of the other."""
+        if not self.engines_defaulted or self.engines != DEFAULT_ENGINES:
+            return self.engines
+        levels = {check.name.startswith("api/") for check in selected}
+        chosen = tuple(engine for engine in self.engines if engine.startswith("embedded:") in levels)
+        return chosen or self.engines
 
     def selected(self, catalogue: Iterable[Check]) -> list[Check]:
         """The checks this run judges, in catalogue order; a ``UsageError`` when none is left."""

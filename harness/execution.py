@@ -142,8 +142,9 @@ def plan(config: RunConfig, selected: list[Check]) -> tuple[dict[str, list[Check
     """The checks each engine runs: every selected one, or with ``last_failed`` only those the last run under
     ``config.report_dir`` failed (an engine with none is left out); and that last run's folder (or ``None``)."""
     if not config.last_failed:
-        return {engine: list(selected) for engine in config.engines}, None
+        return {engine: list(selected) for engine in config.planned_engines(selected)}, None
     source = last_run(config.report_dir)
     failed = last_failures(source)
-    chosen = {engine: [c for c in selected if (engine, c.name) in failed] for engine in config.engines}
+    engines = config.planned_engines(selected)
+    chosen = {engine: [c for c in selected if (engine, c.name) in failed] for engine in engines}
     return {engine: checks for engine, checks in chosen.items() if checks}, source

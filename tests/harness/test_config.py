@@ -5,7 +5,7 @@ import shlex
 
 import pytest
 
-from harness import cli, stats
+from harness import checks, cli, stats
 from harness.config import DEFAULT_ENGINES, RunConfig, Shard
 from harness.core import Check, Context
 from harness.profiles import canonical
@@ -134,3 +134,21 @@ def test_other_commands_do_not_read_the_config_file(tmp_path, monkeypatch, capsy
     _pyproject(tmp_path, "sed = 7\n")
     monkeypatch.chdir(tmp_path)
     assert cli.main(["list", "profiles"]) == 0
+
+
+@pytest.mark.parametrize(
+    "patterns, engines",
+    [
+        (["budget/*"], ("reference", "oracle")),
+        (["api/*"], ("embedded:single", "embedded:multi")),
+        (["budget/sequential", "api/usage"], DEFAULT_ENGINES),
+    ],
+)
+def test_default_engines_judge_only_the_level_they_can_claim(patterns, engines):
+    config = RunConfig.from_options({"check": patterns})
+    assert config.planned_engines(config.selected(checks.all_checks())) == engines
+
+
+def test_named_engines_are_judged_whatever_the_selection():
+    config = RunConfig.from_options({"check": ["budget/*"], "engine": ["embedded:single"]})
+    assert config.planned_engines(config.selected(checks.all_checks())) == ("embedded:single",)
