@@ -33,7 +33,7 @@ import pytest
 from . import checks as checks_module
 from . import preflight, reports, runner
 from .adapters import UsageError, check_engine_spec
-from .cli import _run_dir
+from .cli.run import new_run_dir
 from .config import RunConfig, file_options, find_pyproject, option_actions, words
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
@@ -127,7 +127,7 @@ class SpecconformItem(pytest.Item):
         state = self.config._specconform
         run: RunConfig = state["config"]
         if state["report_dir"] and "run_dir" not in state:
-            state["run_dir"] = _run_dir(state["report_dir"])
+            state["run_dir"] = new_run_dir(state["report_dir"])
             state["writer"] = runner.RecordWriter(state["run_dir"] / "results.jsonl")
         (record,) = runner.run_checks(
             state["engine"],

@@ -75,7 +75,8 @@ MISUSES = {
 
 @pytest.mark.parametrize("argv, says", list(MISUSES.values()), ids=list(MISUSES))
 def test_every_misuse_is_one_line_and_exit_2(argv, says, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "HEARTBEAT_S", 3600)  # an engine process that is slow to boot says nothing here
+    # an engine process that is slow to boot says nothing here
+    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 3600)
     status, out, err = invoke(argv, capsys)
     assert status == 2, err
     assert "Traceback" not in err and out == ""
@@ -187,7 +188,7 @@ def _finished(check, status="PASS"):
 
 
 def test_a_log_gets_a_line_per_check_and_a_heartbeat_while_one_runs(monkeypatch):
-    monkeypatch.setattr(cli, "HEARTBEAT_S", 0.01)
+    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 0.01)
     log = Terminal(tty=False, waited_for="still running oracle: rejection/distribution")
     with cli.Progress(PLAN, quiet=False, stream=log) as progress:
         progress(_finished("rejection/greedy"))
@@ -199,7 +200,7 @@ def test_a_log_gets_a_line_per_check_and_a_heartbeat_while_one_runs(monkeypatch)
 
 
 def test_quiet_is_silent(monkeypatch):
-    monkeypatch.setattr(cli, "HEARTBEAT_S", 0.01)
+    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 0.01)
     log = Terminal(tty=True)
     with cli.Progress(PLAN, quiet=True, stream=log) as progress:
         progress(_finished("rejection/greedy"))
@@ -272,7 +273,7 @@ def test_version_names_the_installed_distribution(capsys):
 
 
 def test_with_workers_the_heartbeat_names_every_check_running(monkeypatch):
-    monkeypatch.setattr(cli, "HEARTBEAT_S", 0.01)
+    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 0.01)
     plan = [*PLAN, ("oracle", "rejection/invalid-ids")]
     log = Terminal(tty=False, waited_for="still running oracle: rejection/greedy, oracle: rejection/invalid-ids")
     with cli.Progress(plan, quiet=False, stream=log, workers=2) as progress:

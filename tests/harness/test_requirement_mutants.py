@@ -1,5 +1,5 @@
 """Every requirement has a check that can fail on its own: for each registered id, a mutant engine of
-the zoo (harness/adapters/zoo.py) breaks that requirement, and the checks covering it FAIL it.
+the zoo (harness/adapters/zoo/) breaks that requirement, and the checks covering it FAIL it.
 
 Permissions (MAY) are no requirements and have no mutant: tests/harness/test_permissions.py shows each
 honoured. A requirement that cannot fail on its own is folded into the one it follows from

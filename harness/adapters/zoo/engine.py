@@ -1,0 +1,108 @@
+"""The zoo's engines: the oracle with one deliberate bug, built by mutant name."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ... import profiles
+from ...oracle import budget as tb
+from ...oracle import rejection as rs
+from .. import UsageError
+from ..oracle import OracleEngine
+from .budget import _BATCH_TYPES, _REQUEST_TYPES, _MutantBudget
+from .counting import CountingMutants
+from .registry import _SAMPLER_MUTATIONS, MUTANTS, Mutant
+from .rejection import (
+    _VERIFY_MUTATIONS,
+    _ids_as_given,
+    _mutant_sample_case,
+    _noise_from_acceptance_stream,
+    _shifted_draws,
+    _StatefulDraws,
+)
+from .sampler import mutant_sampler
+from .tensor_api import _TENSOR_API_MUTATIONS, _tensor_api_mutant
+
+
+class MutantEngine(CountingMutants, OracleEngine):
+    """The oracle with one deliberate bug (``Mutant.name``)."""
+
+    def __init__(self, mutant: Mutant):
+        super().__init__()
+        self.mutant = mutant
+        self.name = f"zoo:{mutant.name}"
+        profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
+        profile = profiles.with_variant(profile, "forced_end", mutant.forced_end)
+        self.profile = profiles.with_variant(profile, "end_markers", mutant.end_markers)
+        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
+        if hides_draws:  # its randomness is not the reference's: judged statistically
+            self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
+        if mutant.name == "unvalidated-ids-emitted":  # uses the permission RS-INPUT-6
+            capabilities = self.profile.capabilities - {"input-validation"} | {"unvalidated-mode"}
+            self.profile = replace(self.profile, capabilities=capabilities)
+        if mutant.name in _SAMPLER_MUTATIONS:
+            self.sampler = mutant_sampler(_SAMPLER_MUTATIONS[mutant.name])
+        self.draws_for = {
+            "stateful-generator": _StatefulDraws(),
+            "generator-seeded-per-call": _StatefulDraws(per_call=True),
+            "draws-not-the-reference": _shifted_draws,
+            "sampling-noise-from-acceptance-stream": _noise_from_acceptance_stream,
+        }.get(mutant.name, rs.counter_draws)
+
+    def budget_state(
+        self, start, end, max_num_reqs, scope="request", max_spec_len=0, forced_token_ids=None, other_end_token_ids=()
+    ):
+        if self.mutant.name == "empty-marker-accepted":
+            start, end = list(start) or [2**31 - 1], list(end) or [2**31 - 1]
+        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(
+            start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids
+        )
+        batch.request_type = _REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
+        return _MutantBudget(batch, self.mutant.name)
+
+    def rejection_sample(self, case: rs.RejectionCase):
+        if self.mutant.name in _VERIFY_MUTATIONS:
+            return _mutant_sample_case(case, self.mutant.name, self.draws_for)
+        if self.mutant.name == "num-emitted-is-k-plus-one":
+            tokens, _ = super().rejection_sample(case)
+            return tokens, np.asarray(case.num_draft_tokens) + 1
+        if self.mutant.name == "unvalidated-ids-emitted":
+            try:
+                case.validate()
+            except rs.InvalidCase:
+                return _ids_as_given(case)
+        case.validate()
+        uniform = (
+            case.forced_token_ids is None
+            and len(set(case.num_draft_tokens.tolist())) == 1
+            and len(set(case.temperature.tolist())) == 1
+            and case.temperature[0] > 0
+        )
+        if self.mutant.name not in _SAMPLER_MUTATIONS or not uniform:
+            return super().rejection_sample(case)
+        tokens = self.sampler(
+            case.target_logits,
+            case.draft_token_ids,
+            case.num_draft_tokens,
+            case.draft_probs,
+            case.temperature,
+            case.seeds,
+            case.positions,
+        )
+        return tokens, (np.asarray(tokens) != -1).sum(axis=1)
+
+
+def needs_torch(name: str) -> bool:
+    """Whether mutant ``name`` is the reference engine (torch) rather than the oracle (numpy)."""
+    return name in _TENSOR_API_MUTATIONS
+
+
+def make_mutant(name: str):
+    """The zoo's engine for mutant ``name``: the oracle with its bug, or for the tensor-level API's mutants the
+    reference engine whose own entry points carry it."""
+    for mutant in MUTANTS:
+        if mutant.name == name:
+            return _tensor_api_mutant(mutant) if name in _TENSOR_API_MUTATIONS else MutantEngine(mutant)
+    raise UsageError(f"unknown mutant {name!r}; the zoo holds: {', '.join(m.name for m in MUTANTS)}")

@@ -1,0 +1,222 @@
+"""The bug zoo's registry: every mutant, the requirement it breaks and the profile variants it declares, in the
+order every listing shows them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .sampler import MUTANT_REQUIREMENTS
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    breaks: str  # the requirement the harness must report
+    description: str
+    scope: str = "request"  # the profile's declared variants
+    forced_logit: str = "one-hot"
+    forced_end: str = "marker"
+    end_markers: str = "one"
+
+    @property
+    def area(self) -> tuple[str, ...]:
+        """Check globs a zoo run judges this mutant by (its bug cannot show elsewhere): the checks of
+        the requirement it breaks, and for sampler mutants the distribution checks."""
+        if self.name in _SAMPLER_MUTATIONS:
+            return ("rs.probabilistic", "rs.one-hot", "rs.input", self.breaks)
+        return (self.breaks,)
+
+
+MUTANTS = (
+    Mutant(
+        "budget-ignored",
+        "TB-FORCE-1",
+        "the budget is never applied (a gate that skipped it without other sampling options)",
+    ),
+    Mutant("budget-off-by-one", "TB-FORCE-1", "forcing starts one token after the budget is spent"),
+    Mutant(
+        "multi-token-start-undercounted",
+        "TB-PROMPT-3",
+        "a prompt-opened section is counted from S's first token, letting len(S) - 1 extra tokens through",
+    ),
+    Mutant("end-marker-restarted", "TB-FORCE-2", "forcing always emits E[0] instead of continuing a partial E"),
+    Mutant("budget-not-applied-to-draft-rows", "TB-SPEC-1", "under speculation only the bonus row is forced"),
+    Mutant(
+        "forced-tokens-to-row-0-without-drafts",
+        "TB-SPEC-4",
+        "with speculation on but no drafts, every request's forced token lands in row 0",
+    ),
+    Mutant("swap-leaves-vacated-tracked", "TB-BATCH-3", "a SWAP with an untracked slot leaves both sides budgeted"),
+    Mutant(
+        "draft-probs-ignored",
+        MUTANT_REQUIREMENTS["ignore-draft-probs"],
+        "draft probabilities are dropped: sampled drafts are verified as one-hot",
+    ),
+    Mutant("always-accept", MUTANT_REQUIREMENTS["always-accept"], "every draft is accepted"),
+    Mutant(
+        "recover-from-p",
+        MUTANT_REQUIREMENTS["recover-from-p"],
+        "the recovered token is sampled from p instead of the residual",
+    ),
+    Mutant(
+        "acceptance-draw-reused",
+        MUTANT_REQUIREMENTS["reuse-acceptance-draw"],
+        "the uniform that rejected the draft also samples the recovered token",
+    ),
+    Mutant(
+        "recovered-id-equals-v",
+        MUTANT_REQUIREMENTS["recovered-id-equals-v"],
+        "a padded tail tile lets the recovered id equal V",
+    ),
+    Mutant("minus-one-tracked", "TB-API-1", "a budget of -1 is tracked as 0"),
+    Mutant("fractional-budget-truncated", "TB-API-2", "a float budget is truncated to an int instead of rejected"),
+    Mutant("empty-marker-accepted", "TB-API-3", "an empty marker is accepted (and never matches)"),
+    Mutant("start-looked-for-inside-section", "TB-MARK-1", "a repeated S inside a section restarts the count"),
+    Mutant(
+        "partial-markers-dropped-between-steps",
+        "TB-MARK-2",
+        "partial marker matches are forgotten at every step boundary",
+    ),
+    Mutant("end-matched-without-failure-function", "TB-MARK-3", "E is matched naively: a mismatch restarts it"),
+    Mutant("count-excludes-partial-end", "TB-COUNT-1", "count leaves out a trailing partial E"),
+    Mutant("zero-budget-one-late", "TB-FORCE-4", "budget 0 on a model-opened section lets one token through"),
+    Mutant("forced-logit-added", "TB-FORCE-5", "1e9 is added to the forced logit under the one-hot profile"),
+    Mutant(
+        "forced-logit-too-small",
+        "TB-FORCE-6",
+        "declares the large-constant variant but adds only 10 to the forced logit",
+        forced_logit="large-constant",
+    ),
+    Mutant("started-end-completed", "TB-NATURAL-1", "once the model starts E, the rest of E is forced"),
+    Mutant("untracked-logits-shifted", "TB-UNTRACKED-1", "untracked requests' logits are shifted by their maximum"),
+    Mutant("prompt-thinking-uncounted", "TB-PROMPT-1", "a prompt-opened section's prompt tokens are not counted"),
+    Mutant("first-token-never-forced", "TB-PROMPT-2", "the first generated token is never forced"),
+    Mutant("spent-forgotten", "TB-SCOPE-1", "request scope gives every section the whole budget"),
+    Mutant(
+        "section-scope-spends",
+        "TB-SCOPE-2",
+        "declares per-section scope but charges earlier sections",
+        scope="section",
+    ),
+    Mutant("draft-rows-restart-end", "TB-SPEC-2", "a forced draft row restarts E at E[0]"),
+    Mutant("commits-first-token-only", "TB-SPEC-3", "only the first token of a committed run advances the state"),
+    Mutant("moves-before-additions", "TB-BATCH-1", "an update's moves are applied before its additions"),
+    Mutant(
+        "move-keeps-occupied-destination",
+        "TB-BATCH-2",
+        "an UNIDIRECTIONAL move onto an occupied slot keeps the destination's request",
+    ),
+    Mutant("invalid-slots-ignored", "TB-BATCH-4", "invalid slots and batch sizes are ignored instead of rejected"),
+    Mutant("rows-in-reverse-slot-order", "TB-BATCH-5", "forced rows are laid out last slot first"),
+    Mutant("padded-row-reading", "RS-LAYOUT-1", "ragged input is read as if every request had max K drafts"),
+    Mutant("tail-filled-with-zero", "RS-LAYOUT-2", "placeholders are written as 0 instead of -1"),
+    Mutant("greedy-accepts-every-draft", "RS-GREEDY-1", "greedy verification accepts every draft"),
+    Mutant(
+        "greedy-mismatch-emits-lowest-finite",
+        "RS-GREEDY-2",
+        "at a greedy mismatch the lowest unmasked id is emitted instead of the argmax",
+    ),
+    Mutant("greedy-ties-to-highest", "RS-GREEDY-3", "greedy ties resolve to the highest id"),
+    Mutant("acceptance-ratio-squared", "RS-PROB-1", "a draft is accepted with probability min(1, p/q)²"),
+    Mutant("residual-from-p", "RS-PROB-2", "on rejection the emitted token is sampled from p, not the residual"),
+    Mutant("zero-q-draft-accepted", "RS-PROB-3", "a draft with q(d) = 0 is verified as if q(d) were 1"),
+    Mutant("empty-residual-emits-argmax", "RS-PROB-4", "an empty residual emits the argmax of p, not a sample"),
+    Mutant("one-hot-residual-keeps-draft", "RS-ONEHOT-1", "without q, a rejected draft stays in the residual"),
+    Mutant("batch-shares-first-temperature", "RS-MIXED-1", "every request is verified at request 0's temperature"),
+    Mutant("zero-draft-reads-previous-row", "RS-ZERO-1", "a zero-draft request reads the previous request's row"),
+    Mutant("forced-draft-row-ignored", "RS-FORCE-1", "forced draft rows are ignored (only the bonus row is forced)"),
+    Mutant("neg-inf-rejected", "RS-INPUT-2", "-inf logits are rejected as invalid"),
+    Mutant("invalid-logits-sanitised", "RS-INPUT-3", "NaN and +inf logits are replaced instead of rejected"),
+    Mutant("draft-probs-renormalised", "RS-INPUT-4", "invalid draft probabilities are renormalised, not rejected"),
+    Mutant("invalid-ids-clamped", "RS-INPUT-5", "out-of-range ids and negative temperatures are clamped"),
+    Mutant(
+        "unvalidated-ids-emitted",
+        "RS-INPUT-7",
+        "without input validation (RS-INPUT-6), invalid input emits its draft and forced ids as they are",
+    ),
+    Mutant("stateful-generator", "RS-RNG-1", "one generator per seed, advanced by every call (not counter-based)"),
+    Mutant(
+        "generator-seeded-per-call",
+        "RS-RNG-1",
+        "a generator seeded from the request's seed at every call: batch-independent but blind to the position",
+    ),
+    Mutant(
+        "sampling-noise-from-acceptance-stream",
+        "RS-RNG-2",
+        "claims the reference draws but samples the emitted token from the acceptance stream",
+    ),
+    Mutant(
+        "draft-probs-read-padded",
+        "RS-ONEHOT-2",
+        "draft probabilities of a ragged batch are read as if every request had max K drafts",
+    ),
+    Mutant(
+        "draws-not-the-reference",
+        "RS-RNG-3",
+        "claims the reference draws but keys them by another seed",
+    ),
+    Mutant("count-non-placeholders", "AC-COUNT-2", "counts (row != -1).sum() and reports no broken prefix"),
+    Mutant("count-includes-first-placeholder", "AC-COUNT-1", "a row's count includes its first placeholder"),
+    Mutant("out-of-vocab-unreported", "AC-COUNT-3", "a validating count never reports an id outside [0, V)"),
+    Mutant("discarded-row-counts-one", "AC-COUNT-4", "a discarded row counts one emitted token"),
+    Mutant("num-emitted-is-k-plus-one", "AC-COUNT-5", "the sampler reports K + 1 emitted tokens for every row"),
+    Mutant("acceptance-rate-counts-bonus", "AC-METRIC-1", "the acceptance rate counts each step's bonus token"),
+    Mutant(
+        "draft-count-from-configured-maximum",
+        "AC-METRIC-1",
+        "the acceptance rate's denominator counts every drafting step at the configured maximum of drafts "
+        "(TensorRT-LLM issue 14724)",
+    ),
+    Mutant("mean-length-without-bonus", "AC-METRIC-2", "the mean acceptance length leaves out the bonus token"),
+    Mutant("per-position-shifted", "AC-METRIC-3", "per-position counts are reported one position early"),
+    Mutant(
+        "mean-length-counts-after-eos",
+        "AC-METRIC-4",
+        "mean acceptance length counts tokens after an EOS inside the accepted run",
+    ),
+    Mutant(
+        "commit-limit-ignored",
+        "AC-STOP-1",
+        "metrics count the tokens a max_tokens or stop-string limit trimmed from an accepted run",
+    ),
+    Mutant(
+        "phrase-not-forced",
+        "TB-END-1",
+        "a declared transition phrase is never forced: the budget forces E, continuing a partial E",
+        forced_end="phrase",
+    ),
+    Mutant(
+        "closed-only-by-forced-sequence",
+        "TB-END-2",
+        "sections are detected by the whole forced sequence F, so an E the model emits alone does not close one",
+        forced_end="phrase",
+    ),
+    Mutant(
+        "other-end-markers-ignored",
+        "TB-END-3",
+        "only the first accepted end marker closes a section: another one the parser accepts leaves it open",
+        end_markers="several",
+    ),
+    # the tensor-level API (capability tensor-api): the reference's own entry points with one bug
+    Mutant(
+        "spec-len-cast-to-int", "TB-TENSOR-1", "the budget state reads max_spec_len with int(), so True and 1.0 pass"
+    ),
+    Mutant(
+        "step-commits-after-its-rows",
+        "TB-TENSOR-2",
+        "forced_tokens and apply_to_logits lay out their rows before committing sampled_token_ids",
+    ),
+    Mutant(
+        "sampler-spec-len-cast-to-int", "RS-TENSOR-1", "the sampler reads max_spec_len with int(), so True and 2.0 pass"
+    ),
+    Mutant("vocab-size-cast-to-int", "AC-TENSOR-1", "the validating count reads vocab_size with int(), so True passes"),
+)
+_SAMPLER_MUTATIONS = {
+    "draft-probs-ignored": "ignore-draft-probs",
+    "always-accept": "always-accept",
+    "recover-from-p": "recover-from-p",
+    "acceptance-draw-reused": "reuse-acceptance-draw",
+    "recovered-id-equals-v": "recovered-id-equals-v",
+}
+# Mutants whose randomness is their own: judged statistically, at full trials, in their own process.
+SAMPLER_MUTANTS = tuple(m for m in MUTANTS if m.name in _SAMPLER_MUTATIONS)

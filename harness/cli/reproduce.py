@@ -1,0 +1,70 @@
+"""Minimal reproductions: ``replay`` one against an engine, ``prove`` the causes published with them."""
+
+from __future__ import annotations
+
+from .. import preflight
+from ..adapters import UsageError, check_engine_spec
+from ..config import RunConfig
+from .options import add_api_options
+
+
+def cmd_replay(args) -> int:
+    """Re-run a standalone vector file (a minimal reproduction) against one engine."""
+    from .. import reproductions
+    from ..adapters import make_engine
+
+    api_options = dict(RunConfig.from_options(vars(args)).api_options)
+    check_engine_spec(args.engine, api_options)
+    preflight.check_engines([args.engine], api_options)
+    try:
+        document = reproductions.load(args.file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    engine = make_engine(args.engine, api_options)
+    failed = 0
+    recorded = document.get("fingerprint", "")
+    for result in reproductions.replay(engine, document):
+        if result.fingerprint:
+            failed += 1
+            same = (
+                ""
+                if not recorded
+                else (" (as recorded)" if result.fingerprint == recorded else f" (recorded {recorded})")
+            )
+            print(f"FAIL {result.fingerprint}{same} {result.name}: {result.evidence}")
+        else:
+            print(f"PASS {result.name}: {result.evidence}")
+    return 1 if failed else 0
+
+
+def cmd_prove(args) -> int:
+    """Prove each published cause that has a proof (``harness.proofs``)."""
+    from .. import proofs
+
+    return proofs.cmd_prove(args, dict(RunConfig.from_options(vars(args)).api_options))
+
+
+def add_replay_parser(sub) -> None:
+    """``specconform replay``: re-run a minimal reproduction against an engine."""
+    rpl = sub.add_parser("replay", help="re-run a standalone vector file (a minimal reproduction) against an engine")
+    rpl.add_argument("file", help="a vector file, e.g. RUN_DIR/reproductions/<engine>--<check>--<requirement>.json")
+    rpl.add_argument(
+        "--engine",
+        required=True,
+        help="oracle, reference[:cuda[:triton]], zoo:<mutant>, module:factory, or for an api reproduction "
+        "embedded:single|multi or openai with its options",
+    )
+    add_api_options(rpl)
+    rpl.set_defaults(func=cmd_replay)
+
+
+def add_prove_parser(sub) -> None:
+    """``specconform prove``: check each expectation's proof."""
+    prv = sub.add_parser(
+        "prove", help="check each expectation's proof: its reproduction fails unpatched and passes patched"
+    )
+    prv.add_argument("expectations", help="an expectations YAML file whose entries carry proof: {patch, reproduction}")
+    prv.add_argument("--engine", required=True, help="the engine the entries are of, e.g. harness.adapters.vllm:make")
+    prv.add_argument("--entry", help="only this entry: CHECK or CHECK:REQUIREMENT")
+    add_api_options(prv)
+    prv.set_defaults(func=cmd_prove)

@@ -1,0 +1,238 @@
+"""Judging: ``run``, ``doctor`` and ``zoo``."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from .. import checks as checks_module
+from .. import console, execution, preflight, reports, runner
+from ..adapters import ENGINE_FORMS, UsageError, check_engine_spec
+from ..config import RunConfig
+from ..isolation import EngineUsageError
+from ..profiles import load_profile
+from .options import (
+    add_api_options,
+    add_distribution_options,
+    add_run_options,
+    add_selection_options,
+    bounded,
+)
+from .progress import Progress, quiet_third_parties
+
+
+def new_run_dir(base: str) -> Path:
+    """A new run folder under ``base``, named by the time (``-1``, ``-2``, ... when that name is taken)."""
+    path = Path(base) / time.strftime("%Y%m%d-%H%M%S")
+    suffix = 0
+    while path.exists():
+        suffix += 1
+        path = Path(base) / f"{time.strftime('%Y%m%d-%H%M%S')}-{suffix}"
+    path.mkdir(parents=True)
+    return path
+
+
+def run_config(args) -> RunConfig:
+    """The run configuration of a command's parsed options."""
+    return RunConfig.from_options(vars(args))
+
+
+def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None) -> list[dict]:
+    """Run each engine's checks of ``plan`` (default: every selected check on every engine), each engine in its
+    own processes (``execution.run_engine``), streaming records into ``run_dir``; whatever happens, the reports
+    are rendered from what was recorded. Stops early once ``config.maxfail`` checks failed unexpectedly."""
+    if plan is None:
+        selected = config.selected(checks_module.all_checks())
+        plan = {engine_spec: selected for engine_spec in config.planned_engines(selected)}
+    expectations = runner.load_expectations(config.expectations)
+    profile = load_profile(config.profile) if config.profile else None
+    for engine_spec, checks in plan.items():
+        runner.write_manifest(run_dir, [engine_spec], checks)
+    writer = runner.RecordWriter(run_dir / "results.jsonl")
+    if config.quiet:
+        quiet_third_parties()
+    limit = execution.FailureLimit(config.maxfail)
+    try:
+        planned = [(e, check.name) for e, checks in plan.items() for check in checks]
+        with Progress(planned, config.quiet, workers=config.workers) as progress:
+
+            def on_record(record):
+                writer(record)
+                progress(record)
+
+            for engine_spec, checks in plan.items():
+                execution.run_engine(
+                    engine_spec,
+                    checks,
+                    config,
+                    profile=profile,
+                    expectations=expectations,
+                    on_record=on_record,
+                    limit=limit,
+                    run_dir=run_dir,
+                )
+                if limit.reached:
+                    break
+    finally:  # whatever happened, render what was measured
+        writer.close()
+        records = runner.read_records(run_dir)
+        reports.write_all(
+            run_dir, records, checks_module.uncovered_requirements(), runner.missing_records(run_dir, records)
+        )
+    return records
+
+
+def cmd_run(args) -> int:
+    config = run_config(args)
+    for engine_spec in config.engines:
+        check_engine_spec(engine_spec, dict(config.api_options))
+    if config.profile:
+        load_profile(config.profile)
+    selected = config.selected(checks_module.all_checks())
+    runner.load_expectations(config.expectations)
+    plan, last = execution.plan(config, selected)
+    if not plan:
+        print(f"nothing to re-run: the last run ({last}) has no unexpected failure among the selected checks")
+        return 0
+    # a mistake is a usage error before any folder is made
+    preflight.check_engines(list(plan), dict(config.api_options))
+    made = [p for p in (Path(config.report_dir), *Path(config.report_dir).parents) if not p.exists()]
+    run_dir = new_run_dir(config.report_dir)
+    try:
+        records = judge(config, run_dir, plan)
+    except EngineUsageError:  # an engine's factory refused how it was named: nothing was measured, nothing stays
+        if not runner.read_records(run_dir):
+            shutil.rmtree(run_dir)
+            for folder in made:  # the report folders this run made, innermost first
+                folder.rmdir()
+        raise
+    missing = runner.missing_records(run_dir, records)
+    stopped = config.maxfail is not None and sum(bool(r.get("unexpected")) for r in records) >= config.maxfail
+    passed, closing = console.closing(records, missing, run_dir, stopped_after=config.maxfail if stopped else None)
+    print(closing)
+    return 0 if passed else 1
+
+
+def cmd_doctor(args) -> int:
+    """The preflight alone: whether each engine can be judged, and what each selected check will judge."""
+    config = run_config(args)
+    for engine_spec in config.engines:
+        check_engine_spec(engine_spec, dict(config.api_options))
+    profile = load_profile(config.profile) if config.profile else None
+    selected = config.selected(checks_module.all_checks())
+    engines = list(config.planned_engines(selected))
+    print(preflight.doctor(engines, dict(config.api_options), selected, profile, config.timeout), end="")
+    return 0
+
+
+def cmd_zoo(args) -> int:
+    """Run every mutant of the bug zoo; each must FAIL on the requirement it breaks."""
+    from ..adapters import zoo
+
+    known = {m.name for m in zoo.MUTANTS}
+    unknown = [name for name in args.mutant or () if name not in known]
+    if unknown:
+        raise UsageError(f"unknown mutant {unknown[0]!r}; the zoo holds: {', '.join(sorted(known))}")
+    config = run_config(args)
+    mutants = [m for m in zoo.MUTANTS if not args.mutant or m.name in args.mutant]
+    for mutant in mutants:  # a mutant that needs an extra this Python lacks says so before any is judged
+        check_engine_spec(f"zoo:{mutant.name}")
+    run_dir = new_run_dir(config.report_dir)
+    records = []
+    for mutant in mutants:  # each mutant is judged by the checks of its own area
+        own = replace(config, engines=(f"zoo:{mutant.name}",), checks=config.checks or tuple(mutant.area))
+        records = judge(own, run_dir)  # the run's records so far
+    table = []
+    for mutant in mutants:
+        failing = [r for r in records if r["engine"] == f"zoo:{mutant.name}" and r["status"] == "FAIL"]
+        caught_by = [r["check"] for r in failing if mutant.breaks in r["violated"]]
+        table.append(
+            {
+                "mutant": mutant.name,
+                "description": mutant.description,
+                "breaks": mutant.breaks,
+                "caught": bool(caught_by),
+                "caught_by": caught_by or [r["check"] for r in failing],
+            }
+        )
+    reports.write_all(
+        run_dir,
+        records,
+        checks_module.uncovered_requirements(),
+        runner.missing_records(run_dir, records),
+        zoo_table=table,
+    )
+    lines = ["| mutant | breaks | caught | by |", "| --- | --- | --- | --- |"]
+    lines += [
+        f"| {z['mutant']} | {z['breaks']} | {'yes' if z['caught'] else 'NO'} | {', '.join(z['caught_by'])} |"
+        for z in table
+    ]
+    (run_dir / "catch-table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"reports in {run_dir}")
+    return 0 if all(z["caught"] for z in table) else 1
+
+
+def add_run_parser(sub) -> None:
+    """``specconform run``: judge engines against the specification."""
+    run = sub.add_parser(
+        "run",
+        help="judge engines against the specification",
+        description="Judge engines against the specification. Every option but --shard, -n, --maxfail, -x, --lf and "
+        "--api-key (a secret: $OPENAI_API_KEY) may be set in [tool.specconform] of the nearest pyproject.toml by its "
+        'long name (base-url = "http://127.0.0.1:8000/v1", check = ["api/*"], seed = 7); the command line overrides '
+        "it.",
+    )
+    run.add_argument(
+        "--engine",
+        action="append",
+        help=f"{', '.join(ENGINE_FORMS)} (repeatable; default: reference, oracle and the "
+        "embedded engine with both tokenizer variants)",
+    )
+    add_api_options(run)
+    run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
+    add_selection_options(run)
+    run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
+    run.add_argument(
+        "--report-dir",
+        default="reports/runs",
+        help="where each run's folder (results.jsonl, summary.md, junit.xml, report.html) is made",
+    )
+    add_run_options(run)
+    add_distribution_options(run)
+    run.set_defaults(func=cmd_run)
+
+
+def add_doctor_parser(sub) -> None:
+    """``specconform doctor``: the preflight alone."""
+    doc = sub.add_parser(
+        "doctor",
+        help="the preflight alone: whether each engine can be judged, and what each selected check will judge",
+        description="The preflight alone: whether each engine can be judged, and what each selected check will "
+        "judge. It reads [tool.specconform] of the nearest pyproject.toml as run does (the options it has).",
+    )
+    doc.add_argument("--engine", action="append", help="as for run (repeatable; default: run's default engines)")
+    add_api_options(doc)
+    doc.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
+    add_selection_options(doc)
+    doc.add_argument(
+        "--timeout",
+        type=bounded(float, 0, 7 * 86400, open_interval=True),
+        default=600,
+        help="seconds each engine may take to be built",
+    )
+    doc.set_defaults(func=cmd_doctor)
+
+
+def add_zoo_parser(sub) -> None:
+    """``specconform zoo``: the bug zoo, every mutant caught on its requirement."""
+    zoo = sub.add_parser("zoo", help="run the bug zoo: every mutant must be caught on its requirement")
+    zoo.add_argument("--report-dir", default="reports/zoo", help="where each zoo run's folder is made")
+    zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
+    zoo.add_argument(
+        "--check", action="append", help="only checks matching this glob (repeatable; default: the mutant's area)"
+    )
+    add_run_options(zoo)
+    zoo.set_defaults(func=cmd_zoo)
