@@ -79,7 +79,8 @@ def test_the_profiles_are_those_the_adapters_built_before_they_became_data():
     before = json.loads(SNAPSHOT.read_text())
     assert {name: products.profile_of(name).to_json() for name in before["profiles"]} == before["profiles"]
     assert {n for n, p in PRODUCTS.items() if p.profile_path} == set(before["profiles"])
-    assert dict(API_PROFILES) == before["api_profiles"]
+    # products added since (their API profiles were data from the start) are not in the snapshot
+    assert {name: API_PROFILES[name] for name in before["api_profiles"]} == before["api_profiles"]
 
 
 def test_a_misspelt_key_in_an_api_profile_is_an_error_that_names_it(tmp_path, monkeypatch):
