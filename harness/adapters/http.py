@@ -226,7 +226,13 @@ class ApiEngine:
             if url and not model:
                 raise UsageError(f"{role}_base_url {url!r} is given, but no {role}_model is named")
             if model:
-                self.base_urls[model] = (url or base_url).rstrip("/")
+                url = (url or base_url).rstrip("/")
+                if self.base_urls.get(model, url) != url:  # requests go by model name: one name, one server
+                    raise UsageError(
+                        f"{role}_model {model!r} is also the model of {self.base_urls[model]}, but {role}_base_url is "
+                        f"{url!r}: each server's model needs its own name (--served-model-name)"
+                    )
+                self.base_urls[model] = url
         servers = list(dict.fromkeys(self.base_urls.values()))
         self.device = " ".join(servers)
         # a server started with --api-key gets ``api_key``, else OPENAI_API_KEY, as the client reads it, on every

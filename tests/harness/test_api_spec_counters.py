@@ -145,6 +145,14 @@ def test_a_role_url_without_its_model_is_refused_naming_the_field():
         api.ApiEngine("http://think.test/v1", profile)
 
 
+def test_one_model_name_on_two_servers_is_refused_naming_the_field():
+    """Requests go to a server by their model's name: a spec model named as the main model but served elsewhere
+    would send every request of both to one server."""
+    profile = api.ApiProfile(name="vllm", model="m", spec_model="m", spec_base_url="http://spec.test/v1")
+    with pytest.raises(UsageError, match="spec_model 'm' is also the model of http://think.test/v1"):
+        api.ApiEngine("http://think.test/v1", profile)
+
+
 def test_counters_are_read_from_the_prometheus_exposition(vllm_engine):
     server = SpecServer(miscount=None)
     engine, _ = vllm_engine(server)
