@@ -189,6 +189,42 @@ def auth_headers(api_key: str | None, headers: dict[str, str] | None) -> dict[st
     return {**({"Authorization": f"Bearer {api_key}"} if api_key else {}), **(headers or {})}
 
 
+def kept_for_reproduction(response: dict) -> dict:
+    """What the exchange log (``ApiEngine.exchanges``, the ``requests`` of an API reproduction) keeps of a
+    parsed chat response (``ChatCompletion.model_dump()``): what a person reading the reproduction needs
+    to follow the check's judgement, without the rest of a llama-server response (about 50 KB with
+    ``logprobs``: the alternatives of every token, timings, sampler settings). The checks judge the
+    response ``complete`` returns, never this copy; ``response`` is left unchanged.
+
+    Kept: each choice's ``index``, ``message``, ``finish_reason`` and ``token_ids``, and its ``logprobs``
+    entries as ``id``, ``token``, ``bytes``, ``logprob`` (what the UTF-8 and forced-logprob checks read);
+    ``usage``; ``prompt_token_ids``; of llama-server's ``__verbose``, ``tokens`` and ``prompt`` (where the
+    ``verbose`` profile reads the ids) and ``content`` (the text before the reasoning parser split it).
+    Dropped: ``top_logprobs``, ``__verbose``'s ``completion_probabilities``, settings and timings, and the
+    envelope (``id``, ``created``, ``model``, ``timings``, ...)."""
+
+    def entry_kept(entry: dict) -> dict:
+        return {key: entry[key] for key in ("id", "token", "bytes", "logprob") if key in entry}
+
+    def choice_kept(choice: dict) -> dict:
+        kept = {key: choice[key] for key in ("index", "message", "finish_reason", "token_ids") if key in choice}
+        if "logprobs" in choice:
+            logprobs = choice["logprobs"]
+            kept["logprobs"] = logprobs and {
+                key: [entry_kept(entry) for entry in entries]
+                for key, entries in logprobs.items()
+                if isinstance(entries, list)
+            }
+        return kept
+
+    kept = {"choices": [choice_kept(choice) for choice in response.get("choices") or ()]}
+    kept |= {key: response[key] for key in ("usage", "prompt_token_ids") if key in response}
+    if isinstance(response.get("__verbose"), dict):
+        verbose = response["__verbose"]
+        kept["__verbose"] = {key: verbose[key] for key in ("tokens", "prompt", "content") if key in verbose}
+    return kept
+
+
 class ServerDown(Exception):
     """A server the engine needs does not answer and could not be restarted."""
 
@@ -251,7 +287,8 @@ class ApiEngine:
             for server in servers
         }
         self._tokenized: dict[str, list[int]] = {}
-        # every chat request and what came back, for a failing API check's reproduction (cleared per check)
+        # every chat request and what came back (a parsed response as ``kept_for_reproduction`` keeps it), for a
+        # failing API check's reproduction (cleared per check)
         self.exchanges: list[dict] = []
         self._restarts = self._restart_dead()
         listings = []
@@ -462,7 +499,7 @@ class ApiEngine:
         if self.api.token_ids == "verbose" and verbose and "tokens" in verbose and data.get("choices"):
             data["choices"][0]["token_ids"] = verbose["tokens"]
             data["prompt_token_ids"] = self.tokenize(verbose["prompt"])
-        self._log(model, body, data)
+        self._log(model, body, kept_for_reproduction(data))
         return data
 
     def _log(self, model: str, body: dict, response: dict) -> None:

@@ -105,3 +105,53 @@ def test_streaming_parity_without_streamed_ids_compares_text_and_says_so(llamacp
     outcome = check.run(engine, Context(canonical("section")))
     assert outcome.status == PASS, outcome.message
     assert "streams no ids" in outcome.message
+
+
+def with_logprobs_and_timings(transport: httpx2.MockTransport) -> httpx2.MockTransport:
+    """The stand-in's chat responses as llama-server writes them with ``logprobs``: per-token entries with
+    their alternatives, ``completion_probabilities`` and timings in ``__verbose``, timings at the top.
+    The second and third tokens split "é" (bytes 195, 169)."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        response = transport.handle_request(request)
+        if request.url.path != "/v1/chat/completions":
+            return response
+        data = json.loads(response.read())
+        pieces = [[116], [195], [169]] + [[97]] * (len(data["__verbose"]["tokens"]) - 3)
+        entries = [
+            {"id": token, "token": bytes(piece).decode(errors="replace"), "bytes": piece, "logprob": -0.25 * n}
+            for n, (token, piece) in enumerate(zip(data["__verbose"]["tokens"], pieces, strict=True))
+        ]
+        alternatives = [{"id": 99, "token": "z", "bytes": [122], "logprob": -9.0}] * 20
+        timings = {"prompt_ms": 1.5, "predicted_ms": 2.5}
+        data["choices"][0]["logprobs"] = {"content": [{**e, "top_logprobs": alternatives} for e in entries]}
+        data["timings"] = timings
+        data["__verbose"] |= {"content": "<think>\nt", "timings": timings, "completion_probabilities": entries}
+        return httpx2.Response(200, json=data)
+
+    return httpx2.MockTransport(handle)
+
+
+def test_the_exchange_log_keeps_ids_bytes_and_text_and_drops_alternatives_and_timings(monkeypatch):
+    route_clients(monkeypatch, with_logprobs_and_timings(fake_llama_server(overrun=0, seen=[])))
+    profile = api.ApiProfile(name="llamacpp", model="tiny", **api.API_PROFILES["llamacpp"])
+    engine = api.ApiEngine("http://llama.test/v1", profile, name="llamacpp-test")
+    returned = engine.complete("tiny", 3, max_tokens=6, temperature=1.0, seed=1, fields={"logprobs": True})
+    logged = engine.exchanges[-1]["response"]
+
+    served = returned["choices"][0]
+    assert all(len(entry["top_logprobs"]) == 20 for entry in served["logprobs"]["content"])  # the check's view
+    assert logged["choices"][0]["token_ids"] == [THINK, THINK, END, ANSWER, ANSWER, ANSWER]
+    assert logged["prompt_token_ids"] == PROMPT_IDS
+    assert logged["__verbose"] == {"tokens": served["token_ids"], "prompt": PROMPT, "content": "<think>\nt"}
+    assert logged["choices"][0]["message"] == served["message"]
+    assert logged["choices"][0]["finish_reason"] == "length"
+    assert logged["usage"] == returned["usage"]
+    kept = logged["choices"][0]["logprobs"]["content"]
+    assert [entry["bytes"] for entry in kept] == [[116], [195], [169], [97], [97], [97]]
+    assert [(e["id"], e["token"], e["logprob"]) for e in kept] == [
+        (e["id"], e["token"], e["logprob"]) for e in served["logprobs"]["content"]
+    ]
+    assert all(set(entry) == {"id", "token", "bytes", "logprob"} for entry in kept)
+    text = json.dumps(logged)
+    assert "top_logprobs" not in text and "timings" not in text and "completion_probabilities" not in text
