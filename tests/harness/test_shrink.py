@@ -12,6 +12,7 @@ from harness.adapters import http as api
 from harness.adapters.oracle import OracleEngine
 from harness.adapters.zoo import MUTANTS, MutantEngine
 from harness.cases.budget import BudgetScenario, single_removals, unreachable
+from harness.checks import api_twins as twins
 from harness.checks.budget import replay_scenario
 from harness.checks.budget.minimal import fails_the_same, minimal_scenario
 from harness.core import FAIL, Context
@@ -141,7 +142,9 @@ def test_a_failing_api_check_leaves_a_reproduction_with_curl_requests_that_repla
     assert result.status == FAIL
     document = result.requirements["API-BUDGET-4"].reproduction
     assert document["kind"] == "api" and document["fingerprint"] == "API-BUDGET-4/forced-position-not-honoured"
-    assert len(document["requests"]) == 6  # budgets 0 and 1 × 3 seeds
+    # budgets 0 and 1 × 3 seeds, each failing request followed by its repeats alone (RUN-FINDING-1: they agree, so
+    # the failure stays the check's own)
+    assert len(document["requests"]) == 6 * (1 + twins.REPEATS)
     first = document["requests"][0]
     assert first["curl"].startswith("curl -s http://think.test/v1/chat/completions")
     assert '"thinking_token_budget": 0' in first["curl"]
