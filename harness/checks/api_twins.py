@@ -100,7 +100,7 @@ def alone(engine, ctx: Context, tally: Tally, check: str, own: str, request: See
     """Try a failure of ``own`` on ``request`` again alone (step 1 of the module's procedure), and where the
     repeats differ, without its budget (step 2): a greedy request (temperature 0) draws nothing and is only
     repeated. Records API-SEED-1's failure and blocks ``own`` where step 2 shows the seed not honoured."""
-    from .api import reproduction_document  # the checks import this module
+    from .api.reproduction import reproduction_document  # the checks import this module
 
     mark = log_mark(engine)
     responses = repeats(engine, request)

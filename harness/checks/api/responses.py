@@ -1,0 +1,89 @@
+"""What a response reports beside its ids (specs/openai-api.md §2): ``usage`` equals the returned ids
+(class ``api.usage``), and a streamed response equals the whole one (class ``api.streaming``).
+"""
+
+from __future__ import annotations
+
+from ...core import Context, Outcome, Tally
+from .. import api_twins as twins
+from ..catalogue import check
+from .needs import HTTP, IDS, _precondition
+from .replay import _thinking
+
+
+@check(
+    "api/usage",
+    cls="api.usage",
+    covers=("API-USAGE-1", "API-USAGE-2"),
+    needs=IDS,
+    description="usage equals the returned ids; reasoning_tokens equals the reasoning tokens",
+)
+def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    if blocked := _precondition(engine, requirements):
+        return blocked
+    tally = Tally(requirements, conditional=("API-USAGE-2",))  # judged only where the server reports it
+    for budget in (None, 4):
+        response = engine.complete(engine.api.model, budget, max_tokens=20, temperature=1.0, seed=ctx.seed)
+        ids = response["choices"][0]["token_ids"]
+        reported_usage = response["usage"]
+        if reported_usage["completion_tokens"] != len(ids):
+            tally.violated(
+                "API-USAGE-1",
+                "completion-tokens-differ",
+                f"budget {budget}: completion_tokens {reported_usage['completion_tokens']} but {len(ids)} ids returned",
+            )
+        else:
+            tally.exercised("API-USAGE-1")
+        reported = (reported_usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+        if reported is None:
+            continue
+        _, generated, _ = _thinking(engine, response["prompt_token_ids"], ids)
+        if reported != generated:
+            tally.violated(
+                "API-USAGE-2",
+                "reasoning-tokens-differ",
+                f"budget {budget}: reasoning_tokens {reported}, but {generated} reasoning tokens were generated",
+            )
+        else:
+            tally.exercised("API-USAGE-2")
+    return tally.outcome("usage against the returned ids (reasoning tokens where reported)")
+
+
+@check(
+    "api/streaming-parity",
+    cls="api.streaming",
+    covers=("API-STREAM-1",),
+    needs=HTTP,
+    description="streaming and non-streaming agree",
+)
+def streaming(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    tally = Tally(requirements)
+    budgets = ((None, 0.0), (3, 0.0), (4, 1.0)) if engine.api.budget_field else ((None, 0.0), (None, 1.0))
+    for model in filter(None, (engine.api.model, engine.api.spec_model)):
+        for budget, temperature in budgets:
+            whole = engine.complete(model, budget, max_tokens=16, temperature=temperature, seed=ctx.seed)
+            streamed = engine.stream(model, budget, max_tokens=16, temperature=temperature, seed=ctx.seed)
+            choice = whole["choices"][0]
+            pairs = [
+                ("reasoning", choice["message"].get(engine.api.reasoning_field) or "", streamed["reasoning"]),
+                ("content", choice["message"]["content"] or "", streamed["content"]),
+                ("finish reason", choice["finish_reason"], streamed["finish_reason"]),
+            ]
+            if streamed["token_ids"] is not None:
+                pairs.insert(0, ("token ids", choice.get("token_ids", []), streamed["token_ids"]))
+            differing = [(what, a, b) for what, a, b in pairs if a != b]
+            if differing and temperature:
+                request = twins.SeededRequest(model, budget, 16, temperature, ctx.seed)
+                if twins.alone(engine, ctx, tally, "api/streaming-parity", "API-STREAM-1", request).attributed:
+                    continue
+            if differing:
+                what, a, b = differing[0]
+                tally.violated(
+                    "API-STREAM-1",
+                    f"{what.replace(' ', '-')}-differ",
+                    f"{model} budget {budget}: {what} {a!r} vs streamed {b!r}",
+                )
+            else:
+                tally.exercised("API-STREAM-1")
+    ids = "ids, " if engine.api.token_ids == "return_token_ids" else "(the engine streams no ids) "
+    return tally.outcome(f"streaming and non-streaming compared on {ids}reasoning, content and finish reason")
