@@ -12,7 +12,7 @@ import pytest
 
 from harness import checks
 from harness.adapters import http as api
-from harness.checks import utf8
+from harness.checks.api import utf8
 from harness.core import FAIL, PASS, Context
 from harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients

@@ -10,9 +10,9 @@ import re
 
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
-from ..utf8 import readings
 from .needs import IDS, _precondition
 from .replay import _fields, _forced_positions, _judged, _oracle, _replay, _thinking, _violation
+from .utf8 import readings
 
 
 @check(
