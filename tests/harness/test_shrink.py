@@ -12,7 +12,7 @@ from harness.adapters import http as api
 from harness.adapters.oracle import OracleEngine
 from harness.adapters.zoo import MUTANTS, MutantEngine
 from harness.cases.budget import BudgetScenario, single_removals, unreachable
-from harness.checks import api_twins as twins
+from harness.checks.api import twins
 from harness.checks.budget import replay_scenario
 from harness.checks.budget.minimal import fails_the_same, minimal_scenario
 from harness.core import FAIL, Context

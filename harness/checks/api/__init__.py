@@ -1,7 +1,8 @@
 """API-level checks (specs/openai-api.md) over an engine's OpenAI-compatible server, one module per section of the
 spec: ``budget`` (§1), ``responses`` (§2), ``errors`` (§3), ``spec_decode`` (§4), ``features`` (§5) and
 ``seeded`` (§6). Beside them, ``replay`` replays the oracle over the ids a response returned, ``utf8`` reads from
-a response's logprobs where its tokens end inside a UTF-8 character, ``needs`` says what each check needs of the
+a response's logprobs where its tokens end inside a UTF-8 character, ``twins`` tries a failing seeded request
+again alone (and attributes an irreproducible seed to API-SEED-1), ``needs`` says what each check needs of the
 server, and ``reproduction`` leaves the requests a failed check sent as its reproduction.
 
 The oracle is replayed over prompt + output ids as the engine returned them, so "the budget holds"

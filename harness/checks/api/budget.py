@@ -8,8 +8,8 @@ from __future__ import annotations
 import concurrent.futures
 
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
-from .. import api_twins as twins
 from ..catalogue import check
+from . import twins
 from .needs import IDS, SPEC, _precondition
 from .replay import _fields, _judged, _thinking, _violation
 from .reproduction import reproduction_document
@@ -18,7 +18,7 @@ from .reproduction import reproduction_document
 def _judge_budgets(engine, ctx: Context, tally: Tally, check_name: str, model: str, budgets, holds: str) -> None:
     """Three seeded requests per budget: ``holds`` (the requirement the budget's holding stands for),
     API-BUDGET-1 (the field was accepted) and API-REASON-1 (the end marker in neither reasoning nor content) per
-    response. A request that fails ``holds`` and is not reproducible is tried again (``api_twins``)."""
+    response. A request that fails ``holds`` and is not reproducible is tried again (``twins``)."""
     for budget in budgets:
         for seed in range(3):
             request = twins.SeededRequest(model, budget, budget + 12, 1.0, ctx.seed + seed, _fields(engine))

@@ -5,8 +5,8 @@ returns the same ids (API-SEED-1).
 from __future__ import annotations
 
 from ...core import Context, Outcome, Tally
-from .. import api_twins as twins
 from ..catalogue import check
+from . import twins
 from .needs import IDS, _precondition
 
 

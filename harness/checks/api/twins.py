@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..core import Context, Tally
+from ...core import Context, Tally
+from .reproduction import reproduction_document
 
 SEED_RID = "API-SEED-1"
 REPEATS = 3  # sends of one request alone; uninitialised memory does not change every draw, so one is too few
@@ -100,8 +101,6 @@ def alone(engine, ctx: Context, tally: Tally, check: str, own: str, request: See
     """Try a failure of ``own`` on ``request`` again alone (step 1 of the module's procedure), and where the
     repeats differ, without its budget (step 2): a greedy request (temperature 0) draws nothing and is only
     repeated. Records API-SEED-1's failure and blocks ``own`` where step 2 shows the seed not honoured."""
-    from .api.reproduction import reproduction_document  # the checks import this module
-
     mark = log_mark(engine)
     responses = repeats(engine, request)
     found = Alone(responses, differ(responses), mark)
