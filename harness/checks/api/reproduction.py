@@ -24,7 +24,7 @@ def curl(exchange: dict) -> str:
 def reproduction_document(check: str, rid: str, fingerprint: str, evidence: str, seed: int, exchanges) -> dict:
     """A standalone API reproduction: the check and seed that ``specconform replay`` re-runs, the
     requirement and the property it states, and every chat request the check sent (as JSON and as a
-    curl command) with the response the engine gave."""
+    curl command) with the response the engine gave, as ``kept_for_reproduction`` keeps it."""
     statement = spec.load_registry()[rid].summary
     return {
         "format": vectors.FORMAT_VERSION,
