@@ -368,6 +368,9 @@ def gate(check: Check, profile, probe_problem: str = "") -> tuple[str, str] | No
         return PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}{probed}"
     if why := profile.outside_contract(check.preconditions):
         return NOT_APPLICABLE, f"outside the engine's contract: {why}"
+    outside, why = profile.outside_verification(check.cls, check.requirements)
+    if outside and set(outside) == set(check.requirements):
+        return NOT_APPLICABLE, why
     return None
 
 
@@ -375,8 +378,9 @@ def judged_on_engine_values(check: Check, outcome: Outcome, profile) -> Outcome:
     """``outcome`` with every requirement judged only on observables the engine's adapter derives (the profile's
     ``derived``) turned NOT_APPLICABLE: such a verdict, PASS or FAIL, would judge the adapter."""
     changed = {}
+    outside, mode = profile.outside_verification(check.cls, check.requirements)
     for rid, result in outcome.requirements.items():
-        why = derived_only(check.observables(rid), profile.derived)
+        why = derived_only(check.observables(rid), profile.derived) or (mode if rid in outside else "")
         if why and result.status in (PASS, FAIL, BLOCKED, NOT_RUN):
             changed[rid] = RequirementResult(NOT_APPLICABLE, 0, why)
     if not changed:
