@@ -11,7 +11,7 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
     verification: synthetic    # RUN-PROFILE-3: exact (canonical) or the name of a non-exact mode, which
-                               # claims none of EXACT_RULE_CLASSES
+                               # claims none of EXACT_RULE_CLASSES (a lossless one: DISTRIBUTION_CLASSES only)
     forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
     end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
