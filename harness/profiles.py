@@ -11,7 +11,7 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     forced_logit: large-constant  # variant (TB-FORCE-6): one-hot (canonical) | large-constant
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
     verification: synthetic    # RUN-PROFILE-3: exact (canonical) or the name of a non-exact mode, which
-                               # claims none of EXACT_RULE_CLASSES
+                               # claims none of EXACT_RULE_CLASSES (a lossless one: DISTRIBUTION_CLASSES only)
     forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
     end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
@@ -63,6 +63,13 @@ LAYOUTS = ("ragged", "padded")
 # RUN-PROFILE-3: the classes of the exact verification rules, which a profile in another verification mode
 # (vLLM's synthetic, fly or block; SGLang's relaxed thresholds) does not claim
 EXACT_RULE_CLASSES = ("rs.greedy", "rs.probabilistic", "rs.one-hot", "rs.mixed", "rs.seeded", "api.spec-decode")
+# RUN-PROFILE-3: the lossless modes, which keep the target distribution (RS-PROB-5) by a rule of their own (vLLM's
+# block verification, Sun et al. 2024), may claim the classes of the distribution checks; of those, only the
+# requirements of the output distribution are judged, never the per-token rule's
+LOSSLESS_MODES = ("block",)
+DISTRIBUTION_CLASSES = ("rs.probabilistic", "rs.one-hot")
+OUTPUT_DISTRIBUTION = ("RS-PROB-5",)
+PER_TOKEN_RULE = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-PROB-4", "RS-PROB-6", "RS-ONEHOT-1")
 # TB-END-1: the budget forces the end marker itself (canonical) or a transition phrase then the end marker; an
 # engine that forces a phrase claims the class of TB-END-1/2 and is given F through budget_state(forced_token_ids=)
 FORCED_END_CLASSES = {"marker": None, "phrase": "tb.forced-phrase"}
@@ -108,7 +115,8 @@ class Profile:
             raise ValueError(
                 f"profile {self.name}: verification must be exact or a mode's name; got {self.verification!r}"
             )
-        exact_claims = sorted(set(self.classes) & set(EXACT_RULE_CLASSES))
+        allowed = DISTRIBUTION_CLASSES if self.verification in LOSSLESS_MODES else ()
+        exact_claims = sorted(set(self.classes) & set(EXACT_RULE_CLASSES) - set(allowed))
         if self.verification != "exact" and exact_claims:
             raise ValueError(
                 f"profile {self.name}: verification {self.verification!r} is not exact, so the profile cannot claim "
@@ -134,6 +142,20 @@ class Profile:
     def outside_contract(self, preconditions) -> str | None:
         """Why a case with ``preconditions`` is not run against this engine (None: it is)."""
         return contract.outside(self.contract, preconditions)
+
+    def outside_verification(self, cls: str, requirements) -> tuple[tuple[str, ...], str]:
+        """The ``requirements`` of a check of ``cls`` that are not judged on an engine in a lossless mode
+        (RUN-PROFILE-3), and why: all of them when the check judges no output distribution, else those of the
+        per-token rule; ``((), "")`` for every other check and profile."""
+        if self.verification not in LOSSLESS_MODES or cls not in DISTRIBUTION_CLASSES:
+            return (), ""
+        judges_output = set(requirements) & set(OUTPUT_DISTRIBUTION)
+        outside = tuple(r for r in requirements if not judges_output or r in PER_TOKEN_RULE)
+        why = (
+            f"verification: {self.verification} accepts drafts by a rule of its own, lossless but not the per-token "
+            f"rule: it is judged on its output distribution ({', '.join(OUTPUT_DISTRIBUTION)}) only"
+        )
+        return outside, why
 
     def names_of(self, spec_field: str) -> tuple[str, ...]:
         """``spec_field`` and the engine's own names for it."""

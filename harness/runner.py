@@ -357,8 +357,8 @@ def run_checks(
 def gate(check: Check, profile, probe_problem: str = "") -> tuple[str, str] | None:
     """Why ``check`` is not run on an engine of ``profile``, as ``(status, message)``: NOT_CLAIMED (its class is
     not claimed), PRECONDITION_FAILED (a capability it needs is missing; ``probe_problem``: why an HTTP engine's
-    first request showed no token ids) or NOT_APPLICABLE (its cases lie outside the engine's contract); None when
-    it is run."""
+    first request showed no token ids) or NOT_APPLICABLE (its cases lie outside the engine's contract, or it judges
+    no requirement of the engine's lossless verification mode); None when it is run."""
     if not profile.claims(check.cls):
         return NOT_CLAIMED, f"profile {profile.name} does not claim {check.cls}"
     if missing := [n for n in check.needs if n not in profile.capabilities]:
@@ -368,15 +368,20 @@ def gate(check: Check, profile, probe_problem: str = "") -> tuple[str, str] | No
         return PRECONDITION_FAILED, f"the engine lacks {', '.join(missing)}{probed}"
     if why := profile.outside_contract(check.preconditions):
         return NOT_APPLICABLE, f"outside the engine's contract: {why}"
+    outside, why = profile.outside_verification(check.cls, check.requirements)
+    if outside and set(outside) == set(check.requirements):
+        return NOT_APPLICABLE, why
     return None
 
 
 def judged_on_engine_values(check: Check, outcome: Outcome, profile) -> Outcome:
     """``outcome`` with every requirement judged only on observables the engine's adapter derives (the profile's
-    ``derived``) turned NOT_APPLICABLE: such a verdict, PASS or FAIL, would judge the adapter."""
+    ``derived``) turned NOT_APPLICABLE: such a verdict, PASS or FAIL, would judge the adapter; so are the
+    per-token rule's requirements of an engine in a lossless verification mode (RUN-PROFILE-3)."""
     changed = {}
+    outside, mode = profile.outside_verification(check.cls, check.requirements)
     for rid, result in outcome.requirements.items():
-        why = derived_only(check.observables(rid), profile.derived)
+        why = derived_only(check.observables(rid), profile.derived) or (mode if rid in outside else "")
         if why and result.status in (PASS, FAIL, BLOCKED, NOT_RUN):
             changed[rid] = RequirementResult(NOT_APPLICABLE, 0, why)
     if not changed:

@@ -23,6 +23,12 @@ from the canonical case format:
   drafts goes through the plain sampler's ``gumbel_sample``, as ``GPUModelRunner.sample`` does.
   Forced rows of a case get ``1e9`` in the forced cell before temperature, where
   ``ThinkingBudgetState.apply`` writes it.
+- verification modes (``SpeculativeConfig.rejection_sample_method``): ``make`` judges ``standard``;
+  ``make_block``, ``make_synthetic`` and ``make_fly`` the others, each resolved by vLLM's own
+  ``RejectionSampler.__init__`` (``spec_decode/rejection_sampler.py``, lines 162-182) into the arguments it
+  hands ``rejection_sample``. Their profiles declare the mode (``verification``, RUN-PROFILE-3).
+  ``draft_sample_method="greedy"`` (vLLM's default) hands the verifier no draft logits: a case without
+  ``draft_probs`` is verified as vLLM verifies it then, ``q`` one-hot at the draft.
 
 On a CPU it needs ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` (set but empty) before Python
 starts. Nothing of vLLM's code is copied here; vLLM is a dependency of ``tox -e vllm-mrv2`` only.
@@ -39,10 +45,37 @@ from ..oracle import rejection as rs
 from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget, vllm_commit
 
 MAX_MODEL_LEN = 4096
+# The speculative configuration each verification mode is judged under: (product, SpeculativeConfig fields).
+# ``num_speculative_tokens`` bounds the drafts of a case; synthetic's rates are what vLLM resolves from
+# ``synthetic_acceptance_length=2.5`` (``SpeculativeConfig._acceptance_length_to_rates``: the first draft
+# always accepted, the second half the time); fly's window is the smallest vLLM allows, its entropy gate
+# vLLM's defaults.
+NUM_SPECULATIVE_TOKENS = 16
+VERIFICATION_MODES = {
+    "standard": ("vllm-mrv2", {}),
+    "block": ("vllm-mrv2-block", {}),
+    "synthetic": (
+        "vllm-mrv2-synthetic",
+        {"synthetic_acceptance_rates": [1.0, 0.5] + [0.0] * (NUM_SPECULATIVE_TOKENS - 2)},
+    ),
+    "fly": ("vllm-mrv2-fly", {"fly_window_size": 1}),
+}
 
 
 def make():
     return VllmMrv2Engine()
+
+
+def make_block():
+    return VllmMrv2Engine("block")
+
+
+def make_synthetic():
+    return VllmMrv2Engine("synthetic")
+
+
+def make_fly():
+    return VllmMrv2Engine("fly")
 
 
 def _uva_views_available(torch, buffer_utils) -> bool:
@@ -56,17 +89,39 @@ def _uva_views_available(torch, buffer_utils) -> bool:
     return True
 
 
-class VllmMrv2Engine:
-    name = "vllm-0.33-mrv2"
+def _verification_arguments(sampler_class, method: str, fields: dict, device) -> dict:
+    """The mode's arguments of ``rejection_sample`` as vLLM's ``RejectionSampler.__init__`` sets them from a
+    speculative configuration with ``rejection_sample_method=method`` and ``fields``."""
+    config = SimpleNamespace(
+        num_speculative_tokens=NUM_SPECULATIVE_TOKENS,
+        enable_adaptive_verification=False,
+        rejection_sample_method=method,
+        fly_window_size=None,
+        fly_entropy_threshold=0.3,
+        fly_entropy_top_k=3,
+        synthetic_acceptance_rates=None,
+    )
+    for name, value in fields.items():
+        setattr(config, name, value)
+    sampler = sampler_class(None, config, device)
+    return {
+        "synthetic_conditional_rates": sampler.synthetic_conditional_rates,
+        "use_block_verification": sampler.use_block_verification,
+        "fly_window_size": sampler.fly_window_size,
+        "fly_entropy_threshold": sampler.fly_entropy_threshold,
+        "fly_entropy_top_k": sampler.fly_entropy_top_k,
+    }
 
-    def __init__(self):
+
+class VllmMrv2Engine:
+    def __init__(self, rejection_sample_method: str = "standard"):
         torch, vllm = import_vllm()
         from vllm.sampling_params import SamplingParams
         from vllm.v1.worker.gpu import buffer_utils, input_batch
         from vllm.v1.worker.gpu.sample import gumbel, states
         from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsContext
         from vllm.v1.worker.gpu.sample.thinking_budget import ThinkingBudgetState
-        from vllm.v1.worker.gpu.spec_decode import rejection_sampler_utils
+        from vllm.v1.worker.gpu.spec_decode import rejection_sampler, rejection_sampler_utils
         from vllm.v1.worker.gpu.states import RequestState
 
         if not _uva_views_available(torch, buffer_utils):
@@ -94,7 +149,12 @@ class VllmMrv2Engine:
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
         self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) model-runner-v2 torch-{torch.__version__} {gpu}"
-        self.profile = products.profile_of("vllm-mrv2")  # with its reasons: harness/products/vllm-mrv2/profile.yaml
+        product, fields = VERIFICATION_MODES[rejection_sample_method]
+        self.profile = products.profile_of(product)  # with its reasons: harness/products/<product>/profile.yaml
+        self.name = self.profile.name
+        self.verification = _verification_arguments(
+            rejection_sampler.RejectionSampler, rejection_sample_method, fields, self.device
+        )
 
     # -- rejection sampling --------------------------------------------------------------------
 
@@ -169,6 +229,7 @@ class VllmMrv2Engine:
             sampling.temperature.gpu,
             sampling.seeds.gpu,
             max_k,
+            **self.verification,
         )
         num = num_sampled.cpu().numpy().astype(np.int64)
         tokens = sampled.cpu().numpy().astype(np.int64)

@@ -59,3 +59,28 @@ def test_a_non_exact_verification_mode_claims_no_exact_class_and_is_named(tmp_pa
     assert not any(profile.claims(c) for c in EXACT_RULE_CLASSES) and profile.claims("rs.forced")
     assert profile.label == "vllm-synthetic (verification: synthetic)" and canonical().label == "canonical"
     assert profile.to_json()["verification"] == "synthetic"
+
+
+@pytest.mark.req("RUN-PROFILE-3")
+def test_a_lossless_mode_is_judged_on_the_output_distribution_alone(tmp_path):
+    from harness import checks, runner
+    from harness.core import FAIL, NOT_APPLICABLE, NOT_CLAIMED, PASS, Outcome, RequirementResult
+
+    path = tmp_path / "block.yaml"
+    path.write_text("name: vllm-block\nverification: block\nclasses: [rs.greedy, rs.probabilistic, stat]\n")
+    with pytest.raises(ValueError, match=r"verification 'block' is not exact.*rs\.greedy"):
+        load_profile(str(path))
+    path.write_text("name: vllm-block\nverification: block\nclasses: [rs.probabilistic, rs.one-hot, stat]\n")
+    block = load_profile(str(path))
+    catalogue = checks.by_name()
+    rule, distribution = catalogue["rejection/acceptance-rule"], catalogue["rejection/distribution"]
+    assert runner.gate(rule, block)[0] == NOT_APPLICABLE and "verification: block" in runner.gate(rule, block)[1]
+    assert runner.gate(distribution, block) is None
+    assert runner.gate(catalogue["rejection/greedy"], block)[0] == NOT_CLAIMED
+    assert runner.gate(rule, canonical()) is None
+    judged = {rid: RequirementResult(PASS, 1) for rid in distribution.requirements}
+    judged["RS-PROB-6"] = RequirementResult(FAIL, 1, "accepted length", "RS-PROB-6/accepted-length-law")
+    outcome = runner.judged_on_engine_values(distribution, Outcome(FAIL, "x", judged), block)
+    assert outcome.requirements["RS-PROB-6"].status == NOT_APPLICABLE
+    assert outcome.requirements["RS-PROB-5"].status == PASS and outcome.status == PASS
+    assert runner.judged_on_engine_values(distribution, Outcome(FAIL, "x", judged), canonical()).status == FAIL
