@@ -18,7 +18,9 @@ from harness.adapters import http as api
 from harness.core import FAIL, PASS, PRECONDITION_FAILED, Context
 from harness.profiles import canonical
 from harness.runner import gate
+from tests.harness.served_stand_in import served
 from tests.harness.test_api_spec_counters import route_clients
+from tests.harness.test_preflight import invoke
 
 VOCAB = 300
 FIRST_ALTERNATIVE = 7  # the id the stand-in puts in every entry when alternatives are asked, as MLX-LM does
@@ -127,3 +129,14 @@ def test_usage_judges_completion_tokens_against_the_served_ids(mlx_engine, usage
     assert outcome.status == status, outcome.message
     if status == FAIL:
         assert outcome.violated == ("API-USAGE-1",)
+
+
+def test_doctor_finds_the_logprobs_ids_and_judges_the_checks_that_need_no_marker_ids(capsys):
+    with served(fake_mlx_server([])) as url:
+        argv = ["doctor", "--engine", "openai", "--api-profile", "mlx-lm", "--base-url", url, "--model", "tiny"]
+        status, out, err = invoke(argv + ["--spec-model", "tiny-spec", "--timeout", "120"], capsys)
+    assert status == 0, err
+    assert "token ids (logprobs): present" in out
+    assert "/tokenize: absent" in out
+    judged = {line.split()[1] for line in out.splitlines() if line.split()[:1] == ["judged"]}
+    assert {"api/seeded-reproducible", "api/usage", "api/greedy-spec-identity"} <= judged
