@@ -185,7 +185,7 @@ def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
     """What the API checks will find on the main server, one line each: token ids in a chat response (the API
     profile's field), ``/tokenize``, and the speculative-decoding counters on the spec model's ``/metrics``; and
     the requirements that cannot be judged for want of them, with why."""
-    from .adapters.http import API_PROFILES, parse_spec_counters
+    from .adapters.http import API_PROFILES, ids_from_logprobs, parse_spec_counters
 
     profile = API_PROFILES[api_options.get("api_profile") or "vllm"]
     main, *others = servers(api_options)
@@ -196,11 +196,18 @@ def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
         if token_ids is None:
             lines.append("token ids: the API profile names no way to ask for them; checks needing token-ids: none run")
         else:
-            field = {"return_token_ids": {"return_token_ids": True}, "verbose": {"return_tokens": True}}[token_ids]
+            field = {
+                "return_token_ids": {"return_token_ids": True},
+                "verbose": {"return_tokens": True},
+                "logprobs": {"logprobs": True},
+            }[token_ids]
             body = {"model": main.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, **field}
             answer = _request(client, "POST", f"{main.base_url}/chat/completions", body)
+            choice = (answer.get("choices") or [{}])[0] if isinstance(answer, dict) else {}
             has_ids = isinstance(answer, dict) and (
-                "token_ids" in (answer.get("choices") or [{}])[0] or "tokens" in (answer.get("__verbose") or {})
+                "token_ids" in choice
+                or "tokens" in (answer.get("__verbose") or {})
+                or (token_ids == "logprobs" and ids_from_logprobs(body, choice) is not None)
             )
             lines.append(
                 f"token ids ({token_ids}): "

@@ -49,8 +49,8 @@ CAPABILITIES = (
     "tensor-api",
     # API level (harness.adapters.http), probed from the running server:
     "http",  # an OpenAI-compatible endpoint
-    "token-ids",  # responses carry token ids (return_token_ids)
-    "marker-ids",  # the reasoning markers' token ids can be looked up (/tokenize)
+    "token-ids",  # responses carry the generated tokens' ids (return_token_ids, verbose, logprobs)
+    "marker-ids",  # the reasoning markers' ids can be looked up (/tokenize), and responses carry the prompt's
     "spec-model",  # the profile names the same model with speculative decoding
     "plain-model",  # the profile names a model without reasoning markers
 )

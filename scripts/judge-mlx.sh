@@ -45,4 +45,5 @@ done
 specconform run --engine openai --base-url "http://127.0.0.1:$port/v1" --model "$model" \
   --spec-base-url "http://127.0.0.1:$spec_port/v1" --spec-model "$spec_model" \
   --engine-name "mlx-lm-$version" --api-profile mlx-lm --check 'api/*' \
+  --expectations "harness/products/mlx-lm/expectations-$version.yaml" \
   --report-dir "reports/engines/mlx-lm-$version" "$@"

@@ -6,8 +6,8 @@ the official ``openai`` client, as the engine's users reach it: the engine's own
 the reasoning field, the budget) travel as the client's extra fields, and a response the client
 cannot parse is the server's failure (``UnparsableResponse``). Raw HTTP (``httpx2``, the client's own
 transport) is used only for what the client cannot express: ``/tokenize``, ``/metrics``, ``/version``.
-Token ids are observed as the engine returns them (vLLM's ``return_token_ids``, or llama-server's
-``__verbose`` field when it runs with ``--verbose``);
+Token ids are observed as the engine returns them (vLLM's ``return_token_ids``, llama-server's
+``__verbose`` field when it runs with ``--verbose``, or the ``id`` of each ``logprobs`` entry, MLX-LM's);
 what the engine cannot show (no token ids, no spec-decode model, no model without markers) is
 missing from its capabilities, and the checks (``harness.checks.api``) then say PRECONDITION_FAILED.
 """
@@ -66,10 +66,12 @@ class ApiProfile(Strict):
     # (API-SPEC-3); None: the engine reports none
     spec_counters: str | None = None
     budget_field: str | None = "thinking_token_budget"  # dotted (custom_params.thinking_budget); None: no budget
-    # where the generated ids come from: "return_token_ids" (vLLM: the request field, then
+    # where the generated ids come from (TOKEN_ID_SOURCES): "return_token_ids" (vLLM: the request field, then
     # choice.token_ids and prompt_token_ids), "verbose" (llama-server --verbose, asked with
     # return_tokens: __verbose.tokens, and the prompt ids by tokenizing __verbose.prompt; its streams
-    # carry no ids, and its logprobs merge the ids of incomplete UTF-8 pieces), or None
+    # carry no ids, and its logprobs merge the ids of incomplete UTF-8 pieces), "logprobs" (MLX-LM: asked
+    # with logprobs, the ``id`` of each choice.logprobs.content entry, one per generated token; no prompt
+    # ids, no ids in streams, see ``ids_from_logprobs``), or None
     token_ids: str | None = "return_token_ids"
     tokenize_field: str = "prompt"  # the text field of the engine's /tokenize request
     scope: str = "request"  # the budget's scope: request (canonical) or section (TB-SCOPE-2)
@@ -93,16 +95,37 @@ class ApiProfile(Strict):
 
     @model_validator(mode="after")
     def _known_variants(self):
-        for name, allowed in (("forced_logprobs", FORCED_LOGPROBS), ("utf8_boundary", UTF8_BOUNDARIES)):
+        for name, allowed in (
+            ("forced_logprobs", FORCED_LOGPROBS),
+            ("utf8_boundary", UTF8_BOUNDARIES),
+            ("token_ids", TOKEN_ID_SOURCES),
+        ):
             if getattr(self, name) not in allowed:
                 raise ValueError(
-                    f"API profile {self.name}: {name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}"
+                    f"API profile {self.name}: {name} must be one of "
+                    f"{', '.join(str(value) for value in allowed)}; got {getattr(self, name)!r}"
                 )
         return self
 
 
 FORCED_LOGPROBS = ("raw", "processed")
 UTF8_BOUNDARIES = ("force-immediately", "complete-character")
+TOKEN_ID_SOURCES = ("return_token_ids", "verbose", "logprobs", None)
+
+
+def ids_from_logprobs(request: dict, choice: dict) -> list[int] | None:
+    """The generated ids of ``choice`` (a response choice as a dict) that its ``logprobs`` entries carry, one
+    entry per token, each with its ``id`` (MLX-LM's ``mlx_lm/server.py``, lines 1473-1478: ``id`` and ``logprob``
+    of each generated token); None where ``request`` (the chat request's body) asked for ``top_logprobs`` above 0,
+    whose entries MLX-LM 0.32.2 fills with the first of the alternatives instead of the generated token
+    (lines 1467-1472), or where the choice has no entries or an entry has no integer ``id``. The ids are the server's,
+    read as it sent them."""
+    if (request.get("top_logprobs") or 0) > 0:
+        return None
+    entries = (choice.get("logprobs") or {}).get("content")
+    if not entries or not all(isinstance(entry, dict) and type(entry.get("id")) is int for entry in entries):
+        return None
+    return [entry["id"] for entry in entries]
 
 
 def _declared_api_profiles() -> dict[str, dict]:
@@ -342,6 +365,8 @@ class ApiEngine:
             self.start_ids = self.tokenize(self.api.start_text)
             self.end_ids = self.tokenize(self.api.end_text)
             self.forced_ids = self.tokenize(self.api.forced_end_text) if self.api.forced_end_text else self.end_ids
+            if "token-ids" in found and "prompt_token_ids" not in response:
+                raise KeyError(f"its responses carry no prompt ids (token ids: {self.api.token_ids})")
             found.add("marker-ids")
         except (openai.APIError, httpx2.HTTPError, UnparsableResponse, KeyError, ValueError) as error:
             self.probe_problem = f"{type(error).__name__}: {error}"
@@ -446,6 +471,8 @@ class ApiEngine:
             body["return_token_ids"] = True
         elif self.api.token_ids == "verbose":
             body["return_tokens"] = True
+        elif self.api.token_ids == "logprobs" and not stream:  # its streams carry no logprobs entries
+            body.setdefault("logprobs", True)
         if seed is not None:
             body["seed"] = seed
         if stream:
@@ -499,6 +526,10 @@ class ApiEngine:
         if self.api.token_ids == "verbose" and verbose and "tokens" in verbose and data.get("choices"):
             data["choices"][0]["token_ids"] = verbose["tokens"]
             data["prompt_token_ids"] = self.tokenize(verbose["prompt"])
+        if self.api.token_ids == "logprobs":
+            for choice in data.get("choices") or ():
+                if (ids := ids_from_logprobs(body, choice)) is not None:
+                    choice["token_ids"] = ids
         self._log(model, body, kept_for_reproduction(data))
         return data
 

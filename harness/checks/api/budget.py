@@ -10,7 +10,7 @@ import concurrent.futures
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
 from . import twins
-from .needs import IDS, SPEC, _precondition
+from .needs import BUDGET_SPEC, IDS, _precondition
 from .replay import _fields, _judged, _thinking, _violation
 from .reproduction import reproduction_document
 
@@ -138,7 +138,7 @@ def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     "api/budget-with-speculation",
     cls="api.budget",
     covers=("API-BUDGET-6",),
-    needs=SPEC,
+    needs=BUDGET_SPEC,
     description="the budget holds with speculative decoding on",
 )
 def spec_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:

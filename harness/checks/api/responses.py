@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...core import Context, Outcome, Tally
 from ..catalogue import check
 from . import twins
-from .needs import HTTP, IDS, _precondition
+from .needs import HTTP, OUTPUT_IDS, _precondition
 from .replay import _thinking
 
 
@@ -15,13 +15,16 @@ from .replay import _thinking
     "api/usage",
     cls="api.usage",
     covers=("API-USAGE-1", "API-USAGE-2"),
-    needs=IDS,
+    needs=OUTPUT_IDS,
     description="usage equals the returned ids; reasoning_tokens equals the reasoning tokens",
 )
 def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements):
+    """API-USAGE-1 on the generated ids; API-USAGE-2 where the server reports ``reasoning_tokens`` and the
+    prompt's and the markers' ids are known (``marker-ids``) to count the reasoning tokens."""
+    if blocked := _precondition(engine, requirements, markers=False):
         return blocked
     tally = Tally(requirements, conditional=("API-USAGE-2",))  # judged only where the server reports it
+    unjudged = []  # reasoning_tokens reported, but no marker ids to count them with
     for budget in (None, 4):
         response = engine.complete(engine.api.model, budget, max_tokens=20, temperature=1.0, seed=ctx.seed)
         ids = response["choices"][0]["token_ids"]
@@ -37,6 +40,9 @@ def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
         reported = (reported_usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
         if reported is None:
             continue
+        if "marker-ids" not in engine.profile.capabilities:
+            unjudged.append(f"budget {budget}: reasoning_tokens {reported}")
+            continue
         _, generated, _ = _thinking(engine, response["prompt_token_ids"], ids)
         if reported != generated:
             tally.violated(
@@ -46,7 +52,8 @@ def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
             )
         else:
             tally.exercised("API-USAGE-2")
-    return tally.outcome("usage against the returned ids (reasoning tokens where reported)")
+    not_judged = f"; not judged for want of marker ids: {', '.join(unjudged)}" if unjudged else ""
+    return tally.outcome(f"usage against the returned ids (reasoning tokens where reported){not_judged}")
 
 
 @check(

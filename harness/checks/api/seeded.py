@@ -7,18 +7,18 @@ from __future__ import annotations
 from ...core import Context, Outcome, Tally
 from ..catalogue import check
 from . import twins
-from .needs import IDS, _precondition
+from .needs import OUTPUT_IDS, _precondition
 
 
 @check(
     "api/seeded-reproducible",
     cls="api.seeded",
     covers=("API-SEED-1",),
-    needs=IDS,
+    needs=OUTPUT_IDS,
     description="a seeded sampled request sent again alone returns the same ids, with speculation on and off",
 )
 def seeded_reproducible(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements):
+    if blocked := _precondition(engine, requirements, markers=False):
         return blocked
     tally = Tally(requirements)
     models = tuple(filter(None, (engine.api.model, engine.api.spec_model)))
