@@ -74,9 +74,10 @@ class EngineVerdict:
             return f"**FAILS**: {_count(findings.distinct(self.unexpected), 'unexpected failure')}; {claimed}"
         if self.known:
             return f"**KNOWN FAILURES** only ({findings.distinct(self.known)}, all expected); {claimed}"
-        if self.verdict == "CONFORMS WHERE JUDGED":
+        if self.verdict == "CONFORMS WHERE JUDGED":  # nothing failed: what falls short is what was judged
             partial = ", ".join(c.cls for c in self.claimed if c.verdict == "judged in part")
-            return f"**CONFORMS WHERE JUDGED**: {claimed}; judged in part: {partial}"
+            in_full = f"{conforming} of {len(self.claimed)} claimed classes judged in full"
+            return f"**CONFORMS WHERE JUDGED**: nothing failed; {in_full}; judged in part: {partial}"
         return f"**{self.verdict}**: {claimed}"
 
 
