@@ -55,8 +55,8 @@ MUTANTS = (
         "budget-skipped-in-steps-with-drafts",
         "TB-SPEC-1",
         "a step whose batch holds drafts goes to the rejection sampler, which never applies the budget: no row "
-        "of it is forced (vLLM issue 39573, the budget not enforced under MTP; Model Runner V2 sampled through "
-        "the budget only when the batch had no draft tokens)",
+        "of it is forced (vLLM issue 39573, the budget not enforced under MTP, which its thread traced to Model "
+        "Runner V2 applying the budget only in steps whose batch had no draft tokens)",
         shipped=("vLLM 39573",),
     ),
     Mutant(
