@@ -6,6 +6,8 @@ honoured. A requirement that cannot fail on its own is folded into the one it fo
 (``aliases`` in specs/requirements.yaml).
 """
 
+from pathlib import Path
+
 import pytest
 
 from harness import checks, spec
@@ -66,3 +68,25 @@ def test_the_checks_of_a_requirement_fail_it_under_its_mutant(mutant):
         if o.requirements.get(mutant.breaks, None) is not None and o.requirements[mutant.breaks].status == FAIL
     ]
     assert failed, {name: (o.status, o.message[:300]) for name, o in outcomes.items()}
+
+
+def _shipped_table() -> set[tuple[str, str, str]]:
+    """``(bug, mutant, requirement)`` of every row of docs/mutation.md's table "Bugs that engines shipped"."""
+    text = (Path(__file__).parents[2] / "docs" / "mutation.md").read_text()
+    table = text.split("Bugs that engines shipped", 1)[1].split("\n\n")[1]
+    rows = set()
+    for line in table.splitlines()[2:]:  # past the header and its rule
+        bug, mutant, requirement = (cell.strip() for cell in line.strip("|").split("|"))
+        rows.add((bug.split(":", 1)[0], mutant.strip("`"), requirement))
+    return rows
+
+
+def test_the_shipped_bugs_table_names_each_bug_with_its_mutant():
+    """docs/mutation.md's table of shipped bugs and the mutants' ``shipped`` fields name the same bugs, each with
+    the mutant that stands for it and the requirement that mutant breaks. Each such mutant breaks a kernel-level
+    requirement, so it is judged FAIL on it: by the in-process test above, or for a sampler mutant by
+    tests/harness/test_zoo_and_engines.py at full trials."""
+    registered = {(bug, m.name, m.breaks) for m in zoo.MUTANTS for bug in m.shipped}
+    assert registered, "no mutant names a shipped bug"
+    assert _shipped_table() == registered
+    assert [m.name for m in zoo.MUTANTS if m.shipped and m.breaks.startswith(LEVELS_ELSEWHERE)] == []

@@ -133,6 +133,49 @@ class _PhraseNotForced(tb.RequestBudget):
         return -1 if forced == -1 else self.end.marker[self.end_matched]
 
 
+class _CountsFromRequestStart(tb.RequestBudget):
+    """Counts an open section from the request's first token, its prompt included, instead of from S."""
+
+    seen: int = 0  # tokens fed since the request began
+
+    def feed(self, token):
+        was_open = self.in_section
+        super().feed(token)
+        self.seen += 1
+        if self.in_section and not was_open:  # S completed at this token
+            self.count = self.seen
+
+
+class _GarbledForcedSequence(tb.RequestBudget):
+    """At the threshold forces ``len(F)`` ids that are not ``F`` (S's first token), then stops forcing while the
+    section stays open."""
+
+    garbled: int = 0  # forced positions of the open section
+
+    def _due(self) -> int:
+        """The token the oracle forces here, or -1 once ``len(F)`` garbled positions were forced."""
+        forced = super().forced_token()
+        sequence = self.forced if self.forced is not None else self.end
+        return -1 if self.garbled >= len(sequence) else forced
+
+    def forced_token(self):
+        due = self._due()
+        if due == -1:
+            return -1
+        return next(t for t in (*self.start.marker, due + 1) if t != due)
+
+    def feed(self, token):
+        forced = self._due() != -1
+        super().feed(token)
+        self.garbled = self.garbled + forced if self.in_section else 0
+
+    @classmethod
+    def from_prompt(cls, start, end, budget, prompt_token_ids, scope="request", *markers):
+        state = super().from_prompt(start, end, budget, prompt_token_ids, scope, *markers)
+        state.garbled = 0  # the prompt's tokens were never forced
+        return state
+
+
 class _ClosedOnlyByForcedSequence(tb.BudgetBatch):
     """Detects the end of a section by the whole forced sequence F, not by E: a natural E leaves it open."""
 
@@ -214,6 +257,8 @@ _REQUEST_TYPES = {
     "spent-forgotten": _SpentForgotten,
     "section-scope-spends": _SpentAlwaysKept,
     "phrase-not-forced": _PhraseNotForced,
+    "count-from-request-start": _CountsFromRequestStart,
+    "forced-phrase-garbled": _GarbledForcedSequence,
 }
 
 
@@ -276,9 +321,9 @@ class _MutantBudget(OracleBudget):
 
     def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
         rows = super().forced_tokens(num_draft_tokens, draft_token_ids)
-        if self.mutation == "budget-ignored":
-            return [-1] * len(rows)
         num = list(num_draft_tokens) if num_draft_tokens is not None else [0] * self.batch.batch_size
+        if self.mutation == "budget-ignored" or (self.mutation == "budget-skipped-in-steps-with-drafts" and sum(num)):
+            return [-1] * len(rows)
         if self.mutation == "budget-not-applied-to-draft-rows":
             out, offset = [], 0
             for k in num:

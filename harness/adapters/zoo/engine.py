@@ -19,11 +19,15 @@ from .rejection import (
     _ids_as_given,
     _mutant_sample_case,
     _noise_from_acceptance_stream,
+    _ProcessWideDraws,
     _shifted_draws,
     _StatefulDraws,
 )
 from .sampler import mutant_sampler
 from .tensor_api import _TENSOR_API_MUTATIONS, _tensor_api_mutant
+
+# Mutants whose draws are their own (not the reference draws): their profile leaves out ``reference-draws``.
+_OWN_DRAWS = ("stateful-generator", "generator-seeded-per-call", "seed-ignored")
 
 
 class MutantEngine(CountingMutants, OracleEngine):
@@ -36,7 +40,7 @@ class MutantEngine(CountingMutants, OracleEngine):
         profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
         profile = profiles.with_variant(profile, "forced_end", mutant.forced_end)
         self.profile = profiles.with_variant(profile, "end_markers", mutant.end_markers)
-        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name.endswith(("generator", "per-call"))
+        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name in _OWN_DRAWS
         if hides_draws:  # its randomness is not the reference's: judged statistically
             self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
         if mutant.name == "unvalidated-ids-emitted":  # uses the permission RS-INPUT-6
@@ -47,6 +51,7 @@ class MutantEngine(CountingMutants, OracleEngine):
         self.draws_for = {
             "stateful-generator": _StatefulDraws(),
             "generator-seeded-per-call": _StatefulDraws(per_call=True),
+            "seed-ignored": _ProcessWideDraws(),
             "draws-not-the-reference": _shifted_draws,
             "sampling-noise-from-acceptance-stream": _noise_from_acceptance_stream,
         }.get(mutant.name, rs.counter_draws)

@@ -17,6 +17,8 @@ class Mutant:
     forced_logit: str = "one-hot"
     forced_end: str = "marker"
     end_markers: str = "one"
+    # the publicly reported bugs it stands for, as docs/mutation.md's table names them ("vLLM 39573")
+    shipped: tuple[str, ...] = ()
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -31,7 +33,10 @@ MUTANTS = (
     Mutant(
         "budget-ignored",
         "TB-FORCE-1",
-        "the budget is never applied (a gate that skipped it without other sampling options)",
+        "the budget is never applied: a fast path skips logits processing when no request of the batch sets "
+        "another sampling option, and the budget is not among those it looks for (vLLM PR 52284, Model Runner "
+        "V2's greedy requests); the budget interface carries no other option, so every batch takes that path",
+        shipped=("vLLM 52284",),
     ),
     Mutant("budget-off-by-one", "TB-FORCE-1", "forcing starts one token after the budget is spent"),
     Mutant(
@@ -39,8 +44,21 @@ MUTANTS = (
         "TB-PROMPT-3",
         "a prompt-opened section is counted from S's first token, letting len(S) - 1 extra tokens through",
     ),
-    Mutant("end-marker-restarted", "TB-FORCE-2", "forcing always emits E[0] instead of continuing a partial E"),
+    Mutant(
+        "end-marker-restarted",
+        "TB-FORCE-2",
+        "forcing always emits E[0] instead of continuing a partial E (TensorRT-LLM issue 18616)",
+        shipped=("TensorRT-LLM 18616",),
+    ),
     Mutant("budget-not-applied-to-draft-rows", "TB-SPEC-1", "under speculation only the bonus row is forced"),
+    Mutant(
+        "budget-skipped-in-steps-with-drafts",
+        "TB-SPEC-1",
+        "a step whose batch holds drafts goes to the rejection sampler, which never applies the budget: no row "
+        "of it is forced (vLLM issue 39573, the budget not enforced under MTP, which its thread traced to Model "
+        "Runner V2 applying the budget only in steps whose batch had no draft tokens)",
+        shipped=("vLLM 39573",),
+    ),
     Mutant(
         "forced-tokens-to-row-0-without-drafts",
         "TB-SPEC-4",
@@ -52,7 +70,12 @@ MUTANTS = (
         MUTANT_REQUIREMENTS["ignore-draft-probs"],
         "draft probabilities are dropped: sampled drafts are verified as one-hot",
     ),
-    Mutant("always-accept", MUTANT_REQUIREMENTS["always-accept"], "every draft is accepted"),
+    Mutant(
+        "always-accept",
+        MUTANT_REQUIREMENTS["always-accept"],
+        "every draft is accepted (transformers issue 28508)",
+        shipped=("transformers 28508",),
+    ),
     Mutant(
         "recover-from-p",
         MUTANT_REQUIREMENTS["recover-from-p"],
@@ -160,24 +183,32 @@ MUTANTS = (
     Mutant("out-of-vocab-unreported", "AC-COUNT-3", "a validating count never reports an id outside [0, V)"),
     Mutant("discarded-row-counts-one", "AC-COUNT-4", "a discarded row counts one emitted token"),
     Mutant("num-emitted-is-k-plus-one", "AC-COUNT-5", "the sampler reports K + 1 emitted tokens for every row"),
-    Mutant("acceptance-rate-counts-bonus", "AC-METRIC-1", "the acceptance rate counts each step's bonus token"),
+    Mutant(
+        "acceptance-rate-counts-bonus",
+        "AC-METRIC-1",
+        "the acceptance rate counts each step's bonus token, so it can exceed 1 (SGLang issue 11572)",
+        shipped=("SGLang 11572",),
+    ),
     Mutant(
         "draft-count-from-configured-maximum",
         "AC-METRIC-1",
         "the acceptance rate's denominator counts every drafting step at the configured maximum of drafts "
         "(TensorRT-LLM issue 14724)",
+        shipped=("TensorRT-LLM 14724",),
     ),
     Mutant("mean-length-without-bonus", "AC-METRIC-2", "the mean acceptance length leaves out the bonus token"),
     Mutant("per-position-shifted", "AC-METRIC-3", "per-position counts are reported one position early"),
     Mutant(
         "mean-length-counts-after-eos",
         "AC-METRIC-4",
-        "mean acceptance length counts tokens after an EOS inside the accepted run",
+        "mean acceptance length counts tokens after an EOS inside the accepted run (vLLM issue 56101)",
+        shipped=("vLLM 56101",),
     ),
     Mutant(
         "commit-limit-ignored",
         "AC-STOP-1",
         "metrics count the tokens a max_tokens or stop-string limit trimmed from an accepted run",
+        shipped=("vLLM CPU 0.32 (found here)",),
     ),
     Mutant(
         "phrase-not-forced",
@@ -196,6 +227,60 @@ MUTANTS = (
         "TB-END-3",
         "only the first accepted end marker closes a section: another one the parser accepts leaves it open",
         end_markers="several",
+    ),
+    # bugs engines shipped (docs/mutation.md, "Bugs that engines shipped"), beyond those above
+    Mutant(
+        "seed-ignored",
+        "RS-RNG-1",
+        "verification draws from one process-wide generator, never from the request's seed (vLLM issue 6038: "
+        "speculative decoding did not respect the per-request seed)",
+        shipped=("vLLM 6038",),
+    ),
+    Mutant(
+        "verified-at-temperature-one",
+        MUTANT_REQUIREMENTS["temperature-ignored"],
+        "a sampled request is verified against p at temperature 1, not at its own temperature (vLLM issue 9834, "
+        "PR 10198: the target probabilities were scored with default sampling parameters)",
+        shipped=("vLLM 9834",),
+    ),
+    Mutant(
+        "draft-rows-read-next-logits",
+        MUTANT_REQUIREMENTS["next-row-logits"],
+        "a sampled request's draft row j is verified against the logits of row j + 1, one slice late "
+        "(TensorRT-LLM PR 15098: dynamic-tree rejection sampling read the wrong logits slice)",
+        shipped=("TensorRT-LLM 15098",),
+    ),
+    Mutant(
+        "logit-edits-dropped",
+        "RS-FORCE-1",
+        "the verifier drops the logits edits handed to it: forced rows, the one edit the kernel interface "
+        "carries besides the processed logits, are ignored (TensorRT-LLM PR 17955: the one-model path silently "
+        "dropped min_length, bad_words, embedding_bias and no_repeat_ngram, each an edit of the target logits)",
+        shipped=("TensorRT-LLM 17955",),
+    ),
+    Mutant(
+        "rejection-sampled-one-row-late",
+        "RS-PROB-2",
+        "on a rejection at draft row j the emitted token is sampled from row j + 1, the continuation, instead of "
+        "row j's residual (OpenVINO GenAI issue 4190: a rejection handled one iteration late at temperature > 0 "
+        "drops a word and keeps its predicted continuation in its place)",
+        shipped=("OpenVINO GenAI 4190",),
+    ),
+    Mutant(
+        "count-from-request-start",
+        "TB-COUNT-1",
+        "a section's count runs from the request's first token, its prompt included, not from S, so a prompt "
+        "longer than the budget spends it at once (llama.cpp issue 21902: a Gemma 4 budget reached instantly, "
+        "while llama.cpp fed the prompt through its budget sampler)",
+        shipped=("llama.cpp 21902",),
+    ),
+    Mutant(
+        "forced-phrase-garbled",
+        "TB-END-1",
+        "at the threshold the forced sequence F is emitted as other ids, after which forcing stops with the "
+        "section still open (llama.cpp issue 22717: the budget message replaced by garbage and the budget blown)",
+        forced_end="phrase",
+        shipped=("llama.cpp 22717",),
     ),
     # the tensor-level API (capability tensor-api): the reference's own entry points with one bug
     Mutant(
@@ -217,6 +302,8 @@ _SAMPLER_MUTATIONS = {
     "recover-from-p": "recover-from-p",
     "acceptance-draw-reused": "reuse-acceptance-draw",
     "recovered-id-equals-v": "recovered-id-equals-v",
+    "verified-at-temperature-one": "temperature-ignored",
+    "draft-rows-read-next-logits": "next-row-logits",
 }
 # Mutants whose randomness is their own: judged statistically, at full trials, in their own process.
 SAMPLER_MUTANTS = tuple(m for m in MUTANTS if m.name in _SAMPLER_MUTATIONS)

@@ -34,6 +34,9 @@ _VERIFY_MUTATIONS = {
     "draws-not-the-reference",
     "sampling-noise-from-acceptance-stream",
     "draft-probs-read-padded",
+    "seed-ignored",
+    "logit-edits-dropped",
+    "rejection-sampled-one-row-late",
 }
 
 
@@ -43,6 +46,8 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
     K, V = len(drafts), logits_rows.shape[1]
     if mutation == "forced-draft-row-ignored":
         forced = [-1] * K + [forced[K]]
+    if mutation == "logit-edits-dropped":
+        forced = [-1] * (K + 1)
     if temperature == 0:
         out = []
         for j in range(K + 1):
@@ -74,6 +79,10 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
         if q_d > 0 and u * q_d < p[d]:
             out.append(d)
             continue
+        if mutation == "rejection-sampled-one-row-late":  # the continuation's token takes the rejected one's place
+            return out + [
+                rs.exponential_race(rs.target_probs(logits_rows[j + 1], temperature, forced[j + 1]), draws.noise(j + 1))
+            ]
         residual = p if mutation == "residual-from-p" else np.maximum(p - q, 0.0)
         if mutation == "one-hot-residual-keeps-draft" and one_hot:
             residual = p
@@ -96,6 +105,20 @@ class _StatefulDraws:
         if self.per_call:
             self.generators.pop(seed, None)
         generator = self.generators.setdefault(seed, np.random.default_rng(seed % 2**63))
+        return rs.Draws(
+            uniform=lambda j: float(generator.random()), noise=lambda j: generator.exponential(size=vocab_size)
+        )
+
+
+class _ProcessWideDraws:
+    """Draws from one generator for the whole process, whatever the request's seed: every request's draws
+    depend on every draw made before them (``seed-ignored``)."""
+
+    def __init__(self):
+        self.generator = np.random.default_rng(0)
+
+    def __call__(self, seed: int, position: int, vocab_size: int) -> rs.Draws:
+        generator = self.generator
         return rs.Draws(
             uniform=lambda j: float(generator.random()), noise=lambda j: generator.exponential(size=vocab_size)
         )

@@ -7,7 +7,9 @@ batch, as in distribution checks); every other name breaks exactly one rule:
 - ``ignore-draft-probs``: treats sampled drafts as one-hot although ``q`` was passed;
 - ``recover-from-p``: samples the recovered token from ``p`` instead of the residual;
 - ``reuse-acceptance-draw``: samples the recovered token with the uniform that rejected the draft;
-- ``recovered-id-equals-v``: emits ``V`` where the residual's sample is the last id (a padded tile).
+- ``recovered-id-equals-v``: emits ``V`` where the residual's sample is the last id (a padded tile);
+- ``temperature-ignored``: verifies against ``p`` at temperature 1 whatever the request's temperature;
+- ``next-row-logits``: verifies draft row ``j`` against the target row ``j + 1`` (a slice one row late).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ REJECTION_MUTANTS = (
     "recover-from-p",
     "reuse-acceptance-draw",
     "recovered-id-equals-v",
+    "temperature-ignored",
+    "next-row-logits",
 )
 # The requirement each mutant violates, as the statistical check reports it.
 MUTANT_REQUIREMENTS = {
@@ -28,6 +32,8 @@ MUTANT_REQUIREMENTS = {
     "recover-from-p": "RS-PROB-5",
     "reuse-acceptance-draw": "RS-PROB-5",
     "recovered-id-equals-v": "RS-INPUT-1",
+    "temperature-ignored": "RS-PROB-5",
+    "next-row-logits": "RS-PROB-5",
 }
 
 
@@ -60,7 +66,10 @@ def mutant_sampler(mutation: str | None):
         K = int(num_draft_tokens[0])
         V = target_logits.shape[1]
         rng = np.random.default_rng(int(seeds[0]) % (2**63))
-        p = _softmax(target_logits.reshape(B, K + 1, V) / float(temperature[0]))
+        scale = 1.0 if mutation == "temperature-ignored" else float(temperature[0])
+        p = _softmax(target_logits.reshape(B, K + 1, V) / scale)
+        if mutation == "next-row-logits":  # row j read from row j + 1, the bonus row from itself
+            p = np.concatenate([p[:, 1:], p[:, -1:]], axis=1)
         d = np.asarray(draft_token_ids).reshape(B, K)
         one_hot = np.zeros((B, K, V))
         np.put_along_axis(one_hot, d[:, :, None], 1.0, axis=2)
