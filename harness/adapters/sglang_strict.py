@@ -146,9 +146,10 @@ class SglangStrictEngine:
 
 class StrictBudget:
     """Budget B over ``max_num_reqs`` slots: one ``ReasonerGrammarObject`` per request, made by SGLang's grammar
-    manager, its bitmask filled as SGLang's sampler and speculative verification fill it."""
+    manager, its bitmask filled as SGLang's sampler and speculative verification fill it. ``model_type`` names the
+    reasoning parser (``--reasoning-parser``), as ``create_grammar_backend`` builds it."""
 
-    def __init__(self, engine: SglangStrictEngine, start, end, max_num_reqs):
+    def __init__(self, engine: SglangStrictEngine, start, end, max_num_reqs, model_type: str = "qwen3"):
         for field, marker in (("start_token_ids", start), ("end_token_ids", end)):
             if not marker:
                 raise ValueError(f"{field} is {marker}: a marker holds at least one token id")
@@ -160,13 +161,13 @@ class StrictBudget:
         tokenizer = StandInTokenizer(start, end, importlib.import_module("xgrammar"))
         backend = sg.reasoner.ReasonerGrammarBackend(
             sg.xgrammar.XGrammarGrammarBackend(tokenizer, vocab_size=VOCAB_SIZE),
-            sg.parser.ReasoningParser(model_type="qwen3", stream_reasoning=False),
+            sg.parser.ReasoningParser(model_type=model_type, stream_reasoning=False, tokenizer=tokenizer),
             tokenizer,
             enable_strict_thinking=True,
         )
         manager = object.__new__(sg.manager.GrammarManager)  # the scheduler-bound parts are not used
         manager.grammar_backend = backend
-        manager._enable_strict_thinking = True
+        manager._enable_strict_thinking = backend.enable_strict_thinking
         manager.scheduler = types.SimpleNamespace(model_config=types.SimpleNamespace())
         manager.grammar_queue = []
         self.manager = manager
