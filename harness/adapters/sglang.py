@@ -16,18 +16,34 @@ pieces are driven as its own callers drive them:
   verification (``srt/speculative/eagle_utils.py``) never call it (SGLang issues 21724 and 26330). So the profile
   claims no budget class under speculative decoding (``tb.spec-decode`` and every family with drafts), and a step
   with drafts lies outside what the processor is ever handed (``OutsideContract``, NOT_APPLICABLE, saying so).
-- **Verification**, ``kernels/ops/speculative/reject_sampling.py`` ``chain_speculative_sampling_triton`` (the Triton
-  chain sampler ``eagle_utils`` picks with ``speculative_use_rejection_sampling``): target probabilities from SGLang's
-  ``kernels/ops/sampling`` ``softmax`` with one temperature per row, draft probabilities ``[b, K, V]`` as given (or
-  one-hot at the drafts), candidates ``[b, K + 1]`` with slot 0 the last verified token and the drafts after it,
-  ``retrive_index`` the rows in order, coins from ``torch.rand`` as ``eagle_utils._verify_coins`` draws them for
-  unseeded requests. SGLang verifies one draft length per batch, so a case's requests are verified in groups of
-  equal ``K``. A request emits ``predict[accept_index[: accept_token_num + 1]]``, SGLang's own reading
-  (``eagle_worker_common.py``: ``predict[accept_index]``); greedy requests take another kernel and are refused here.
-  A request without drafts never reaches SGLang's verifier (every request of a verify batch has
-  ``draft_token_num - 1 >= 1`` drafts; Triton 3.6 fails to compile the chain kernel for one slot), so where a case
-  puts one beside verified requests its token is drawn by ``torch.multinomial`` from SGLang's softmax: the
-  adapter's stand-in for SGLang's sampler, which no claimed requirement judges (``rs.zero-draft`` is not claimed).
+- **Verification**, dispatched as ``eagle_utils.eagle_sample`` dispatches it on a CUDA GPU with
+  ``speculative_use_rejection_sampling`` (the dispatch predicate and the seeded coins are ``eagle_utils``'s own:
+  ``harness.adapters.sglang_eagle``). Each request's sampling parameters are SGLang's ``SamplingParams`` for the
+  case's temperature and seed (temperature 0 becomes temperature 1 with top-k 1). SGLang verifies one draft length
+  per batch, so a case's requests are verified in groups of equal ``K``, each laid out as a chain: candidates
+  ``[b, K + 1]`` with slot 0 the last verified token and the drafts after it, ``retrieve_index`` the rows in order,
+  ``retrieve_next_token`` the next slot, no siblings.
+
+  - A group whose requests are all greedy (``SamplingBatchInfo.is_all_greedy``, where ``_verify_uses_greedy`` says
+    so) is verified by ``kernels/ops/speculative/spec_tree.py``: ``target_predict`` is the argmax of each row
+    (``torch.argmax``, as ``eagle_sample`` computes it), handed to the JIT CUDA ``verify_tree_greedy`` through
+    ``verify_tree_greedy_func`` on a GPU and to the Triton ``verify_tree_greedy_triton`` (SGLang's XPU path) on a
+    CPU.
+  - Any other group goes to ``kernels/ops/speculative/reject_sampling.py`` ``chain_speculative_sampling_triton``:
+    target probabilities from SGLang's ``kernels/ops/sampling`` ``softmax`` with one temperature per row, then, where
+    a request has a top-k (a greedy request of a mixed batch), SGLang's ``top_k_renorm_prob``
+    (``kernels/ops/sampling/renorm.py``: FlashInfer's on CUDA; no kernel on a CPU, where such a group lies outside
+    what can be run: ``OutsideContract``, NOT_APPLICABLE, saying so). Draft probabilities ``[b, K, V]`` as given (or
+    one-hot at the drafts). Coins from ``torch.rand`` as ``eagle_utils._verify_coins`` draws them for unseeded
+    requests, and from ``eagle_utils._seeded_verify_coins`` with ``seq_lens`` the case's position for seeded ones
+    (SGLang seeds every request under ``--enable-deterministic-inference``).
+  - A request emits ``predict[accept_index[: accept_token_num + 1]]``, SGLang's own reading
+    (``eagle_worker_common.py``: ``predict[accept_index]``).
+  - A request without drafts never reaches SGLang's verifier (every request of a verify batch has
+    ``draft_token_num - 1 >= 1`` drafts; Triton 3.6 fails to compile the chain kernel for one slot), so where a case
+    puts one beside verified requests its token is the argmax for a greedy request and otherwise drawn by
+    ``torch.multinomial`` from SGLang's softmax: the adapter's stand-in for SGLang's sampler, which no claimed
+    requirement judges (``rs.zero-draft`` is not claimed).
 
 The package root and ``sglang.kernels(.ops(.speculative))`` are stood in for (``sys.modules`` entries whose
 ``__path__`` is the installed folder), so ``sglang/__init__.py`` and the kernel registry's eager imports never run.
@@ -51,9 +67,11 @@ from ..oracle import rejection as rs
 from .sglang_eagle import EagleVerifyHelpers
 
 # what its modules import beyond torch, Triton and transformers, installed without their dependencies (SGLang pins
-# torch 2.14 and its CUDA kernels); apache-tvm-ffi is the version SGLang pins
-PACKAGES = ("dill", "orjson", "msgspec", "psutil", "pybase64", "requests", "urllib3", "pillow", "pyzmq", "ipython")
-PACKAGES += ("traitlets", "apache-tvm-ffi==0.1.11", "sentencepiece", "compressed-tensors", "loguru", "gguf")
+# torch 2.14 and its CUDA kernels); the pinned versions are SGLang's pins
+PACKAGES = (
+    *("dill", "orjson", "msgspec", "psutil", "pybase64", "requests", "urllib3", "pillow", "pyzmq", "ipython"),
+    *("traitlets", "apache-tvm-ffi==0.1.11", "sentencepiece==0.2.1", "compressed-tensors==0.18.0", "loguru", "gguf"),
+)
 _NAMESPACES = ("sglang", "sglang.kernels", "sglang.kernels.ops", "sglang.kernels.ops.speculative")
 
 
