@@ -7,6 +7,7 @@
 # DIR/wheels may hold the harness's own wheels; vLLM's apache-tvm-ffi there is skipped for the one SGLang pins
 # (DIR/sglang-wheels). Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/.
 set -uo pipefail
+shopt -s nullglob
 site=$(mktemp -d)
 wheels=()
 for wheel in "${PEERS_DIR:?}"/wheels/*.whl; do
