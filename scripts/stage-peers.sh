@@ -61,7 +61,7 @@ mkdir -p "$work/sglang"
 (cd "$work/sglang" && python3 -m zipfile -e "$work"/sglang-0.5.23-*.whl . \
   && { find sglang -name '*.py' ! -path 'sglang/multimodal_gen/*' ! -path 'sglang/srt/models/*' \
          ! -path 'sglang/test/*' ! -path 'sglang/benchmark/*'; \
-       find sglang/kernels/jit/csrc sglang/kernels/jit/include -type f \( -name '*.cuh' -o -name '*.h' -o -name '*.cu' \); \
+       find sglang/kernels/jit/csrc sglang/kernels/jit/include -type f \( -name '*.cuh' -o -name '*.h' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cpp' \); \
        find sglang-0.5.23.dist-info -type f; } > files.txt \
   && tar -cJf "$out/sglang-0.5.23-python.tar.xz" -T files.txt)
 du -sh "$out"
