@@ -54,7 +54,7 @@ mkdir -p "$work/lmdeploy"
 # apache-tvm-ffi 0.1.11, vLLM's set above another); its greedy kernel and top-k renormalisation build with nvcc from
 # these sources and FlashInfer's headers (the FlashInfer tarball above)
 download "$out/sglang-wheels" dill==0.4.1 orjson==3.13.0 msgspec==0.22.0 pybase64==1.5.1 pyzmq==27.3.0 \
-  ipython==9.18.1 traitlets==5.16.1 apache-tvm-ffi==0.1.11 sentencepiece==0.2.1 compressed-tensors==0.18.0 \
+  ipython==9.18.1 pygments==2.21.0 traitlets==5.16.1 apache-tvm-ffi==0.1.11 sentencepiece==0.2.1 compressed-tensors==0.18.0 \
   loguru==0.7.3 gguf==0.19.0 psutil==7.2.2
 source_wheel sglang==0.5.23
 mkdir -p "$work/sglang"

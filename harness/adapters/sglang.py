@@ -70,7 +70,8 @@ from .sglang_eagle import EagleVerifyHelpers
 # torch 2.14 and its CUDA kernels); the pinned versions are SGLang's pins
 PACKAGES = (
     *("dill", "orjson", "msgspec", "psutil", "pybase64", "requests", "urllib3", "pillow", "pyzmq", "ipython"),
-    *("traitlets", "apache-tvm-ffi==0.1.11", "sentencepiece==0.2.1", "compressed-tensors==0.18.0", "loguru", "gguf"),
+    *("pygments", "traitlets", "apache-tvm-ffi==0.1.11", "sentencepiece==0.2.1", "compressed-tensors==0.18.0"),
+    *("loguru", "gguf"),
 )
 _NAMESPACES = ("sglang", "sglang.kernels", "sglang.kernels.ops", "sglang.kernels.ops.speculative")
 
