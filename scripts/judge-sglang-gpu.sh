@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Judge SGLang 0.5.23 at kernel level on a GPU without a package registry (harness.adapters.sglang; Triton compiles
-# its chain sampler there, so the statistical checks that read NOT_RUN under the CPU's interpreter are certified).
+# its chain sampler there, so the statistical checks that read NOT_RUN under the CPU's interpreter are certified, and
+# nvcc builds its JIT CUDA greedy kernel and FlashInfer's top-k renormalisation, which judge greedy and mixed batches).
 #   bash scripts/stage-peers.sh DIR                             (where pip reaches a registry)
 #   PEERS_DIR=DIR OUT=results bash scripts/judge-sglang-gpu.sh   (on the GPU machine, repository root)
-# Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/.
+# DIR/wheels may hold the harness's own wheels; vLLM's apache-tvm-ffi there is skipped for the one SGLang pins
+# (DIR/sglang-wheels). Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/.
 set -uo pipefail
+shopt -s nullglob
 site=$(mktemp -d)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${PEERS_DIR:?}"/wheels/*.whl \
-  && tar -xJf "$PEERS_DIR"/sglang-0.5.23-kernels.tar.xz -C "$site" \
+wheels=()
+for wheel in "${PEERS_DIR:?}"/wheels/*.whl; do
+  case "$(basename "$wheel")" in apache_tvm_ffi-*) ;; *) wheels+=("$wheel") ;; esac
+done
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
+    "${wheels[@]}" "$PEERS_DIR"/sglang-wheels/*.whl \
+  && tar -xJf "$PEERS_DIR"/sglang-0.5.23-python.tar.xz -C "$site" \
+  && tar -xJf "$PEERS_DIR"/flashinfer-0.7.2.post1-sampling.tar.xz -C "$site" \
   || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
 export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1
 out="${OUT:-reports/gpu}"

@@ -48,15 +48,20 @@ mkdir -p "$work/lmdeploy"
 (cd "$work/lmdeploy" && python3 -m zipfile -e "$work"/lmdeploy-0.18.0-*.whl . \
   && find lmdeploy -type f ! -name '*.py' -delete && find lmdeploy -type d -empty -delete \
   && tar -cJf "$out/lmdeploy-0.18.0-python.tar.xz" lmdeploy lmdeploy-0.18.0.dist-info)
-# SGLang 0.5.23 at kernel level (harness.adapters.sglang): the budget processor, the Triton chain sampler and the
-# sampling softmax with the modules they import, plus the pure-Python packages those need
-download "$out/wheels" dill==0.4.1 orjson==3.13.0 msgspec==0.22.0
+# SGLang 0.5.23 at kernel level (harness.adapters.sglang): its Python sources (but its model, multimodal-generation,
+# test and benchmark trees, which the adapter never imports) and the JIT CUDA sources of its kernels, plus the
+# packages its modules import beyond a CUDA PyTorch image with transformers, in a folder of their own (SGLang pins
+# apache-tvm-ffi 0.1.11, vLLM's set above another); its greedy kernel and top-k renormalisation build with nvcc from
+# these sources and FlashInfer's headers (the FlashInfer tarball above)
+download "$out/sglang-wheels" dill==0.4.1 orjson==3.13.0 msgspec==0.22.0 pybase64==1.5.1 pyzmq==27.3.0 \
+  ipython==9.18.1 pygments==2.21.0 traitlets==5.16.1 apache-tvm-ffi==0.1.11 sentencepiece==0.2.1 compressed-tensors==0.18.0 \
+  loguru==0.7.3 gguf==0.19.0 psutil==7.2.2
 source_wheel sglang==0.5.23
 mkdir -p "$work/sglang"
 (cd "$work/sglang" && python3 -m zipfile -e "$work"/sglang-0.5.23-*.whl . \
-  && ls sglang/srt/sampling/custom_logit_processor.py sglang/kernels/ops/speculative/reject_sampling.py \
-       sglang/kernels/ops/sampling/__init__.py sglang/kernels/{registry,selector,spec}.py \
-       sglang/kernels/cake_kernels/{__init__,sampling}.py > files.txt \
-  && find sglang-0.5.23.dist-info -type f >> files.txt \
-  && tar -cJf "$out/sglang-0.5.23-kernels.tar.xz" -T files.txt)
+  && { find sglang -name '*.py' ! -path 'sglang/multimodal_gen/*' ! -path 'sglang/srt/models/*' \
+         ! -path 'sglang/test/*' ! -path 'sglang/benchmark/*'; \
+       find sglang/kernels/jit/csrc sglang/kernels/jit/include -type f \( -name '*.cuh' -o -name '*.h' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cpp' \); \
+       find sglang-0.5.23.dist-info -type f; } > files.txt \
+  && tar -cJf "$out/sglang-0.5.23-python.tar.xz" -T files.txt)
 du -sh "$out"

@@ -16,18 +16,34 @@ pieces are driven as its own callers drive them:
   verification (``srt/speculative/eagle_utils.py``) never call it (SGLang issues 21724 and 26330). So the profile
   claims no budget class under speculative decoding (``tb.spec-decode`` and every family with drafts), and a step
   with drafts lies outside what the processor is ever handed (``OutsideContract``, NOT_APPLICABLE, saying so).
-- **Verification**, ``kernels/ops/speculative/reject_sampling.py`` ``chain_speculative_sampling_triton`` (the Triton
-  chain sampler ``eagle_utils`` picks with ``speculative_use_rejection_sampling``): target probabilities from SGLang's
-  ``kernels/ops/sampling`` ``softmax`` with one temperature per row, draft probabilities ``[b, K, V]`` as given (or
-  one-hot at the drafts), candidates ``[b, K + 1]`` with slot 0 the last verified token and the drafts after it,
-  ``retrive_index`` the rows in order, coins from ``torch.rand`` as ``eagle_utils._verify_coins`` draws them for
-  unseeded requests. SGLang verifies one draft length per batch, so a case's requests are verified in groups of
-  equal ``K``. A request emits ``predict[accept_index[: accept_token_num + 1]]``, SGLang's own reading
-  (``eagle_worker_common.py``: ``predict[accept_index]``); greedy requests take another kernel and are refused here.
-  A request without drafts never reaches SGLang's verifier (every request of a verify batch has
-  ``draft_token_num - 1 >= 1`` drafts; Triton 3.6 fails to compile the chain kernel for one slot), so where a case
-  puts one beside verified requests its token is drawn by ``torch.multinomial`` from SGLang's softmax: the
-  adapter's stand-in for SGLang's sampler, which no claimed requirement judges (``rs.zero-draft`` is not claimed).
+- **Verification**, dispatched as ``eagle_utils.eagle_sample`` dispatches it on a CUDA GPU with
+  ``speculative_use_rejection_sampling`` (the dispatch predicate and the seeded coins are ``eagle_utils``'s own:
+  ``harness.adapters.sglang_eagle``). Each request's sampling parameters are SGLang's ``SamplingParams`` for the
+  case's temperature and seed (temperature 0 becomes temperature 1 with top-k 1). SGLang verifies one draft length
+  per batch, so a case's requests are verified in groups of equal ``K``, each laid out as a chain: candidates
+  ``[b, K + 1]`` with slot 0 the last verified token and the drafts after it, ``retrieve_index`` the rows in order,
+  ``retrieve_next_token`` the next slot, no siblings.
+
+  - A group whose requests are all greedy (``SamplingBatchInfo.is_all_greedy``, where ``_verify_uses_greedy`` says
+    so) is verified by ``kernels/ops/speculative/spec_tree.py``: ``target_predict`` is the argmax of each row
+    (``torch.argmax``, as ``eagle_sample`` computes it), handed to the JIT CUDA ``verify_tree_greedy`` through
+    ``verify_tree_greedy_func`` on a GPU and to the Triton ``verify_tree_greedy_triton`` (SGLang's XPU path) on a
+    CPU.
+  - Any other group goes to ``kernels/ops/speculative/reject_sampling.py`` ``chain_speculative_sampling_triton``:
+    target probabilities from SGLang's ``kernels/ops/sampling`` ``softmax`` with one temperature per row, then, where
+    a request has a top-k (a greedy request of a mixed batch), SGLang's ``top_k_renorm_prob``
+    (``kernels/ops/sampling/renorm.py``: FlashInfer's on CUDA; no kernel on a CPU, where such a group lies outside
+    what can be run: ``OutsideContract``, NOT_APPLICABLE, saying so). Draft probabilities ``[b, K, V]`` as given (or
+    one-hot at the drafts). Coins from ``torch.rand`` as ``eagle_utils._verify_coins`` draws them for unseeded
+    requests, and from ``eagle_utils._seeded_verify_coins`` with ``seq_lens`` the case's position for seeded ones
+    (SGLang seeds every request under ``--enable-deterministic-inference``).
+  - A request emits ``predict[accept_index[: accept_token_num + 1]]``, SGLang's own reading
+    (``eagle_worker_common.py``: ``predict[accept_index]``).
+  - A request without drafts never reaches SGLang's verifier (every request of a verify batch has
+    ``draft_token_num - 1 >= 1`` drafts; Triton 3.6 fails to compile the chain kernel for one slot), so where a case
+    puts one beside verified requests its token is the argmax for a greedy request and otherwise drawn by
+    ``torch.multinomial`` from SGLang's softmax: the adapter's stand-in for SGLang's sampler, which no claimed
+    requirement judges (``rs.zero-draft`` is not claimed).
 
 The package root and ``sglang.kernels(.ops(.speculative))`` are stood in for (``sys.modules`` entries whose
 ``__path__`` is the installed folder), so ``sglang/__init__.py`` and the kernel registry's eager imports never run.
@@ -48,19 +64,27 @@ import numpy as np
 from .. import products
 from ..contract import OutsideContract
 from ..oracle import rejection as rs
+from .sglang_eagle import EagleVerifyHelpers
 
+# what its modules import beyond torch, Triton and transformers, installed without their dependencies (SGLang pins
+# torch 2.14 and its CUDA kernels); the pinned versions are SGLang's pins
+PACKAGES = (
+    *("dill", "orjson", "msgspec", "psutil", "pybase64", "requests", "urllib3", "pillow", "pyzmq", "ipython"),
+    *("pygments", "traitlets", "apache-tvm-ffi==0.1.11", "sentencepiece==0.2.1", "compressed-tensors==0.18.0"),
+    *("loguru", "gguf"),
+)
 _NAMESPACES = ("sglang", "sglang.kernels", "sglang.kernels.ops", "sglang.kernels.ops.speculative")
 
 
 def import_sglang() -> types.SimpleNamespace:
-    """SGLang's budget processor, chain sampler and sampling softmax, imported with the package root stood in for."""
+    """SGLang's budget processor, verifiers, sampling kernels and sampling parameters, the package root stood in for."""
     import torch
 
     if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("SGLang's Triton chain sampler runs on a CPU only with TRITON_INTERPRET=1 set before start")
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("sglang is not installed (pip install --no-deps sglang==0.5.23 dill orjson msgspec)")
+        raise RuntimeError(f"sglang is not installed (pip install --no-deps sglang==0.5.23 {' '.join(PACKAGES)})")
     root = list(spec.submodule_search_locations)[0]
     if not getattr(sys.modules.get("sglang"), "_specconform_stand_in", False):
         for name in _NAMESPACES:
@@ -73,7 +97,10 @@ def import_sglang() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         processors=importlib.import_module("sglang.srt.sampling.custom_logit_processor"),
         chain=importlib.import_module("sglang.kernels.ops.speculative.reject_sampling"),
+        spec_tree=importlib.import_module("sglang.kernels.ops.speculative.spec_tree"),
         sampling=importlib.import_module("sglang.kernels.ops.sampling"),
+        renorm=importlib.import_module("sglang.kernels.ops.sampling.renorm"),
+        sampling_params=importlib.import_module("sglang.srt.sampling.sampling_params"),
     )
 
 
@@ -90,6 +117,7 @@ class SglangEngine:
         self.torch = torch
         self.sglang = import_sglang()
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.eagle = EagleVerifyHelpers(torch, self.device)
         from importlib.metadata import version
 
         where = torch.cuda.get_device_name() if self.device.type == "cuda" else "cpu (Triton interpreter)"
@@ -99,78 +127,153 @@ class SglangEngine:
     # -- verification ---------------------------------------------------------------------------
 
     def rejection_sample(self, case: rs.RejectionCase):
-        torch = self.torch
-        greedy = np.flatnonzero(case.temperature <= 0)
-        if len(greedy):
-            i = int(greedy[0])
-            raise ValueError(
-                f"temperature[{i}] is {case.temperature[i]}: SGLang verifies greedy requests with verify_tree_greedy, "
-                "not the chain sampler"
-            )
         if case.forced_token_ids is not None and (case.forced_token_ids != -1).any():
             row = int(np.flatnonzero(case.forced_token_ids != -1)[0])
             raise ValueError(
                 f"forced_token_ids[{row}] is {int(case.forced_token_ids[row])}: SGLang's verification applies no "
-                "logit processor, so its chain sampler has no forced rows"
+                "logit processor, so its verifiers have no forced rows"
             )
-        V = case.vocab_size
+        params = [
+            self.sglang.sampling_params.SamplingParams(
+                temperature=float(t), sampling_seed=None if case.seeds is None else int(case.seeds[i])
+            )
+            for i, t in enumerate(case.temperature)
+        ]
         rows, drafts = case.row_offsets(), case.draft_offsets()
         width = int(case.num_draft_tokens.max(initial=0)) + 1
         tokens = np.full((case.batch_size, width), -1, dtype=np.int64)
         emitted = np.zeros(case.batch_size, dtype=np.int64)
-        device = self.device
         for K in sorted({int(k) for k in case.num_draft_tokens}):
             requests = np.flatnonzero(case.num_draft_tokens == K)
-            b = len(requests)
-            logits = torch.tensor(
+            group = [params[i] for i in requests]
+            logits = self.torch.tensor(
                 np.concatenate([case.target_logits[rows[i] : rows[i + 1]] for i in requests]),
-                dtype=torch.float32,
-                device=device,
+                dtype=self.torch.float32,
+                device=self.device,
             )
-            temperature = torch.tensor(
-                np.repeat(case.temperature[requests], K + 1), dtype=torch.float32, device=device
-            ).unsqueeze(1)
-            target = self.sglang.sampling.softmax(logits, temperatures=temperature).reshape(b, K + 1, V)
             if K == 0:  # no drafts: SGLang samples the token outside verification (see the module docstring)
-                tokens[requests, 0] = torch.multinomial(target[:, 0], 1).flatten().cpu().numpy()
+                tokens[requests, 0] = self._sample_without_drafts(logits, group)
                 emitted[requests] = 1
                 continue
-            draft_ids = np.stack([case.draft_token_ids[drafts[i] : drafts[i + 1]] for i in requests]).reshape(b, K)
-            if case.draft_probs is None:
-                q = np.zeros((b, K, V), dtype=np.float32)
-                np.put_along_axis(q, draft_ids[:, :, None], 1.0, axis=2)
+            draft_ids = np.stack([case.draft_token_ids[drafts[i] : drafts[i + 1]] for i in requests])
+            layout = self._chain_layout(draft_ids)
+            if self.eagle.verify_uses_greedy(all(p.top_k <= 1 for p in group)):  # SamplingBatchInfo.is_all_greedy
+                self._verify_greedy(logits, layout)
             else:
-                q = np.stack([case.draft_probs[drafts[i] : drafts[i + 1]] for i in requests]).reshape(b, K, V)
-            candidates = torch.zeros((b, K + 1), dtype=torch.int64, device=device)
-            candidates[:, 1:] = torch.tensor(draft_ids, dtype=torch.int64, device=device)
-            retrive_index = torch.arange(b * (K + 1), dtype=torch.int64, device=device).reshape(b, K + 1)
-            predict = torch.zeros(b * (K + 1), dtype=torch.int32, device=device)
-            accept_index = torch.full((b, K + 1), -1, dtype=torch.int32, device=device)
-            accepted = torch.empty((b,), dtype=torch.int32, device=device)
-            coins = torch.rand_like(candidates, dtype=torch.float32, device=device)
-            coins_final = torch.rand((b,), dtype=torch.float32, device=device)
-            self.sglang.chain.chain_speculative_sampling_triton(
-                predicts=predict,
-                accept_index=accept_index,
-                accept_token_num=accepted,
-                candidates=candidates,
-                retrive_index=retrive_index,
-                retrive_next_token=None,
-                retrive_next_sibling=None,
-                uniform_samples=coins,
-                uniform_samples_for_final_sampling=coins_final,
-                target_probs=target.contiguous(),
-                draft_probs=torch.tensor(q, dtype=torch.float32, device=device),
-                threshold_single=1.0,
-                threshold_acc=1.0,
-                deterministic=True,
+                self._verify_sampled(case, requests, group, logits, layout)
+            predict, accept_index, accepted = (
+                layout[name].cpu().numpy() for name in ("predicts", "accept_index", "accept_token_num")
             )
-            predict, accept_index, accepted = predict.cpu().numpy(), accept_index.cpu().numpy(), accepted.cpu().numpy()
             for row, i in enumerate(requests):
                 n = int(accepted[row]) + 1
                 tokens[i, :n] = predict[accept_index[row, :n]]
                 emitted[i] = n
         return tokens, emitted
+
+    def _chain_layout(self, draft_ids: np.ndarray) -> dict:
+        """A chain's verify inputs and outputs for ``draft_ids [b, K]``, as ``build_tree_kernel_efficient`` lays out
+        a tree with top-k 1: ``candidates [b, K + 1]`` (slot 0 the last verified token, which no verifier reads),
+        ``retrieve_index [b, K + 1]`` the flat row of each slot, ``retrieve_next_token`` the next slot (-1 after the
+        last), ``retrieve_next_sibling`` all -1; ``predicts [b * (K + 1)]``, ``accept_index [b, K + 1]`` (-1) and
+        ``accept_token_num [b]`` as ``eagle_sample`` allocates them (int32)."""
+        torch, device = self.torch, self.device
+        b, K = draft_ids.shape
+        candidates = torch.zeros((b, K + 1), dtype=torch.int64, device=device)
+        candidates[:, 1:] = torch.tensor(draft_ids, dtype=torch.int64, device=device)
+        next_token = torch.arange(1, K + 2, dtype=torch.int64, device=device).repeat(b, 1)
+        next_token[:, K] = -1
+        return {
+            "candidates": candidates,
+            "retrieve_index": torch.arange(b * (K + 1), dtype=torch.int64, device=device).reshape(b, K + 1),
+            "retrieve_next_token": next_token,
+            "retrieve_next_sibling": torch.full((b, K + 1), -1, dtype=torch.int64, device=device),
+            "predicts": torch.zeros(b * (K + 1), dtype=torch.int32, device=device),
+            "accept_index": torch.full((b, K + 1), -1, dtype=torch.int32, device=device),
+            "accept_token_num": torch.empty((b,), dtype=torch.int32, device=device),
+        }
+
+    def _verify_greedy(self, logits, layout: dict) -> None:
+        """``eagle_sample``'s greedy branch: ``target_predict`` the argmax of each row of ``logits [b * (K + 1), V]``,
+        verified by the JIT CUDA ``verify_tree_greedy`` on a GPU (``verify_tree_greedy_func``) and by the Triton
+        ``verify_tree_greedy_triton`` (SGLang's XPU path) on a CPU."""
+        b = layout["candidates"].shape[0]
+        target_predict = self.torch.argmax(logits, dim=-1).reshape(b, -1)
+        tree = self.sglang.spec_tree
+        verify = tree.verify_tree_greedy_func if self.device.type == "cuda" else tree.verify_tree_greedy_triton
+        verify(
+            predicts=layout["predicts"],
+            accept_index=layout["accept_index"],
+            accept_token_num=layout["accept_token_num"],
+            candidates=layout["candidates"],
+            retrieve_index=layout["retrieve_index"],
+            retrieve_next_token=layout["retrieve_next_token"],
+            retrieve_next_sibling=layout["retrieve_next_sibling"],
+            target_predict=target_predict,
+        )
+
+    def _verify_sampled(self, case, requests, group, logits, layout: dict) -> None:
+        """``eagle_sample``'s sampling branch with ``speculative_use_rejection_sampling``: SGLang's softmax with one
+        temperature per row, its top-k renormalisation where a request has a top-k (a greedy request of a mixed
+        batch: temperature 1, top-k 1), the coins of ``_verify_coins`` and the Triton chain sampler."""
+        torch, device = self.torch, self.device
+        b, width = layout["candidates"].shape
+        K, V = width - 1, case.vocab_size
+        temperature = torch.tensor([p.temperature for p in group], dtype=torch.float32, device=device)
+        target = self.sglang.sampling.softmax(logits, temperatures=temperature.repeat_interleave(width).unsqueeze(1))
+        top_ks = [p.top_k for p in group]
+        if any(k != self.sglang.sampling_params.TOP_K_ALL for k in top_ks):  # SamplingBatchInfo.need_top_k_sampling
+            renorm = self.sglang.renorm.top_k_renorm_prob
+            if renorm is None:
+                raise OutsideContract(
+                    f"temperature is {case.temperature[requests].tolist()}: a batch mixing greedy and sampled "
+                    "requests needs SGLang's top-k renormalisation (kernels/ops/sampling/renorm.py), which has no "
+                    "kernel on this platform (FlashInfer's on CUDA): judged on a GPU"
+                )
+            target = renorm(target, torch.tensor(top_ks, dtype=torch.int32, device=device).repeat_interleave(width))
+        drafts = case.draft_offsets()
+        if case.draft_probs is None:
+            q = torch.zeros((b, K, V), dtype=torch.float32, device=device)
+            q.scatter_(2, layout["candidates"][:, 1:, None], 1.0)
+        else:
+            q = torch.tensor(
+                np.stack([case.draft_probs[drafts[i] : drafts[i + 1]] for i in requests]).reshape(b, K, V),
+                dtype=torch.float32,
+                device=device,
+            )
+        if case.seeds is None:  # _verify_coins without a sampling seed
+            coins = torch.rand_like(layout["candidates"], dtype=torch.float32, device=device)
+            coins_final = torch.rand((b,), dtype=torch.float32, device=device)
+        else:
+            positions = np.zeros(case.batch_size, dtype=np.int64) if case.positions is None else case.positions
+            coins, coins_final = self.eagle.seeded_coins(
+                [p.sampling_seed for p in group], positions[requests], draft_token_num=width
+            )
+        self.sglang.chain.chain_speculative_sampling_triton(
+            predicts=layout["predicts"],
+            accept_index=layout["accept_index"],
+            accept_token_num=layout["accept_token_num"],
+            candidates=layout["candidates"],
+            retrive_index=layout["retrieve_index"],
+            retrive_next_token=layout["retrieve_next_token"],
+            retrive_next_sibling=layout["retrieve_next_sibling"],
+            uniform_samples=coins,
+            uniform_samples_for_final_sampling=coins_final,
+            target_probs=target.reshape(b, width, V).contiguous(),
+            draft_probs=q,
+            threshold_single=1.0,
+            threshold_acc=1.0,
+            deterministic=True,
+        )
+
+    def _sample_without_drafts(self, logits, group) -> np.ndarray:
+        """The adapter's stand-in for SGLang's sampler on ``logits [b, V]`` (no claimed requirement judges it): the
+        argmax for a greedy request (top-k 1), else a draw from SGLang's softmax."""
+        torch = self.torch
+        temperature = torch.tensor([p.temperature for p in group], dtype=torch.float32, device=self.device)
+        probs = self.sglang.sampling.softmax(logits, temperatures=temperature.unsqueeze(1))
+        drawn = torch.multinomial(probs, 1).flatten()
+        greedy = torch.tensor([p.top_k <= 1 for p in group], device=self.device)
+        return torch.where(greedy, torch.argmax(logits, dim=-1), drawn).cpu().numpy()
 
     # -- budget A -------------------------------------------------------------------------------
 

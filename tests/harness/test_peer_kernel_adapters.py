@@ -67,18 +67,34 @@ def test_lmdeploy_greedy_and_certain_drafts_match_the_oracle():
     assert tokens.tolist() == [[1, 2]] and emitted.tolist() == [2]
 
 
-def _sglang_budget(start, end, budget, prompt):
+@pytest.fixture(scope="module")
+def sglang_engine():
+    """One SGLang engine for the module (importing eagle_utils takes seconds); TRITON_INTERPRET must be set before the
+    process starts (tox -e sglang sets it)."""
+    _needs("sglang")
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") != "1" and not _cuda():
+        pytest.skip("SGLang's Triton kernels run on a CPU only with TRITON_INTERPRET=1 set before start")
     from harness.adapters.sglang import make
 
-    state = make().budget_state(start, end, 1, "section")
+    return make()
+
+
+def _cuda():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _sglang_budget(engine, start, end, budget, prompt):
+    state = engine.budget_state(start, end, 1, "section")
     state.sync_batch(BatchUpdate(batch_size=1, added=[AddedRequest(0, budget, prompt)]))
     return state
 
 
-def test_sglang_budget_a_forces_the_end_marker_after_the_budget(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    _needs("sglang")
-    state = _sglang_budget([100], [101], 2, [1, 100])  # prompt-opened section, budget 2
+def test_sglang_budget_a_forces_the_end_marker_after_the_budget(sglang_engine):
+    state = _sglang_budget(sglang_engine, [100], [101], 2, [1, 100])  # prompt-opened section, budget 2
     forced = []
     for token in (5, 6, 101):
         forced.append(state.forced_tokens(None, None)[0])
@@ -87,11 +103,69 @@ def test_sglang_budget_a_forces_the_end_marker_after_the_budget(monkeypatch):
     assert forced == [-1, -1, 101, -1]  # two free tokens, then E, then free again after the section closes
 
 
-def test_sglang_budget_a_is_never_handed_drafts_or_longer_markers(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    _needs("sglang")
+def test_sglang_budget_a_is_never_handed_drafts_or_longer_markers(sglang_engine):
     with pytest.raises(OutsideContract, match="end_token_ids"):
-        _sglang_budget([100], [101, 102], 2, [100])
-    state = _sglang_budget([100], [101], 2, [100])
+        _sglang_budget(sglang_engine, [100], [101, 102], 2, [100])
+    state = _sglang_budget(sglang_engine, [100], [101], 2, [100])
     with pytest.raises(OutsideContract, match="outside verification only"):
         state.forced_tokens([1], [5])
+
+
+def test_sglang_greedy_verification_matches_the_oracle(sglang_engine):
+    """An all-greedy batch goes through SGLang's verify_tree_greedy (RS-GREEDY-1..3, ragged K): the oracle's tokens."""
+    rng = np.random.default_rng(5)
+    num_draft_tokens = [2, 3, 2, 1]
+    logits = rng.normal(size=(sum(num_draft_tokens) + len(num_draft_tokens), 11))
+    logits[0, [3, 7]] = logits[0].max() + 1.0  # a tie: the lowest id wins (RS-GREEDY-3)
+    argmax = logits.argmax(axis=1)
+    rows = np.concatenate([[0], np.cumsum(np.asarray(num_draft_tokens) + 1)])
+    # request 0 and 2 draft the argmax at their first row then miss; 1 drafts every argmax; 3 misses at once
+    drafts = [3, (argmax[1] + 1) % 11, *argmax[rows[1] : rows[1] + 3], argmax[rows[2]], (argmax[rows[2] + 1] + 2) % 11]
+    drafts.append((argmax[rows[3]] + 1) % 11)
+    case = rs.RejectionCase(logits, [int(d) for d in drafts], num_draft_tokens, [0.0] * 4)
+    tokens, emitted = sglang_engine.rejection_sample(case)
+    expected, expected_emitted, _ = rs.sample_case(case)
+    assert tokens.tolist() == expected.tolist()
+    assert emitted.tolist() == expected_emitted.tolist() == [2, 4, 2, 1]
+
+
+def test_sglang_seeded_request_does_not_depend_on_its_batch(sglang_engine):
+    """A seeded request takes _seeded_verify_coins: the same tokens alone, again, and behind other seeded requests
+    (RS-RNG-1's batch independence), and other tokens under another seed (the coins are the seed's)."""
+    rng = np.random.default_rng(9)
+    V, K = 13, 3
+    logits = rng.normal(size=(K + 1, V))
+    q = rng.dirichlet(np.ones(V), size=K)
+    drafts = [int(rng.choice(V, p=row)) for row in q]
+
+    def emitted(seed, others):
+        batch = rs.RejectionCase(
+            np.concatenate([rng.normal(size=((K + 1) * others, V)), logits]),
+            [int(d) for d in rng.integers(0, V, K * others)] + drafts,
+            [K] * (others + 1),
+            [1.0] * (others + 1),
+            np.concatenate([rng.dirichlet(np.ones(V), size=K * others), q]),
+            seeds=[*rng.integers(0, 2**62, others), seed],
+            positions=[*rng.integers(0, 2**20, others), 77],
+        )
+        tokens, count = sglang_engine.rejection_sample(batch)
+        return tokens[-1, : count[-1]].tolist()
+
+    alone = [emitted(seed, 0) for seed in range(8)]
+    assert alone == [emitted(seed, 0) for seed in range(8)]
+    assert alone == [emitted(seed, 2) for seed in range(8)]
+    assert len({tuple(tokens) for tokens in alone}) > 1
+
+
+def test_sglang_mixed_batch_takes_the_sampling_path(sglang_engine):
+    """A batch mixing greedy and sampled requests is not all-greedy, so SGLang samples it with the greedy request at
+    top-k 1; without a top-k kernel (a CPU) the case lies outside what can be run, naming the temperatures."""
+    assert sglang_engine.eagle.verify_uses_greedy(True) and not sglang_engine.eagle.verify_uses_greedy(False)
+    logits = np.array([[0.0, 5.0, 0.0], [0.0, 0.0, 5.0], [5.0, 0.0, 0.0], [0.0, 9.0, -9.0]])
+    case = rs.RejectionCase(logits, [1, 1], [1, 1], [0.0, 1.0], np.array([[0.1, 0.8, 0.1], [0.2, 0.6, 0.2]]))
+    if sglang_engine.sglang.renorm.top_k_renorm_prob is None:
+        with pytest.raises(OutsideContract, match="temperature"):
+            sglang_engine.rejection_sample(case)
+        return
+    tokens, emitted = sglang_engine.rejection_sample(case)
+    assert tokens[0].tolist() == [1, 2] and emitted[0] == 2  # the greedy request: its argmax drafts, then the bonus
