@@ -4,21 +4,27 @@
 # nvcc builds its JIT CUDA greedy kernel and FlashInfer's top-k renormalisation, which judge greedy and mixed batches).
 #   bash scripts/stage-peers.sh DIR                             (where pip reaches a registry)
 #   PEERS_DIR=DIR OUT=results bash scripts/judge-sglang-gpu.sh   (on the GPU machine, repository root)
-# DIR/wheels may hold the harness's own wheels; vLLM's apache-tvm-ffi there is skipped for the one SGLang pins
-# (DIR/sglang-wheels). Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/.
+# DIR/wheels may hold the harness's own wheels; a project there that DIR/sglang-wheels holds too (vLLM's apache-tvm-ffi,
+# msgspec, ...) is taken from the latter. Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/.
 set -uo pipefail
 shopt -s nullglob
 site=$(mktemp -d)
+# a project in both folders (vLLM's set and SGLang's share some) is taken from SGLang's
+own=" "
+for wheel in "${PEERS_DIR:?}"/sglang-wheels/*.whl; do own+="$(basename "$wheel" | cut -d- -f1) "; done
 wheels=()
-for wheel in "${PEERS_DIR:?}"/wheels/*.whl; do
-  case "$(basename "$wheel")" in apache_tvm_ffi-*) ;; *) wheels+=("$wheel") ;; esac
+for wheel in "$PEERS_DIR"/wheels/*.whl; do
+  [[ "$own" == *" $(basename "$wheel" | cut -d- -f1) "* ]] || wheels+=("$wheel")
 done
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
     "${wheels[@]}" "$PEERS_DIR"/sglang-wheels/*.whl \
   && tar -xJf "$PEERS_DIR"/sglang-0.5.23-python.tar.xz -C "$site" \
   && tar -xJf "$PEERS_DIR"/flashinfer-0.7.2.post1-sampling.tar.xz -C "$site" \
   || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
-export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1
+# FlashInfer travels with its sampling kernels alone; SGLang's own switch keeps the quantization layers that eagle_utils'
+# imports pull in (fp8_utils: FlashInfer's GEMMs) from asking for the rest. Verification reads no such switch: its
+# top-k renormalisation still takes flashinfer.sampling (kernels/ops/sampling/renorm.py).
+export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1 SGLANG_IS_FLASHINFER_AVAILABLE=false
 out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
