@@ -21,6 +21,58 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
   && tar -xJf "$PEERS_DIR"/sglang-0.5.23-python.tar.xz -C "$site" \
   && tar -xJf "$PEERS_DIR"/flashinfer-0.7.2.post1-sampling.tar.xz -C "$site" \
   || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
+# sglang-kernel is built for another torch and does not travel; eagle_utils' imports reach quantization modules that
+# import its ops at load (compressed_tensors_w8a8_int8: int8_scaled_mm). A stand-in lets them load; calling one of its
+# ops raises, naming it. Verification on CUDA calls none: its kernels are JIT (kernels/ops/speculative/tree.py) and Triton.
+mkdir -p "$site/sgl_kernel"
+cat > "$site/sgl_kernel/__init__.py" <<'PY'
+"""Stands in for sglang-kernel, which is not staged: it and its submodules load, their names load as stand-ins,
+and calling one raises, naming it."""
+
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+
+
+class _Missing:
+    """An op or value of sglang-kernel: its attributes are more of them, and calling one raises."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Missing(f"{self._name}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self._name} was called, but sglang-kernel is not staged")
+
+
+class _StandIn(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Missing(f"{self.__name__}.{name}")
+
+
+class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        return importlib.machinery.ModuleSpec(name, self, is_package=True) if name.startswith(__name__ + ".") else None
+
+    def create_module(self, spec):
+        module = _StandIn(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.insert(0, _Submodules())
+sys.modules[__name__].__class__ = _StandIn
+PY
 # FlashInfer travels with its sampling kernels alone; SGLang's own switch keeps the quantization layers that eagle_utils'
 # imports pull in (fp8_utils: FlashInfer's GEMMs) from asking for the rest. Verification reads no such switch: its
 # top-k renormalisation still takes flashinfer.sampling (kernels/ops/sampling/renorm.py).
