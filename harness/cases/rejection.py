@@ -13,8 +13,8 @@ Why every generated case is reachable for a real engine (specs/INTERPRETING.md, 
 - **Masks**: ``-inf`` logits come from top-k, grammars and forcing; a ``tail`` mask leaves only the
   low ids, the shape that once returned id ``V`` from a padded tile; a ``last-ids`` mask leaves only
   the vocabulary's last ids, those of the last partial tile of some power-of-two tiling (a kernel
-  that drops that tile, or reads its padding, has no mass left to sample), and greedy drafts are
-  drawn among them. Every free row keeps a finite logit (a row without one is invalid input, judged
+  that drops that tile, or reads its padding, has no mass left to sample), and the drafts and the
+  drafter's ``q`` lie among them too. Every free row keeps a finite logit (a row without one is invalid input, judged
   by the error vectors).
 - **Forced rows** (``forced_logits="non-finite"``): the thinking budget forces a row whatever the
   model computed there, NaN and ``+inf`` included (fp16 overflow); a forced row's logits are not
@@ -81,8 +81,9 @@ def _float32_rows(q: np.ndarray) -> np.ndarray:
     return q / q.sum(axis=1, keepdims=True)
 
 
-def _draft_row(rng, kind: str, logits: np.ndarray, row: int, temperature: float) -> tuple[np.ndarray, int]:
-    """``(q row, draft id)`` of one draft row; ``empty-residual`` rewrites ``logits[row]``."""
+def _draft_row(rng, kind: str, logits: np.ndarray, row: int, temperature: float, first: int = 0):
+    """``(q row, draft id)`` of one draft row, ``q`` on the ids from ``first`` on (a ``last-ids`` case's drafter puts
+    its mass where its target does); ``empty-residual`` rewrites ``logits[row]``."""
     V = logits.shape[1]
     if kind == "empty-residual" and V >= 2 and temperature > 0:
         support = rng.choice(V, size=2 ** int(rng.integers(0, int(np.log2(V - 1)) + 1)), replace=False)
@@ -92,22 +93,23 @@ def _draft_row(rng, kind: str, logits: np.ndarray, row: int, temperature: float)
         q[support] = 1.0 / len(support)
         outside = np.setdiff1d(np.arange(V), support)
         return q, int(rng.choice(outside))
+    n = V - first  # the ids q may hold mass on
     if kind == "one-hot-q":
-        d = int(rng.integers(0, V))
+        d = first + int(rng.integers(0, n))
         q = np.zeros(V)
         q[d] = 1.0
         return q, d
-    q = rng.dirichlet(np.ones(V))
-    if kind in ("q-with-zeros", "q-zero-at-draft") and V >= 2:
-        zeros = rng.random(V) < 0.5
-        zeros[int(rng.integers(0, V))] = False  # q keeps some mass
+    q = rng.dirichlet(np.ones(n))
+    if kind in ("q-with-zeros", "q-zero-at-draft") and n >= 2:
+        zeros = rng.random(n) < 0.5
+        zeros[int(rng.integers(0, n))] = False  # q keeps some mass
         if kind == "q-zero-at-draft" and not zeros.any():
-            zeros[(np.flatnonzero(~zeros)[0] + 1) % V] = True
+            zeros[(np.flatnonzero(~zeros)[0] + 1) % n] = True
         q[zeros] = 0.0
         q /= q.sum()
         if kind == "q-zero-at-draft":
-            return q, int(rng.choice(np.flatnonzero(zeros)))
-    return q, int(rng.choice(V, p=q))
+            return np.concatenate([np.zeros(first), q]), first + int(rng.choice(np.flatnonzero(zeros)))
+    return np.concatenate([np.zeros(first), q]), first + int(rng.choice(n, p=q))
 
 
 def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCase]:
@@ -154,7 +156,7 @@ def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCa
         for i, k in enumerate(K):
             for _ in range(k):
                 if use_q:
-                    q, token = _draft_row(rng, kinds[d], logits, row, temperature[i])
+                    q, token = _draft_row(rng, kinds[d], logits, row, temperature[i], V - last if last else 0)
                     q_rows.append(q)
                 else:
                     token = int(rng.integers(V - last if last else 0, V))
