@@ -247,6 +247,15 @@ def _subset(case: rs.RejectionCase, rows: list[int], drafts: list[int], requests
     )
 
 
+def reordered(case: rs.RejectionCase, order: list[int]) -> rs.RejectionCase:
+    """``case`` with its requests in ``order`` (request ``order[s]`` in slot ``s``), each with its own rows, drafts,
+    temperature, seed and position: the same batch after a scheduler moved its requests."""
+    offsets, draft_offsets = case.row_offsets(), case.draft_offsets()
+    rows = [r for i in order for r in range(offsets[i], offsets[i + 1])]
+    drafts = [d for i in order for d in range(draft_offsets[i], draft_offsets[i + 1])]
+    return _subset(case, rows, drafts, list(order), [int(case.num_draft_tokens[i]) for i in order])
+
+
 def smaller_cases(case: rs.RejectionCase):
     """Candidate reductions of a case: one request fewer, then one draft fewer (a request's last)."""
     offsets, draft_offsets = case.row_offsets(), case.draft_offsets()

@@ -11,9 +11,10 @@ import pytest
 from harness import checks
 from harness.adapters.oracle import OracleEngine
 from harness.cases import draw
-from harness.cases.rejection import LAST_IDS, TILE_REMAINDER_VOCABS, RejectionFamily, rejection_cases
+from harness.cases.rejection import LAST_IDS, TILE_REMAINDER_VOCABS, RejectionFamily, rejection_cases, reordered
 from harness.checks.rejection.exact import drawn_cases, non_finite_forced_rows
 from harness.core import Context
+from harness.oracle import rejection as rs
 from harness.profiles import canonical
 
 BY_NAME = checks.by_name()
@@ -145,3 +146,33 @@ def test_a_nan_budget_accepted_fails_tb_api_2():
     outcome = BY_NAME["budget/api"].run(NonFiniteBudgetUntracked(), Context(canonical()))
     assert outcome.violated == ("TB-API-2",), outcome.message
     assert "nan" in outcome.message
+
+
+class DrawsKeyedByRequestsAfter(OracleEngine):
+    """Keys a seeded request's draws by its seed plus the number of requests after it: the same alone and in the
+    last slot, other in any slot before it."""
+
+    def rejection_sample(self, case):
+        B, V = case.batch_size, case.vocab_size
+        draws = [rs.counter_draws(int(case.seeds[i]) + B - 1 - i, int(case.positions[i]), V) for i in range(B)]
+        tokens, num, _ = rs.sample_case(case, draws)
+        return tokens, num
+
+
+@pytest.mark.req("RS-RNG-1")
+def test_draws_that_depend_on_the_slot_fail_rs_rng_1_once_the_request_moves():
+    outcome = BY_NAME["rejection/seeded-independence"].run(DrawsKeyedByRequestsAfter(), Context(canonical()))
+    assert outcome.violated == ("RS-RNG-1",), outcome.message
+    assert "slot 0" in outcome.message
+
+
+def test_a_reordered_case_moves_each_request_with_its_rows_and_fields():
+    family = RejectionFamily(draft_probs="given", greedy="none")
+    case = next(c for c in draw(rejection_cases(family), 14, 10) if c.batch_size >= 2 and len(c.draft_token_ids))
+    order = list(range(case.batch_size))[::-1]
+    moved = reordered(case, order)
+    for slot, i in enumerate(order):
+        own, there = rs.request_slices(case, i), rs.request_slices(moved, slot)
+        assert np.array_equal(moved.target_logits[there[0]], case.target_logits[own[0]])
+        assert np.array_equal(moved.draft_probs[there[1]], case.draft_probs[own[1]])
+        assert (moved.seeds[slot], moved.positions[slot]) == (case.seeds[i], case.positions[i])
