@@ -11,8 +11,15 @@ Why every generated case is reachable for a real engine (specs/INTERPRETING.md, 
 - **Vocabularies** from 1 to 262,144 (Gemma 3), with 151,936 (Qwen) and sizes that are no multiple
   of any power-of-two tile (37, 257, 4097, 8193, 131,071): engines pad the vocabulary to tiles.
 - **Masks**: ``-inf`` logits come from top-k, grammars and forcing; a ``tail`` mask leaves only the
-  low ids, the shape that once returned id ``V`` from a padded tile. Every free row keeps a finite
-  logit (a row without one is invalid input, judged by the error vectors).
+  low ids, the shape that once returned id ``V`` from a padded tile; a ``last-ids`` mask leaves only
+  the vocabulary's last ids, those of the last partial tile of some power-of-two tiling (a kernel
+  that drops that tile, or reads its padding, has no mass left to sample), and the drafts and the
+  drafter's ``q`` lie among them too. Every free row keeps a finite logit (a row without one is invalid input, judged
+  by the error vectors).
+- **Forced rows** (``forced_logits="non-finite"``): the thinking budget forces a row whatever the
+  model computed there, NaN and ``+inf`` included (fp16 overflow); a forced row's logits are not
+  read (RS-FORCE-1) and are not the input RS-INPUT-3 rejects, so they hold NaN, ``+inf``, or no
+  finite logit.
 - **Ties** (rounded logits): quantised and low-temperature models produce exact ties.
 - **Draft rows** (``DRAFT_KINDS``): ``from-q`` (the drafter's sample), ``q-with-zeros`` (a drafter
   with top-k/top-p filtering), ``q-zero-at-draft`` (``q(d) = 0``: a drafter whose stored ``q`` was
@@ -37,13 +44,18 @@ WIDE_VOCAB = 8193  # above it a case holds at most 2 requests of at most one dra
 SMALL_VOCABS = (1, 2, 3, 5, 37, 64, 100, 257)
 DRAFT_KINDS = ("from-q", "q-with-zeros", "q-zero-at-draft", "empty-residual", "one-hot-q")
 MASKS = ("none", "scattered", "tail")
+LAST_IDS = "last-ids"  # only the last partial tile's ids finite: drawn by the families that name it
+# vocabularies whose last ids a tiling can lose: no power of two, or (151,936) no multiple of 1024
+TILE_REMAINDER_VOCABS = (5, 37, 100, 257, 1000, 4097, 8193, 131_071, 151_936)
+NON_FINITE_ROWS = ("nan", "pos-inf", "no-finite", "nan-and-inf")
 TEMPERATURES = (0.5, 1.0, 1.5)
 
 
 @dataclass(frozen=True)
 class RejectionFamily:
     """How a family of cases is drawn. ``greedy``: ``all``, ``none`` or ``mixed`` requests;
-    ``draft_probs``: ``given``, ``none`` or ``either``; ``zero_drafts``: ``some`` or ``most``."""
+    ``draft_probs``: ``given``, ``none`` or ``either``; ``zero_drafts``: ``some`` or ``most``;
+    ``forced_logits``: ``finite`` (drawn like any row) or ``non-finite`` (``NON_FINITE_ROWS``)."""
 
     greedy: str = "mixed"
     draft_probs: str = "either"
@@ -54,6 +66,7 @@ class RejectionFamily:
     vocabs: tuple[int, ...] = SMALL_VOCABS
     max_requests: int = 4
     max_drafts: int = 3
+    forced_logits: str = "finite"
 
 
 def _softmax(row: np.ndarray) -> np.ndarray:
@@ -68,8 +81,9 @@ def _float32_rows(q: np.ndarray) -> np.ndarray:
     return q / q.sum(axis=1, keepdims=True)
 
 
-def _draft_row(rng, kind: str, logits: np.ndarray, row: int, temperature: float) -> tuple[np.ndarray, int]:
-    """``(q row, draft id)`` of one draft row; ``empty-residual`` rewrites ``logits[row]``."""
+def _draft_row(rng, kind: str, logits: np.ndarray, row: int, temperature: float, first: int = 0):
+    """``(q row, draft id)`` of one draft row, ``q`` on the ids from ``first`` on (a ``last-ids`` case's drafter puts
+    its mass where its target does); ``empty-residual`` rewrites ``logits[row]``."""
     V = logits.shape[1]
     if kind == "empty-residual" and V >= 2 and temperature > 0:
         support = rng.choice(V, size=2 ** int(rng.integers(0, int(np.log2(V - 1)) + 1)), replace=False)
@@ -79,22 +93,23 @@ def _draft_row(rng, kind: str, logits: np.ndarray, row: int, temperature: float)
         q[support] = 1.0 / len(support)
         outside = np.setdiff1d(np.arange(V), support)
         return q, int(rng.choice(outside))
+    n = V - first  # the ids q may hold mass on
     if kind == "one-hot-q":
-        d = int(rng.integers(0, V))
+        d = first + int(rng.integers(0, n))
         q = np.zeros(V)
         q[d] = 1.0
         return q, d
-    q = rng.dirichlet(np.ones(V))
-    if kind in ("q-with-zeros", "q-zero-at-draft") and V >= 2:
-        zeros = rng.random(V) < 0.5
-        zeros[int(rng.integers(0, V))] = False  # q keeps some mass
+    q = rng.dirichlet(np.ones(n))
+    if kind in ("q-with-zeros", "q-zero-at-draft") and n >= 2:
+        zeros = rng.random(n) < 0.5
+        zeros[int(rng.integers(0, n))] = False  # q keeps some mass
         if kind == "q-zero-at-draft" and not zeros.any():
-            zeros[(np.flatnonzero(~zeros)[0] + 1) % V] = True
+            zeros[(np.flatnonzero(~zeros)[0] + 1) % n] = True
         q[zeros] = 0.0
         q /= q.sum()
         if kind == "q-zero-at-draft":
-            return q, int(rng.choice(np.flatnonzero(zeros)))
-    return q, int(rng.choice(V, p=q))
+            return np.concatenate([np.zeros(first), q]), first + int(rng.choice(np.flatnonzero(zeros)))
+    return np.concatenate([np.zeros(first), q]), first + int(rng.choice(n, p=q))
 
 
 def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCase]:
@@ -133,15 +148,18 @@ def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCa
             logits[masked] = -np.inf
         elif mask == "tail":
             logits[:, V // 2 + 1 :] = -np.inf
+        last = _last_tile(rng, V) if mask == LAST_IDS else 0
+        if last:
+            logits[:, : V - last] = -np.inf
         logits = logits.astype(np.float32).astype(np.float64)
         q_rows, drafts, row, d = [], [], 0, 0
         for i, k in enumerate(K):
             for _ in range(k):
                 if use_q:
-                    q, token = _draft_row(rng, kinds[d], logits, row, temperature[i])
+                    q, token = _draft_row(rng, kinds[d], logits, row, temperature[i], V - last if last else 0)
                     q_rows.append(q)
                 else:
-                    token = int(rng.integers(0, V))
+                    token = int(rng.integers(V - last if last else 0, V))
                 drafts.append(token)
                 row += 1
                 d += 1
@@ -149,6 +167,8 @@ def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCa
         forced = None
         if family.forced:
             forced = np.where(np.array(forced_rows), rng.integers(0, V, rows), -1)
+            if family.forced_logits == "non-finite":
+                _non_finite_forced_rows(rng, logits, forced)
         return rs.RejectionCase(
             logits,
             drafts,
@@ -161,6 +181,29 @@ def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCa
         )
 
     return case()
+
+
+def _last_tile(rng, V: int) -> int:
+    """How many of the last ids a ``last-ids`` mask leaves: the ``V mod T`` ids of the last partial tile of a
+    power-of-two tiling ``T < V`` (drawn among those that leave one), or the last id alone where none does."""
+    tiles = [1 << b for b in range(1, V.bit_length()) if V % (1 << b)]
+    return V % tiles[int(rng.integers(0, len(tiles)))] if tiles else 1
+
+
+def _non_finite_forced_rows(rng, logits: np.ndarray, forced: np.ndarray) -> None:
+    """Rewrite each forced row of ``logits`` ``[rows, V]`` (``forced != -1``) as one of ``NON_FINITE_ROWS``: all
+    NaN, +inf at the forced id and another, no finite logit, or NaN at the forced id with +inf beside it."""
+    V = logits.shape[1]
+    for row in np.flatnonzero(forced != -1):
+        kind, token, other = NON_FINITE_ROWS[int(rng.integers(0, 4))], int(forced[row]), int(rng.integers(0, V))
+        if kind == "nan":
+            logits[row] = np.nan
+        elif kind == "pos-inf":
+            logits[row, [token, other]] = np.inf
+        elif kind == "no-finite":
+            logits[row] = -np.inf
+        else:
+            logits[row, token], logits[row, other] = np.nan, np.inf
 
 
 def draft_kind(case: rs.RejectionCase, draft: int) -> str:
@@ -202,6 +245,15 @@ def _subset(case: rs.RejectionCase, rows: list[int], drafts: list[int], requests
         seeds=pick(case.seeds, requests),
         positions=pick(case.positions, requests),
     )
+
+
+def reordered(case: rs.RejectionCase, order: list[int]) -> rs.RejectionCase:
+    """``case`` with its requests in ``order`` (request ``order[s]`` in slot ``s``), each with its own rows, drafts,
+    temperature, seed and position: the same batch after a scheduler moved its requests."""
+    offsets, draft_offsets = case.row_offsets(), case.draft_offsets()
+    rows = [r for i in order for r in range(offsets[i], offsets[i + 1])]
+    drafts = [d for i in order for d in range(draft_offsets[i], draft_offsets[i + 1])]
+    return _subset(case, rows, drafts, list(order), [int(case.num_draft_tokens[i]) for i in order])
 
 
 def smaller_cases(case: rs.RejectionCase):

@@ -49,6 +49,12 @@ for seed in (777, 778):
     )
 for seed in (1, 2, 3):
     out[f"rejection/{seed}"] = digests(rejection_text(c) for c in draw(rejection_cases(RejectionFamily()), seed, 8))
+# the families drawn after a check's own cases: mass on the last ids only, forced rows with non-finite logits
+last_ids = RejectionFamily(masks=("last-ids",), vocabs=(37, 257, 4097))
+non_finite = RejectionFamily(greedy="all", forced=True, forced_logits="non-finite")
+for seed in (1, 2):
+    out[f"last-ids/{seed}"] = digests(rejection_text(c) for c in draw(rejection_cases(last_ids), seed, 4))
+    out[f"non-finite/{seed}"] = digests(rejection_text(c) for c in draw(rejection_cases(non_finite), seed, 4))
 print(json.dumps(out))
 """
 
@@ -88,4 +94,6 @@ def test_the_same_seed_draws_the_same_cases_whatever_is_imported(tmp_path):
     assert baseline["budget/777"] != baseline["budget/778"]
     assert baseline["batch/777"] != baseline["batch/778"]
     assert len({tuple(baseline[f"rejection/{seed}"]) for seed in (1, 2, 3)}) == 3
+    assert baseline["last-ids/1"] != baseline["last-ids/2"]
+    assert baseline["non-finite/1"] != baseline["non-finite/2"]
     assert len(set(baseline["budget/777"])) > 1

@@ -20,13 +20,14 @@ from ..catalogue import check
     description="budget values and markers are validated",
 )
 def api_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    """TB-API-1..3: untracked budgets, invalid budgets rejected naming the field, empty markers rejected."""
+    """TB-API-1..3: untracked budgets, invalid budgets rejected naming the field (the floats among them NaN and
+    ±inf, which an int32 budget field would cast to an arbitrary integer), empty markers rejected."""
     tally = Tally(requirements)
-    for value in (-2, True, 1.5, "1"):
+    for value in (-2, True, 1.5, "1", float("nan"), float("inf"), float("-inf")):
         try:
             state = engine.budget_state([1], [2], 2, ctx.profile.scope)
             state.sync_batch(BatchUpdate(1, added=(AddedRequest(0, value, (1,)),)))
-        except ValueError as exc:
+        except (ValueError, TypeError, ArithmeticError) as exc:  # int(inf) raises OverflowError: no field named
             if "budget" in str(exc):
                 tally.exercised("TB-API-2")
             else:

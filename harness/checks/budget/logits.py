@@ -62,7 +62,8 @@ _DRAFTED_FEATURES = ("drafts", "multi-token-markers", "prompt-opened")
 )
 def forced_logits_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-FORCE-5 (TB-FORCE-6 under the declared large-constant variant) and TB-UNTRACKED-1 on logits,
-    after one ordinary step (drafts only once output exists).
+    after one ordinary step (drafts only once output exists), and on logits holding NaN and ±inf
+    (``_non_finite_case``).
 
     Both forcing requirements are about how a forced position is forced. A forced row after drafts that the engine
     leaves as it was is not forced at all: that failure is TB-SPEC-1's (the row's state includes the drafts before
@@ -84,11 +85,34 @@ def forced_logits_check(engine, ctx: Context, requirements: tuple[str, ...]) -> 
     plain.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, (1,)), AddedRequest(1, None, (1,)))))
     logits = rng.normal(size=(2, 12)).astype(np.float32)
     judged.append((logits, np.asarray(plain.apply_to_logits(logits.copy())), [0, -1], 1, ("prompt-opened",)))
+    judged.append(_non_finite_case(engine, ctx, rng))
     for logits, out, expected, untracked_from, features in judged:
         _judge_forced_logits(logits, out, expected, untracked_from, forced_rid, variant, tally, features)
     if variant:
-        return tally.outcome(f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), rest untouched")
-    return tally.outcome("forced rows one-hot (0 / -inf), free rows untouched, with drafts and without")
+        return tally.outcome(
+            f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), rest untouched, NaN and ±inf cells "
+            "included"
+        )
+    return tally.outcome(
+        "forced rows one-hot (0 / -inf), free rows untouched, with drafts and without, NaN and ±inf cells included"
+    )
+
+
+def _non_finite_case(engine, ctx: Context, rng) -> tuple:
+    """Logits float32 ``[3, 12]`` holding NaN, +inf and -inf (legal logits: thinking-budget.md section 10 asks only
+    for a floating-point tensor) for a forced row (request 0, budget 0 in a prompt-opened section, E = [3]: NaN at
+    the forced token 3 itself), a tracked free row (request 1, budget 5) and an untracked row (request 2). The forced
+    row becomes one-hot whatever it held (TB-FORCE-5: nothing earlier changes a forced position), the free rows keep
+    their non-finite cells bit for bit. ``(logits, output, expected forced ids, first untracked row, features)``."""
+    state = engine.budget_state([1], [3], 3, ctx.profile.scope)
+    added = (AddedRequest(0, 0, (1,)), AddedRequest(1, 5, (1,)), AddedRequest(2, None, (1,)))
+    state.sync_batch(BatchUpdate(3, added=added))
+    logits = rng.normal(size=(3, 12)).astype(np.float32)
+    logits[:, 3] = np.nan
+    logits[:, 5] = np.inf
+    logits[:, 6] = -np.inf
+    logits[1:, 0] = np.nan
+    return logits, np.asarray(state.apply_to_logits(logits.copy())), [3, -1, -1], 2, ("prompt-opened",)
 
 
 def _judge_forced_logits(

@@ -4,10 +4,19 @@ applies and minimised into a reproduction; the exact families are declared here 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ... import cases, shrink, vectors
-from ...cases.rejection import RejectionFamily, case_size, rejection_cases, smaller_cases
+from ...cases.rejection import (
+    LAST_IDS,
+    TILE_REMAINDER_VOCABS,
+    RejectionFamily,
+    case_size,
+    rejection_cases,
+    smaller_cases,
+)
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
 from ...oracle import rng as reference_rng
@@ -18,6 +27,16 @@ from .output import describe_case, output_problem, outside_contract, sample_outp
 def has_tie(logits: np.ndarray) -> bool:
     finite = np.where(np.isneginf(logits), -np.inf, logits)
     return bool(((finite == finite.max(axis=-1, keepdims=True)).sum(axis=-1) > 1).any())
+
+
+def non_finite_forced_rows(case: rs.RejectionCase) -> list[int]:
+    """The forced rows of ``case`` whose logits hold NaN or +inf or no finite value: valid input, since a forced
+    row's logits are not read (RS-FORCE-1, RS-INPUT-3)."""
+    if case.forced_token_ids is None:
+        return []
+    logits = case.target_logits
+    bad = np.isnan(logits).any(axis=1) | np.isposinf(logits).any(axis=1) | ~np.isfinite(logits).any(axis=1)
+    return np.flatnonzero(bad & (case.forced_token_ids != -1)).tolist()
 
 
 def request_requirements(case: rs.RejectionCase, i: int, emitted: int, tie_break: str) -> set[str]:
@@ -72,7 +91,13 @@ def judge_exact(
     None; the requests compared before it count in ``tally`` (when given). ``None`` as well for a case
     that cannot be compared (``comparable`` says which)."""
     expected, num, _ = rs.sample_case(case)
-    tokens, got_num = sample_output(engine, profile, case) if profile else engine.rejection_sample(case)
+    try:
+        tokens, got_num = sample_output(engine, profile, case) if profile else engine.rejection_sample(case)
+    except (ValueError, rs.InvalidCase) as exc:
+        if not non_finite_forced_rows(case):
+            raise
+        rows = non_finite_forced_rows(case)
+        return "RS-FORCE-1", "forced-row-logits-read", f"rejected as {exc}; forced rows {rows} hold non-finite logits"
     problem = output_problem(case, tokens, got_num)
     if problem:
         return problem[0], problem[1], f"{problem[2]} ({describe_case(case)})"
@@ -185,9 +210,22 @@ def _reproduction(engine, case, failure, requirements, tie_break, profile) -> tu
     return minimal, document
 
 
-def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: int = 150):
-    """Compare ``count`` cases of ``family`` (drawn from ``ctx.seed``) with the oracle token for token;
-    every case is judged, and the first failure of each requirement is minimised into a reproduction."""
+def drawn_cases(seed: int, *families: tuple[RejectionFamily, int]):
+    """The cases of each ``(family, count)`` in turn, all drawn from ``seed``: a family added after the others
+    leaves their cases (and case numbers) as they were."""
+    return itertools.chain.from_iterable(cases.draw(rejection_cases(f), seed, count) for f, count in families)
+
+
+def exact_check(
+    family: RejectionFamily,
+    requirements: tuple[str, ...],
+    count: int = 150,
+    boundary: tuple[RejectionFamily, int] | None = None,
+):
+    """Compare ``count`` cases of ``family`` (drawn from ``ctx.seed``), then those of ``boundary`` (``(family,
+    count)``: the inputs real models and requests have that ``family`` draws rarely), with the oracle token for
+    token; every case is judged, and the first failure of each requirement is minimised into a reproduction."""
+    families = ((family, count),) + ((boundary,) if boundary else ())
 
     def run(engine, ctx: Context) -> Outcome:
         tie_break = ctx.profile.tie_break
@@ -195,7 +233,7 @@ def exact_check(family: RejectionFamily, requirements: tuple[str, ...], count: i
         waived = ("RS-GREEDY-3",) if tie_break == "any" and "RS-GREEDY-3" in requirements else ()
         tally = Tally(requirements, conditional=waived)
         compared = skipped = outside = 0
-        for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, count)):
+        for n, case in enumerate(drawn_cases(ctx.seed, *families)):
             if not comparable(case, tie_break):
                 skipped += 1
                 continue
@@ -231,16 +269,22 @@ def declare_exact(
     description: str,
     family: RejectionFamily,
     needs: tuple[str, ...] = ("rejection",),
+    boundary: tuple[RejectionFamily, int] | None = None,
 ) -> None:
-    """Declare a check that compares cases of ``family`` with the oracle token for token (``exact_check``)."""
+    """Declare a check that compares cases of ``family`` (and ``boundary``'s after them) with the oracle token for
+    token (``exact_check``)."""
     declare(
         name,
         cls=cls,
         covers=covers,
         needs=needs,
         description=description,
-        build=lambda requirements: exact_check(family, requirements),
+        build=lambda requirements: exact_check(family, requirements, boundary=boundary),
     )
+
+
+# mass on the vocabulary's last ids only (the last partial tile of a tiling), in vocabularies a tiling can split
+LAST_IDS_CASES = 20
 
 
 # The exact families: one check each, over cases drawn from its RejectionFamily.
@@ -250,6 +294,10 @@ declare_exact(
     ("RS-GREEDY-1", "RS-GREEDY-2", "RS-GREEDY-3"),
     "greedy cases with ties and masks equal the oracle",
     RejectionFamily(greedy="all", ties=True),
+    boundary=(
+        RejectionFamily(greedy="all", ties=True, masks=(LAST_IDS,), vocabs=TILE_REMAINDER_VOCABS),
+        LAST_IDS_CASES,
+    ),
 )
 declare_exact(
     "rejection/zero-draft",
@@ -264,6 +312,8 @@ declare_exact(
     ("RS-FORCE-1",),
     "forced rows are one-hot before verification",
     RejectionFamily(greedy="all", forced=True),
+    # forced rows whose logits are NaN, +inf or all -inf: not read, so never an error (RS-INPUT-3 spares them)
+    boundary=(RejectionFamily(greedy="all", forced=True, forced_logits="non-finite"), 20),
 )
 declare_exact(
     "rejection/reference-draws",
@@ -282,4 +332,5 @@ declare_exact(
     "stream (RS-RNG-2) or from misaligned draft probabilities (RS-ONEHOT-2) is named",
     RejectionFamily(greedy="mixed", forced=True),
     needs=("rejection", "reference-draws"),
+    boundary=(RejectionFamily(greedy="none", masks=(LAST_IDS,), vocabs=TILE_REMAINDER_VOCABS), LAST_IDS_CASES),
 )

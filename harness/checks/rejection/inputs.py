@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ... import cases
-from ...cases.rejection import MASKS, VOCABS, RejectionFamily, rejection_cases
+from ...cases.rejection import LAST_IDS, MASKS, TILE_REMAINDER_VOCABS, VOCABS, RejectionFamily
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ...oracle import rejection as rs
 from ..catalogue import check
+from .exact import LAST_IDS_CASES, drawn_cases
 from .output import describe_case, output_problem, outside_contract, sample_output
 
 
@@ -149,8 +149,9 @@ def _emitted_rows(tokens, num) -> list[list[int]]:
 
 def _unvalidated_engine(engine, ctx: Context) -> Outcome:
     """RS-INPUT-7 for an engine judged wholly in a mode without input validation (capability ``unvalidated-mode``):
-    the invalid ids of ``invalid_ids_check`` may give any tokens or an error, but every id emitted lies in
-    ``[0, V)``. An engine that also claims to validate contradicts itself: PRECONDITION_FAILED."""
+    the invalid ids of ``invalid_ids_check`` and its NaN and +inf temperatures may give any tokens or an error, but
+    every id emitted lies in ``[0, V)``. An engine that also claims to validate contradicts itself:
+    PRECONDITION_FAILED."""
     if "input-validation" in ctx.profile.capabilities:
         return uniform_outcome(
             PRECONDITION_FAILED,
@@ -160,16 +161,18 @@ def _unvalidated_engine(engine, ctx: Context) -> Outcome:
     tally = Tally(("RS-INPUT-7",))
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
-    invalid_ids = (  # the ids just outside their ranges that RS-INPUT-5 has a validating engine reject
+    invalid_ids = (  # the ids just outside their ranges, and the temperatures, that RS-INPUT-5 has rejected
         {"forced_token_ids": [-2, -1, -1]},
         {"forced_token_ids": [-1, -1, vocab]},
         {"draft_token_ids": [-2, 1]},
         {"draft_token_ids": [1, vocab]},
+        {"temperature": [np.nan]},
+        {"temperature": [np.inf]},
     )
     refused = []
     for change in invalid_ids:
-        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
-        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, "temperature": [1.0], **change}
+        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], seeds=[1], **fields)
         try:
             tokens, _ = sample_output(engine, ctx.profile, case)
         except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
@@ -199,8 +202,9 @@ def unvalidated_mode_check(engine, ctx: Context, requirements: tuple[str, ...]) 
     ways. Judged wholly in that mode (capability ``unvalidated-mode``): see ``_unvalidated_engine``. Offering it
     beside validation (``tensor_modes`` holds ``"unvalidated"``: ``rejection_sample_tensors(..., validate=False)``):
     valid input is sampled as with validation (a greedy case with forced ids 0, V − 1 and one beyond the row
-    count, judged row by row against the oracle), and invalid input (draft ids -1 and V, forced ids -2 and V)
-    gives unspecified tokens, but every emitted id lies in ``[0, V)`` and every row emits 1 to K + 1 of them.
+    count, judged row by row against the oracle), and invalid input (draft ids -1 and V, forced ids -2 and V, NaN
+    and +inf temperatures) gives unspecified tokens, but every emitted id lies in ``[0, V)`` and every row emits 1
+    to K + 1 of them.
     An engine that offers neither: NOT_RUN."""
     if "unvalidated-mode" in ctx.profile.capabilities:
         return _unvalidated_engine(engine, ctx)
@@ -225,9 +229,11 @@ def unvalidated_mode_check(engine, ctx: Context, requirements: tuple[str, ...]) 
             tally.exercised("RS-INPUT-7")
         else:
             tally.violated("RS-INPUT-7", "valid-input-sampled-differently", f"{label}: {got}, expected {expected}")
-    invalid = (  # draft ids -1 and V, forced ids -2 and V; and V = 1, where every id but 0 is outside
+    invalid = (  # draft ids -1 and V, forced ids -2 and V; V = 1, where every id but 0 is outside; NaN and +inf
+        # temperatures, which a greedy test (T == 0) and a sampling one (T > 0) both miss
         replace(valid, draft_token_ids=[-1, vocab, vocab], forced_token_ids=[vocab, -2, -1, -1, vocab]),
         rs.RejectionCase(np.zeros((2, 1), np.float32), [1], [1], [1.0], forced_token_ids=[1, 1], seeds=[1]),
+        replace(valid, forced_token_ids=[-1] * 5, temperature=[np.nan, np.inf], seeds=[1, 2]),
     )
     for case in invalid:
         tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), validate=False)
@@ -237,8 +243,8 @@ def unvalidated_mode_check(engine, ctx: Context, requirements: tuple[str, ...]) 
             tally.violated(
                 "RS-INPUT-7",
                 "id-outside-vocabulary",
-                f"draft ids {case.draft_token_ids.tolist()}, forced ids {case.forced_token_ids.tolist()} without "
-                f"validation emitted {rows} (V = {case.vocab_size})",
+                f"draft ids {case.draft_token_ids.tolist()}, forced ids {case.forced_token_ids.tolist()}, "
+                f"temperatures {case.temperature.tolist()} without validation emitted {rows} (V = {case.vocab_size})",
             )
         else:
             tally.exercised("RS-INPUT-7")
@@ -306,8 +312,10 @@ def fixed_width_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Ou
 def output_contract(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     tally = Tally(requirements)
     family = RejectionFamily(forced=True, masks=MASKS, vocabs=VOCABS)  # the tail mask once returned id V
+    # then mass on the last partial tile's ids only, where a tiling that drops that tile has nothing to sample
+    last_ids = RejectionFamily(forced=True, masks=(LAST_IDS,), vocabs=TILE_REMAINDER_VOCABS)
     outside = 0
-    for n, case in enumerate(cases.draw(rejection_cases(family), ctx.seed, 120)):
+    for n, case in enumerate(drawn_cases(ctx.seed, (family, 120), (last_ids, LAST_IDS_CASES))):
         if why := outside_contract(ctx.profile, case):
             outside += 1
             tally.not_applicable(why, *requirements)
@@ -330,7 +338,8 @@ def output_contract(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
         if np.isneginf(case.target_logits).any():
             tally.exercised("RS-INPUT-2")
     return tally.outcome(
-        "120 cases, V from 1 to 262,144: -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree"
+        f"{120 + LAST_IDS_CASES} cases, V from 1 to 262,144 ({LAST_IDS_CASES} with mass on the last partial tile's ids "
+        "only): -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree"
         + (f"; {outside} outside the engine's contract, not run" if outside else "")
     )
 
@@ -344,19 +353,22 @@ def output_contract(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
 )
 def invalid_ids_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-INPUT-5 at both ends of the allowed ranges: a forced id below -1 or equal to V and a draft id below -1
-    or equal to V are errors naming the field (a ValueError), never tokens; so are fractional draft ids and integer
-    logits, on an engine that takes tensors (``tensor_device``: the canonical case stores floats and integers)."""
+    or equal to V are errors naming the field (a ValueError), never tokens, and so are the temperatures outside
+    ``[0, inf)`` that are no number below 0: NaN, +inf and -inf (a greedy test ``T == 0`` and a sampling test
+    ``T > 0`` both let NaN through); so are fractional draft ids and integer logits, on an engine that takes tensors
+    (``tensor_device``: the canonical case stores floats and integers)."""
     tally = Tally(requirements)
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
     cases = {
         "forced_token_ids": ({"forced_token_ids": [-2, -1, -1]}, {"forced_token_ids": [-1, -1, vocab]}),
         "draft_token_ids": ({"draft_token_ids": [-2, 1]}, {"draft_token_ids": [1, vocab]}),
+        "temperature": tuple({"temperature": [value]} for value in (np.nan, np.inf, -np.inf)),
     }
     for field_name, changes in cases.items():
         for change in changes:
-            fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, **change}
-            case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], temperature=[1.0], seeds=[1], **fields)
+            fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, "temperature": [1.0], **change}
+            case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], seeds=[1], **fields)
             try:
                 engine.rejection_sample(case)
             except (ValueError, rs.InvalidCase) as exc:
@@ -366,7 +378,7 @@ def invalid_ids_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Ou
                     tally.violated("RS-INPUT-5", "error-does-not-name-field", f"{change}: rejected as {exc}")
                 continue
             tally.violated("RS-INPUT-5", "invalid-id-accepted", f"{change} was accepted")
-    summary = "ids just outside the allowed ranges are rejected naming the field"
+    summary = "ids just outside the allowed ranges, and NaN and ±inf temperatures, are rejected naming the field"
     device = getattr(engine, "tensor_device", None)
     if device is not None:  # only an engine that takes tensors can be handed tensors of the wrong kind
         _wrong_tensor_kinds(engine, device, logits, tally)

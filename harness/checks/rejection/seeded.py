@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...cases.rejection import reordered
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
 from ..catalogue import check
@@ -19,6 +20,9 @@ from .output import sample_output
     description="a seeded request's tokens do not depend on its batch",
 )
 def seeded_independence(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    """RS-RNG-1 on 20 seeded requests (V of 7, 100 or 1000, 1..3 drafts drawn from a given q, temperature 1): each
+    sampled alone, then in a batch with 1..3 other seeded requests, in the last slot, the first and (beside two
+    others or more) the second; its tokens must be the same in every one."""
     tally = Tally(requirements)
     rng = np.random.default_rng(ctx.seed)
     for n in range(20):
@@ -41,17 +45,22 @@ def seeded_independence(engine, ctx: Context, requirements: tuple[str, ...]) -> 
             seeds=list(rng.integers(0, 2**62, others)) + [seed],
             positions=[0] * others + [position],
         )
-        together, _ = sample_output(engine, ctx.profile, batch)
-        if np.asarray(together)[-1, : K + 1].tolist() != np.asarray(alone)[0, : K + 1].tolist():
-            tally.violated(
-                "RS-RNG-1",
-                "depends-on-batch",
-                f"case {n}: seeded request emitted {np.asarray(alone)[0].tolist()} alone and "
-                f"{np.asarray(together)[-1].tolist()} in a batch of {others + 1}",
-            )
-        else:
+        # the seeded request last, then moved to the front and (with two others or more) between them, as a
+        # scheduler's condensing and reordering moves it: its tokens depend on none of these (RS-RNG-1)
+        slots = [others, 0] + ([1] if others >= 2 else [])
+        for slot in slots:
+            order = [i for i in range(others) if i < slot] + [others] + [i for i in range(others) if i >= slot]
+            together, _ = sample_output(engine, ctx.profile, batch if slot == others else reordered(batch, order))
+            if np.asarray(together)[slot, : K + 1].tolist() != np.asarray(alone)[0, : K + 1].tolist():
+                tally.violated(
+                    "RS-RNG-1",
+                    "depends-on-batch",
+                    f"case {n}: seeded request emitted {np.asarray(alone)[0].tolist()} alone and "
+                    f"{np.asarray(together)[slot].tolist()} in slot {slot} of a batch of {others + 1}",
+                )
+                break
             tally.exercised("RS-RNG-1")
-    return tally.outcome("20 seeded requests alone and in a batch")
+    return tally.outcome("20 seeded requests alone and in a batch, last, first and between the others")
 
 
 @check(
