@@ -176,3 +176,27 @@ def test_a_reordered_case_moves_each_request_with_its_rows_and_fields():
         assert np.array_equal(moved.target_logits[there[0]], case.target_logits[own[0]])
         assert np.array_equal(moved.draft_probs[there[1]], case.draft_probs[own[1]])
         assert (moved.seeds[slot], moved.positions[slot]) == (case.seeds[i], case.positions[i])
+
+
+class ForcedByLargeConstant(OracleEngine):
+    """Forces a row as the large-constant variant does (TB-FORCE-6): the forced logit raised by 1e9 beside the row's
+    own logits, then the oracle verifies the row as it stands."""
+
+    def rejection_sample(self, case):
+        if case.forced_token_ids is None:
+            return super().rejection_sample(case)
+        logits = np.array(case.target_logits, dtype=np.float64)
+        rows = np.flatnonzero(case.forced_token_ids != -1)
+        logits[rows, case.forced_token_ids[rows]] = 1e9
+        return super().rejection_sample(replace(case, target_logits=logits, forced_token_ids=None))
+
+
+@pytest.mark.req("RS-FORCE-1", "TB-FORCE-6")
+def test_forced_rows_holding_nan_or_inf_are_outside_the_large_constant_variant():
+    check = BY_NAME["rejection/forced"]
+    canonical_outcome = check.run(ForcedByLargeConstant(), Context(canonical()))
+    assert canonical_outcome.violated == ("RS-FORCE-1",), canonical_outcome.message  # NaN or +inf beats the constant
+    variant = replace(canonical(), forced_logit="large-constant")
+    outcome = check.run(ForcedByLargeConstant(), Context(variant))
+    assert outcome.status == "PASS", outcome.message
+    assert "outside the engine's contract" in outcome.message  # the rows the variant does not reach, counted apart

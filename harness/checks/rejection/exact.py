@@ -39,6 +39,19 @@ def non_finite_forced_rows(case: rs.RejectionCase) -> list[int]:
     return np.flatnonzero(bad & (case.forced_token_ids != -1)).tolist()
 
 
+def outside_variant(profile, case: rs.RejectionCase) -> str | None:
+    """Why ``case`` is not judged under ``profile``'s declared variant (None: it is): the large-constant variant
+    (TB-FORCE-6) raises the forced logit beside the row's own, which forces the row only where those are finite, so
+    its promise does not reach a forced row holding NaN or +inf (a row of -inf alone it forces)."""
+    if profile.forced_logit != "large-constant" or case.forced_token_ids is None:
+        return None
+    logits = case.target_logits
+    beaten = (np.isnan(logits).any(axis=1) | np.isposinf(logits).any(axis=1)) & (case.forced_token_ids != -1)
+    if rows := np.flatnonzero(beaten).tolist():
+        return f"forced rows {rows} hold NaN or +inf: the declared forced_logit large-constant forces finite rows only"
+    return None
+
+
 def request_requirements(case: rs.RejectionCase, i: int, emitted: int, tie_break: str) -> set[str]:
     """The requirements request ``i`` of a case exercises when compared exactly with the oracle."""
     K = int(case.num_draft_tokens[i])
@@ -237,7 +250,7 @@ def exact_check(
             if not comparable(case, tie_break):
                 skipped += 1
                 continue
-            if why := outside_contract(ctx.profile, case):
+            if why := outside_contract(ctx.profile, case) or outside_variant(ctx.profile, case):
                 outside += 1
                 tally.not_applicable(why, *requirements)
                 continue
