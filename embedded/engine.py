@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-import impl
-from impl import rng
+from specconform import impl
+from specconform.impl import rng
 
 from .forward import KVPool, forward
 from .model import TinyModel

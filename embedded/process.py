@@ -2,9 +2,9 @@
 
 In one process the engines' step loops and the server's event loop take turns on Python's interpreter lock: the
 server's work per request (HTTP, JSON, server-sent events) holds up every engine, and the engines hold up each
-other. ``EngineProcess`` runs an ``Engine`` in a child process (a fresh interpreter, ``python -m embedded.process``,
-which inherits nothing of the server's threads and imports nothing of the server's program) and stands for it in the
-server: ``check`` and ``submit`` as ``Engine`` has them, on the
+other. ``EngineProcess`` runs an ``Engine`` in a child process (a fresh interpreter, ``python -m
+specconform.embedded.process``, which inherits nothing of the server's threads and imports nothing of the server's
+program) and stands for it in the server: ``check`` and ``submit`` as ``Engine`` has them, on the
 server's own ``Request`` objects. A pipe carries requests and cancellations to the child and, after each of its
 steps, one message with every request's new tokens back; a reader thread applies them to the server's requests and
 calls their ``on_tokens``, as the engine thread does in one process.
@@ -113,7 +113,7 @@ class EngineProcess:
         ours, child = socket.socketpair()
         search_path = os.pathsep.join(filter(None, sys.path))  # the child finds every module as this process does
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "embedded.process", str(child.fileno())],
+            [sys.executable, "-m", "specconform.embedded.process", str(child.fileno())],
             pass_fds=[child.fileno()],
             env={**os.environ, "PYTHONPATH": search_path},
         )
@@ -234,7 +234,7 @@ class EngineReplicas:
             replica.stop()
 
 
-if __name__ == "__main__":  # the child: python -m embedded.process FD (one end of a socket pair)
-    from embedded.process import _serve as serve  # the module by its own name, so that its updates unpickle
+if __name__ == "__main__":  # the child: python -m specconform.embedded.process FD (one end of a socket pair)
+    from specconform.embedded.process import _serve as serve  # the module by its own name, so that its updates unpickle
 
     serve(Connection(int(sys.argv[1])))

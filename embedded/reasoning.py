@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import impl
+from specconform import impl
 
 
 class ReasoningSplit:

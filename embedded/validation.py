@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
-import impl
+from specconform import impl
 
 from .engine import Request as EngineRequest
 

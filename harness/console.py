@@ -3,7 +3,8 @@ summary of the findings, counted as ``summary.md`` counts them, with one word, P
 
 A CI log alone must tell an engine team which requirements failed and why: a check's line names the requirement
 and gives the first line of its evidence; the closing lines list each finding (one defect, however many checks saw
-it: ``harness.findings``) and each check that ended in ERROR or TIMEOUT, then each engine's verdict and the run's.
+it: ``specconform.harness.findings``) and each check that ended in ERROR or TIMEOUT, then each engine's verdict and the
+run's.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from specs.interface import BatchUpdate, Move
+from specconform.specs.interface import BatchUpdate, Move
 
 # precondition -> what such a case holds
 PRECONDITIONS = {

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from specs.interface import BatchUpdate
+from specconform.specs.interface import BatchUpdate
 
 if TYPE_CHECKING:  # annotations only: profiles and cases import the core, not the other way round
     from .oracle.rejection import RejectionCase
@@ -63,7 +63,8 @@ class RequirementResult:
     evidence: str = ""
     fingerprint: str = ""
     reproduction: dict | str | None = None
-    finding: str = ""  # the defect its minimal case shows (harness.checks.attribution.finding_key); "" if not named
+    # the defect its minimal case shows (specconform.harness.checks.attribution.finding_key); "" if not named
+    finding: str = ""
 
     def to_json(self) -> dict:
         data = {"status": self.status, "cases": self.cases, "evidence": self.evidence, "fingerprint": self.fingerprint}
@@ -235,10 +236,10 @@ class Check:
     (profile capabilities); ``run(engine, ctx)`` returns an ``Outcome``.
 
     ``preconditions`` are what every case of the check needs of the engine's input domain
-    (``harness.contract.PRECONDITIONS``): an engine whose contract excludes one is not run on it. ``observes``
-    names, per requirement, the observables it is judged on (``harness.contract.OBSERVABLES``; ``"*"`` for every
-    requirement of the check): a requirement whose observables are all derived by the engine's adapter is
-    NOT_APPLICABLE for it."""
+    (``specconform.harness.contract.PRECONDITIONS``): an engine whose contract excludes one is not run on it.
+    ``observes`` names, per requirement, the observables it is judged on (``specconform.harness.contract.OBSERVABLES``;
+    ``"*"`` for every requirement of the check): a requirement whose observables are all derived by the engine's adapter
+    is NOT_APPLICABLE for it."""
 
     name: str
     cls: str
@@ -256,7 +257,7 @@ class Check:
 
 
 # ---------------------------------------------------------------------------------------------
-# The engine interface: one protocol per capability a profile can promise (harness.profiles).
+# The engine interface: one protocol per capability a profile can promise (specconform.harness.profiles).
 
 
 @runtime_checkable

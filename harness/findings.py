@@ -1,7 +1,7 @@
 """Findings: one defect, however many checks saw it, and one status per requirement, merged across checks.
 
 An engine team reads a report from its findings. A finding groups the failed requirements of every check
-of one engine that show the same defect: the same finding name (``harness.checks.attribution.finding_key``:
+of one engine that show the same defect: the same finding name (``specconform.harness.checks.attribution.finding_key``:
 the requirement a minimal case isolates), or, for failures without one, the same requirement. Each finding
 carries the checks that saw it, its first evidence, minimal case, reproduction command and, where an
 expectation covers it, its published cause and proof. The console, ``summary.md`` and the cross-engine

@@ -154,7 +154,12 @@ class EngineProcess:
     raises ``EngineFailure``; after a failure the next ``run`` starts a fresh child. The factory's
     time counts against the first check's deadline."""
 
-    def __init__(self, engine_spec: str, api_options: dict | None = None, catalogue: str = "harness.checks:all_checks"):
+    def __init__(
+        self,
+        engine_spec: str,
+        api_options: dict | None = None,
+        catalogue: str = "specconform.harness.checks:all_checks",
+    ):
         """``catalogue`` names the function (``module:function``) that lists the checks the child can run."""
         self.engine_spec = engine_spec
         self.catalogue = catalogue

@@ -1,7 +1,7 @@
 """What ``specconform list engines`` and ``specconform list profiles`` print: one line per engine form, per
-product and per profile, each with what it is. A product's line is read from its record (``harness.products``), and a
-profile's line is written from the profile itself (its scope, its classes, an API profile's fields), so that neither
-can drift from what the run uses."""
+product and per profile, each with what it is. A product's line is read from its record
+(``specconform.harness.products``), and a profile's line is written from the profile itself (its scope, its classes, an
+API profile's fields), so that neither can drift from what the run uses."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ is proven by starting that script twice, unpatched and patched, each time replay
 against it (``specconform prove ... --engine openai --base-url ...``) and stopping it. The patched
 start puts a folder first on ``PYTHONPATH`` that holds a ``sitecustomize.py``: every Python process of
 the server, its spawned children included, applies the diff to copies of its own installed modules at
-start-up and installs ``harness.proofs.PatchedFinder`` first on ``sys.meta_path`` (the same strict
+start-up and installs ``specconform.harness.proofs.PatchedFinder`` first on ``sys.meta_path`` (the same strict
 application and finder as in-process proofs), then prints ``PATCHED_MARKER`` with the modules it
 patched. A patched start whose log lacks that line is not a proof (the environment's own
 ``sitecustomize`` would otherwise shadow ours silently).
@@ -40,7 +40,7 @@ READY_LIMIT_S = 900  # how long a server may take to answer GET /models after it
 STOP_LIMIT_S = 60  # how long a stopped server's processes may take to exit before they are killed
 
 _SITECUSTOMIZE = """\
-# written by harness.proof_servers: this interpreter applies a proof's patch to its own installed modules
+# written by specconform.harness.proof_servers: this interpreter applies a proof's patch to its own installed modules
 import importlib.util as _util
 import os as _os
 import sys as _sys

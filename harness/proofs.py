@@ -17,7 +17,7 @@ entry's fingerprint (or, without one, on its requirement) and passes whole with 
 entry whose status is ERROR (the engine raised or died) is PROVEN when the unpatched replay ends with the
 engine raising and the patched one passes whole.
 A cause inside a server (an API reproduction) is patched in the server's processes instead: the proof
-names the script that starts the server (``server:``) and ``harness.proof_servers`` runs it unpatched
+names the script that starts the server (``server:``) and ``specconform.harness.proof_servers`` runs it unpatched
 and patched around the two replays.
 The patch never touches site-packages: the child copies each file the diff names into a temporary
 folder, applies the hunks there (strictly: every context and removed line must match at the line the
@@ -298,7 +298,15 @@ def replay_in_child(
     """The reproduction's verdicts (``[{name, fingerprint, evidence}]``) replayed in a fresh interpreter,
     with ``patch`` applied there when given (``api_options``: ``--engine openai``'s options);
     ``RuntimeError`` tells why a child gave none."""
-    command = [sys.executable, "-m", "harness.proofs", "--engine", engine, "--reproduction", str(reproduction)]
+    command = [
+        sys.executable,
+        "-m",
+        "specconform.harness.proofs",
+        "--engine",
+        engine,
+        "--reproduction",
+        str(reproduction),
+    ]
     if patch is not None:
         command += ["--patch", str(patch)]
     if api_options:
@@ -350,7 +358,7 @@ def judge(entry: ProofEntry, unpatched: list[dict] | str, patched: list[dict]) -
 def prove(entry: ProofEntry, engine: str, timeout: float = 1800, api_options: dict | None = None) -> tuple[bool, str]:
     """Prove one entry: the patch is first checked to apply here (a usage error if not), then the
     reproduction is replayed twice, unpatched and patched, each in its own interpreter; with a
-    ``server`` the patch goes to a server started for each replay (``harness.proof_servers``)."""
+    ``server`` the patch goes to a server started for each replay (``specconform.harness.proof_servers``)."""
     with tempfile.TemporaryDirectory() as folder:
         patch_into(entry.patch, Path(folder))
 
@@ -413,7 +421,7 @@ def _add_vector_fingerprints(document: dict, results: list[dict]) -> None:
 
 def _child(argv: list[str]) -> int:
     """Replay one reproduction (patched when ``--patch`` is given) and print the verdicts as JSON."""
-    parser = argparse.ArgumentParser(prog="python -m harness.proofs")
+    parser = argparse.ArgumentParser(prog="python -m specconform.harness.proofs")
     parser.add_argument("--engine", required=True)
     parser.add_argument("--reproduction", required=True)
     parser.add_argument("--patch")

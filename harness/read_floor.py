@@ -1,6 +1,6 @@
 """The read-once floor of a rejection-sampling shape, measured: the time a plain reduction kernel takes
 to read given rows of ``target_logits`` and ``draft_probs`` once each, at their dtypes, on the GPU
-that runs the sampler. ``harness.bench.shapes`` chooses the rows (which ones a correct sampler cannot skip)
+that runs the sampler. ``specconform.harness.bench.shapes`` chooses the rows (which ones a correct sampler cannot skip)
 and times this reader the way it times the sampler.
 """
 

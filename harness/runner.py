@@ -30,7 +30,7 @@ from .core import (
     NOT_RUN,
     PASS,
     PRECONDITION_FAILED,
-    STATUSES,  # noqa: F401  (harness.cli counts records by runner.STATUSES)
+    STATUSES,  # noqa: F401  (specconform.harness.cli counts records by runner.STATUSES)
     TIMEOUT,
     Check,
     Context,
@@ -60,7 +60,8 @@ class Expectation:
     requirement: str = ""
     fingerprints: tuple[str, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
-    proof: str = ""  # the patch that proves the cause (``harness.proofs``); entries that share one are one defect
+    # the patch that proves the cause (``specconform.harness.proofs``); entries that share one are one defect
+    proof: str = ""
     defects: tuple[str, ...] = ()  # a combined patch's single-defect patches: its failures are each of those defects
 
     def applies(self, record: dict, requirement: str = "") -> bool:
@@ -75,10 +76,10 @@ class Expectation:
 
 
 def load_expectations(path: str | Path | None) -> list[Expectation]:
-    """An engine's expectation file (``harness.schemas.ExpectationsFile``: ``expectations: [{check, status, reason,
-    link?, requirement?, fingerprint?: one or a list, if?: {engine|engine_version|device: glob}, proof?: {patch,
+    """An engine's expectation file (``specconform.harness.schemas.ExpectationsFile``: ``expectations: [{check, status,
+    reason, link?, requirement?, fingerprint?: one or a list, if?: {engine|engine_version|device: glob}, proof?: {patch,
     reproduction}}]``); a bad entry is an error naming it and its key (a proof's paths are checked by
-    ``harness.proofs``)."""
+    ``specconform.harness.proofs``)."""
     if not path:
         return []
     path = Path(path)
@@ -429,7 +430,7 @@ def write_reproductions(run_dir: Path, record: Record, engine_args: str) -> None
 
 class RecordWriter:
     """Appends each record to ``results.jsonl`` and flushes, so nothing measured is lost; a record that does not fit
-    its schema (``harness.schemas.RunRecord``) is an error of the harness, raised before it is written."""
+    its schema (``specconform.harness.schemas.RunRecord``) is an error of the harness, raised before it is written."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -455,7 +456,7 @@ def write_manifest(run_dir: Path, engines: list[str], checks: list[Check]) -> No
 
 def read_records(path: str | Path) -> list[dict]:
     """The records of a run's ``results.jsonl`` (``path`` or the folder holding it), each checked against
-    ``harness.schemas.RunRecord``: a ``ValueError`` names the line and the key that does not fit."""
+    ``specconform.harness.schemas.RunRecord``: a ``ValueError`` names the line and the key that does not fit."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.jsonl"

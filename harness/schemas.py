@@ -1,10 +1,11 @@
-"""The schemas of the project's data files, as pydantic models: profile files (``harness.profiles``), expectation
-files (``harness.runner.load_expectations``), run records (``results.jsonl``, docs/records.md) and product records
-(``harness.products``). A key that no model field names is an error that names it; ``specconform schema`` writes each
-model's JSON Schema to ``specs/schemas/`` for editors.
+"""The schemas of the project's data files, as pydantic models: profile files (``specconform.harness.profiles``),
+expectation files (``specconform.harness.runner.load_expectations``), run records (``results.jsonl``, docs/records.md)
+and product records (``specconform.harness.products``). A key that no model field names is an error that names it;
+``specconform schema`` writes each model's JSON Schema to ``specs/schemas/`` for editors.
 
 The models say what a file may hold; what its values mean stays with the code that reads them (a profile's
-variants and classes are checked by ``harness.profiles.Profile``, a proof's paths by ``harness.proofs``).
+variants and classes are checked by ``specconform.harness.profiles.Profile``, a proof's paths by
+``specconform.harness.proofs``).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def _model_at(model: type[BaseModel], location: tuple) -> type[BaseModel] | None
 
 
 # ---------------------------------------------------------------------------------------------
-# Profile files (harness.profiles.load_profile)
+# Profile files (specconform.harness.profiles.load_profile)
 
 
 class ProfileFile(Strict):
@@ -88,7 +89,9 @@ class ProfileFile(Strict):
     verification: str | None = Field(None, description="RUN-PROFILE-3: exact (canonical) or a non-exact mode's name")
     forced_end: str | None = Field(None, description="variant (TB-END-1): marker (canonical) or phrase")
     end_markers: str | None = Field(None, description="variant (TB-END-3): one (canonical) or several")
-    capabilities: list[str] | None = Field(None, description="what the adapter offers (harness.profiles.CAPABILITIES)")
+    capabilities: list[str] | None = Field(
+        None, description="what the adapter offers (specconform.harness.profiles.CAPABILITIES)"
+    )
     contract: list[str] | None = Field(None, description="inputs the engine's own callers never produce")
     derived: list[str] | None = Field(None, description="observables the adapter computes instead of reading them")
     field_names: dict[str, list[str]] | None = Field(
@@ -97,7 +100,7 @@ class ProfileFile(Strict):
 
 
 # ---------------------------------------------------------------------------------------------
-# Expectation files (harness.runner.load_expectations)
+# Expectation files (specconform.harness.runner.load_expectations)
 
 
 class Conditions(Strict):
@@ -202,7 +205,7 @@ class RunRecord(Strict):
 
 
 # ---------------------------------------------------------------------------------------------
-# Product records (harness/products/<name>/product.yaml; harness.products)
+# Product records (harness/products/<name>/product.yaml; specconform.harness.products)
 
 
 class ProductInstall(Strict):
@@ -226,8 +229,12 @@ class ProductFile(Strict):
     api_profile: str | None = Field(
         None, description="--api-profile: the name of its server's API profile, whose fields are in api-profile.yaml"
     )
-    profile: str | None = Field(None, description="its profile file (harness.profiles); none: the adapter's built-in")
-    expectations: str | None = Field(None, description="its expectation file (harness.runner.load_expectations)")
+    profile: str | None = Field(
+        None, description="its profile file (specconform.harness.profiles); none: the adapter's built-in"
+    )
+    expectations: str | None = Field(
+        None, description="its expectation file (specconform.harness.runner.load_expectations)"
+    )
     install: ProductInstall = ProductInstall()
     judge: list[str] = Field(description="the commands that judge it into its published report folders")
     reports: list[str] = Field([], description="its published report folders under reports/engines/")

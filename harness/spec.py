@@ -25,7 +25,7 @@ _PERMISSION_LINE = re.compile(_ID + r"\(permission,\s*`(?P<cls>[a-z.\-]+)`")
 
 
 def spec_dir() -> Path:
-    return Path(str(resources.files("specs")))
+    return Path(str(resources.files("specconform.specs")))
 
 
 def vectors_dir() -> Path:
@@ -39,10 +39,11 @@ class Requirement:
     cls: str
     summary: str
     document: str
-    # the observables the requirement is judged on (harness.contract.OBSERVABLES); empty: behaviour the engine
-    # shows directly (forced rows, emitted tokens, errors)
+    # the observables the requirement is judged on (specconform.harness.contract.OBSERVABLES); empty: behaviour the
+    # engine shows directly (forced rows, emitted tokens, errors)
     observes: tuple[str, ...] = ()
-    # what a minimal case must hold to isolate this requirement rather than a basic one (harness.checks.attribution)
+    # what a minimal case must hold to isolate this requirement rather than a basic one
+    # (specconform.harness.checks.attribution)
     case_feature: str = ""
     # operation: binds the engine in normal operation (its verdict rests on these); robustness: binds its answer
     # to input its normal callers never give (reported beside the verdict, RUN-CONTRACT-1)

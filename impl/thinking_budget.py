@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import torch
 
-from specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 from .kernels import HAS_TRITON
 from .markers import MarkerMatcher

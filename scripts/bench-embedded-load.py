@@ -223,7 +223,9 @@ def start_server(name: str, checkout: Path, serve_args: list[str]) -> Server:
     search_path = os.pathsep.join([str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])])
     environment = {**os.environ, "PYTHONPATH": search_path}  # the checkout's code first
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "serve", "--port", str(port), *serve_args], cwd=checkout, env=environment
+        [sys.executable, "-m", "specconform.harness.cli", "serve", "--port", str(port), *serve_args],
+        cwd=checkout,
+        env=environment,
     )
     deadline = time.monotonic() + 300
     while True:

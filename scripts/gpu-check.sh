@@ -19,7 +19,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 python3 -m pytest -q -m gpu -p no:cacheprovider -s tests 2>&1 | tee "$out/gpu-tests.log" | tail -25
 tests=${PIPESTATUS[0]}
-python3 -m harness.bench "$out" 2>&1 | tee "$out/bench.log" | tail -60
+python3 -m specconform.harness.bench "$out" 2>&1 | tee "$out/bench.log" | tail -60
 bench=${PIPESTATUS[0]}
 echo "gpu tests exit $tests; bench exit $bench"
 [ "$tests" -eq 0 ] && [ "$bench" -eq 0 ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Judge FlashInfer 0.7.2's chain speculative sampling at kernel level on a GPU without a package registry
-# (harness.adapters.flashinfer_chain; FlashInfer JIT-compiles its sampling module on first use).
+# (specconform.harness.adapters.flashinfer_chain; FlashInfer JIT-compiles its sampling module on first use).
 #   bash scripts/stage-peers.sh DIR                                (where pip reaches a registry)
 #   PEERS_DIR=DIR OUT=results bash scripts/judge-flashinfer-gpu.sh  (on the GPU machine, repository root)
 # Writes $OUT/flashinfer-0.7.2.log and reports/engines/flashinfer-0.7.2/<run>/.
@@ -13,7 +13,7 @@ export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1
 out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-timeout "${RUN_LIMIT_S:-400}" python3 -m harness.cli run --engine harness.adapters.flashinfer_chain:make \
+timeout "${RUN_LIMIT_S:-400}" python3 -m specconform.harness.cli run --engine specconform.harness.adapters.flashinfer_chain:make \
   --expectations harness/products/flashinfer/expectations-0.7.2.yaml --report-dir reports/engines/flashinfer-0.7.2 --exclude "api.*" "$@" \
   > "$out/flashinfer-0.7.2.log" 2>&1
 status=$?

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Judge lmdeploy 0.18.0's Triton verifier on a GPU without a package registry (harness.adapters.lmdeploy:make_triton):
+# Judge lmdeploy 0.18.0's Triton verifier on a GPU without a package registry (specconform.harness.adapters.lmdeploy:make_triton):
 # Triton compiles its kernels there, so the statistical checks that read NOT_RUN under the interpreter are certified.
 #   bash scripts/stage-peers.sh DIR                             (where pip reaches a registry)
 #   PEERS_DIR=DIR OUT=results bash scripts/judge-lmdeploy-gpu.sh   (on the GPU machine, repository root)
@@ -13,7 +13,7 @@ export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1
 out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-timeout "${RUN_LIMIT_S:-400}" python3 -m harness.cli run --engine harness.adapters.lmdeploy:make_triton \
+timeout "${RUN_LIMIT_S:-400}" python3 -m specconform.harness.cli run --engine specconform.harness.adapters.lmdeploy:make_triton \
   --expectations harness/products/lmdeploy-triton/expectations-0.18.0.yaml --report-dir reports/engines/lmdeploy-0.18.0-triton --exclude "api.*" "$@" \
   > "$out/lmdeploy-0.18.0-triton.log" 2>&1
 status=$?

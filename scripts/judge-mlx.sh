@@ -7,7 +7,7 @@
 # the spec server loads a folder beside the model (MODEL-spec) that links to its files.
 set -euo pipefail
 # MODEL: the model folder when built elsewhere (building it needs torch and transformers)
-model=${MODEL:-$(python -c "from embedded import model; print(model.build('single').path)")}
+model=${MODEL:-$(python -c "from specconform.embedded import model; print(model.build('single').path)")}
 version=$(python -c "from importlib.metadata import version; print(version('mlx-lm'))")
 port=${PORT:-8791}
 spec_port=$((port + 1))

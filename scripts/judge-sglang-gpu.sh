@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Judge SGLang 0.5.23 at kernel level on a GPU without a package registry (harness.adapters.sglang; Triton compiles
+# Judge SGLang 0.5.23 at kernel level on a GPU without a package registry (specconform.harness.adapters.sglang; Triton compiles
 # its chain sampler there, so the statistical checks that read NOT_RUN under the CPU's interpreter are certified, and
 # nvcc builds its JIT CUDA greedy kernel and FlashInfer's top-k renormalisation, which judge greedy and mixed batches).
 #   bash scripts/stage-peers.sh DIR                             (where pip reaches a registry)
@@ -80,7 +80,7 @@ export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1 SGLANG_IS_FLASHINFER_AVAILABLE
 out="${OUT:-reports/gpu}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-timeout "${RUN_LIMIT_S:-400}" python3 -m harness.cli run --engine harness.adapters.sglang:make \
+timeout "${RUN_LIMIT_S:-400}" python3 -m specconform.harness.cli run --engine specconform.harness.adapters.sglang:make \
   --expectations harness/products/sglang/expectations-0.5.23.yaml --report-dir reports/engines/sglang-0.5.23 --exclude "api.*" "$@" \
   > "$out/sglang-0.5.23.log" 2>&1
 status=$?

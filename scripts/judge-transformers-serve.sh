@@ -2,7 +2,7 @@
 # Judge `transformers serve` (transformers >= 5.23, needs accelerate) at API level on the embedded
 # engine's tiny model, offline on loopback; reports go to reports/engines/transformers-<version>/.
 set -euo pipefail
-model=$(python -c "from embedded import model; print(model.build('single').path)")
+model=$(python -c "from specconform.embedded import model; print(model.build('single').path)")
 version=$(python -c "import transformers; print(transformers.__version__)")
 port=${PORT:-8771}
 # its /v1/models lists the Hugging Face cache and answers 500 when the cache folder does not exist (a fresh machine)

@@ -28,7 +28,7 @@ start_server() {  # start_server ROLE PORT VARIANT ARGS...: a vLLM server on 127
   local role=$1 port=$2 variant=$3
   shift 3
   local model_dir
-  model_dir=$(python -c "from embedded import model; print(model.build('$variant', head_dim=64).path)")
+  model_dir=$(python -c "from specconform.embedded import model; print(model.build('$variant', head_dim=64).path)")
   local command=(python -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port "$port" --model "$model_dir"
     --dtype float32 --max-model-len 512 --seed 0 "$@")
   echo "$role: VLLM_CPU_KVCACHE_SPACE=$VLLM_CPU_KVCACHE_SPACE $(printf '%q ' "${command[@]}")" >> "$log/commands"
@@ -101,7 +101,7 @@ stop_servers
   echo "- commit: $(python -c "import vllm._version as v; print(v.commit_id or 'not recorded in the wheel (vllm/_version.py: commit_id None)')")"
   echo "- code path: OpenAI server \`vllm.entrypoints.openai.api_server\`; its log says: \`${runner_line##*] }\`"
   echo "- device: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPU cores"
-  echo "- model: the embedded engine's tiny Qwen3 model, head_dim 64 (\`embedded.model.build(variant, head_dim=64)\`)"
+  echo "- model: the embedded engine's tiny Qwen3 model, head_dim 64 (\`specconform.embedded.model.build(variant, head_dim=64)\`)"
   echo "- commands (\`bash scripts/judge-vllm-api.sh\`, or \`tox -e vllm-api\`):"
   echo
   sed 's/^/    /' "$log/commands"

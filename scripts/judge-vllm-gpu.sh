@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Judge vLLM 0.33 at kernel level on a GPU without a package registry: Model Runner V2 (the default
-# runner: harness.adapters.vllm_mrv2) and the legacy runner (harness.adapters.vllm), both on CUDA; RUNNERS=mrv2-block
-# judges Model Runner V2's block verification (harness.adapters.vllm_mrv2:make_block).
+# runner: specconform.harness.adapters.vllm_mrv2) and the legacy runner (specconform.harness.adapters.vllm), both on CUDA; RUNNERS=mrv2-block
+# judges Model Runner V2's block verification (specconform.harness.adapters.vllm_mrv2:make_block).
 #   bash scripts/stage-peers.sh DIR                          (where pip reaches a registry)
 #   PEERS_DIR=DIR OUT=results bash scripts/judge-vllm-gpu.sh  (on the GPU machine, from the repository root)
 # The statistical checks are sized by the declared deviation (default 0.03 at power 0.9, at most 1,000,000 trials per
@@ -19,14 +19,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 status=0
 for runner in ${RUNNERS:-mrv2 v1}; do
   case "$runner" in
-    v1) engine=harness.adapters.vllm:make ;;
-    mrv2) engine=harness.adapters.vllm_mrv2:make ;;
-    mrv2-block) engine=harness.adapters.vllm_mrv2:make_block ;;  # rejection_sample_method=block
+    v1) engine=specconform.harness.adapters.vllm:make ;;
+    mrv2) engine=specconform.harness.adapters.vllm_mrv2:make ;;
+    mrv2-block) engine=specconform.harness.adapters.vllm_mrv2:make_block ;;  # rejection_sample_method=block
     *) echo "unknown runner $runner (v1, mrv2 or mrv2-block)" >&2; exit 2 ;;
   esac
   expectations="harness/products/vllm-$runner/expectations-0.33.yaml"
   known=(); [ -f "$expectations" ] && known=(--expectations "$expectations")
-  timeout "${RUN_LIMIT_S:-280}" python3 -m harness.cli run --engine "$engine" "${known[@]}" \
+  timeout "${RUN_LIMIT_S:-280}" python3 -m specconform.harness.cli run --engine "$engine" "${known[@]}" \
     --report-dir "reports/engines/vllm-0.33-$runner" --exclude "api.*" "$@" \
     > "$out/vllm-0.33-$runner.log" 2>&1
   echo "vllm-0.33-$runner exit $?" | tee -a "$out/gpu.txt"

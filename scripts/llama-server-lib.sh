@@ -7,7 +7,7 @@ pid=
 gguf_of() {  # gguf_of SOURCE_TREE VARIANT: prints the GGUF of the tiny model's VARIANT (single or multi), converted once
   local source_tree=$1 variant=$2 cache=${SPECCONFORM_CACHE:-$HOME/.cache/specconform}/gguf model_dir gguf
   mkdir -p "$cache"
-  model_dir=$(python -c "from embedded import model; print(model.build('$variant').path)")
+  model_dir=$(python -c "from specconform.embedded import model; print(model.build('$variant').path)")
   gguf=$cache/$(basename "$model_dir").gguf
   [ -f "$gguf" ] || python scripts/convert-to-gguf.py "$source_tree" "$model_dir" "$gguf" > "$log/convert-$variant.log" 2>&1 \
     || { echo "GGUF conversion failed; see $log/convert-$variant.log" >&2; return 1; }

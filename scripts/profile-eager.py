@@ -9,8 +9,8 @@ import time
 
 import torch
 
-import impl
-from harness.bench.shapes import VOCAB, rejection_inputs
+from specconform import impl
+from specconform.harness.bench.shapes import VOCAB, rejection_inputs
 
 inputs, _ = rejection_inputs(1, 4, torch.float32, True, "random", VOCAB, 0.3)
 

@@ -19,9 +19,9 @@ import time
 
 from transformers import AutoTokenizer
 
-import impl
-from embedded import engine as engine_module
-from embedded import model as tiny_model
+from specconform import impl
+from specconform.embedded import engine as engine_module
+from specconform.embedded import model as tiny_model
 
 BUDGETS = (None, 0, 2, 5, 13)
 STAGES = ("forward", "draft", "forced rows", "rejection", "budget update", "deliver", "batch update")

@@ -16,9 +16,9 @@ from collections import defaultdict
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-import impl
-from harness.bench.shapes import REJECTION_SHAPES, VOCAB, rejection_inputs
-from harness.bench.timing import do_bench
+from specconform import impl
+from specconform.harness.bench.shapes import REJECTION_SHAPES, VOCAB, rejection_inputs
+from specconform.harness.bench.timing import do_bench
 
 arguments = sys.argv[1:]
 OPTIONS = {

@@ -1,6 +1,6 @@
 """What one row of each kind costs the reference sampler, against reading it once: for N rows of one
 kind, the graph-replay median of ``impl.rejection_sample`` (as ``specconform bench`` times it) and the
-read-once floor of those N rows (``harness.read_floor``), and their ratio. The kinds:
+read-once floor of those N rows (``specconform.harness.read_floor``), and their ratio. The kinds:
 
 - ``greedy``: N requests with no draft, temperature 0 (an argmax per row);
 - ``race``: N requests with no draft, temperature 1 (the exponential race of a bonus row: the reference
@@ -17,9 +17,9 @@ import sys
 
 import torch
 
-import impl
-from harness.bench.timing import do_bench
-from harness.read_floor import read_floor_ms
+from specconform import impl
+from specconform.harness.bench.timing import do_bench
+from specconform.harness.read_floor import read_floor_ms
 
 VOCAB = 151_936
 

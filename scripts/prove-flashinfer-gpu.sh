@@ -13,13 +13,13 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
   && tar -xJf "$PEERS_DIR"/flashinfer-*-sampling.tar.xz -C "$site" \
   || { echo "could not unpack the peers in $PEERS_DIR" >&2; exit 1; }
 export PYTHONPATH="$PWD:$site" PYTHONUNBUFFERED=1 FLASHINFER_WORKSPACE_BASE="$site/jit-unpatched"
-engine=harness.adapters.flashinfer_chain:make
-python3 -m harness.cli replay "$reproduction" --engine "$engine"
+engine=specconform.harness.adapters.flashinfer_chain:make
+python3 -m specconform.harness.cli replay "$reproduction" --engine "$engine"
 unpatched=$?
 python3 - "$patch_file" "$site" <<'PY' || exit 1
 import sys
 from pathlib import Path
-from harness.proofs import apply_hunks, parse_diff
+from specconform.harness.proofs import apply_hunks, parse_diff
 patch, site = Path(sys.argv[1]), Path(sys.argv[2])
 for file_patch in parse_diff(patch.read_text(), str(patch)):
     target = site / file_patch.path
@@ -27,7 +27,7 @@ for file_patch in parse_diff(patch.read_text(), str(patch)):
     print(f"patched {target.relative_to(site)}")
 PY
 export FLASHINFER_WORKSPACE_BASE="$site/jit-patched"
-python3 -m harness.cli replay "$reproduction" --engine "$engine"
+python3 -m specconform.harness.cli replay "$reproduction" --engine "$engine"
 patched=$?
 echo "unpatched exit $unpatched (1: fails as recorded), patched exit $patched (0: passes)"
 [ "$unpatched" -eq 1 ] && [ "$patched" -eq 0 ]

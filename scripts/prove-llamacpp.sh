@@ -44,7 +44,7 @@ replay() {  # replay SERVER NAME: the reproduction's exit status against SERVER
   # shellcheck disable=SC2046  # server_args prints separate words
   start_server "$1" "$2" "$model_variant" $(server_args "$gguf" "$run")
   local status=0
-  python -m harness.cli replay "$reproduction" --engine openai --base-url "http://127.0.0.1:$port/v1" \
+  python -m specconform.harness.cli replay "$reproduction" --engine openai --base-url "http://127.0.0.1:$port/v1" \
     --model "tiny-think-$model_variant" --api-profile llamacpp || status=$?
   stop_server
   return $status

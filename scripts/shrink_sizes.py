@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness import checks
-from harness.adapters.zoo import MUTANTS, MutantEngine
-from harness.core import Context
+from specconform.harness import checks
+from specconform.harness.adapters.zoo import MUTANTS, MutantEngine
+from specconform.harness.core import Context
 
 
 def main() -> None:

@@ -59,9 +59,9 @@ def target(request):
 @pytest.fixture(autouse=os.environ.get("SPECCONFORM_HYPOTHESIS", "ci") == "ci")
 def _examples_independent_of_imports():
     """Under ``ci``, Hypothesis draws no constants from the loaded modules' source (as
-    ``harness.cases.draw`` never does), so a derandomised test draws the same examples whichever tests
+    ``specconform.harness.cases.draw`` never does), so a derandomised test draws the same examples whichever tests
     were collected beside it; ``explore`` keeps them, for finding bugs."""
-    from harness.cases import _without_local_constants
+    from specconform.harness.cases import _without_local_constants
 
     with _without_local_constants():
         yield

@@ -1,9 +1,9 @@
-"""Engine adapters: every engine the harness can judge, behind the protocols of ``harness.core``.
+"""Engine adapters: every engine the harness can judge, behind the protocols of ``specconform.harness.core``.
 
 ``make_engine(spec)`` builds one from its command-line name: ``oracle``, ``reference[:device[:backend]]``,
 ``zoo:<mutant>``, ``embedded[:single|multi]`` (the embedded engine over HTTP), ``openai`` (any server;
 ``api_options`` gives base_url, model, ...) or ``module:factory`` (an engine team's own adapter).
-The runner calls it inside the engine's own process (``harness.isolation``). The core install judges servers
+The runner calls it inside the engine's own process (``specconform.harness.isolation``). The core install judges servers
 (``openai``) and the oracle; the engines built on torch need an extra (``EXTRAS``), and naming one without it is a
 usage error that says which extra to install.
 """
@@ -89,7 +89,7 @@ _EMBEDDED: dict = {}
 def embedded_server():
     """The embedded reference engine, started once per process on a free loopback port."""
     if "server" not in _EMBEDDED:
-        from embedded import start
+        from specconform.embedded import start
 
         _EMBEDDED["server"] = start()
     return _EMBEDDED["server"]
@@ -161,11 +161,24 @@ def _build(spec: str, api_options: dict | None):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            raise UsageError(f"engine {spec!r}: cannot import {module_name!r} ({exc})") from None
+            raise UsageError(f"engine {spec!r}: cannot import {module_name!r} ({exc}){_moved(module_name)}") from None
         if not hasattr(module, factory):
             raise UsageError(f"engine {spec!r}: module {module_name!r} has no {factory!r}")
         return getattr(module, factory)()
     raise UsageError(f"unknown engine {spec!r}; engines are: {', '.join(ENGINE_FORMS)}")
+
+
+def _moved(module_name: str) -> str:
+    """A hint for an engine spec written with the import names specconform had before ``specconform.`` (``harness.``,
+    ``impl.``, ``embedded.``, ``specs.``), when the same module exists under the new name; else ``""``. There is no
+    alias under the old names: a shim named ``harness`` would claim the generic name again (docs/install.md)."""
+    if module_name.partition(".")[0] not in ("harness", "impl", "embedded", "specs"):
+        return ""
+    try:
+        moved = importlib.util.find_spec(f"specconform.{module_name}") is not None
+    except (ImportError, ValueError):
+        moved = False
+    return f"; specconform's modules are under 'specconform.' now: 'specconform.{module_name}'" if moved else ""
 
 
 def headers_of(pairs) -> dict[str, str]:
@@ -216,6 +229,8 @@ def _check_engine_name(spec: str, api_options: dict | None) -> None:
         except (ImportError, ValueError):
             found = None
         if found is None:
-            raise UsageError(f"engine {spec!r}: no module named {module_name!r} on the Python path")
+            raise UsageError(
+                f"engine {spec!r}: no module named {module_name!r} on the Python path{_moved(module_name)}"
+            )
         return
     raise UsageError(f"unknown engine {spec!r}; engines are: {', '.join(ENGINE_FORMS)}")

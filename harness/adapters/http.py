@@ -9,7 +9,7 @@ transport) is used only for what the client cannot express: ``/tokenize``, ``/me
 Token ids are observed as the engine returns them (vLLM's ``return_token_ids``, llama-server's
 ``__verbose`` field when it runs with ``--verbose``, or the ``id`` of each ``logprobs`` entry, MLX-LM's);
 what the engine cannot show (no token ids, no spec-decode model, no model without markers) is
-missing from its capabilities, and the checks (``harness.checks.api``) then say PRECONDITION_FAILED.
+missing from its capabilities, and the checks (``specconform.harness.checks.api``) then say PRECONDITION_FAILED.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's EAGLE verification helpers (``srt/speculative/eagle_utils.py``) for ``harness.adapters.sglang``.
+"""SGLang 0.5.23's EAGLE verification helpers (``srt/speculative/eagle_utils.py``) for
+``specconform.harness.adapters.sglang``.
 
 Two of its functions decide what the verifier is handed, and the adapter calls them rather than repeating them:
 

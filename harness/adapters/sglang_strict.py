@@ -1,8 +1,8 @@
-"""Kernel-level adapter for SGLang 0.5.23's budget B, strict thinking (``harness.adapters.sglang_strict:make``),
-judged as ``sglang-0.5.23-strict``.
+"""Kernel-level adapter for SGLang 0.5.23's budget B, strict thinking
+(``specconform.harness.adapters.sglang_strict:make``), judged as ``sglang-0.5.23-strict``.
 
-SGLang has two thinking budgets. Budget A, the custom logit processor, is ``harness.adapters.sglang``. Budget B is the
-strict-thinking grammar: a server started with ``--enable-strict-thinking`` wraps every request in a
+SGLang has two thinking budgets. Budget A, the custom logit processor, is ``specconform.harness.adapters.sglang``.
+Budget B is the strict-thinking grammar: a server started with ``--enable-strict-thinking`` wraps every request in a
 ``ReasonerGrammarObject`` (``srt/constrained/reasoner_grammar_backend.py``), and a request's
 ``max_thinking_tokens`` reaches it as ``custom_params.thinking_budget`` (``srt/managers/tokenizer_manager.py``
 lines 1560-1564, refused without strict thinking at lines 905-913). Its pieces are driven as SGLang's scheduler
@@ -33,7 +33,7 @@ drives them:
   does after each step, sampled or verified.
 
 Where a moved request's object goes is this adapter's bookkeeping (the scheduler keeps it on the request). The
-modules are imported with the package root stood in for (``harness.adapters.sglang.import_sglang``); the two
+modules are imported with the package root stood in for (``specconform.harness.adapters.sglang.import_sglang``); the two
 functions of ``spec_utils`` are compiled from the installed file alone, because the module imports SGLang's whole
 model-config zoo, which needs a torchvision built for this torch. Nothing of SGLang's code is copied here.
 """

@@ -21,8 +21,8 @@ the reason, never skipped silently. Each shape is timed ``REPEATS`` times, inter
 implementations; the median of the repeats is reported with the spread (largest / smallest repeat).
 
 By concern: how a function is timed (``timing``), what is timed (``shapes``), the peers beside ours (``peers``),
-the run of every family (``runs``) and how a run is shown (``render``). ``python -m harness.bench [OUT_DIR]`` runs
-it, as ``specconform bench`` does.
+the run of every family (``runs``) and how a run is shown (``render``). ``python -m specconform.harness.bench
+[OUT_DIR]`` runs it, as ``specconform bench`` does.
 """
 
 from .runs import main

@@ -1,4 +1,4 @@
-"""``python -m harness.bench [OUT_DIR]``: the bench run (``harness.bench.runs.main``)."""
+"""``python -m specconform.harness.bench [OUT_DIR]``: the bench run (``specconform.harness.bench.runs.main``)."""
 
 import sys
 

@@ -9,7 +9,7 @@ import time
 
 import torch
 
-import impl
+from specconform import impl
 
 from . import timing
 from .shapes import VOCAB
@@ -22,7 +22,7 @@ def load_peers() -> tuple[dict, dict[str, str]]:
     Model Runner V2's ``apply_thinking_budget``."""
     peers, missing = {}, {}
     try:
-        from harness.adapters.vllm import VllmEngine
+        from specconform.harness.adapters.vllm import VllmEngine
 
         peers["vllm"] = VllmEngine()
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the reason reported

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-import impl
-from harness.oracle import budget as tb
+from specconform import impl
+from specconform.harness.oracle import budget as tb
 
 from . import timing
 from .peers import GRAPHED, PREPARE_REJECTION, load_peers, vllm_budget_step, vllm_v2_budget_step
@@ -92,7 +92,7 @@ def bench_rejection(peers: dict) -> list[dict]:
 def bench_statistics() -> dict:
     """Trials per second of one distribution check on the CUDA kernels, as the statistical checks run
     it on a device (``stats.distribution_check_on_device``: drafts, seeds and histograms on the GPU)."""
-    from harness import stats
+    from specconform.harness import stats
 
     case = stats.standard_cases(large_vocab=1000)[0]
 

@@ -27,7 +27,7 @@ REJECTION_SHAPES = (
 
 
 def rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0.3, seed=0):
-    """(``impl.rejection_sample``'s keyword arguments, the draft logits ``[B * K, V]`` float32 that
+    """(``specconform.impl.rejection_sample``'s keyword arguments, the draft logits ``[B * K, V]`` float32 that
     ``draft_probs`` is the softmax of)."""
     gen = torch.Generator(device=timing.DEVICE).manual_seed(seed)
     logits = torch.randn(B * (K + 1), vocab, device=timing.DEVICE, generator=gen) * 2
@@ -56,7 +56,7 @@ def rejection_inputs(B, K, dtype, draft_probs, mode, vocab=VOCAB, draft_noise=0.
 
 def read_floors(inputs: dict, num_emitted: torch.Tensor) -> dict:
     """The read-once floors of one shape, each the fastest time of a plain reduction kernel
-    (``harness.read_floor``) reading those rows once, timed as a graph replay like ours:
+    (``specconform.harness.read_floor``) reading those rows once, timed as a graph replay like ours:
 
     - ``floor_ms``: the bytes the output depends on, which no correct sampler can skip: for each
       request the target rows up to its first rejection (that row included) or, with every draft
@@ -67,7 +67,7 @@ def read_floors(inputs: dict, num_emitted: torch.Tensor) -> dict:
 
     ``num_emitted [B]``: the accepted drafts plus one of each request, from the PyTorch path (the same
     decisions as the kernels, computed apart from them)."""
-    from harness.read_floor import read_floor_ms
+    from specconform.harness.read_floor import read_floor_ms
 
     k = inputs["num_draft_tokens"].to(torch.int64)
     row0 = torch.cumsum(k + 1, 0) - k - 1

@@ -1,5 +1,5 @@
 """Shared case strategies: one source of generated cases for the project's own property tests and
-for the checks that judge engines (``harness.cases.budget``, ``harness.cases.rejection``).
+for the checks that judge engines (``specconform.harness.cases.budget``, ``specconform.harness.cases.rejection``).
 
 Checks draw their cases with ``draw(strategy, seed, count)``: Hypothesis' own generator, run through
 ``@given`` with an explicit ``@seed``, no example database and only the generate phase, so the same
@@ -17,7 +17,7 @@ mutation harness or one more import would draw other cases for the same ``--seed
 ``_without_local_constants`` pins that pool to empty while ``draw`` runs, and the per-case seeds are
 derived with SHA-256 rather than Python's ``hash``.
 
-Failing cases are minimised by ``harness.shrink`` (delta debugging over the case's steps, requests
+Failing cases are minimised by ``specconform.harness.shrink`` (delta debugging over the case's steps, requests
 and drafts, judged on the same fingerprint), not by Hypothesis' shrinker: a check judges every case
 it draws, so one failure must not stop the others, and the minimal case must still fail the way the
 original did.
@@ -53,8 +53,8 @@ def _without_local_constants() -> Iterator[None]:
     probability, a constant from ``GLOBAL_CONSTANTS`` (fixed per version) or from
     ``_get_local_constants()``: the literals of every module in ``sys.modules`` that is neither the
     standard library, site-packages nor a test file, collected anew whenever ``sys.modules`` grows.
-    Importing ``harness.checks`` or ``harness.cli``, a mutant that edits a literal, or any new module
-    therefore changes the cases a seed draws. No setting turns this off (up to 6.170 at least), so
+    Importing ``specconform.harness.checks`` or ``specconform.harness.cli``, a mutant that edits a literal, or any new
+    module therefore changes the cases a seed draws. No setting turns this off (up to 6.170 at least), so
     ``_get_local_constants`` is replaced by an empty pool while this is active, and ``CONSTANTS_CACHE``
     (which caches the pool's permitted values by constraints only) is cleared on entry and on exit
     so that no value computed with the other pool leaks either way. Re-entrant and thread-safe
@@ -93,7 +93,7 @@ def _without_local_constants() -> Iterator[None]:
 
 
 _UNSUPPORTED = (
-    "harness.cases cannot make generated cases independent of the imported modules with Hypothesis {}"
+    "specconform.harness.cases cannot make generated cases independent of the imported modules with Hypothesis {}"
     " ({}): it needs _get_local_constants, CONSTANTS_CACHE and HypothesisProvider._local_constants of"
     " hypothesis.internal.conjecture.providers, as in Hypothesis 6.131.9 and later (checked up to 6.170.17)"
 )

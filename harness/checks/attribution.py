@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from specs.interface import BatchUpdate, Move
+from specconform.specs.interface import BatchUpdate, Move
 
 from .. import spec
 from ..oracle import budget as tb

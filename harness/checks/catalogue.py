@@ -4,8 +4,8 @@ requirements it covers, the profile capabilities it needs and what it does; ever
 validated against ``specs/requirements.yaml`` when the declaring module is imported.
 
 A body is ``body(engine, ctx, requirements) -> Outcome``: ``requirements`` are the ids its declaration covers, in
-the order declared, so the body writes none of them again. ``harness.checks`` gathers the declarations in its run
-order (``declared``).
+the order declared, so the body writes none of them again. ``specconform.harness.checks`` gathers the declarations in
+its run order (``declared``).
 """
 
 from __future__ import annotations

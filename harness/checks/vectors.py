@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from specs.interface import BatchUpdate
+from specconform.specs.interface import BatchUpdate
 
 from .. import spec, stats, vectors
 from ..core import Check, Context, Outcome, Tally

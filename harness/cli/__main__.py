@@ -1,4 +1,4 @@
-"""``python -m harness.cli``: the ``specconform`` command."""
+"""``python -m specconform.harness.cli``: the ``specconform`` command."""
 
 import sys
 

@@ -38,7 +38,7 @@ def cmd_replay(args) -> int:
 
 
 def cmd_prove(args) -> int:
-    """Prove each published cause that has a proof (``harness.proofs``)."""
+    """Prove each published cause that has a proof (``specconform.harness.proofs``)."""
     from .. import proofs
 
     return proofs.cmd_prove(args, dict(RunConfig.from_options(vars(args)).api_options))
@@ -64,7 +64,9 @@ def add_prove_parser(sub) -> None:
         "prove", help="check each expectation's proof: its reproduction fails unpatched and passes patched"
     )
     prv.add_argument("expectations", help="an expectations YAML file whose entries carry proof: {patch, reproduction}")
-    prv.add_argument("--engine", required=True, help="the engine the entries are of, e.g. harness.adapters.vllm:make")
+    prv.add_argument(
+        "--engine", required=True, help="the engine the entries are of, e.g. specconform.harness.adapters.vllm:make"
+    )
     prv.add_argument("--entry", help="only this entry: CHECK or CHECK:REQUIREMENT")
     add_api_options(prv)
     prv.set_defaults(func=cmd_prove)

@@ -44,7 +44,7 @@ def cmd_serve(args) -> int:
     require_extra("serve", "specconform serve")
     import uvicorn
 
-    from embedded import build_app
+    from specconform.embedded import build_app
 
     app = build_app(
         num_speculative_tokens=args.speculative_tokens,

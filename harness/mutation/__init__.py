@@ -21,7 +21,7 @@ judged by the conformance checks, not by the project's unit tests. What makes ju
 
 A mutant that some check fails (FAIL, ERROR or TIMEOUT) is KILLED; one that every check passes SURVIVED.
 
-``python -m harness.mutation run`` writes ``reports/mutation/<date>/``: ``mutants.jsonl`` (per mutant:
+``python -m specconform.harness.mutation run`` writes ``reports/mutation/<date>/``: ``mutants.jsonl`` (per mutant:
 file, line, operator, diff, status, the killing check and requirements, seconds) and ``summary.md``, with
 each survivor's classification from ``expectations/mutation-equivalent.yaml``.
 
@@ -32,8 +32,8 @@ child), ``pool`` (the forked children, their limits, and why the pool is our own
 ``summary`` (``summary.md``) and ``cli``.
 """
 
-from harness.mutation.jobs import IMPORT, Job, Setup
-from harness.mutation.mutator import Mutant, mutants_of
-from harness.mutation.pool import judge
+from specconform.harness.mutation.jobs import IMPORT, Job, Setup
+from specconform.harness.mutation.mutator import Mutant, mutants_of
+from specconform.harness.mutation.pool import judge
 
 __all__ = ["IMPORT", "Job", "Mutant", "Setup", "judge", "mutants_of"]

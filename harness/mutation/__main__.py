@@ -1,7 +1,7 @@
-"""``python -m harness.mutation``: see ``harness.mutation.cli``."""
+"""``python -m specconform.harness.mutation``: see ``specconform.harness.mutation.cli``."""
 
 import sys
 
-from harness.mutation.cli import main
+from specconform.harness.mutation.cli import main
 
 sys.exit(main())

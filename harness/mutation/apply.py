@@ -9,12 +9,17 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from harness.mutation.mutator import Mutant
+from specconform.harness.mutation.mutator import Mutant
+
+# the project's top-level folders, imported as subpackages of ``specconform`` (docs/install.md)
+PACKAGE_FOLDERS = ("harness", "impl", "embedded", "specs")
 
 
 def _module(path: str) -> str:
-    """The module name of the file at ``path`` (relative to the project's root), e.g. ``impl.markers``."""
-    return path[: -len(".py")].replace("/", ".")
+    """The module name of the file at ``path`` (relative to the source root): ``impl/markers.py`` is
+    ``specconform.impl.markers``; a file outside the project's folders keeps its own name."""
+    name = path[: -len(".py")].replace("/", ".")
+    return f"specconform.{name}" if name.split(".")[0] in PACKAGE_FOLDERS else name
 
 
 class _MutantLoader(importlib.abc.SourceLoader):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 import time
 
-from harness.mutation.apply import _patch, _reimport
-from harness.mutation.jobs import IMPORT, KILLING, Job, Setup
+from specconform.harness.mutation.apply import _patch, _reimport
+from specconform.harness.mutation.jobs import IMPORT, KILLING, Job, Setup
 
 _CATALOGUES: dict[str, dict] = {}  # built once in the parent (it parses the requirements for each check)
 
@@ -36,15 +36,15 @@ def _child(job: Job, setup: Setup, send) -> None:
     if reimported:
         _reimport(job.mutant, setup.source_root)
     if setup.max_cases:  # the first cases of each check's seeded sequence, the simplest first
-        cases = importlib.import_module("harness.cases")
+        cases = importlib.import_module("specconform.harness.cases")
         every = cases.draw
         cases.draw = lambda strategy, case_seed, count: every(strategy, case_seed, min(count, setup.max_cases))
     first = job.checks[0] if job.checks else None
     try:
         catalogue = _catalogue(setup.catalogue, fresh=reimported)
-        runner = importlib.import_module("harness.runner")
-        core = importlib.import_module("harness.core")
-        engine = importlib.import_module("harness.adapters").make_engine(job.engine)
+        runner = importlib.import_module("specconform.harness.runner")
+        core = importlib.import_module("specconform.harness.core")
+        engine = importlib.import_module("specconform.harness.adapters").make_engine(job.engine)
     except BaseException as exc:  # the mutated import or factory: the first check cannot run
         send(event="result", check=first, status="ERROR", violated=[], message=f"{type(exc).__name__}: {exc}")
         return

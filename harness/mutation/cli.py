@@ -1,20 +1,20 @@
-"""``python -m harness.mutation run|report``."""
+"""``python -m specconform.harness.mutation run|report``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-import harness.mutation
-from harness.mutation.mutator import OPERATORS
-from harness.mutation.run import run
-from harness.mutation.summary import load_classified, report
-from harness.mutation.targets import REPO
+import specconform.harness.mutation
+from specconform.harness.mutation.mutator import OPERATORS
+from specconform.harness.mutation.run import run
+from specconform.harness.mutation.summary import load_classified, report
+from specconform.harness.mutation.targets import REPO
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.mutation", description=harness.mutation.__doc__.split("\n\n")[0]
+        prog="python -m specconform.harness.mutation", description=specconform.harness.mutation.__doc__.split("\n\n")[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     go = sub.add_parser("run", help="generate, judge and report the mutants of every target")

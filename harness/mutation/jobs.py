@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.mutation.mutator import Mutant
-from harness.mutation.targets import FAST_EXCLUDE
+from specconform.harness.mutation.mutator import Mutant
+from specconform.harness.mutation.targets import FAST_EXCLUDE
 
 KILLING = ("FAIL", "ERROR", "TIMEOUT")
 
@@ -53,7 +53,7 @@ class Setup:
     (``module:function``), the checks left out, the cases' seed and the trials of a statistical check."""
 
     source_root: Path
-    catalogue: str = "harness.checks:all_checks"
+    catalogue: str = "specconform.harness.checks:all_checks"
     exclude: tuple[str, ...] = FAST_EXCLUDE
     seed: int = 20261121
     trials: int = 2_000

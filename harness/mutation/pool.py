@@ -32,8 +32,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from harness.mutation.child import _child
-from harness.mutation.jobs import KILLING, Job, Setup, Verdict
+from specconform.harness.mutation.child import _child
+from specconform.harness.mutation.jobs import KILLING, Job, Setup, Verdict
 
 
 @dataclass

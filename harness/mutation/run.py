@@ -14,13 +14,13 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.mutation.apply import _module
-from harness.mutation.child import _catalogue
-from harness.mutation.jobs import IMPORT, Job, Setup, Verdict
-from harness.mutation.mutator import Mutant, mutants_of
-from harness.mutation.pool import judge
-from harness.mutation.summary import _read, load_classified, report
-from harness.mutation.targets import FAST_EXCLUDE, REPO, TARGETS, Target
+from specconform.harness.mutation.apply import _module
+from specconform.harness.mutation.child import _catalogue
+from specconform.harness.mutation.jobs import IMPORT, Job, Setup, Verdict
+from specconform.harness.mutation.mutator import Mutant, mutants_of
+from specconform.harness.mutation.pool import judge
+from specconform.harness.mutation.summary import _read, load_classified, report
+from specconform.harness.mutation.targets import FAST_EXCLUDE, REPO, TARGETS, Target
 
 
 def sample(mutants: list[Mutant], fraction: float, seed: int) -> list[Mutant]:
@@ -41,7 +41,7 @@ def _preload(setup: Setup, targets) -> None:
     """Import the project's modules and their libraries in the parent, once: every forked child starts
     with torch, NumPy, SciPy and Hypothesis loaded, on one thread each."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    for name in ("harness.adapters", *(_module(t.path) for t in targets)):
+    for name in ("specconform.harness.adapters", *(_module(t.path) for t in targets)):
         importlib.import_module(name)
     _catalogue(setup.catalogue)
 
@@ -101,7 +101,7 @@ def _choose(args, targets: list[Target], sources: dict[str, str]) -> tuple[list[
 
 
 def run(args) -> int:
-    """Judge the mutants that ``args`` (``python -m harness.mutation run``) chooses and write the run's
+    """Judge the mutants that ``args`` (``python -m specconform.harness.mutation run``) chooses and write the run's
     folder; 1 when the unmutated code fails a check (nothing is judged then), else 0."""
     classified = load_classified(Path(args.equivalent))
     targets = [t for t in TARGETS if not args.target or t.path in args.target]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.mutation.targets import FAST_EXCLUDE
+from specconform.harness.mutation.targets import FAST_EXCLUDE
 
 CLASSES = ("equivalent", "unreachable")
 

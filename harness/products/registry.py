@@ -1,18 +1,20 @@
 """The product registry: every engine this project judges and publishes, each defined in one folder,
 ``harness/products/<name>/``, as web-platform-tests' wptrunner defines a browser in ``browsers/<product>.py``:
 
-- ``product.yaml``: its record (``harness.schemas.ProductFile``): what it is, the ``--engine`` forms it is judged as
+- ``product.yaml``: its record (``specconform.harness.schemas.ProductFile``): what it is, the ``--engine`` forms it is
+judged as
   (an adapter's ``module:factory``), its API profile, how it is installed (its tox environment and pins) and judged,
   and its published report folders under ``reports/engines/``;
-- ``profile.yaml``: what it claims (``harness.profiles``), which its adapter loads (``profile_of``), with the reason
+- ``profile.yaml``: what it claims (``specconform.harness.profiles``), which its adapter loads (``profile_of``), with
+the reason
   for each value beside it;
 - ``api-profile.yaml``: for an engine judged over HTTP, its server's request and response fields
-  (``harness.adapters.http.ApiProfile``; ``--api-profile`` names it by the record's ``api_profile``);
+  (``specconform.harness.adapters.http.ApiProfile``; ``--api-profile`` names it by the record's ``api_profile``);
 - ``expectations-<version>.yaml``: its known results (``--expectations``), each published cause proven by a patch
   under ``proofs/``.
 
 The adapters themselves stay in ``harness/adapters/``: published records and reproduction commands name them by
-their import path (``harness.adapters.vllm:make``).
+their import path (``specconform.harness.adapters.vllm:make``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .. import profiles, schemas
 FOLDER = Path(__file__).parent
 RECORD = "product.yaml"
 API_PROFILE = "api-profile.yaml"  # beside the record of a product that names an API profile
-ADAPTERS = "harness.adapters."  # the package of this project's adapters, which published records name
+ADAPTERS = "specconform.harness.adapters."  # the package of this project's adapters, which published records name
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class Product:
 
     @property
     def api_profile_path(self) -> Path | None:
-        """The fields of its server's API profile (``harness.adapters.http.ApiProfile``), when it declares one."""
+        """The fields of its server's API profile (``specconform.harness.adapters.http.ApiProfile``), when it declares
+        one."""
         return None if self.record.api_profile is None else self.folder / API_PROFILE
 
 
@@ -93,7 +96,7 @@ def profile_of(name: str) -> profiles.Profile:
 
 def adapter_forms() -> tuple[str, ...]:
     """The ``--engine`` forms of the products judged through one of this project's adapters, in process
-    (``harness.adapters.vllm:make``)."""
+    (``specconform.harness.adapters.vllm:make``)."""
     return tuple(
         form for product in products().values() for form in product.record.engines if form.startswith(ADAPTERS)
     )

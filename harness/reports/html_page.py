@@ -77,7 +77,7 @@ def _escape(value) -> Markup:
 
 
 _ENVIRONMENT = Environment(
-    loader=PackageLoader("harness.reports"),
+    loader=PackageLoader("specconform.harness.reports"),
     autoescape=True,
     finalize=_escape,
     keep_trailing_newline=True,

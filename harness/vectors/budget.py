@@ -4,7 +4,7 @@ row of every logits row; error vectors are written as their source gives them.""
 
 from __future__ import annotations
 
-from specs.interface import AddedRequest, BatchUpdate
+from specconform.specs.interface import AddedRequest, BatchUpdate
 
 from .codec import FORMAT_VERSION
 from .scenarios import SlotStep, budget_scenario

@@ -21,7 +21,7 @@ GENERATORS = {
 
 
 def entry_preconditions(kind: str, group: str, entry: dict) -> list[str]:
-    """What a vector needs of an engine's input domain (``harness.contract.PRECONDITIONS``), read off its
+    """What a vector needs of an engine's input domain (``specconform.harness.contract.PRECONDITIONS``), read off its
     content: an engine whose contract excludes one is not run on the vector."""
     if kind == "thinking-budget":
         found = contract.budget_preconditions(entry)

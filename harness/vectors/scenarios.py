@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specs.interface import BatchUpdate
+from specconform.specs.interface import BatchUpdate
 
 from ..oracle import budget as tb
 

@@ -1,7 +1,7 @@
 """Triton kernels of the thinking-budget state (specs/thinking-budget.md).
 
 State layout: ``state [NUM_FIELDS, max_num_reqs]`` int32 with the fields of
-``impl.thinking_budget`` (TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT).
+``specconform.impl.thinking_budget`` (TRACKED, BUDGET, IN_SECTION, START_M, END_M, COUNT, SPENT).
 One program (of one warp: the work is scalar) per slot for ``budget_step_kernel``, which advances the
 state by the committed tokens, writes the forced rows and makes the forced logits rows one-hot, in one
 launch. Markers and their KMP failure

@@ -72,11 +72,10 @@ def _reduce_argmax(best, best_arg):
 
 @triton.jit
 def _scratch(floats_ptr, ints_ptr, batch, width, stat_splits):
-    """Pointers into the scratch (sized by ``impl.rejection._plan``; ``W = width``, ``S = B * W * stat_splits``):
-    float32 ``stat_max [S]``, ``stat_sum [S]``, ``row_max [B * W]``, ``row_sum [B * W]``, ``race [B,
-    race splits]``; int32 ``out [B, W]``, ``num_emitted [B]``, ``first_row [B]``, ``rejected_at [B]``,
-    ``race_counter [B]``, ``row_counter [B * W]``, ``row_token [B * W]``, ``stat_arg [S]``, ``race_arg
-    [B, race splits]``."""
+    """Pointers into the scratch (sized by ``specconform.impl.rejection._plan``; ``W = width``, ``S = B * W *
+    stat_splits``): float32 ``stat_max [S]``, ``stat_sum [S]``, ``row_max [B * W]``, ``row_sum [B * W]``, ``race [B,
+    race splits]``; int32 ``out [B, W]``, ``num_emitted [B]``, ``first_row [B]``, ``rejected_at [B]``, ``race_counter
+    [B]``, ``row_counter [B * W]``, ``row_token [B * W]``, ``stat_arg [S]``, ``race_arg [B, race splits]``."""
     rows = batch * width
     stats = rows * stat_splits
     stat_max = floats_ptr

@@ -79,7 +79,7 @@ def hardware_exp(x):
 @triton.jit
 def race_noise(key, offsets):
     """The Exp(1) noise ``e`` of vocabulary ``offsets`` of the sampling stream ``key`` times ``log2(e)``
-    (``impl.rng.exponentials`` within 1e-6, relative, times that constant), in some 30 instructions per
+    (``specconform.impl.rng.exponentials`` within 1e-6, relative, times that constant), in some 30 instructions per
     element: a race's winner, ``argmax(w / e)`` or ``argmax(log w - log e)``, is the same for the noise
     times any one positive constant, and this one spares a multiply. With ``x`` uniform in ``(0, 1/2)``,
     the bottom-bit half is ``-log2(x)`` (one hardware log2) and the top-bit half ``-log1p(-x) * log2(e) =

@@ -1,4 +1,5 @@
-"""Two leads about lmdeploy 0.18.0's pure-torch verifier, run on its own code (``harness.adapters.lmdeploy``).
+"""Two leads about lmdeploy 0.18.0's pure-torch verifier, run on its own code
+(``specconform.harness.adapters.lmdeploy``).
 
     PYTHONPATH=. python proofs/lmdeploy-0.18.0/leads.py
 
@@ -20,7 +21,7 @@ from unittest import mock
 
 import torch
 
-from harness.adapters.lmdeploy import import_lmdeploy
+from specconform.harness.adapters.lmdeploy import import_lmdeploy
 
 
 def main() -> None:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The two servers of scripts/judge-mlx.sh, alone: the plain one on 127.0.0.1:${PROOF_PORT:-8797} and the one with the
 # model as its own draft (--num-draft-tokens 3) on PROOF_PORT+1. The proofs of
-# harness/products/mlx-lm/expectations-0.32.2.yaml start them twice, unpatched and patched (harness.proof_servers):
+# harness/products/mlx-lm/expectations-0.32.2.yaml start them twice, unpatched and patched (specconform.harness.proof_servers):
 # run from the repository root with the mlx-lm environment's python first on PATH and MODEL set to the model folder,
 #   specconform prove harness/products/mlx-lm/expectations-0.32.2.yaml --engine openai --api-profile mlx-lm \
 #     --base-url http://127.0.0.1:8797/v1 --model "$MODEL" --spec-base-url http://127.0.0.1:8798/v1 \
 #     --spec-model "$MODEL-spec"
 set -euo pipefail
-model=${MODEL:-$(python -c "from embedded import model; print(model.build('single').path)")}
+model=${MODEL:-$(python -c "from specconform.embedded import model; print(model.build('single').path)")}
 port=${PROOF_PORT:-8797}
 mkdir -p "$model-spec"
 ln -sf "$model"/* "$model-spec"/

@@ -1,4 +1,4 @@
-"""A lead about SGLang 0.5.23's budget B, run on its own grammar code (``harness.adapters.sglang_strict``).
+"""A lead about SGLang 0.5.23's budget B, run on its own grammar code (``specconform.harness.adapters.sglang_strict``).
 
     TRITON_INTERPRET=1 CUDA_VISIBLE_DEVICES= PYTHONPATH=. python proofs/sglang-0.5.23-strict/leads.py
 
@@ -13,8 +13,8 @@ are such parsers. Prints the forced rows for one request with budget 1 over thre
 
 from __future__ import annotations
 
-from harness.adapters.sglang_strict import StrictBudget, make
-from specs.interface import AddedRequest, BatchUpdate
+from specconform.harness.adapters.sglang_strict import StrictBudget, make
+from specconform.specs.interface import AddedRequest, BatchUpdate
 
 
 def forced_rows(engine, model_type: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""Two leads about SGLang 0.5.23's verification, run on its own code (``harness.adapters.sglang``).
+"""Two leads about SGLang 0.5.23's verification, run on its own code (``specconform.harness.adapters.sglang``).
 
     TRITON_INTERPRET=1 CUDA_VISIBLE_DEVICES= PYTHONPATH=. python proofs/sglang-0.5.23/leads.py
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.adapters.sglang import make
-from harness.oracle import rejection as rs
+from specconform.harness.adapters.sglang import make
+from specconform.harness.oracle import rejection as rs
 
 
 def degenerate_residual(engine) -> None:

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The server of scripts/judge-transformers-serve.sh (`transformers serve` on the embedded engine's tiny Qwen3 model),
 # alone on 127.0.0.1:${PROOF_PORT:-8772}. The proof of harness/products/transformers/expectations-5.23.yaml starts it twice, unpatched
-# and patched (harness.proof_servers): run from the repository root in the transformers environment,
+# and patched (specconform.harness.proof_servers): run from the repository root in the transformers environment,
 #   specconform prove harness/products/transformers/expectations-5.23.yaml --engine openai --api-profile transformers-serve \
-#     --base-url http://127.0.0.1:8772/v1 --model "$(python -c "from embedded import model; print(model.build('single').path)")"
+#     --base-url http://127.0.0.1:8772/v1 --model "$(python -c "from specconform.embedded import model; print(model.build('single').path)")"
 set -euo pipefail
-model_dir=$(python -c "from embedded import model; print(model.build('single').path)")
+model_dir=$(python -c "from specconform.embedded import model; print(model.build('single').path)")
 # its /v1/models lists the Hugging Face cache and answers 500 when the cache folder does not exist (a fresh machine)
 export HF_HUB_CACHE="${HF_HUB_CACHE:-$HOME/.cache/huggingface/hub}" HF_HUB_OFFLINE=1
 mkdir -p "$HF_HUB_CACHE"

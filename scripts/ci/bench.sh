@@ -20,14 +20,14 @@ PERF_MIN_CHANGE=${PERF_MIN_CHANGE:-0.05}
 perf_dir=$(mkdir -p "$REPORT_DIR/perf" && cd "$REPORT_DIR/perf" && pwd)
 next_dir=$(mkdir -p "$REPORT_DIR/baseline-next/perf" && cd "$REPORT_DIR/baseline-next/perf" && pwd)
 
-if ! "$PYTHON" -m harness.cli bench --out "$perf_dir"; then
+if ! "$PYTHON" -m specconform.harness.cli bench --out "$perf_dir"; then
   say "specconform bench failed; see the job log" >&2
   exit 1
 fi
 new=$(find "$perf_dir" -maxdepth 1 -name 'bench-*.json' | sort | tail -n 1)
 cp "$new" "$next_dir/"
 set +e
-"$PYTHON" -m harness.cli bench-diff --min-change "$PERF_MIN_CHANGE" "$BASELINE_DIR/perf" "$new" >"$STATE_DIR/bench.md"
+"$PYTHON" -m specconform.harness.cli bench-diff --min-change "$PERF_MIN_CHANGE" "$BASELINE_DIR/perf" "$new" >"$STATE_DIR/bench.md"
 status=$?
 set -e
 cat "$STATE_DIR/bench.md"

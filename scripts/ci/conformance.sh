@@ -35,7 +35,7 @@ case $DEVICE in
 esac
 
 # without ENGINE, the engines of [tool.specconform] in pyproject.toml, else the reference on DEVICE
-if [ -z "${ENGINE:-}" ] && ! "$PYTHON" -c 'import sys; from harness import cli; sys.exit(cli.parse(["run"]).engine is None)' \
+if [ -z "${ENGINE:-}" ] && ! "$PYTHON" -c 'import sys; from specconform.harness import cli; sys.exit(cli.parse(["run"]).engine is None)' \
   2>/dev/null; then
   ENGINE=reference:$DEVICE
 fi
@@ -67,7 +67,7 @@ fi
 
 before=$(ls "$REPORT_DIR/runs")
 set +e
-"$PYTHON" -m harness.cli run "${args[@]}" --report-dir "$REPORT_DIR/runs" | tee "$STATE_DIR/conformance.line"
+"$PYTHON" -m specconform.harness.cli run "${args[@]}" --report-dir "$REPORT_DIR/runs" | tee "$STATE_DIR/conformance.line"
 status=${PIPESTATUS[0]}
 set -e
 run_dir=$(comm -13 <(echo "$before") <(ls "$REPORT_DIR/runs") | tail -n 1)

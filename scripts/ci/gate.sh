@@ -29,7 +29,7 @@ fi
 against="the baseline in $BASELINE_DIR"
 [ ! -f "$BASELINE_DIR/SOURCE" ] || against=$(cat "$BASELINE_DIR/SOURCE")
 set +e
-"$PYTHON" -m harness.cli diff "$BASELINE_DIR/results.jsonl" "$run_dir" >"$STATE_DIR/gate.md"
+"$PYTHON" -m specconform.harness.cli diff "$BASELINE_DIR/results.jsonl" "$run_dir" >"$STATE_DIR/gate.md"
 status=$?
 set -e
 cat "$STATE_DIR/gate.md"

@@ -7,7 +7,7 @@ CUDA-event medians and ratios to the read-once floor come from `specconform benc
 import pytest
 import torch
 
-import impl
+from specconform import impl
 
 pytestmark = pytest.mark.gpu
 VOCAB = 151_936

@@ -15,13 +15,13 @@ from .conftest import ci_env, run_script, state
 
 
 def _stand_in(tmp_path, results: dict):
-    """An interpreter for which `-m harness.cli bench --out DIR` writes ``results`` into DIR."""
+    """An interpreter for which `-m specconform.harness.cli bench --out DIR` writes ``results`` into DIR."""
     stored = tmp_path / "stored-bench.json"
     stored.write_text(json.dumps(results))
     python = tmp_path / "python"
     python.write_text(
         "#!/usr/bin/env bash\n"
-        'if [ "$1 $2 $3 $4" = "-m harness.cli bench --out" ]; then\n'
+        'if [ "$1 $2 $3 $4" = "-m specconform.harness.cli bench --out" ]; then\n'
         f'  cp {stored} "$5/bench-20260102-000000.json"; exit 0\n'
         "fi\n"
         f'exec {sys.executable} "$@"\n'

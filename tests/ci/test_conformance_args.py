@@ -9,7 +9,7 @@ import pytest
 from .conftest import ci_env, run_script, state
 
 STAND_IN = """#!/usr/bin/env bash
-# `$PYTHON -m harness.cli ...` notes its words, one a line; anything else is the real interpreter
+# `$PYTHON -m specconform.harness.cli ...` notes its words, one a line; anything else is the real interpreter
 if [ "$1" = -m ]; then printf '%s\\n' "${@:3}" >"$RUN_WORDS"; exit 0; fi
 exec PYTHON "$@"
 """

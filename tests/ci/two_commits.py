@@ -2,7 +2,7 @@
 counting (it counts ``(row != -1).sum()`` and reports no broken prefix, the bug zoo's
 ``count-non-placeholders``). Both report under one engine name, as one engine's runs do."""
 
-from harness.adapters import make_engine, zoo
+from specconform.harness.adapters import make_engine, zoo
 
 ENGINE_NAME = "team-engine"
 

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("transformers", reason="the embedded engine needs transformers")
 
-import impl  # noqa: E402
-from embedded import engine as engine_module  # noqa: E402
-from embedded import model as tiny_model  # noqa: E402
-from embedded.engine import Engine, Request  # noqa: E402
+from specconform import impl  # noqa: E402
+from specconform.embedded import engine as engine_module  # noqa: E402
+from specconform.embedded import model as tiny_model  # noqa: E402
+from specconform.embedded.engine import Engine, Request  # noqa: E402
 
 BUDGETS = (None, 0, 2, 5)
 N = 8

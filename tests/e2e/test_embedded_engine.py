@@ -7,12 +7,12 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")  # absent on bare GPU images
 
-from harness import checks, runner  # noqa: E402
-from harness.adapters import embedded_server  # noqa: E402
-from harness.adapters.http import ApiEngine, embedded_profile  # noqa: E402
-from harness.checks.api.replay import _violation as _violations  # noqa: E402
-from harness.core import Context  # noqa: E402
-from harness.isolation import EngineProcess  # noqa: E402
+from specconform.harness import checks, runner  # noqa: E402
+from specconform.harness.adapters import embedded_server  # noqa: E402
+from specconform.harness.adapters.http import ApiEngine, embedded_profile  # noqa: E402
+from specconform.harness.checks.api.replay import _violation as _violations  # noqa: E402
+from specconform.harness.core import Context  # noqa: E402
+from specconform.harness.isolation import EngineProcess  # noqa: E402
 
 
 @pytest.fixture(scope="module")

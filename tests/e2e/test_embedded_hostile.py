@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")
 
-from harness.adapters import embedded_server  # noqa: E402
+from specconform.harness.adapters import embedded_server  # noqa: E402
 
 MODEL = "tiny-think-single"
 USER = [{"role": "user", "content": "so the answer"}]

@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")
 
-from embedded import model as tiny_model  # noqa: E402
-from embedded import start  # noqa: E402
-from embedded.engine import Engine, Request  # noqa: E402
-from embedded.process import EngineProcess, EngineReplicas  # noqa: E402
-from harness.adapters import embedded_server  # noqa: E402
+from specconform.embedded import model as tiny_model  # noqa: E402
+from specconform.embedded import start  # noqa: E402
+from specconform.embedded.engine import Engine, Request  # noqa: E402
+from specconform.embedded.process import EngineProcess, EngineReplicas  # noqa: E402
+from specconform.harness.adapters import embedded_server  # noqa: E402
 
 MODEL = "tiny-think-single"
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from embedded import model
+from specconform.embedded import model
 
 
 def test_head_dim_64_keeps_the_tokenizer_and_widens_the_heads(tmp_path):

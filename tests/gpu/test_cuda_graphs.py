@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-import impl
+from specconform import impl
 
 pytestmark = pytest.mark.gpu
 

@@ -8,7 +8,7 @@ residual race runs with programs truly concurrent. Both paths use the same count
 import pytest
 import torch
 
-import impl
+from specconform import impl
 
 pytestmark = pytest.mark.gpu
 VOCAB = 151_936

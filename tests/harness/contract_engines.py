@@ -3,8 +3,8 @@
 
 from dataclasses import replace
 
-from harness import contract
-from harness.adapters.oracle import OracleEngine
+from specconform.harness import contract
+from specconform.harness.adapters.oracle import OracleEngine
 
 
 class SampledDraftsOnly(OracleEngine):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx2
 
-from harness.adapters import make_engine
-from harness.core import Check, Tally
+from specconform.harness.adapters import make_engine
+from specconform.harness.core import Check, Tally
 
 from .test_api_sampling_params import fake_vllm
 

@@ -4,7 +4,7 @@ import os
 import time
 from pathlib import Path
 
-from harness.core import Check, Outcome, RequirementResult, Tally
+from specconform.harness.core import Check, Outcome, RequirementResult, Tally
 
 
 def _pass(engine, ctx):

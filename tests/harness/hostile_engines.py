@@ -6,7 +6,7 @@ import signal
 import sys
 import time
 
-from harness.adapters.oracle import OracleBudget, OracleEngine
+from specconform.harness.adapters.oracle import OracleBudget, OracleEngine
 
 
 class _Budget(OracleBudget):

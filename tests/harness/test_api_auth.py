@@ -6,10 +6,10 @@ import shlex
 import httpx2
 import pytest
 
-from harness import cli
-from harness.adapters import make_engine
-from harness.config import RunConfig, words
-from harness.core import Check
+from specconform.harness import cli
+from specconform.harness.adapters import make_engine
+from specconform.harness.config import RunConfig, words
+from specconform.harness.core import Check
 from tests.harness.test_api_spec_counters import fake_vllm, route_clients
 
 KEY = "sk-team-secret"

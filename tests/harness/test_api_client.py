@@ -5,10 +5,10 @@ the server with the client's error as evidence (a scripted stand-in for vLLM, ht
 import httpx2
 import pytest
 
-from harness import checks
-from harness.adapters import http as api
-from harness.core import FAIL, PASS, Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters import http as api
+from specconform.harness.core import FAIL, PASS, Context
+from specconform.harness.profiles import canonical
 from tests.harness.test_api_spec_counters import fake_vllm, route_clients
 
 

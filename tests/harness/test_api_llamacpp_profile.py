@@ -10,10 +10,10 @@ import json
 import httpx2
 import pytest
 
-from harness import checks
-from harness.adapters import http as api
-from harness.core import FAIL, PASS, Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters import http as api
+from specconform.harness.core import FAIL, PASS, Context
+from specconform.harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients
 
 START, END, NEWLINE, THINK, ANSWER = 50, 51, 9, 7, 8

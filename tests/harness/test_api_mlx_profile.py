@@ -13,11 +13,11 @@ from dataclasses import replace
 import httpx2
 import pytest
 
-from harness import checks
-from harness.adapters import http as api
-from harness.core import FAIL, PASS, PRECONDITION_FAILED, Context
-from harness.profiles import canonical
-from harness.runner import gate
+from specconform.harness import checks
+from specconform.harness.adapters import http as api
+from specconform.harness.core import FAIL, PASS, PRECONDITION_FAILED, Context
+from specconform.harness.profiles import canonical
+from specconform.harness.runner import gate
 from tests.harness.served_stand_in import served
 from tests.harness.test_api_spec_counters import route_clients
 from tests.harness.test_preflight import invoke

@@ -10,10 +10,10 @@ import httpx2
 import numpy as np
 import pytest
 
-from harness import checks
-from harness.adapters import http as api
-from harness.core import FAIL, PASS, Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters import http as api
+from specconform.harness.core import FAIL, PASS, Context
+from specconform.harness.profiles import canonical
 
 from .test_api_spec_counters import PROMPT_IDS, route_clients
 

@@ -14,10 +14,10 @@ import threading
 import httpx2
 import pytest
 
-from harness import checks
-from harness.adapters import http as api
-from harness.core import BLOCKED, FAIL, PASS, Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters import http as api
+from specconform.harness.core import BLOCKED, FAIL, PASS, Context
+from specconform.harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients
 
 START, END, ANSWER = 50, 51, 8

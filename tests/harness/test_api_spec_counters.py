@@ -14,11 +14,11 @@ import httpx2
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from harness import checks
-from harness.adapters import UsageError
-from harness.adapters import http as api
-from harness.core import FAIL, PASS, PRECONDITION_FAILED, Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters import UsageError
+from specconform.harness.adapters import http as api
+from specconform.harness.core import FAIL, PASS, PRECONDITION_FAILED, Context
+from specconform.harness.profiles import canonical
 
 START, END, WORD = 50, 51, 7
 PROMPT_IDS = [1, 2, 3, START]

@@ -1,14 +1,14 @@
-"""The scenarios every budget check of a family judges before its drawn ones (``harness.cases.budget.EXAMPLES``):
-reachable, judged by the oracle as their comments say, passed by the reference, and failed on their own
-requirement by an engine with the defect each one catches."""
+"""The scenarios every budget check of a family judges before its drawn ones
+(``specconform.harness.cases.budget.EXAMPLES``): reachable, judged by the oracle as their comments say, passed by the
+reference, and failed on their own requirement by an engine with the defect each one catches."""
 
 import pytest
 
-from harness.adapters.oracle import OracleBudget, OracleEngine
-from harness.adapters.reference import ReferenceEngine
-from harness.adapters.zoo import make_mutant
-from harness.cases.budget import EXAMPLES, BudgetFamily, unreachable
-from harness.checks.budget import replay_scenario
+from specconform.harness.adapters.oracle import OracleBudget, OracleEngine
+from specconform.harness.adapters.reference import ReferenceEngine
+from specconform.harness.adapters.zoo import make_mutant
+from specconform.harness.cases.budget import EXAMPLES, BudgetFamily, unreachable
+from specconform.harness.checks.budget import replay_scenario
 
 TB_CORE = ("TB-MARK-1", "TB-COUNT-1", "TB-FORCE-1", "TB-FORCE-4", "TB-NATURAL-1", "TB-UNTRACKED-1")
 TB_PROMPT = ("TB-PROMPT-1", "TB-PROMPT-2", "TB-PROMPT-3")

@@ -1,11 +1,11 @@
-"""Same seed, same cases, whatever is imported (issue 28): ``harness.cases.draw`` gives the same budget
+"""Same seed, same cases, whatever is imported (issue 28): ``specconform.harness.cases.draw`` gives the same budget
 scenarios and rejection cases in fresh interpreters that imported different modules before drawing,
 with different ``PYTHONHASHSEED``s, and other cases for another seed.
 
 Hypothesis draws now and then from constants it collects from the source of every loaded local
-module; before ``harness.cases`` pinned that pool, importing ``harness.checks`` or one more module
-changed the cases a ``--seed`` drew (the extra module here holds integers inside the ranges the case
-strategies draw from, so a leak would show)."""
+module; before ``specconform.harness.cases`` pinned that pool, importing ``specconform.harness.checks`` or one more
+module changed the cases a ``--seed`` drew (the extra module here holds integers inside the ranges the case strategies
+draw from, so a leak would show)."""
 
 import json
 import os
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = r"""
 import hashlib, importlib, json, sys
 
-from harness.cases import draw
-from harness.cases.budget import BudgetFamily, scenarios
-from harness.cases.rejection import RejectionFamily, rejection_cases
+from specconform.harness.cases import draw
+from specconform.harness.cases.budget import BudgetFamily, scenarios
+from specconform.harness.cases.rejection import RejectionFamily, rejection_cases
 
 for name in sys.argv[1:]:
     importlib.import_module(name)
@@ -79,8 +79,16 @@ def test_the_same_seed_draws_the_same_cases_whatever_is_imported(tmp_path):
     (tmp_path / "extra_constants.py").write_text(EXTRA)
     import_sets = [
         ([], "0"),
-        (["harness.checks", "harness.adapters.zoo", "harness.cli", "harness.mutation"], "1"),
-        (["extra_constants", "harness.pytest_plugin"], "random"),
+        (
+            [
+                "specconform.harness.checks",
+                "specconform.harness.adapters.zoo",
+                "specconform.harness.cli",
+                "specconform.harness.mutation",
+            ],
+            "1",
+        ),
+        (["extra_constants", "specconform.harness.pytest_plugin"], "random"),
     ]
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda args: _draw_in_fresh_interpreter(*args, tmp_path), import_sets))

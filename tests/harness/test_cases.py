@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
-from harness import checks, cli, reproductions
-from harness.adapters.oracle import OracleEngine
-from harness.cases import draw
-from harness.cases.budget import BudgetScenario, scenarios, unreachable
-from harness.cases.rejection import VOCABS, RejectionFamily, draft_kind, rejection_cases
-from harness.core import Context
-from specs.interface import Move
+from specconform.harness import checks, cli, reproductions
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.cases import draw
+from specconform.harness.cases.budget import BudgetScenario, scenarios, unreachable
+from specconform.harness.cases.rejection import VOCABS, RejectionFamily, draft_kind, rejection_cases
+from specconform.harness.core import Context
+from specconform.specs.interface import Move
 
 FAMILIES = {check.name: check.run.family for check in checks.kernel_checks() if hasattr(check.run, "family")}
 BATCH = FAMILIES["budget/batch"]

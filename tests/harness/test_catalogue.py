@@ -1,7 +1,7 @@
 """The check catalogue equals its snapshot (``catalogue_snapshot.json``): every check's name, class, requirements,
 needs, preconditions, observables and description, in run order, kernel-level and API-level apart. The snapshot
-was written from the catalogue before checks declared themselves (``harness.checks.catalogue``), so that moving
-the declarations changed no check; a deliberate change of the catalogue rewrites it:
+was written from the catalogue before checks declared themselves (``specconform.harness.checks.catalogue``), so that
+moving the declarations changed no check; a deliberate change of the catalogue rewrites it:
 ``python -m tests.harness.test_catalogue``. Declarations are validated when they are made."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import checks
-from harness.checks import catalogue
+from specconform.harness import checks
+from specconform.harness.checks import catalogue
 
 SNAPSHOT = Path(__file__).with_name("catalogue_snapshot.json")
 

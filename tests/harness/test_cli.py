@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import cli
-from harness.adapters import make_engine
+from specconform.harness import cli
+from specconform.harness.adapters import make_engine
 from tests.harness.test_api_spec_counters import fake_vllm, route_clients
 from tests.harness.test_reports import _record
 
@@ -47,9 +47,12 @@ def run_folders(tmp_path):
 
 
 MISUSES = {
-    "unknown engine": (["run", "--engine", "foobar"], ["'foobar'", "embedded", "openai", "harness.adapters.vllm:make"]),
+    "unknown engine": (
+        ["run", "--engine", "foobar"],
+        ["'foobar'", "embedded", "openai", "specconform.harness.adapters.vllm:make"],
+    ),
     "unimportable factory": (["run", "--engine", "nosuch.mod:make"], ["'nosuch.mod'"]),
-    "factory missing from its module": (["run", "--engine", "harness.cli:nosuch"], ["'nosuch'"]),
+    "factory missing from its module": (["run", "--engine", "specconform.harness.cli:nosuch"], ["'nosuch'"]),
     "openai without a server": (["run", "--engine", "openai"], ["--base-url", "--model"]),
     "unknown mutant": (["run", "--engine", "zoo:nosuch"], ["'nosuch'", "the zoo holds"]),
     "unknown zoo mutant": (["zoo", "--mutant", "nosuch"], ["'nosuch'", "the zoo holds"]),
@@ -76,7 +79,7 @@ MISUSES = {
 @pytest.mark.parametrize("argv, says", list(MISUSES.values()), ids=list(MISUSES))
 def test_every_misuse_is_one_line_and_exit_2(argv, says, capsys, monkeypatch):
     # an engine process that is slow to boot says nothing here
-    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 3600)
+    monkeypatch.setattr("specconform.harness.cli.progress.HEARTBEAT_S", 3600)
     status, out, err = invoke(argv, capsys)
     assert status == 2, err
     assert "Traceback" not in err and out == ""
@@ -114,7 +117,11 @@ def _closed_pipe(argv) -> subprocess.CompletedProcess:
     """Run ``specconform *argv`` with its stdout a pipe whose reader has already gone (``| head`` that quit)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT
+        [sys.executable, "-m", "specconform.harness.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
     )
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -188,7 +195,7 @@ def _finished(check, status="PASS"):
 
 
 def test_a_log_gets_a_line_per_check_and_a_heartbeat_while_one_runs(monkeypatch):
-    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 0.01)
+    monkeypatch.setattr("specconform.harness.cli.progress.HEARTBEAT_S", 0.01)
     log = Terminal(tty=False, waited_for="still running oracle: rejection/distribution")
     with cli.Progress(PLAN, quiet=False, stream=log) as progress:
         progress(_finished("rejection/greedy"))
@@ -200,7 +207,7 @@ def test_a_log_gets_a_line_per_check_and_a_heartbeat_while_one_runs(monkeypatch)
 
 
 def test_quiet_is_silent(monkeypatch):
-    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 0.01)
+    monkeypatch.setattr("specconform.harness.cli.progress.HEARTBEAT_S", 0.01)
     log = Terminal(tty=True)
     with cli.Progress(PLAN, quiet=True, stream=log) as progress:
         progress(_finished("rejection/greedy"))
@@ -273,7 +280,7 @@ def test_version_names_the_installed_distribution(capsys):
 
 
 def test_with_workers_the_heartbeat_names_every_check_running(monkeypatch):
-    monkeypatch.setattr("harness.cli.progress.HEARTBEAT_S", 0.01)
+    monkeypatch.setattr("specconform.harness.cli.progress.HEARTBEAT_S", 0.01)
     plan = [*PLAN, ("oracle", "rejection/invalid-ids")]
     log = Terminal(tty=False, waited_for="still running oracle: rejection/greedy, oracle: rejection/invalid-ids")
     with cli.Progress(plan, quiet=False, stream=log, workers=2) as progress:

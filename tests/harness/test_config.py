@@ -5,10 +5,10 @@ import shlex
 
 import pytest
 
-from harness import checks, cli, stats
-from harness.config import DEFAULT_ENGINES, RunConfig, Shard
-from harness.core import Check, Context
-from harness.profiles import canonical
+from specconform.harness import checks, cli, stats
+from specconform.harness.config import DEFAULT_ENGINES, RunConfig, Shard
+from specconform.harness.core import Check, Context
+from specconform.harness.profiles import canonical
 
 
 def _config(*argv) -> RunConfig:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from harness import cli, console
+from specconform.harness import cli, console
 from tests.harness.test_reports import _record
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import cli, contract, findings, profiles
-from harness.adapters.oracle import OracleEngine
-from harness.checks import attribution
-from harness.oracle import rejection as rs
+from specconform.harness import cli, contract, findings, profiles
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.checks import attribution
+from specconform.harness.oracle import rejection as rs
 
 
 def _run(tmp_path: Path, engine: str, *checks: str, options=()) -> list[dict]:
@@ -179,8 +179,8 @@ class _NamesItsOwnField(OracleEngine):
 
 @pytest.mark.req("RUN-CONTRACT-3")
 def test_a_demanded_error_may_name_the_engines_own_field():
-    from harness.checks import by_name
-    from harness.core import Context
+    from specconform.harness.checks import by_name
+    from specconform.harness.core import Context
 
     check = by_name()["vectors/thinking-budget/empty-start_token_ids"]
     engine = _NamesItsOwnField()

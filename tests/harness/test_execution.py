@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from harness import checks, cli, execution, runner
-from harness.config import RunConfig, Shard
-from harness.core import Context
-from harness.isolation import EngineProcess
+from specconform.harness import checks, cli, execution, runner
+from specconform.harness.config import RunConfig, Shard
+from specconform.harness.core import Context
+from specconform.harness.isolation import EngineProcess
 
 from . import fake_checks
 
@@ -113,7 +113,7 @@ def _earlier_run(report_dir, name, records, planned):
 
 
 def _record(check, status, unexpected=()):
-    """A whole record of an earlier run (records are typed: harness.schemas.RunRecord)."""
+    """A whole record of an earlier run (records are typed: specconform.harness.schemas.RunRecord)."""
     return {
         "engine": "oracle",
         "engine_spec": "oracle",
@@ -176,8 +176,8 @@ def test_last_failed_re_runs_only_the_failures(tmp_path, capsys):
 
 
 def test_a_context_follows_the_config():
-    from harness.isolation import EngineInfo
-    from harness.profiles import canonical
+    from specconform.harness.isolation import EngineInfo
+    from specconform.harness.profiles import canonical
 
     info = EngineInfo("e", "1", "cpu", canonical(), statistical_deviation=0.05)
     assert RunConfig(seed=3).context(info) == Context(profile=canonical(), seed=3, deviation=0.05)

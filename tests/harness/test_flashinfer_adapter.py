@@ -1,7 +1,7 @@
-"""FlashInfer's chain speculative sampling through its adapter (``harness.adapters.flashinfer_chain``).
+"""FlashInfer's chain speculative sampling through its adapter (``specconform.harness.adapters.flashinfer_chain``).
 
 The glue (a canonical case split into FlashInfer's one-``K`` calls and put back in request order) runs
-on a CPU, judged against the canonical layout of ``harness.oracle.rejection.RejectionCase``; the
+on a CPU, judged against the canonical layout of ``specconform.harness.oracle.rejection.RejectionCase``; the
 kernel itself runs only where FlashInfer and a CUDA GPU are (``scripts/judge-flashinfer-gpu.sh``).
 """
 
@@ -10,11 +10,11 @@ from functools import cache
 import numpy as np
 import pytest
 
-from harness.adapters.flashinfer_chain import draft_groups, gather_outputs
-from harness.cases import draw
-from harness.cases.rejection import RejectionFamily, rejection_cases
-from harness.checks.rejection import output_problem
-from harness.oracle import rejection as rs
+from specconform.harness.adapters.flashinfer_chain import draft_groups, gather_outputs
+from specconform.harness.cases import draw
+from specconform.harness.cases.rejection import RejectionFamily, rejection_cases
+from specconform.harness.checks.rejection import output_problem
+from specconform.harness.oracle import rejection as rs
 
 
 @cache
@@ -95,7 +95,7 @@ def test_flashinfer_output_keeps_the_layout_and_seeded_draws_repeat():
     if not torch.cuda.is_available():
         pytest.skip("FlashInfer's kernels need a CUDA GPU")
     pytest.importorskip("flashinfer.sampling", reason="FlashInfer is staged by scripts/stage-peers.sh on GPU machines")
-    from harness.adapters.flashinfer_chain import make
+    from specconform.harness.adapters.flashinfer_chain import make
 
     engine = make()
     for seed in range(10):

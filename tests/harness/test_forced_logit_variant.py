@@ -4,10 +4,10 @@ from dataclasses import replace
 
 import pytest
 
-from harness.adapters.oracle import OracleEngine
-from harness.checks import all_checks
-from harness.core import Context
-from harness.profiles import canonical, load_profile
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.checks import all_checks
+from specconform.harness.core import Context
+from specconform.harness.profiles import canonical, load_profile
 
 FORCED_LOGITS_CHECK = next(c for c in all_checks() if c.name == "budget/forced-logits")
 

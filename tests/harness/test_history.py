@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import benchdiff, cli, history
+from specconform.harness import benchdiff, cli, history
 
 from .test_reports import _record
 

@@ -5,11 +5,11 @@ acceptance metrics over zero steps (AC-METRIC-1)."""
 
 import pytest
 
-from harness import checks
-from harness.adapters.oracle import OracleBudget, OracleEngine
-from harness.adapters.reference import ReferenceBudget, ReferenceEngine
-from harness.core import Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters.oracle import OracleBudget, OracleEngine
+from specconform.harness.adapters.reference import ReferenceBudget, ReferenceEngine
+from specconform.harness.core import Context
+from specconform.harness.profiles import canonical
 
 BY_NAME = checks.by_name()
 

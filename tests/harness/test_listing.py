@@ -1,9 +1,9 @@
 """`specconform list engines` and `list profiles`: one line each, with what it is."""
 
-from harness import cli, listing, products
-from harness.adapters import ENGINE_FORMS
-from harness.adapters.http import API_PROFILES
-from harness.profiles import BUILTIN
+from specconform.harness import cli, listing, products
+from specconform.harness.adapters import ENGINE_FORMS
+from specconform.harness.adapters.http import API_PROFILES
+from specconform.harness.profiles import BUILTIN
 
 
 def _lines(capsys, what) -> list[str]:

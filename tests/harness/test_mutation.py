@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from harness import mutation
+from specconform.harness import mutation
 
 TARGET = textwrap.dedent(
     '''
@@ -26,7 +26,7 @@ TARGET = textwrap.dedent(
 ENGINE = textwrap.dedent(
     """
     import tiny_target
-    from harness.profiles import Profile
+    from specconform.harness.profiles import Profile
 
 
     class TinyEngine:
@@ -44,7 +44,7 @@ ENGINE = textwrap.dedent(
 
 CHECKS = textwrap.dedent(
     """
-    from harness.core import Check, Tally
+    from specconform.harness.core import Check, Tally
 
 
     def _forced(engine, ctx):

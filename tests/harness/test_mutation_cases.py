@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from harness import checks
-from harness.adapters.oracle import OracleBudget, OracleEngine
-from harness.adapters.reference import ReferenceEngine
-from harness.core import Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters.oracle import OracleBudget, OracleEngine
+from specconform.harness.adapters.reference import ReferenceEngine
+from specconform.harness.core import Context
+from specconform.harness.profiles import canonical
 
 BY_NAME = checks.by_name()
 

@@ -1,4 +1,5 @@
-"""The kernel-level adapters of lmdeploy and SGLang (``harness.adapters.lmdeploy``, ``harness.adapters.sglang``).
+"""The kernel-level adapters of lmdeploy and SGLang (``specconform.harness.adapters.lmdeploy``,
+``specconform.harness.adapters.sglang``).
 
 Without the peer installed (CI) only the clear error is tested; with it (``tox -e lmdeploy``, ``tox -e sglang``, or
 ``PYTHONPATH`` naming a ``pip install --no-deps --target`` folder) the adapters drive the peer's own code on small
@@ -12,9 +13,9 @@ import importlib.util
 import numpy as np
 import pytest
 
-from harness.contract import OutsideContract
-from harness.oracle import rejection as rs
-from specs.interface import AddedRequest, BatchUpdate
+from specconform.harness.contract import OutsideContract
+from specconform.harness.oracle import rejection as rs
+from specconform.specs.interface import AddedRequest, BatchUpdate
 
 
 def _needs(package):
@@ -29,7 +30,7 @@ def _missing(monkeypatch, package):
 
 
 def test_lmdeploy_adapter_names_the_package_it_needs(monkeypatch):
-    from harness.adapters import lmdeploy
+    from specconform.harness.adapters import lmdeploy
 
     _missing(monkeypatch, "lmdeploy")
     with pytest.raises(RuntimeError, match=r"pip install --no-deps lmdeploy==0\.18\.0"):
@@ -37,7 +38,7 @@ def test_lmdeploy_adapter_names_the_package_it_needs(monkeypatch):
 
 
 def test_sglang_adapter_names_the_package_it_needs(monkeypatch):
-    from harness.adapters import sglang
+    from specconform.harness.adapters import sglang
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     _missing(monkeypatch, "sglang")
@@ -47,7 +48,7 @@ def test_sglang_adapter_names_the_package_it_needs(monkeypatch):
 
 def test_lmdeploy_greedy_and_certain_drafts_match_the_oracle():
     _needs("lmdeploy")
-    from harness.adapters.lmdeploy import make
+    from specconform.harness.adapters.lmdeploy import make
 
     engine = make()
     logits = np.array([[0.0, 3.0, 0.0], [0.0, 0.0, 3.0], [3.0, 0.0, 0.0], [0.0, 9.0, -9.0], [-9.0, -9.0, 9.0]])
@@ -76,7 +77,7 @@ def sglang_engine():
 
     if os.environ.get("TRITON_INTERPRET") != "1" and not _cuda():
         pytest.skip("SGLang's Triton kernels run on a CPU only with TRITON_INTERPRET=1 set before start")
-    from harness.adapters.sglang import make
+    from specconform.harness.adapters.sglang import make
 
     return make()
 

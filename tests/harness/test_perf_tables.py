@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import perf_tables
+from specconform.harness import perf_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,12 +48,17 @@ def test_tables_come_from_the_newest_bench_of_each_gpu(tmp_path):
 
 def test_published_tables_match_the_published_benches():
     published = (ROOT / "reports/perf/README.md").read_text()
-    assert published == perf_tables.render(ROOT / "reports/perf"), "run: python -m harness.perf_tables reports/perf"
+    assert published == perf_tables.render(ROOT / "reports/perf"), (
+        "run: python -m specconform.harness.perf_tables reports/perf"
+    )
 
 
 def test_a_folder_without_benches_is_a_usage_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "harness.perf_tables", str(tmp_path)], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-m", "specconform.harness.perf_tables", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert result.returncode == 2
     assert "root:" in result.stderr and str(tmp_path) in result.stderr

@@ -8,10 +8,10 @@ from fnmatch import fnmatch
 
 import pytest
 
-from harness import checks, spec
-from harness.adapters.reference import ReferenceEngine
-from harness.core import ERROR, FAIL, PASS, PRECONDITION_FAILED, Context
-from harness.profiles import canonical
+from specconform.harness import checks, spec
+from specconform.harness.adapters.reference import ReferenceEngine
+from specconform.harness.core import ERROR, FAIL, PASS, PRECONDITION_FAILED, Context
+from specconform.harness.profiles import canonical
 
 
 def test_permissions_are_listed_apart_from_requirements_and_name_real_checks():
@@ -65,7 +65,7 @@ def test_a_padded_layout_declared_is_not_failed_and_undeclared_is():
 
 
 class WithoutValidation(ReferenceEngine):
-    """The reference in its mode without input validation (``impl.rejection_sample(validate=False)``)."""
+    """The reference in its mode without input validation (``specconform.impl.rejection_sample(validate=False)``)."""
 
     def rejection_sample_tensors(self, *args, **named):
         target_logits, draft_token_ids, num_draft_tokens, draft_probs, temperature, seeds, positions, *forced = args

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import products, runner
-from harness.adapters.http import API_PROFILES
+from specconform.harness import products, runner
+from specconform.harness.adapters.http import API_PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).with_name("product_profiles_snapshot.json")
@@ -60,7 +60,7 @@ def test_what_a_record_names_exists(name):
         assert record.api_profile in API_PROFILES
     for engine in record.engines:
         module, _, factory = engine.partition(":")
-        if module.startswith("harness.adapters."):
+        if module.startswith("specconform.harness.adapters."):
             assert callable(getattr(__import__(module, fromlist=[factory]), factory)), engine
 
 
@@ -84,7 +84,7 @@ def test_the_profiles_are_those_the_adapters_built_before_they_became_data():
 
 
 def test_a_misspelt_key_in_an_api_profile_is_an_error_that_names_it(tmp_path, monkeypatch):
-    from harness.adapters import http
+    from specconform.harness.adapters import http
 
     (tmp_path / "api-profile.yaml").write_text("budget_feld: thinking_token_budget\n")
     stand_in = products.Product(PRODUCTS["vllm-cpu-api"].record, tmp_path)

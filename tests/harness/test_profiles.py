@@ -1,7 +1,7 @@
 import pytest
 
-from harness import spec
-from harness.profiles import canonical, load_profile
+from specconform.harness import spec
+from specconform.harness.profiles import canonical, load_profile
 
 
 @pytest.mark.req("RUN-PROFILE-1")
@@ -24,9 +24,9 @@ def test_profiles_select_classes_variants_and_capabilities(tmp_path):
 def test_a_declared_padded_layout_reads_rows_through_num_emitted(tmp_path):
     """Tails written as 0 after num_emitted break the canonical layout (RS-LAYOUT-2) and are unspecified
     under the declared padded layout."""
-    from harness.adapters import zoo
-    from harness.checks import by_name
-    from harness.core import Context
+    from specconform.harness.adapters import zoo
+    from specconform.harness.checks import by_name
+    from specconform.harness.core import Context
 
     engine = zoo.make_mutant("tail-filled-with-zero")
     check = by_name()["rejection/output-contract"]
@@ -48,7 +48,7 @@ def test_an_unknown_layout_is_an_error_naming_it(tmp_path):
 
 @pytest.mark.req("RUN-PROFILE-3")
 def test_a_non_exact_verification_mode_claims_no_exact_class_and_is_named(tmp_path):
-    from harness.profiles import EXACT_RULE_CLASSES
+    from specconform.harness.profiles import EXACT_RULE_CLASSES
 
     path = tmp_path / "synthetic.yaml"
     path.write_text("name: vllm-synthetic\nverification: synthetic\n")
@@ -63,8 +63,8 @@ def test_a_non_exact_verification_mode_claims_no_exact_class_and_is_named(tmp_pa
 
 @pytest.mark.req("RUN-PROFILE-3")
 def test_a_lossless_mode_is_judged_on_the_output_distribution_alone(tmp_path):
-    from harness import checks, runner
-    from harness.core import FAIL, NOT_APPLICABLE, NOT_CLAIMED, PASS, Outcome, RequirementResult
+    from specconform.harness import checks, runner
+    from specconform.harness.core import FAIL, NOT_APPLICABLE, NOT_CLAIMED, PASS, Outcome, RequirementResult
 
     path = tmp_path / "block.yaml"
     path.write_text("name: vllm-block\nverification: block\nclasses: [rs.greedy, rs.probabilistic, stat]\n")

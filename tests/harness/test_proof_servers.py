@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli, proof_servers, proofs
+from specconform.harness import cli, proof_servers, proofs
 
 ROOT = Path(__file__).resolve().parents[2]
 

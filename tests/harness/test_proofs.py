@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli, proofs, runner
+from specconform.harness import cli, proofs, runner
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def forced(rows):
     return [-1 for _ in rows]  # the bug: nothing is ever forced
 '''
 
-ADAPTER = """from harness.adapters.oracle import OracleBudget, OracleEngine
+ADAPTER = """from specconform.harness.adapters.oracle import OracleBudget, OracleEngine
 from toybudget import rule
 
 
@@ -217,7 +217,7 @@ KERNEL_FIX = """--- a/toykernel/fill.py
 DRIVER = """
 import sys, tempfile
 from pathlib import Path
-from harness import proofs
+from specconform.harness import proofs
 proofs.install(proofs.patch_into(Path(sys.argv[1]), Path(tempfile.mkdtemp())))
 from toykernel import fill
 print(fill.value(), fill.__file__)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx2
 
-from harness import cli, public
-from harness.adapters import make_engine
+from specconform.harness import cli, public
+from specconform.harness.adapters import make_engine
 from tests.harness.test_api_spec_counters import route_clients
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -44,7 +44,7 @@ def test_plugin_honours_expectations(pytester):
 
 
 def _selected(pattern: str) -> list[str]:
-    from harness import checks, runner
+    from specconform.harness import checks, runner
 
     return [check.name for check in runner.select(checks.all_checks(), [pattern])]
 

@@ -38,7 +38,7 @@ def _expected_rows(num_draft, temperature, emitted, with_q):
 @pytest.mark.parametrize("with_q", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_floor_reads_the_rows_the_output_depends_on(monkeypatch, with_q, dtype):
-    from harness.bench import shapes, timing
+    from specconform.harness.bench import shapes, timing
 
     monkeypatch.setattr(timing, "do_bench", lambda fn, graph: fn() or 1.0)
     num_draft, temperature, emitted = [3, 0, 2, 4, 1], [1.0, 0.7, 0.0, 0.0, 2.0], [2, 1, 3, 1, 2]
@@ -52,7 +52,7 @@ def test_floor_reads_the_rows_the_output_depends_on(monkeypatch, with_q, dtype):
 
 
 def test_reader_sums_each_listed_row():
-    from harness.read_floor import READERS, read_floor_ms
+    from specconform.harness.read_floor import READERS, read_floor_ms
 
     inputs = _inputs([2, 3], [1.0, 1.0])
     target_rows, q_rows = torch.tensor([0, 4, 6]), torch.tensor([1, 3])

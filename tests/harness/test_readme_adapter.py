@@ -22,7 +22,7 @@ def test_readme_adapter_is_judged_by_the_cli(tmp_path):
     (tmp_path / "my_pkg.py").write_text(readme_adapter())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--engine", "my_pkg:make", "--quiet"]
+        [sys.executable, "-m", "specconform.harness.cli", "run", "--engine", "my_pkg:make", "--quiet"]
         + ["--check", "counting/validated", "--check", "counting/sampler", "--report-dir", str(tmp_path / "runs")],
         capture_output=True,
         text=True,

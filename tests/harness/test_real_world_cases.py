@@ -8,14 +8,20 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness import checks
-from harness.adapters.oracle import OracleEngine
-from harness.cases import draw
-from harness.cases.rejection import LAST_IDS, TILE_REMAINDER_VOCABS, RejectionFamily, rejection_cases, reordered
-from harness.checks.rejection.exact import drawn_cases, non_finite_forced_rows
-from harness.core import Context
-from harness.oracle import rejection as rs
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.cases import draw
+from specconform.harness.cases.rejection import (
+    LAST_IDS,
+    TILE_REMAINDER_VOCABS,
+    RejectionFamily,
+    rejection_cases,
+    reordered,
+)
+from specconform.harness.checks.rejection.exact import drawn_cases, non_finite_forced_rows
+from specconform.harness.core import Context
+from specconform.harness.oracle import rejection as rs
+from specconform.harness.profiles import canonical
 
 BY_NAME = checks.by_name()
 LAST = RejectionFamily(greedy="all", masks=(LAST_IDS,), vocabs=TILE_REMAINDER_VOCABS)

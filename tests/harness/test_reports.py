@@ -3,7 +3,7 @@
 import html
 import xml.etree.ElementTree as ET
 
-from harness import reports
+from specconform.harness import reports
 
 
 def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), violated=(), p=None, plots=()):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import checks, spec
-from harness.adapters import zoo
-from harness.core import ERROR, FAIL, Context, uniform_outcome
+from specconform.harness import checks, spec
+from specconform.harness.adapters import zoo
+from specconform.harness.core import ERROR, FAIL, Context, uniform_outcome
 
 # API-level requirements are broken by HTTP engines (tests/harness/test_api_*.py, tests/e2e); RUN-*
 # requirements bind the runner (tests/harness/test_runner.py); STAT-* requirements bind the harness's

@@ -6,10 +6,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from harness import cli, reports, runner
-from harness.core import Context
-from harness.isolation import EngineProcess
-from harness.profiles import canonical
+from specconform.harness import cli, reports, runner
+from specconform.harness.core import Context
+from specconform.harness.isolation import EngineProcess
+from specconform.harness.profiles import canonical
 
 from . import fake_checks
 

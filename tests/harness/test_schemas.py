@@ -1,5 +1,5 @@
-"""Data files have schemas (``harness.schemas``): a misspelt key in a profile, an expectation file or a run record
-is a usage error (exit 2) that names it, every published run's records fit the record schema, and the JSON Schema
+"""Data files have schemas (``specconform.harness.schemas``): a misspelt key in a profile, an expectation file or a run
+record is a usage error (exit 2) that names it, every published run's records fit the record schema, and the JSON Schema
 files under ``specs/schemas/`` are the models' own."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, runner, schemas, spec
+from specconform.harness import cli, runner, schemas, spec
 
 from .test_reports import _record
 

@@ -4,9 +4,9 @@ brought back; without a restart command the later checks say why they cannot run
 
 import pytest
 
-from harness import runner
-from harness.core import Context
-from harness.isolation import EngineProcess
+from specconform.harness import runner
+from specconform.harness.core import Context
+from specconform.harness.isolation import EngineProcess
 
 from . import dying_server
 

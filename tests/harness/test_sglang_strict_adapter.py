@@ -1,4 +1,4 @@
-"""SGLang 0.5.23's budget B, the strict-thinking grammar (``harness.adapters.sglang_strict``).
+"""SGLang 0.5.23's budget B, the strict-thinking grammar (``specconform.harness.adapters.sglang_strict``).
 
 Skipped unless SGLang and xgrammar are installed (``tox -e sglang``, or ``PYTHONPATH`` naming a ``pip install
 --no-deps --target`` folder): the adapter drives SGLang's grammar manager, its batch mask fill and its speculative
@@ -12,8 +12,8 @@ import importlib.util
 
 import pytest
 
-from harness.adapters.oracle import OracleEngine
-from specs.interface import AddedRequest, BatchUpdate
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.specs.interface import AddedRequest, BatchUpdate
 
 
 def _needs(*packages):
@@ -38,7 +38,7 @@ def _forced_rows(engine, steps):
 def test_budget_b_forces_the_multi_token_end_over_drafts_as_the_oracle_does(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     _needs("sglang", "xgrammar")
-    from harness.adapters.sglang_strict import make
+    from specconform.harness.adapters.sglang_strict import make
 
     steps = [
         (None, None, [[5], [5]]),  # one ordinary step: one thinking token spent

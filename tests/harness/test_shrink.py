@@ -7,17 +7,17 @@ import json
 import httpx2
 import pytest
 
-from harness import checks, reproductions
-from harness.adapters import http as api
-from harness.adapters.oracle import OracleEngine
-from harness.adapters.zoo import MUTANTS, MutantEngine
-from harness.cases.budget import BudgetScenario, single_removals, unreachable
-from harness.checks.api import twins
-from harness.checks.budget import replay_scenario
-from harness.checks.budget.minimal import fails_the_same, minimal_scenario
-from harness.core import FAIL, Context
-from harness.vectors import SlotStep
-from specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.harness import checks, reproductions
+from specconform.harness.adapters import http as api
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.adapters.zoo import MUTANTS, MutantEngine
+from specconform.harness.cases.budget import BudgetScenario, single_removals, unreachable
+from specconform.harness.checks.api import twins
+from specconform.harness.checks.budget import replay_scenario
+from specconform.harness.checks.budget.minimal import fails_the_same, minimal_scenario
+from specconform.harness.core import FAIL, Context
+from specconform.harness.vectors import SlotStep
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 from tests.harness.test_api_spec_counters import route_clients
 
 REQUIREMENTS = ("TB-BATCH-1", "TB-BATCH-2", "TB-BATCH-3", "TB-BATCH-5")

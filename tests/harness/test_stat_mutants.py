@@ -19,12 +19,12 @@ import pytest
 from scipy import special
 from scipy import stats as sps
 
-from harness import spec, stats
-from harness.checks import rejection
-from harness.checks.rejection import STATISTICAL
-from harness.core import PASS, Context, Tally
-from harness.oracle import rejection as rs
-from harness.profiles import canonical
+from specconform.harness import spec, stats
+from specconform.harness.checks import rejection
+from specconform.harness.checks.rejection import STATISTICAL
+from specconform.harness.core import PASS, Context, Tally
+from specconform.harness.oracle import rejection as rs
+from specconform.harness.profiles import canonical
 
 # The declared power the properties hold the statistics to (specs/statistics.md, "Declared power").
 DECLARED = stats.Power(0.03, 0.9)

@@ -7,10 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness import checks, stats
-from harness.adapters.reference import ReferenceEngine
-from harness.core import Context
-from harness.profiles import canonical
+from specconform.harness import checks, stats
+from specconform.harness.adapters.reference import ReferenceEngine
+from specconform.harness.core import Context
+from specconform.harness.profiles import canonical
 
 BY_NAME = checks.by_name()
 STATISTICAL_VECTORS = [

@@ -3,10 +3,10 @@ committed tokens only, never what the sampler accepted past ``max_tokens`` or a 
 
 import pytest
 
-from harness import checks
-from harness.adapters.oracle import OracleEngine
-from harness.core import Context
-from harness.profiles import canonical
+from specconform.harness import checks
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.core import Context
+from specconform.harness.profiles import canonical
 
 BY_NAME = checks.by_name()
 METRIC_CHECKS = ["counting/metrics"] + [n for n in BY_NAME if n.startswith("vectors/counting/metrics-")]

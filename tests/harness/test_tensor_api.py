@@ -5,11 +5,11 @@ whose own entry points break only it; engines that do not declare it do not clai
 import pytest
 import torch
 
-from harness import checks, profiles
-from harness.adapters import zoo
-from harness.adapters.oracle import OracleEngine
-from harness.adapters.reference import ReferenceEngine
-from harness.core import Context
+from specconform.harness import checks, profiles
+from specconform.harness.adapters import zoo
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.adapters.reference import ReferenceEngine
+from specconform.harness.core import Context
 
 BY_NAME = checks.by_name()
 TENSOR_CHECKS = ("budget/tensor-api", "rejection/tensor-api", "counting/tensor-api")

@@ -1,10 +1,10 @@
-"""Reading where a response's tokens end inside a UTF-8 character from its logprobs (harness.checks.api.utf8):
-one entry per token, or entries merged per character (llama-server's form), judged against flags written out
-by hand from the bytes each case spells."""
+"""Reading where a response's tokens end inside a UTF-8 character from its logprobs
+(specconform.harness.checks.api.utf8): one entry per token, or entries merged per character (llama-server's form),
+judged against flags written out by hand from the bytes each case spells."""
 
 import pytest
 
-from harness.checks.api import utf8
+from specconform.harness.checks.api import utf8
 
 A, B, LEAD, CONT, E2, X82 = 10, 11, 20, 21, 30, 31  # "a", "b", b"\xc3", b"\xa9", b"\xe2", b"\x82"
 

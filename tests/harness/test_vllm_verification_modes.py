@@ -1,5 +1,5 @@
 """vLLM 0.33's other verification modes (``SpeculativeConfig.rejection_sample_method``) through
-``harness.adapters.vllm_mrv2`` (skipped without vLLM 0.33; on a CPU it needs ``TRITON_INTERPRET=1`` and
+``specconform.harness.adapters.vllm_mrv2`` (skipped without vLLM 0.33; on a CPU it needs ``TRITON_INTERPRET=1`` and
 ``CUDA_VISIBLE_DEVICES=`` set before Python starts).
 
 The lossy modes, ``synthetic`` and ``fly``, are negative controls: each is judged once under the exact profile
@@ -11,9 +11,9 @@ import os
 import numpy as np
 import pytest
 
-from harness import checks, products, runner
-from harness.core import FAIL, NOT_CLAIMED, Context
-from harness.oracle import rejection as rs
+from specconform.harness import checks, products, runner
+from specconform.harness.core import FAIL, NOT_CLAIMED, Context
+from specconform.harness.oracle import rejection as rs
 
 vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm / vllm-mrv2 only")
 torch = pytest.importorskip("torch")
@@ -27,7 +27,7 @@ LOSSY = ("synthetic", "fly")
 
 @pytest.fixture(scope="module", params=LOSSY)
 def lossy(request):
-    from harness.adapters import vllm_mrv2
+    from specconform.harness.adapters import vllm_mrv2
 
     return getattr(vllm_mrv2, f"make_{request.param}")()
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from harness import checks, runner
-from harness.adapters import EXTRAS
+from specconform.harness import checks, runner
+from specconform.harness.adapters import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[2]
 WITHOUT_TORCH = Path(__file__).with_name("without_torch")  # its sitecustomize blocks the heavy packages
@@ -23,7 +23,7 @@ HEAVY = ("torch", "triton", "transformers", "tokenizers", "fastapi", "uvicorn")
 # runs each command line of argv (a JSON list) in one process: their exit statuses, stdouts and stderrs, as JSON
 RUN_EACH = """
 import contextlib, io, json, sys
-from harness import cli
+from specconform.harness import cli
 results = []
 for argv in json.loads(sys.argv[1]):
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -68,8 +68,8 @@ for module in {HEAVY!r}:
 
 
 def test_the_extras_table_matches_pyproject():
-    """Each extra ``harness.adapters.EXTRAS`` names brings the modules it lists (as pyproject.toml declares), and
-    none of them is a core dependency."""
+    """Each extra ``specconform.harness.adapters.EXTRAS`` names brings the modules it lists (as pyproject.toml
+    declares), and none of them is a core dependency."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
@@ -87,11 +87,11 @@ def test_a_light_install_judges_a_server(tmp_path):
     """``specconform run --engine openai`` against the embedded engine's server (served from this process, which
     has torch), from a process that has none: every selected check is judged, as with torch."""
     pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvicorn")
-    from harness.adapters import embedded_server
+    from specconform.harness.adapters import embedded_server
 
     selected = ["api/usage", "api/budget-binds", "api/invalid-budget"]
     done = light(
-        *("-m", "harness.cli", "run", "--engine", "openai", "--base-url", embedded_server().base_url),
+        *("-m", "specconform.harness.cli", "run", "--engine", "openai", "--base-url", embedded_server().base_url),
         *("--model", "tiny-think-single", "--spec-model", "tiny-think-single-spec"),
         *("--plain-model", "tiny-plain-single", "--report-dir", str(tmp_path), "--quiet"),
         *[word for check in selected for word in ("--check", check)],
@@ -115,7 +115,7 @@ NEEDS_AN_EXTRA = [
     (["run", "--engine", "embedded:multi"], "serve"),
     (["run", "--engine", "zoo:vocab-size-cast-to-int"], "reference"),
     (["zoo"], "reference"),  # the zoo holds mutants built on the reference implementation: said before any is judged
-    (["run", "--engine", "harness.adapters.vllm:make"], "reference"),
+    (["run", "--engine", "specconform.harness.adapters.vllm:make"], "reference"),
     (["replay", "vector.json", "--engine", "embedded"], "serve"),
     (["serve"], "serve"),
     (["bench"], "triton"),
@@ -136,7 +136,7 @@ def test_what_needs_an_extra_names_it_and_exits_2(tmp_path):
 def test_the_oracle_runs_without_the_extras(tmp_path):
     """The oracle (numpy) needs no extra, as the usage errors above say."""
     done = light(
-        *("-m", "harness.cli", "run", "--engine", "oracle"),
+        *("-m", "specconform.harness.cli", "run", "--engine", "oracle"),
         *("--check", "vectors/thinking-budget/model-opened-budget-0", "--report-dir", str(tmp_path), "--quiet"),
         cwd=tmp_path,
     )
@@ -150,8 +150,10 @@ def test_a_built_in_adapter_without_its_engine_is_a_usage_error(tmp_path, capsys
     pytest.importorskip("torch")
     if importlib.util.find_spec("flashinfer") is not None:
         pytest.skip("FlashInfer is installed here")
-    from harness import cli
+    from specconform.harness import cli
 
-    status = cli.main(["run", "--engine", "harness.adapters.flashinfer_chain:make", "--report-dir", str(tmp_path)])
+    status = cli.main(
+        ["run", "--engine", "specconform.harness.adapters.flashinfer_chain:make", "--report-dir", str(tmp_path)]
+    )
     assert status == 2 and "this Python has no flashinfer" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -2,11 +2,11 @@
 
 import pytest
 
-from harness import checks, runner, spec
-from harness.adapters import zoo
-from harness.core import Context
-from harness.isolation import EngineProcess
-from harness.profiles import TENSOR_API_CLASSES, variant_classes
+from specconform.harness import checks, runner, spec
+from specconform.harness.adapters import zoo
+from specconform.harness.core import Context
+from specconform.harness.isolation import EngineProcess
+from specconform.harness.profiles import TENSOR_API_CLASSES, variant_classes
 
 STATISTICAL = {"rejection/distribution", "rejection/distribution-one-hot", "rejection/acceptance-rule"} | {
     f"vectors/rejection/{entry['name']}"

@@ -1,6 +1,6 @@
 """impl.ThinkingBudgetState against the oracle on the shared scenario strategies.
 
-Scenarios (``harness.cases.budget``) change the persistent batch the way engines do (removals, adds
+Scenarios (``specconform.harness.cases.budget``) change the persistent batch the way engines do (removals, adds
 into holes and onto occupied slots, condensing and replacing UNIDIRECTIONAL moves, SWAPs), propose
 drafts once a request has output (zero-draft slots and marker tokens included), and commit tokens
 that obey the forced rows. After every step, every logits row's forced token must equal the oracle's,
@@ -12,10 +12,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import impl
-from harness.cases.budget import BudgetFamily, scenarios
-from harness.oracle import budget as tb
-from specs.interface import BatchUpdate
+from specconform import impl
+from specconform.harness.cases.budget import BudgetFamily, scenarios
+from specconform.harness.oracle import budget as tb
+from specconform.specs.interface import BatchUpdate
 
 from ..conftest import CUDA, HAS_TRITON
 

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cases.budget import BudgetFamily
-from harness.cases.budget import markers as marker_pairs
-from harness.oracle import budget as tb
-from harness.oracle.naive import sections, thinking_tokens
+from specconform.harness.cases.budget import BudgetFamily
+from specconform.harness.cases.budget import markers as marker_pairs
+from specconform.harness.oracle import budget as tb
+from specconform.harness.oracle.naive import sections, thinking_tokens
 
 ALPHABET = st.integers(0, 3)  # small, so that markers recur and overlap often
 # The oracle's automaton must hold for any markers, so this family lets S and E share ids.

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.oracle import rejection as rs
+from specconform.harness.oracle import rejection as rs
 
 
 @st.composite

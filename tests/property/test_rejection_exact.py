@@ -10,16 +10,16 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import impl
-import impl.rejection
-from harness.cases.rejection import MASKS, SMALL_VOCABS, RejectionFamily, rejection_cases
-from harness.oracle import rejection as rs
+from specconform import impl
+from specconform.harness.cases.rejection import MASKS, SMALL_VOCABS, RejectionFamily, rejection_cases
+from specconform.harness.oracle import rejection as rs
 
 MARGIN = 1e-5
 
 
 def cases(vocabs=SMALL_VOCABS):
-    """The shared rejection cases (``harness.cases.rejection``): every draft kind, masks, ties, forced rows."""
+    """The shared rejection cases (``specconform.harness.cases.rejection``): every draft kind, masks, ties, forced
+    rows."""
     plain = RejectionFamily(masks=MASKS, vocabs=vocabs)
     rich = RejectionFamily(masks=MASKS, vocabs=vocabs, ties=True, forced=True, draft_probs="given")
     return st.one_of(rejection_cases(plain), rejection_cases(rich))

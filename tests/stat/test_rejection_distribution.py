@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-import impl
-from harness import stats
-from harness.adapters import zoo
+from specconform import impl
+from specconform.harness import stats
+from specconform.harness.adapters import zoo
 
 TRIALS = 20_000
 FAMILY_ALPHA = 1e-6

@@ -1,6 +1,6 @@
 """An engine team's adapter, plugged in as ``module:factory``: here, a zoo mutant that ignores the budget."""
 
-from harness.adapters.zoo import make_mutant
+from specconform.harness.adapters.zoo import make_mutant
 
 
 def make():

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness import cli
+from specconform.harness import cli
 
 
 @pytest.mark.req("RUN-RECORD-2")

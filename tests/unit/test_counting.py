@@ -5,9 +5,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import impl
-from harness import spec
-from harness.oracle import counting as ac
+from specconform import impl
+from specconform.harness import spec
+from specconform.harness.oracle import counting as ac
 
 rows = st.lists(st.lists(st.integers(-1, 12), min_size=1, max_size=6), min_size=1, max_size=6)
 

@@ -5,8 +5,8 @@ import torch
 
 pytest.importorskip("transformers", reason="the embedded engine needs transformers")
 
-from embedded import model as tiny_model  # noqa: E402
-from embedded.forward import KVPool, forward  # noqa: E402
+from specconform.embedded import model as tiny_model  # noqa: E402
+from specconform.embedded.forward import KVPool, forward  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from embedded.reasoning import ReasoningSplit, split_reasoning
-from harness.oracle.naive import sections
+from specconform.embedded.reasoning import ReasoningSplit, split_reasoning
+from specconform.harness.oracle.naive import sections
 
 TOKENS = st.integers(0, 3)
 MARKERS = st.lists(TOKENS, min_size=1, max_size=3)

@@ -3,10 +3,10 @@ worked out by hand from the spec, the validation of F, and the ``forced_end`` pr
 
 import pytest
 
-from harness import checks, profiles
-from harness.adapters.oracle import OracleEngine
-from harness.core import PASS, Context
-from harness.oracle import budget as tb
+from specconform.harness import checks, profiles
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.core import PASS, Context
+from specconform.harness.oracle import budget as tb
 
 S, E, F = (9,), (7, 8), (3, 4, 7, 8)  # F = the phrase [3, 4] then E
 

@@ -7,9 +7,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import impl
-from harness.oracle import budget as tb
-from harness.oracle import rejection as rs
+from specconform import impl
+from specconform.harness.oracle import budget as tb
+from specconform.harness.oracle import rejection as rs
 
 START, END = [1], [2, 3]
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-import impl
-from harness import spec, vectors
+from specconform import impl
+from specconform.harness import spec, vectors
 
 
 @pytest.mark.req("TB-API-2")

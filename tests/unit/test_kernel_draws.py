@@ -1,4 +1,4 @@
-"""The kernels' draws (impl/kernels/rng.py) against impl.rng, which is bit-identical to the oracle's hash.
+"""The kernels' draws (impl/kernels/rng.py) against specconform.impl.rng, which is bit-identical to the oracle's hash.
 
 ``race_noise`` promises the Exp(1) noise times log2(e) within 1e-6 (relative), and ``uniform`` the
 acceptance uniform exactly; on a GPU they run on the hardware approximations, in the interpreter on
@@ -11,14 +11,14 @@ import math
 import pytest
 import torch
 
-import impl.rng
-from impl.kernels import HAS_TRITON
+import specconform.impl.rng
+from specconform.impl.kernels import HAS_TRITON
 
 if HAS_TRITON:
     import triton
     import triton.language as tl
 
-    from impl.kernels.rng import race_noise, stream_key, uniform
+    from specconform.impl.kernels.rng import race_noise, stream_key, uniform
 
     @triton.jit
     def _draws_kernel(seed_ptr, position_ptr, noise_ptr, uniform_ptr, vocab, BLOCK: tl.constexpr):
@@ -52,13 +52,13 @@ def test_the_kernels_draws_match_the_reference_draws(target):
     block = 1024
     _draws_kernel[(len(seeds), triton.cdiv(vocab, block))](seeds, positions, noise, uniforms, vocab, BLOCK=block)
 
-    expected = impl.rng.exponentials(seeds.cpu(), positions.cpu(), vocab).double() * (1 / math.log(2))
+    expected = specconform.impl.rng.exponentials(seeds.cpu(), positions.cpu(), vocab).double() * (1 / math.log(2))
     relative = (noise.cpu().double() - expected).abs() / expected
     worst = int(relative.argmax())
     assert float(relative.max()) <= 1e-6, (
         f"noise of stream {worst // vocab}, id {worst % vocab}: {float(noise.flatten()[worst])} against "
         f"{float(expected.flatten()[worst])} (relative {float(relative.max()):.2e})"
     )
-    assert torch.equal(uniforms.cpu(), impl.rng.uniforms(seeds.cpu(), positions.cpu()))
+    assert torch.equal(uniforms.cpu(), specconform.impl.rng.uniforms(seeds.cpu(), positions.cpu()))
     # both formulas were exercised: ids whose hash has the top bit set and ids whose hash has not
     assert float(expected.min()) < 0.5 / math.log(2) < float(expected.max())

@@ -7,7 +7,7 @@ fails when one of them gains coverage, so the list stays honest.
 import ast
 from pathlib import Path
 
-from harness import spec
+from specconform.harness import spec
 
 NOT_YET_COVERED: set[str] = set()
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.core import FAIL, NOT_RUN, PASS, Tally
+from specconform.harness.core import FAIL, NOT_RUN, PASS, Tally
 
 pytestmark = pytest.mark.req("RUN-STATUS-3")
 

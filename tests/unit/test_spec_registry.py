@@ -1,6 +1,6 @@
 """The requirement registry and the Markdown specification agree, id by id."""
 
-from harness import spec
+from specconform.harness import spec
 
 
 def test_every_markdown_requirement_is_registered_with_its_level_and_class():

@@ -5,8 +5,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from harness import stats
-from harness.oracle import rejection as rs
+from specconform.harness import stats
+from specconform.harness.oracle import rejection as rs
 
 
 @pytest.mark.req("STAT-TEST-3")

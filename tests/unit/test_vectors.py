@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from harness import spec, vectors
-from harness.oracle import budget as tb
-from harness.oracle import counting as ac
-from harness.oracle import rejection as rs
-from harness.vectors import schema
-from specs.interface import BatchUpdate
+from specconform.harness import spec, vectors
+from specconform.harness.oracle import budget as tb
+from specconform.harness.oracle import counting as ac
+from specconform.harness.oracle import rejection as rs
+from specconform.harness.vectors import schema
+from specconform.specs.interface import BatchUpdate
 
 
 def test_regenerating_the_vectors_changes_nothing():

@@ -1,4 +1,4 @@
-"""Budget mutants: the oracle's thinking-budget state (``harness.oracle.budget``) with one rule broken,
+"""Budget mutants: the oracle's thinking-budget state (``specconform.harness.oracle.budget``) with one rule broken,
 per request (``_REQUEST_TYPES``), per batch (``_BATCH_TYPES``) or in the engine's budget entry points
 (``_MutantBudget``)."""
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from specs.interface import BatchUpdate
+from specconform.specs.interface import BatchUpdate
 
 from ...oracle import budget as tb
 from ..oracle import OracleBudget

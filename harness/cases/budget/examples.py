@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specs.interface import AddedRequest, BatchUpdate
+from specconform.specs.interface import AddedRequest, BatchUpdate
 
 from ...vectors import SlotStep
 from .scenario import BudgetScenario
@@ -20,7 +20,7 @@ def single_request(start, end, budget, prompt, emitted) -> BudgetScenario:
 
 # Reachable shapes that the strategies draw rarely: each is a minimal case that a real engine failed
 # when an earlier generator drew it (reports/engines/vllm-0.33-v1 and -mrv2, README), and that no
-# seeded draw of these strategies reached again. The catalogue (harness.checks) gives each to the
+# seeded draw of these strategies reached again. The catalogue (specconform.harness.checks) gives each to the
 # families that can draw it; their checks judge it before the drawn scenarios.
 EXAMPLES = {
     # TB-NATURAL-1: the output closes a section it never opened, then opens one and closes it within

@@ -3,7 +3,7 @@
 
 A scenario is a program: the markers, the scope, ``max_num_reqs`` and, per step, an optional
 ``BatchUpdate`` and what each live slot proposes (``SlotStep``: drafts, how many a sampler accepts,
-the token it emits where the row is free). ``harness.vectors.budget_scenario`` runs a program
+the token it emits where the row is free). ``specconform.harness.vectors.budget_scenario`` runs a program
 through the oracle and records it in the golden-vector format, so a generated case, its minimal
 reproduction and a checked-in vector are the same kind of object.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specs.interface import BatchUpdate, Move
+from specconform.specs.interface import BatchUpdate, Move
 
 from ...vectors import SlotStep, budget_scenario
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 from ...vectors import SlotStep
 from .scenario import BudgetScenario

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 from ...oracle import budget as tb
 from ...vectors import SlotStep

@@ -42,8 +42,8 @@ class _Replay:
 def _replay(engine, prompt_ids, output_ids, budget, inside=None) -> _Replay:
     """Replay the oracle over prompt + output: every forced position must carry its token. Given where the
     bytes so far end inside a UTF-8 character (``inside``: one flag per output position, a reading of
-    ``harness.checks.api.utf8``), a profile declaring ``utf8_boundary: complete-character`` may leave a forced
-    position free there, at most ``UTF8_MAX_OVERRUN`` times (API-UTF-1)."""
+    ``specconform.harness.checks.api.utf8``), a profile declaring ``utf8_boundary: complete-character`` may leave a
+    forced position free there, at most ``UTF8_MAX_OVERRUN`` times (API-UTF-1)."""
     found = _Replay()
     state = _oracle(engine, budget, prompt_ids)
     declared = engine.api.utf8_boundary

@@ -1,6 +1,6 @@
 """A failed API-level check leaves the chat requests it sent as a standalone reproduction
 (``leaves_reproductions``); a response the ``openai`` client cannot parse fails the check's requirements
-(``client_parses``). ``harness.checks`` wraps every API-level check in both.
+(``client_parses``). ``specconform.harness.checks`` wraps every API-level check in both.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ row by row (``families``, driven by ``replay`` and, where they fail, minimised a
 single-request streams, whole generations judged by naive segmentation and markers with borders (``streams``); the
 input contract of budgets, markers and batch updates (``inputs``); and forced logits (``logits``).
 
-Scenarios come from the shared strategies (``harness.cases.budget``), which document why each is reachable for a
-real engine. A failing scenario's minimal case, in the golden-vector format, is the evidence and the reproduction
+Scenarios come from the shared strategies (``specconform.harness.cases.budget``), which document why each is reachable
+for a real engine. A failing scenario's minimal case, in the golden-vector format, is the evidence and the reproduction
 (``specconform replay FILE --engine E``).
 """
 

@@ -1,5 +1,6 @@
 """The scenario-driven thinking-budget checks: one check per family of scenarios (``BudgetFamily``), each drawn
-from the shared strategies (``harness.cases.budget``, which document why each is reachable for a real engine).
+from the shared strategies (``specconform.harness.cases.budget``, which document why each is reachable for a real
+engine).
 
 Every compared row counts as a case for the requirements it exercises (``replay.row_requirements``); a scenario
 stops at its first diverging row (its state is no longer comparable) and the next scenario goes on, so one failure

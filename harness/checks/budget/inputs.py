@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 from ...core import Context, Outcome, Tally
 from ..catalogue import check

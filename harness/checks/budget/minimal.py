@@ -1,6 +1,6 @@
-"""A failing thinking-budget scenario minimised and attributed: shrunk (``harness.shrink`` over
+"""A failing thinking-budget scenario minimised and attributed: shrunk (``specconform.harness.shrink`` over
 ``cases.budget.smaller``) while the engine still fails it on the same fingerprint, and recorded under the
-requirement its minimal case isolates (``attributed_owner``; ``harness.checks.attribution`` says how)."""
+requirement its minimal case isolates (``attributed_owner``; ``specconform.harness.checks.attribution`` says how)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def attributed_owner(
     engine, requirements: tuple[str, ...], shown: Divergence, minimal: dict
 ) -> tuple[str, frozenset[str]]:
     """``(requirement, features)``: the requirement a failing minimal case of a check of ``requirements``
-    isolates, and the features it holds (``harness.checks.attribution`` says how)."""
+    isolates, and the features it holds (``specconform.harness.checks.attribution`` says how)."""
     features = attribution.case_features(minimal)
     own = {attribution.feature_of(r) for r in requirements} - {"", "misplaced-marker"}
     proven = set()  # features whose twins pass: the failure needs them

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specs.interface import BatchUpdate, Move
+from specconform.specs.interface import BatchUpdate, Move
 
 from ...core import Tally
 from ...oracle import budget as tb

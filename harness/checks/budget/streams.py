@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specs.interface import AddedRequest, BatchUpdate
+from specconform.specs.interface import AddedRequest, BatchUpdate
 
 from ...core import Context, Outcome, Tally
 from ...oracle import budget as tb

@@ -3,7 +3,7 @@ probabilistic rows under the reference draws), the input and output contract (``
 (``seeded``), the acceptance rule under the engine's own draws (``rule``) and calibrated distribution checks
 (``distribution``, specs/statistics.md); ``output`` reads an engine's output for all of them.
 
-Generated cases come from the shared strategies (``harness.cases.rejection``, which documents why
+Generated cases come from the shared strategies (``specconform.harness.cases.rejection``, which documents why
 each is reachable). Cases are independent, so a check judges every case after a mismatch too; each case counts for the
 requirements it exercises, and a mismatch is blamed on the requirement of the first diverging request.
 """

@@ -13,7 +13,7 @@ from ...oracle import rejection as rs
 
 def outside_contract(profile, case: rs.RejectionCase) -> str | None:
     """Why ``case`` is not run against an engine with ``profile`` (None: it is): it needs an input the engine's
-    contract says its callers never produce (``harness.contract``)."""
+    contract says its callers never produce (``specconform.harness.contract``)."""
     return profile.outside_contract(
         contract.rejection_preconditions(case.draft_token_ids, case.num_draft_tokens, case.draft_probs)
     )

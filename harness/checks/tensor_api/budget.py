@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 from ...core import Context, Outcome, Tally
 from ...oracle import budget as tb
