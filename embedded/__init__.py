@@ -9,6 +9,12 @@ Models served, per tokenizer variant ``v`` (``single``, ``multi``):
 
 from __future__ import annotations
 
+if __name__ != "specconform.embedded":  # a checkout's root on the path makes the folder importable by its own name
+    raise ModuleNotFoundError(
+        f"{__name__!r} is the folder of 'specconform.embedded', importable under that name only (docs/install.md)",
+        name=__name__,
+    )
+
 import functools
 import threading
 import time

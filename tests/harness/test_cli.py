@@ -52,6 +52,10 @@ MISUSES = {
         ["'foobar'", "embedded", "openai", "specconform.harness.adapters.vllm:make"],
     ),
     "unimportable factory": (["run", "--engine", "nosuch.mod:make"], ["'nosuch.mod'"]),
+    "an adapter under the old import name": (
+        ["run", "--engine", "harness.adapters.vllm:make"],
+        ["'harness.adapters.vllm'", "'specconform.harness.adapters.vllm'"],
+    ),
     "factory missing from its module": (["run", "--engine", "specconform.harness.cli:nosuch"], ["'nosuch'"]),
     "openai without a server": (["run", "--engine", "openai"], ["--base-url", "--model"]),
     "unknown mutant": (["run", "--engine", "zoo:nosuch"], ["'nosuch'", "the zoo holds"]),

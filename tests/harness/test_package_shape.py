@@ -4,6 +4,7 @@ import name is ``specconform`` (docs/install.md, "The installed import names")."
 
 import ast
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,3 +47,12 @@ def test_the_packages_import_each_other_under_the_one_top_level_name():
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] in generic:
                 found.append(f"{path}:{node.lineno}")
     assert found == []
+
+
+def test_a_folder_imported_by_its_own_name_from_the_checkout_says_its_package_name():
+    """From a checkout's root the folders are on the path under their own names; importing one that way would load a
+    second copy of the package beside ``specconform.*``, so it fails and names the one name it has."""
+    for folder in ("harness", "impl", "embedded", "specs"):
+        done = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 1
+        assert f"ModuleNotFoundError: '{folder}' is the folder of 'specconform.{folder}'" in done.stderr
