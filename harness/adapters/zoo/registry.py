@@ -237,6 +237,14 @@ MUTANTS = (
         shipped=("vLLM 6038",),
     ),
     Mutant(
+        "unseeded-noise-not-drawn",
+        "RS-RNG-4",
+        "in a batch holding a seeded request, the unseeded requests' recovery noise is never drawn: it stays what "
+        "torch.empty_like left (zeros here), so a rejection emits the first id of 0/0 (vLLM PR 10863, issues 9441 "
+        "and 11123: rejection_sampler._multinomial filled q[non_seeded_indices], a copy, and left q unwritten)",
+        shipped=("vLLM 10863",),
+    ),
+    Mutant(
         "verified-at-temperature-one",
         MUTANT_REQUIREMENTS["temperature-ignored"],
         "a sampled request is verified against p at temperature 1, not at its own temperature (vLLM issue 9834, "
