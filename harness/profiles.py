@@ -38,8 +38,8 @@ CAPABILITIES = (
     "rejection",  # rejection_sample on canonical cases
     "reference-draws",  # seeded requests use the reference counter-based draws (RS-RNG-3)
     "seeded",  # seeded requests are deterministic
-    # a batch may mix requests with and without a seed (RS-RNG-4): the interface takes a seed per request, and the
-    # engine's callers leave requests unseeded beside seeded ones
+    # a batch may mix requests with and without a seed (rejection-sampling.md section 6, mixed batches): the
+    # interface takes a seed per request, and the engine's callers leave requests unseeded beside seeded ones
     "mixed-seeding",
     "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
     "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)

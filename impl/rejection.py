@@ -146,7 +146,7 @@ def rejection_sample(
     - ``temperature``: ``[B]`` float, 0 = greedy; None = all greedy.
     - ``seeds``: ``[B]`` int64; None draws fresh seeds from torch's generator (unseeded requests).
     - ``seeded``: ``[B]`` bool beside ``seeds``, False where a request has no seed and draws a fresh one from
-      torch's generator like an unseeded request (a batch mixing seeded and unseeded requests, RS-RNG-4); None:
+      torch's generator like an unseeded request (a mixed batch, specs/rejection-sampling.md section 6); None:
       every request of ``seeds`` has its seed.
     - ``positions``: ``[B]`` int64 sequence position of each request's first new token (default 0);
       with the seed it keys the draws (RS-RNG-1).

@@ -153,7 +153,7 @@ class VllmEngine:
         None for a request without one, or None for all. A random request with a seed gets its own seeded
         generator, as ``GPUModelRunner`` makes one only where ``SamplingParams.seed`` is set and the input batch
         keeps only those (``generators`` holds seeded requests alone); the others draw from torch's shared
-        generator (a batch mixing both is vLLM's normal operation, RS-RNG-4).
+        generator (a batch mixing both is vLLM's normal operation: rejection-sampling.md section 6).
         ``positions [B]`` reach vLLM only where its ``SamplingMetadata`` has a ``positions`` field: vLLM 0.33 has
         none, and the patch that proves RS-RNG-1's cause (proofs/vllm-0.33-v1/counter-based-draws.diff) adds it."""
         torch = self.torch

@@ -35,7 +35,8 @@ class RejectionCase:
     ``[sum(K_i), V]`` or None (one-hot drafts). ``temperature``: ``[B]``, 0 = greedy.
     ``forced_token_ids``: ``[sum(K_i + 1)]``, -1 = free. ``seeds``: ``[B]`` int64 or None (no request has a
     seed). ``seeded``: ``[B]`` bool beside ``seeds``, False where a request has no seed (its entry in ``seeds`` is
-    then unused), or None (every request has its seed): a batch may mix seeded and unseeded requests (RS-RNG-4).
+    then unused), or None (every request has its seed): a batch may mix seeded and unseeded requests (section 6,
+    mixed batches).
     ``positions``: ``[B]`` int64.
     """
 
@@ -81,7 +82,7 @@ class RejectionCase:
         return np.concatenate([[0], np.cumsum(self.num_draft_tokens)])
 
     def seed_of(self, i: int) -> int | None:
-        """Request ``i``'s seed, or None where it has none (RS-RNG-4)."""
+        """Request ``i``'s seed, or None where it has none (mixed batches, spec section 6)."""
         if self.seeds is None or (self.seeded is not None and not self.seeded[i]):
             return None
         return int(self.seeds[i])
@@ -89,7 +90,7 @@ class RejectionCase:
     @property
     def marks_unseeded(self) -> bool:
         """Whether ``seeded`` marks a request without a seed: the batch mixes seeded and unseeded requests, or
-        (all marked) holds unseeded requests alone (RS-RNG-4)."""
+        (all marked) holds unseeded requests alone (mixed batches, spec section 6)."""
         return self.seeds is not None and self.seeded is not None and not self.seeded.all()
 
     def validate(self) -> None:
@@ -194,12 +195,12 @@ def counter_draws(seed: int, position: int, vocab_size: int, noise_purpose: int 
     )
 
 
-# Where an unseeded request of a mixed batch draws fresh randomness (RS-RNG-4): OS entropy, never a seed of the case.
+# Where an unseeded request of a mixed batch draws fresh randomness (section 6): OS entropy, never a seed of the case.
 _FRESH = np.random.default_rng()
 
 
 def fresh_draws(vocab_size: int) -> Draws:
-    """Draws of a request without a seed (RS-RNG-4): the counter-based draws under a fresh seed of its own."""
+    """Draws of a request without a seed (section 6, mixed batches): the counter-based draws under a fresh seed."""
     return counter_draws(int(_FRESH.integers(0, 2**62)), 0, vocab_size)
 
 
@@ -284,7 +285,7 @@ def sample_case(
 
     ``draws[i]`` gives request ``i``'s draws; by default the counter-based draws keyed by
     ``case.seeds[i]`` and ``case.positions[i]``, and for a request that ``case.seeded`` marks unseeded fresh
-    draws (RS-RNG-4). Returns ``token_ids [B, max K_i + 1]`` (-1 padded),
+    draws (mixed batches, spec section 6). Returns ``token_ids [B, max K_i + 1]`` (-1 padded),
     ``num_emitted [B]`` and one ``RequestTrace`` per request.
     """
     case.validate()
@@ -303,7 +304,7 @@ def sample_case(
         elif case.seed_of(i) is not None:
             position = 0 if case.positions is None else int(case.positions[i])
             request_draws = counter_draws(case.seed_of(i), position, V)
-        elif case.seeded is not None:  # a request without a seed beside seeded ones draws fresh (RS-RNG-4)
+        elif case.seeded is not None:  # a request without a seed beside seeded ones draws fresh (section 6)
             request_draws = fresh_draws(V)
         else:
             request_draws = None

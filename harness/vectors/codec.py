@@ -44,7 +44,7 @@ def _case_json(case: rs.RejectionCase) -> dict:
         "seeds": None if case.seeds is None else case.seeds.tolist(),
         "positions": None if case.positions is None else case.positions.tolist(),
     }
-    if case.seeded is not None:  # written only for a batch that marks requests without a seed (RS-RNG-4)
+    if case.seeded is not None:  # written only for a batch that marks requests without a seed (a mixed batch)
         out["seeded"] = case.seeded.tolist()
     return out
 

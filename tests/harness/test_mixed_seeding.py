@@ -1,5 +1,5 @@
-"""A batch mixing seeded and unseeded requests (RS-RNG-4): the case layout, the vectors' codec, the reference
-implementation against the oracle, and which engines are handed such a batch."""
+"""A batch mixing seeded and unseeded requests (rejection-sampling.md section 6, mixed batches): the case layout, the
+vectors' codec, the reference implementation against the oracle, and which engines are handed such a batch."""
 
 from dataclasses import replace
 
@@ -45,7 +45,7 @@ def _alone(case: rs.RejectionCase, i: int) -> rs.RejectionCase:
     )
 
 
-@pytest.mark.req("RS-RNG-4")
+@pytest.mark.req("RS-INPUT-5")
 @pytest.mark.parametrize(
     "seeded,seeds,message",
     [
@@ -60,7 +60,7 @@ def test_the_oracle_rejects_a_seeded_mask_it_cannot_read_naming_it(seeded, seeds
         case.validate()
 
 
-@pytest.mark.req("RS-RNG-4")
+@pytest.mark.req("RS-INPUT-5", "RS-TENSOR-1")
 @pytest.mark.parametrize(
     "seeded,seeds,message",
     [
@@ -86,7 +86,7 @@ def test_the_tensor_api_rejects_a_seeded_mask_it_cannot_read_naming_it(target, s
         )
 
 
-@pytest.mark.req("RS-RNG-4", "RS-RNG-1")
+@pytest.mark.req("RS-RNG-1")
 def test_the_oracle_samples_a_seeded_request_beside_unseeded_ones_as_alone():
     case = _mixed_case()
     tokens, _, _ = rs.sample_case(case)
@@ -95,7 +95,7 @@ def test_the_oracle_samples_a_seeded_request_beside_unseeded_ones_as_alone():
         assert tokens[i, : case.num_draft_tokens[i] + 1].tolist() == alone[0].tolist()
 
 
-@pytest.mark.req("RS-RNG-4")
+@pytest.mark.req("RS-PROB-5")
 def test_the_oracle_draws_fresh_for_an_unseeded_request():
     """Request 1 alone has 9 ids to emit at each of its rows: 20 calls that all emit the same row happen with
     probability below 1e-15 for fresh draws, and always for draws keyed by the case."""
@@ -104,7 +104,7 @@ def test_the_oracle_draws_fresh_for_an_unseeded_request():
     assert len(rows) > 1
 
 
-@pytest.mark.req("RS-RNG-4", "RS-RNG-3")
+@pytest.mark.req("RS-RNG-1", "RS-RNG-3")
 def test_the_reference_emits_the_oracles_tokens_for_the_seeded_requests_of_a_mixed_batch(target):
     """The reference draws (RS-RNG-3) key a seeded request's tokens: beside unseeded requests the reference emits
     for it what the oracle emits for it alone; its unseeded requests emit ids inside the vocabulary."""
@@ -156,7 +156,6 @@ class _RecordingOracle(OracleEngine):
         return super().rejection_sample(case)
 
 
-@pytest.mark.req("RS-RNG-4")
 def test_an_engine_that_declares_no_mixed_batches_is_handed_none():
     """No false blame: the runner's gate keeps ``rejection/mixed-seeding`` from an engine without ``mixed-seeding``,
     and the other checks of ``rs.seeded`` hand it no request without a seed beside seeded ones."""

@@ -111,7 +111,7 @@ def test_v1_metrics_skip_steps_the_scheduler_skips(v1):
 
 
 def _mixed_case():
-    """Three sampled requests (V = 8, two drafts from a stated q); the second has no seed (RS-RNG-4)."""
+    """Three sampled requests (V = 8, two drafts from a stated q); the second has no seed (a mixed batch)."""
     rng = np.random.default_rng(11)
     return rs.RejectionCase(
         rng.normal(size=(9, 8)),
@@ -125,7 +125,7 @@ def _mixed_case():
     )
 
 
-@pytest.mark.req("RS-RNG-4")
+@pytest.mark.req("RS-RNG-1")
 def test_v1_gives_a_generator_to_the_seeded_random_requests_alone(v1):
     """vLLM's model runner makes a generator only for a random request whose SamplingParams.seed is set, and its input
     batch keeps those alone in SamplingMetadata.generators."""
@@ -133,7 +133,7 @@ def test_v1_gives_a_generator_to_the_seeded_random_requests_alone(v1):
     assert sorted(metadata.generators) == [0, 3]
 
 
-@pytest.mark.req("RS-RNG-4", "RS-RNG-1")
+@pytest.mark.req("RS-RNG-1")
 def test_v1_emits_for_a_seeded_request_beside_an_unseeded_one_what_it_emits_alone(v1):
     case = _mixed_case()
     together, _ = v1.rejection_sample(case)
@@ -143,7 +143,6 @@ def test_v1_emits_for_a_seeded_request_beside_an_unseeded_one_what_it_emits_alon
     assert together[0].tolist() == alone[0].tolist()
 
 
-@pytest.mark.req("RS-RNG-4")
 def test_mrv2_leaves_an_unseeded_request_to_draw_its_own_seed(mrv2):
     """SamplingStates.add_request marks a request without a seed (seeds_set) and draws one for it; the others keep
     theirs."""

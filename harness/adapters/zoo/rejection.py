@@ -136,10 +136,10 @@ def _shifted_draws(seed: int, position: int, vocab_size: int) -> rs.Draws:
 
 
 def _unseeded_draws(case: rs.RejectionCase, K: int, V: int, mutation: str) -> rs.Draws:
-    """Fresh draws of a request without a seed (RS-RNG-4); under ``unseeded-noise-not-drawn``, in a batch that holds a
-    seeded request, its recovery noise (the rows before its bonus row) is all zeros, what vLLM's ``_multinomial``
-    left in ``torch.empty_like``'s tensor when it filled a copy (PR 10863): ``residual / 0`` is ``inf`` or ``0 / 0 =
-    NaN``, and ``argmax`` (NumPy's as torch's) takes the first NaN, else the first ``inf``."""
+    """Fresh draws of a request without a seed (spec section 6, mixed batches). Under ``unseeded-noise-not-drawn``,
+    in a batch that holds a seeded request, its recovery noise (the rows before its bonus row) is all zeros: what
+    vLLM's ``_multinomial`` left in ``torch.empty_like``'s tensor when it filled a copy (PR 10863). ``residual / 0``
+    is ``inf`` or ``0 / 0 = NaN``, and ``argmax`` (NumPy's as torch's) takes the first NaN, else the first ``inf``."""
     fresh = rs.fresh_draws(V)
     if mutation != "unseeded-noise-not-drawn" or case.seeded.sum() == 0:
         return fresh
@@ -196,7 +196,7 @@ def _mutant_sample_case(case: rs.RejectionCase, mutation: str, draws_for) -> tup
         position = 0 if case.positions is None else int(case.positions[i])
         if seed is not None:
             draws = draws_for(seed, position, V)
-        elif case.seeded is not None:  # unseeded beside seeded requests (RS-RNG-4)
+        elif case.seeded is not None:  # unseeded beside seeded requests (mixed batches, spec section 6)
             draws = _unseeded_draws(case, K, V, mutation)
         else:
             draws = None

@@ -135,24 +135,25 @@ MIXED_DISTRIBUTION_CASES = ("reverse-ranked", "vocab-37")
 @check(
     "rejection/mixed-seeding",
     cls="rs.seeded",
-    covers=("RS-RNG-4",),
+    covers=("RS-RNG-1", "RS-PROB-5"),
     needs=("rejection", "seeded", "mixed-seeding"),
     description="in a batch mixing seeded and unseeded requests, the seeded emit what they emit alone and the "
     "unseeded sample the exact distribution, independently",
 )
 def mixed_seeding(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    """RS-RNG-4, on engines that take a batch mixing requests with and without a seed (capability ``mixed-seeding``):
+    """A batch mixing requests with and without a seed (rejection-sampling.md section 6, mixed batches), on engines
+    that take one (capability ``mixed-seeding``):
 
-    - the 20 seeded requests of ``rejection/seeded-independence``, each alone and then beside the same neighbours
-      without their seeds (``seeded`` false), in the last, first and second slot, must emit the same tokens;
-    - the unseeded trials of two standard distribution cases (``MIXED_DISTRIBUTION_CASES``), each beside a seeded
-      copy of itself in one batch, must follow the exact output distribution (calibrated G-tests, specs/
+    - RS-RNG-1: the 20 seeded requests of ``rejection/seeded-independence``, each alone and then beside the same
+      neighbours without their seeds (``seeded`` false), in the last, first and second slot, emit the same tokens;
+    - RS-PROB-5: the unseeded trials of two standard distribution cases (``MIXED_DISTRIBUTION_CASES``), each beside
+      a seeded copy of itself in one batch, follow the exact output distribution (calibrated G-tests, specs/
       statistics.md);
-    - a seeded request and two unseeded ones with the same input (one draft, one-hot, a uniform target over 64 ids)
-      sampled in ``INDEPENDENT_CALLS`` calls: an unseeded row equal to another row of its batch in every call
-      (probability about 4e-15 for independent rows) draws no fresh randomness."""
+    - RS-PROB-5: a seeded request and two unseeded ones with the same input (one draft, one-hot, a uniform target
+      over 64 ids) sampled in ``INDEPENDENT_CALLS`` calls: an unseeded row equal to another row of its batch in
+      every call (probability about 4e-15 for independent rows) is no fresh sample of its distribution."""
     tally = Tally(requirements)
-    _seeded_alone_and_in_batches(engine, ctx, tally, "RS-RNG-4", neighbours_seeded=False)
+    _seeded_alone_and_in_batches(engine, ctx, tally, "RS-RNG-1", neighbours_seeded=False)
     lines = _unseeded_rows_distribution(engine, ctx, tally)
     _unseeded_rows_independent(engine, ctx, tally)
     return tally.outcome(
@@ -201,12 +202,12 @@ def _unseeded_rows_distribution(engine, ctx: Context, tally: Tally) -> list[str]
             if report.out_of_range:
                 failed.append(f"{report.out_of_range} rows with an id outside [0, V) or a hole")
             tally.violated(
-                "RS-RNG-4",
+                "RS-PROB-5",
                 "unseeded-rows-off-distribution",
                 f"unseeded trials beside seeded copies of themselves ({trials} trials): " + "; ".join(failed),
             )
         elif all(t.counted for t, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE):
-            tally.exercised("RS-RNG-4")
+            tally.exercised("RS-PROB-5")
     return lines
 
 
@@ -220,11 +221,11 @@ def _unseeded_rows_independent(engine, ctx: Context, tally: Tally) -> None:
     for first, second, names in ((1, 0, "the seeded"), (2, 0, "the seeded"), (2, 1, "the other unseeded")):
         if all(call[first] == call[second] for call in rows):
             tally.violated(
-                "RS-RNG-4",
-                "unseeded-draws-not-fresh",
+                "RS-PROB-5",
+                "unseeded-row-copies-another",
                 f"unseeded request {first} emitted what {names} request {second} emitted in all "
                 f"{INDEPENDENT_CALLS} calls, same input (one draft {draft}, one-hot; a uniform target over "
                 f"{INDEPENDENCE_VOCAB} ids): {[call[first] for call in rows]}",
             )
             return
-    tally.exercised("RS-RNG-4")
+    tally.exercised("RS-PROB-5")
