@@ -195,8 +195,9 @@ def counter_draws(seed: int, position: int, vocab_size: int, noise_purpose: int 
     )
 
 
-# Where an unseeded request of a mixed batch draws fresh randomness (section 6): OS entropy, never a seed of the case.
-_FRESH = np.random.default_rng()
+# Where an unseeded request of a mixed batch draws fresh randomness (section 6): one generator for the process, as an
+# engine's shared generator, never keyed by the case; seeded as torch's default generator is, so a run replays.
+_FRESH = np.random.default_rng(0)
 
 
 def fresh_draws(vocab_size: int) -> Draws:
