@@ -15,12 +15,12 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
     end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
-    contract: [drafts-sampled-from-q]  # inputs the engine's own callers never produce (harness.contract)
+    contract: [drafts-sampled-from-q]  # inputs the engine's own callers never produce (specconform.harness.contract)
     derived: [broken_prefix]   # observables the adapter computes instead of reading them from the engine
     field_names:               # the engine's own names of the spec's fields, which its errors may name (TB-API-3)
       start_token_ids: [reasoning_start_str]
 
-An unknown key is an error that names it (the file's schema: ``harness.schemas.ProfileFile``).
+An unknown key is an error that names it (the file's schema: ``specconform.harness.schemas.ProfileFile``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ CAPABILITIES = (
     # declared, never in the canonical profile: the adapter hands the checks the engine's own tensor entry points
     # (``tensor_api``, thinking-budget.md section 10), judged by the classes of TENSOR_API_CLASSES
     "tensor-api",
-    # API level (harness.adapters.http), probed from the running server:
+    # API level (specconform.harness.adapters.http), probed from the running server:
     "http",  # an OpenAI-compatible endpoint
     "token-ids",  # responses carry the generated tokens' ids (return_token_ids, verbose, logprobs)
     "marker-ids",  # the reasoning markers' ids can be looked up (/tokenize), and responses carry the prompt's
@@ -96,7 +96,7 @@ class Profile:
     forced_end: str = "marker"
     end_markers: str = "one"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
-    # the engine contract (harness.contract): inputs its callers never produce, observables its adapter derives
+    # the engine contract (specconform.harness.contract): inputs its callers never produce, observables its adapter derives
     contract: frozenset[str] = frozenset()
     derived: frozenset[str] = frozenset()
     # spec field -> the engine's own names for it, which an error may name instead (TB-API-3)
@@ -190,7 +190,7 @@ class Profile:
 def canonical(scope: str = "request") -> Profile:
     """Every kernel-level class, with the canonical variants (or the per-section scope variant).
 
-    The ``api.*`` classes belong to engines judged over HTTP (``harness.adapters.http``); the tensor-level API's
+    The ``api.*`` classes belong to engines judged over HTTP (``specconform.harness.adapters.http``); the tensor-level API's
     classes to engines that declare it (``with_tensor_api``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
     kernel = {c for c in spec.classes() if not c.startswith("api.")} - set(variant_classes()) - set(TENSOR_API_CLASSES)

@@ -4,7 +4,7 @@
 GPU (and on CPU tensors under ``TRITON_INTERPRET=1`` with ``backend="triton"``) it launches three
 Triton kernels, two of them parallel over the vocabulary (see ``impl/kernels/rejection.py``); on a CPU
 it runs a vectorised PyTorch path with the same semantics and the same counter-based draws
-(``impl.rng``), so GPU, CPU and the oracle agree token for token except within ~1e-6 of a
+(``specconform.impl.rng``), so GPU, CPU and the oracle agree token for token except within ~1e-6 of a
 floating-point decision boundary.
 """
 

@@ -1,4 +1,4 @@
-"""Kernel-level adapter for FlashInfer's chain speculative sampling (``harness.adapters.flashinfer_chain:make``).
+"""Kernel-level adapter for FlashInfer's chain speculative sampling (``specconform.harness.adapters.flashinfer_chain:make``).
 
 Judged as ``flashinfer-0.7.2``: ``flashinfer.sampling.chain_speculative_sampling`` (the CUDA kernel
 ``ChainSpeculativeSampling`` of ``include/flashinfer/sampling.cuh``, JIT-compiled on first use), driven

@@ -1,4 +1,4 @@
-"""Kernel-level adapter for lmdeploy 0.18.0's speculative verifiers (``harness.adapters.lmdeploy:make``).
+"""Kernel-level adapter for lmdeploy 0.18.0's speculative verifiers (``specconform.harness.adapters.lmdeploy:make``).
 
 Judged as ``lmdeploy-0.18.0`` (the pure-torch ``DefaultRejectionSamplingImpl`` of
 ``pytorch/backends/default/rejection_sampling.py``, which lmdeploy's dlinfer backends inherit) and as

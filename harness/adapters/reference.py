@@ -16,7 +16,7 @@ class ReferenceEngine:
     def __init__(self, device: str = "cpu", backend: str = "auto"):
         import torch
 
-        import impl
+        from specconform import impl
 
         self.torch = torch
         self.impl = impl

@@ -1,4 +1,4 @@
-"""Kernel-level adapter for SGLang 0.5.23 (``harness.adapters.sglang:make``), judged as ``sglang-0.5.23``.
+"""Kernel-level adapter for SGLang 0.5.23 (``specconform.harness.adapters.sglang:make``), judged as ``sglang-0.5.23``.
 
 SGLang's server cannot run here (its ``sglang-kernel`` wheel is built for another torch and has no CPU ops), so its
 pieces are driven as its own callers drive them:
@@ -18,7 +18,7 @@ pieces are driven as its own callers drive them:
   with drafts lies outside what the processor is ever handed (``OutsideContract``, NOT_APPLICABLE, saying so).
 - **Verification**, dispatched as ``eagle_utils.eagle_sample`` dispatches it on a CUDA GPU with
   ``speculative_use_rejection_sampling`` (the dispatch predicate and the seeded coins are ``eagle_utils``'s own:
-  ``harness.adapters.sglang_eagle``). Each request's sampling parameters are SGLang's ``SamplingParams`` for the
+  ``specconform.harness.adapters.sglang_eagle``). Each request's sampling parameters are SGLang's ``SamplingParams`` for the
   case's temperature and seed (temperature 0 becomes temperature 1 with top-k 1). SGLang verifies one draft length
   per batch, so a case's requests are verified in groups of equal ``K``, each laid out as a chain: candidates
   ``[b, K + 1]`` with slot 0 the last verified token and the drafts after it, ``retrieve_index`` the rows in order,

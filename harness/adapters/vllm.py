@@ -1,7 +1,7 @@
-"""Kernel-level adapter for vLLM's legacy model runner (``--engine harness.adapters.vllm:make``).
+"""Kernel-level adapter for vLLM's legacy model runner (``--engine specconform.harness.adapters.vllm:make``).
 
 Judged as ``vllm-0.33-v1``: the path ``VLLM_USE_V2_MODEL_RUNNER=0`` selects in vLLM 0.33 (Model
-Runner V2, the default wherever Triton is available, is ``harness.adapters.vllm_mrv2``). It drives
+Runner V2, the default wherever Triton is available, is ``specconform.harness.adapters.vllm_mrv2``). It drives
 vLLM's own code, translated from the canonical case format; every judged value is vLLM's:
 
 - rejection sampling: ``vllm.v1.sample.rejection_sampler.RejectionSampler.forward`` (vLLM's

@@ -1,7 +1,7 @@
-"""Kernel-level adapter for vLLM's Model Runner V2 (``--engine harness.adapters.vllm_mrv2:make``).
+"""Kernel-level adapter for vLLM's Model Runner V2 (``--engine specconform.harness.adapters.vllm_mrv2:make``).
 
 Model Runner V2 is vLLM 0.33's default model runner wherever Triton is available
-(``VLLM_USE_V2_MODEL_RUNNER=0`` selects the legacy one, judged by ``harness.adapters.vllm``). This
+(``VLLM_USE_V2_MODEL_RUNNER=0`` selects the legacy one, judged by ``specconform.harness.adapters.vllm``). This
 adapter drives its code as ``vllm/v1/worker/gpu/model_runner.py`` (``GPUModelRunner``) does, translated
 from the canonical case format:
 

@@ -1,4 +1,4 @@
-"""Rejection-sampling cases in the canonical ragged layout (``harness.oracle.rejection.RejectionCase``).
+"""Rejection-sampling cases in the canonical ragged layout (``specconform.harness.oracle.rejection.RejectionCase``).
 
 Hypothesis draws the structure every rule branches on: the vocabulary size, the batch, each
 request's draft count and temperature, whether draft probabilities are given, how each draft row's

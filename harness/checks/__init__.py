@@ -1,5 +1,5 @@
 """The catalogue of checks, by area: every check declares its conformance class, the requirements it covers and
-the engine capabilities it needs where it is written (``harness.checks.catalogue``), and importing the catalogue
+the engine capabilities it needs where it is written (``specconform.harness.checks.catalogue``), and importing the catalogue
 validates every declared requirement id and class against ``specs/requirements.yaml``. This module gathers them in
 run order.
 
@@ -89,7 +89,7 @@ def kernel_checks() -> list[Check]:
 
 
 def api_checks() -> list[Check]:
-    """Every API-level check (``harness.checks.api``), in run order."""
+    """Every API-level check (``specconform.harness.checks.api``), in run order."""
     # a response the openai client cannot parse is a failure of the server, not an error of the check
     # a failed requirement leaves the requests the check sent as a reproduction
     return [

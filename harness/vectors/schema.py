@@ -2,7 +2,7 @@
 
 Each file holds the inputs of one group of a published vector file (``specs/vectors/<kind>.json``); the generators
 (``budget``, ``rejection``, ``counting``) read it and add what the oracle computes. A key that no model names is an
-error that names the key and the file (``harness.schemas.parse``).
+error that names the key and the file (``specconform.harness.schemas.parse``).
 
 To add a golden vector: add an entry to the group's file, run ``specconform vectors --write`` and review the diff of
 ``specs/vectors/``; ``specconform vectors`` (and the test suite) checks the published files are current.
@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, model_validator
 
-from specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 from ..oracle import rejection as rs
 from ..schemas import Strict, parse
@@ -42,7 +42,7 @@ class Added(Strict):
 
 
 class Update(Strict):
-    """A ``specs.interface.BatchUpdate``: applied removed → added → moved (TB-BATCH-1)."""
+    """A ``specconform.specs.interface.BatchUpdate``: applied removed → added → moved (TB-BATCH-1)."""
 
     batch_size: int
     removed: list[int] = []
@@ -55,7 +55,7 @@ class Update(Strict):
 
 
 class SlotProposal(Strict):
-    """What a slot proposes in a step (``harness.vectors.SlotStep``)."""
+    """What a slot proposes in a step (``specconform.harness.vectors.SlotStep``)."""
 
     drafts: list[int] = []
     accept: int = Field(0, description="how many drafts the sampler would accept")

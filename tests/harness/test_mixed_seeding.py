@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-import impl
-from harness import checks, runner, vectors
-from harness.adapters.oracle import OracleEngine
-from harness.core import PRECONDITION_FAILED, Context
-from harness.oracle import rejection as rs
+from specconform import impl
+from specconform.harness import checks, runner, vectors
+from specconform.harness.adapters.oracle import OracleEngine
+from specconform.harness.core import PRECONDITION_FAILED, Context
+from specconform.harness.oracle import rejection as rs
 
 
 def _mixed_case(seeded=(True, False, True, False)) -> rs.RejectionCase:

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from harness.oracle import budget as tb
-from harness.oracle import rejection as rs
-from specs.interface import AddedRequest, BatchUpdate
+from specconform.harness.oracle import budget as tb
+from specconform.harness.oracle import rejection as rs
+from specconform.specs.interface import AddedRequest, BatchUpdate
 
 vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm / vllm-mrv2 only")
 torch = pytest.importorskip("torch")
@@ -21,14 +21,14 @@ if not torch.cuda.is_available() and (
 
 @pytest.fixture(scope="module")
 def mrv2():
-    from harness.adapters import vllm_mrv2
+    from specconform.harness.adapters import vllm_mrv2
 
     return vllm_mrv2.make()
 
 
 @pytest.fixture(scope="module")
 def v1():
-    from harness.adapters import vllm as vllm_v1
+    from specconform.harness.adapters import vllm as vllm_v1
 
     return vllm_v1.make()
 
@@ -99,7 +99,7 @@ def test_greedy_verification_equals_the_oracle(runner, request):
 
 @pytest.mark.req("AC-METRIC-2")
 def test_v1_metrics_skip_steps_the_scheduler_skips(v1):
-    from harness.oracle import counting as ac
+    from specconform.harness.oracle import counting as ac
 
     steps = [(3, [1, 2, -1, -1], None), (2, [-1, -1, -1], None), (1, [4, 5], None)]  # the middle row: discarded
     oracle = ac.AcceptanceMetrics(max_positions=3)
