@@ -38,6 +38,9 @@ CAPABILITIES = (
     "rejection",  # rejection_sample on canonical cases
     "reference-draws",  # seeded requests use the reference counter-based draws (RS-RNG-3)
     "seeded",  # seeded requests are deterministic
+    # a batch may mix requests with and without a seed (rejection-sampling.md section 6, mixed batches): the
+    # interface takes a seed per request, and the engine's callers leave requests unseeded beside seeded ones
+    "mixed-seeding",
     "input-validation",  # invalid sampler input raises instead of giving unspecified tokens
     "counting",  # count_emitted(token_ids, vocab_size) -> (num_emitted, broken_prefix, out_of_vocab)
     "metrics",  # acceptance_metrics(steps (K, row, commit_limit), eos_token_ids) -> dict of AC-METRIC values
@@ -54,7 +57,7 @@ CAPABILITIES = (
     "spec-model",  # the profile names the same model with speculative decoding
     "plain-model",  # the profile names a model without reasoning markers
 )
-KERNEL_CAPABILITIES = CAPABILITIES[:8]  # the canonical profile: every kernel capability but unvalidated-mode
+KERNEL_CAPABILITIES = CAPABILITIES[:9]  # the canonical profile: every kernel capability but unvalidated-mode
 SCOPE_CLASSES = {"request": "tb.scope.request", "section": "tb.scope.section"}
 FORCED_LOGITS = ("one-hot", "large-constant")
 # RS-LAYOUT-3: ragged (canonical) or padded (the adapter translates the canonical input; a row's tail

@@ -17,7 +17,7 @@ import torch
 
 from . import rng
 from .kernels import HAS_TRITON
-from .validation import require_int, require_tensor
+from .validation import describe, require_int, require_tensor
 
 PLACEHOLDER = -1
 
@@ -113,6 +113,15 @@ def _validate(
             raise ValueError(f"draft_probs row {row} sums to {float(sums[row])}; rows must sum to 1 within 1e-3")
 
 
+def _validate_seeded(seeded, seeds) -> None:
+    """Raise ValueError naming ``seeded`` unless it is a ``bool`` tensor shaped and placed like ``seeds``."""
+    if seeds is None:
+        raise ValueError(f"seeded marks entries of seeds, but seeds is None; got seeded {describe(seeded)}")
+    require_tensor("seeded", seeded, "bool", seeds.device)
+    if tuple(seeded.shape) != tuple(seeds.shape):
+        raise ValueError(f"seeded must have shape {tuple(seeds.shape)} (that of seeds); got {tuple(seeded.shape)}")
+
+
 def rejection_sample(
     target_logits: torch.Tensor,
     draft_token_ids: torch.Tensor,
@@ -126,6 +135,7 @@ def rejection_sample(
     max_spec_len: int | None = None,
     validate: bool = True,
     backend: str = "auto",
+    seeded: torch.Tensor | None = None,
 ) -> RejectionOutput:
     """Verify drafts and emit tokens (RS-*), counting them as it goes (AC-COUNT-5).
 
@@ -135,6 +145,9 @@ def rejection_sample(
     - ``draft_probs``: ``[sum(K_i), V]`` float, or None (drafts are one-hot).
     - ``temperature``: ``[B]`` float, 0 = greedy; None = all greedy.
     - ``seeds``: ``[B]`` int64; None draws fresh seeds from torch's generator (unseeded requests).
+    - ``seeded``: ``[B]`` bool beside ``seeds``, False where a request has no seed and draws a fresh one from
+      torch's generator like an unseeded request (a mixed batch, specs/rejection-sampling.md section 6); None:
+      every request of ``seeds`` has its seed.
     - ``positions``: ``[B]`` int64 sequence position of each request's first new token (default 0);
       with the seed it keys the draws (RS-RNG-1).
     - ``forced_token_ids``: ``[sum(K_i + 1)]`` int, -1 where free (from the thinking budget).
@@ -170,8 +183,13 @@ def rejection_sample(
         forced_token_ids = torch.where(in_vocab, forced_token_ids, -1)
     if temperature is None:
         temperature = torch.zeros(batch, dtype=torch.float32, device=device)
+    if seeded is not None:
+        _validate_seeded(seeded, seeds)
     if seeds is None:
         seeds = torch.randint(0, 2**62, (batch,), dtype=torch.int64, device=device)
+    elif seeded is not None:
+        fresh = torch.randint(0, 2**62, (batch,), dtype=torch.int64, device=device)
+        seeds = torch.where(seeded, seeds, fresh)
     if positions is None:
         positions = torch.zeros(batch, dtype=torch.int64, device=device)
     if max_spec_len is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 INT32_MAX = 2**31 - 1
-KINDS = ("integer", "floating")
+KINDS = ("integer", "floating", "bool")
 
 
 def describe(value) -> str:
@@ -20,15 +20,18 @@ def describe(value) -> str:
 
 
 def require_tensor(name: str, value, kind: str, device: torch.device | None = None) -> torch.Tensor:
-    """Return ``value`` if it is a ``torch.Tensor`` of ``kind`` dtype (``"integer"``: not bool; ``"floating"``)
-    on ``device`` (when given); otherwise raise ValueError."""
+    """Return ``value`` if it is a ``torch.Tensor`` of ``kind`` dtype (``"integer"``: not bool; ``"floating"``;
+    ``"bool"``) on ``device`` (when given); otherwise raise ValueError."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
-    dtype_ok = isinstance(value, torch.Tensor) and (
-        value.is_floating_point()
-        if kind == "floating"
-        else not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
-    )
+    if not isinstance(value, torch.Tensor):
+        dtype_ok = False
+    elif kind == "floating":
+        dtype_ok = value.is_floating_point()
+    elif kind == "bool":
+        dtype_ok = value.dtype == torch.bool
+    else:
+        dtype_ok = not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
     if not dtype_ok:
         raise ValueError(f"{name} must be a torch.Tensor of {kind} dtype; got {describe(value)}")
     if device is not None and not _same_device(

@@ -135,6 +135,10 @@ class FlashInferChainEngine:
 
     def rejection_sample(self, case: rs.RejectionCase):
         torch = self.torch
+        if case.marks_unseeded:  # the profile declares no mixed-seeding: its checks never hand it such a batch
+            raise ValueError(
+                f"seeded is {case.seeded.tolist()}: FlashInfer takes a seed for every row of a call or for none"
+            )
         groups = draft_groups(case)
         outputs = []
         for group in groups:

@@ -209,10 +209,7 @@ class LmdeployEngine:
         ``spec_agent._expand_sampling_inputs`` expands them."""
         torch = self.torch
         positions = np.zeros(case.batch_size, dtype=np.int64) if case.positions is None else case.positions
-        seqs = [
-            _sequence(float(case.temperature[i]), None if case.seeds is None else case.seeds[i], positions[i], int(i))
-            for i in requests
-        ]
+        seqs = [_sequence(float(case.temperature[i]), case.seed_of(i), positions[i], int(i)) for i in requests]
         inputs = self.strategy.make_sampling_inputs(seqs)
         if num_tokens == 1:
             return inputs

@@ -43,6 +43,8 @@ class ReferenceEngine:
             self._tensor(case.seeds, torch.int64),
             self._tensor(case.positions, torch.int64),
             self._tensor(case.forced_token_ids, torch.int64),
+            # only a batch that marks requests without a seed passes seeded (mixed batches, spec section 6)
+            **({} if case.seeded is None else {"seeded": self._tensor(case.seeded, torch.bool)}),
         )
         return tokens.cpu().numpy(), num_emitted.cpu().numpy()
 
@@ -68,12 +70,14 @@ class ReferenceEngine:
         *,
         max_spec_len=None,
         validate=True,
+        seeded=None,
     ):
         """``impl.rejection_sample`` on torch tensors already on ``tensor_device`` (the canonical layout's
         fields, ``None`` where absent); ``(token_ids [B, K + 1] int32, num_emitted [B] int32)`` stay there, so
         a statistical check's trials never leave the device. ``rejection_sample`` goes through it too: a
         subclass that changes the sampler overrides this method alone. ``max_spec_len`` (an int): the output is
-        ``[B, max_spec_len + 1]`` instead; ``validate=False``: the values are not checked (``tensor_modes``)."""
+        ``[B, max_spec_len + 1]`` instead; ``validate=False``: the values are not checked (``tensor_modes``);
+        ``seeded [B]`` bool: False where a request has no seed (mixed batches, spec section 6)."""
         out = self.impl.rejection_sample(
             target_logits,
             draft_token_ids,
@@ -86,6 +90,7 @@ class ReferenceEngine:
             max_spec_len=max_spec_len,
             validate=validate,
             backend=self.backend,
+            seeded=seeded,
         )
         return out.token_ids, out.num_emitted
 

@@ -133,10 +133,13 @@ class SglangEngine:
                 f"forced_token_ids[{row}] is {int(case.forced_token_ids[row])}: SGLang's verification applies no "
                 "logit processor, so its verifiers have no forced rows"
             )
-        params = [
-            self.sglang.sampling_params.SamplingParams(
-                temperature=float(t), sampling_seed=None if case.seeds is None else int(case.seeds[i])
+        if case.marks_unseeded:  # the profile declares no mixed-seeding: its checks never hand it such a batch
+            raise ValueError(
+                f"seeded is {case.seeded.tolist()}: SGLang's verification seeds every request "
+                "(--enable-deterministic-inference, 42 where a request names none) or none"
             )
+        params = [
+            self.sglang.sampling_params.SamplingParams(temperature=float(t), sampling_seed=case.seed_of(i))
             for i, t in enumerate(case.temperature)
         ]
         rows, drafts = case.row_offsets(), case.draft_offsets()

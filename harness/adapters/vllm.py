@@ -149,8 +149,11 @@ class VllmEngine:
     # -- rejection sampling --------------------------------------------------------------------
 
     def sampling_metadata(self, temperature, seeds, positions=None):
-        """vLLM's ``SamplingMetadata`` for ``temperature [B]`` (0 = greedy); one seeded generator per
-        random request when ``seeds`` is given (vLLM's per-request generators), else its shared one.
+        """vLLM's ``SamplingMetadata`` for ``temperature [B]`` (0 = greedy); ``seeds [B]``: each request's seed,
+        None for a request without one, or None for all. A random request with a seed gets its own seeded
+        generator, as ``GPUModelRunner`` makes one only where ``SamplingParams.seed`` is set and the input batch
+        keeps only those (``generators`` holds seeded requests alone); the others draw from torch's shared
+        generator (a batch mixing both is vLLM's normal operation: rejection-sampling.md section 6).
         ``positions [B]`` reach vLLM only where its ``SamplingMetadata`` has a ``positions`` field: vLLM 0.33 has
         none, and the patch that proves RS-RNG-1's cause (proofs/vllm-0.33-v1/counter-based-draws.diff) adds it."""
         torch = self.torch
@@ -160,7 +163,7 @@ class VllmEngine:
         greedy = temperature == 0
         generators = {}
         for i in range(B):
-            if seeds is not None and not greedy[i]:
+            if seeds is not None and seeds[i] is not None and not greedy[i]:
                 generators[i] = torch.Generator(device=self.device).manual_seed(int(seeds[i]))
         return self.vllm.SamplingMetadata(
             temperature=None if greedy.all() else torch.tensor(temperature, dtype=torch.float32, device=self.device),
@@ -208,7 +211,8 @@ class VllmEngine:
             for row, token in enumerate(case.forced_token_ids.tolist()):
                 if token != -1:
                     logits[row, token] = FORCED_LOGIT
-        metadata = self.sampling_metadata(np.asarray(case.temperature, dtype=np.float32), case.seeds, case.positions)
+        seeds = None if case.seeds is None else [case.seed_of(i) for i in range(case.batch_size)]
+        metadata = self.sampling_metadata(np.asarray(case.temperature, dtype=np.float32), seeds, case.positions)
         if int(case.num_draft_tokens.sum()) == 0:  # no drafts scheduled: the model runner's Sampler
             out = self.sampler(logits, metadata).sampled_token_ids
         else:

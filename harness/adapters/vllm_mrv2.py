@@ -163,7 +163,8 @@ class VllmMrv2Engine:
         B, V = case.batch_size, case.vocab_size
         sampling = self.vllm.SamplingStates(B, V)
         for i in range(B):
-            seed = None if case.seeds is None else int(case.seeds[i])
+            # a request without a seed gets a fresh one from SamplingStates.add_request itself (a mixed batch)
+            seed = case.seed_of(i)
             sampling.add_request(i, self.vllm.SamplingParams(temperature=float(case.temperature[i]), seed=seed))
         sampling.apply_staged_writes()
         return sampling

@@ -244,6 +244,7 @@ def _subset(case: rs.RejectionCase, rows: list[int], drafts: list[int], requests
         pick(case.forced_token_ids, rows),
         seeds=pick(case.seeds, requests),
         positions=pick(case.positions, requests),
+        seeded=pick(case.seeded, requests),
     )
 
 

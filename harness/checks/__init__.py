@@ -47,6 +47,7 @@ KERNEL_ORDER = (
     "rejection/reference-draws",
     "rejection/seeded-independence",
     "rejection/counter-based-draws",
+    "rejection/mixed-seeding",
     "rejection/acceptance-rule",
     "rejection/distribution",
     "rejection/distribution-one-hot",

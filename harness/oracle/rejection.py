@@ -33,7 +33,11 @@ class RejectionCase:
     ``target_logits``: ``[sum(K_i + 1), V]``; request ``i`` owns ``K_i`` draft rows then its bonus
     row. ``draft_token_ids``: ``[sum(K_i)]``. ``num_draft_tokens``: ``[B]``. ``draft_probs``:
     ``[sum(K_i), V]`` or None (one-hot drafts). ``temperature``: ``[B]``, 0 = greedy.
-    ``forced_token_ids``: ``[sum(K_i + 1)]``, -1 = free.
+    ``forced_token_ids``: ``[sum(K_i + 1)]``, -1 = free. ``seeds``: ``[B]`` int64 or None (no request has a
+    seed). ``seeded``: ``[B]`` bool beside ``seeds``, False where a request has no seed (its entry in ``seeds`` is
+    then unused), or None (every request has its seed): a batch may mix seeded and unseeded requests (section 6,
+    mixed batches).
+    ``positions``: ``[B]`` int64.
     """
 
     target_logits: np.ndarray
@@ -44,6 +48,7 @@ class RejectionCase:
     forced_token_ids: np.ndarray | None = None
     seeds: np.ndarray | None = None
     positions: np.ndarray | None = None
+    seeded: np.ndarray | None = None
 
     def __post_init__(self):
         self.target_logits = np.asarray(self.target_logits, dtype=np.float64)
@@ -58,6 +63,8 @@ class RejectionCase:
             self.seeds = np.asarray(self.seeds, dtype=np.int64).reshape(-1)
         if self.positions is not None:
             self.positions = np.asarray(self.positions, dtype=np.int64).reshape(-1)
+        if self.seeded is not None:
+            self.seeded = np.asarray(self.seeded).reshape(-1)
 
     @property
     def batch_size(self) -> int:
@@ -74,6 +81,18 @@ class RejectionCase:
     def draft_offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.num_draft_tokens)])
 
+    def seed_of(self, i: int) -> int | None:
+        """Request ``i``'s seed, or None where it has none (mixed batches, spec section 6)."""
+        if self.seeds is None or (self.seeded is not None and not self.seeded[i]):
+            return None
+        return int(self.seeds[i])
+
+    @property
+    def marks_unseeded(self) -> bool:
+        """Whether ``seeded`` marks a request without a seed: the batch mixes seeded and unseeded requests, or
+        (all marked) holds unseeded requests alone (mixed batches, spec section 6)."""
+        return self.seeds is not None and self.seeded is not None and not self.seeded.all()
+
     def validate(self) -> None:
         """Raise ``InvalidCase`` naming the field for input the spec rejects (RS-INPUT-1..5)."""
         B, V = self.batch_size, self.vocab_size
@@ -89,6 +108,13 @@ class RejectionCase:
             )
         if len(self.temperature) != B:
             raise InvalidCase(f"temperature has {len(self.temperature)} entries; B is {B}")
+        if self.seeded is not None:
+            if self.seeds is None:
+                raise InvalidCase(f"seeded is {self.seeded.tolist()} but seeds is None; seeded marks entries of seeds")
+            if self.seeded.dtype != np.bool_:
+                raise InvalidCase(f"seeded must hold booleans; got {self.seeded.tolist()} ({self.seeded.dtype})")
+            if len(self.seeded) != len(self.seeds):
+                raise InvalidCase(f"seeded has {len(self.seeded)} entries; seeds has {len(self.seeds)}")
         if not np.isfinite(self.temperature).all() or (self.temperature < 0).any():
             raise InvalidCase(f"temperature must be finite and >= 0; got {self.temperature.tolist()}")
         bad = (self.draft_token_ids < 0) | (self.draft_token_ids >= V)
@@ -167,6 +193,16 @@ def counter_draws(seed: int, position: int, vocab_size: int, noise_purpose: int 
         uniform=lambda j: rng.uniform(seed, position + j),
         noise=lambda j: rng.exponentials(seed, position + j, vocab_size, noise_purpose),
     )
+
+
+# Where an unseeded request of a mixed batch draws fresh randomness (section 6): one generator for the process, as an
+# engine's shared generator, never keyed by the case; seeded as torch's default generator is, so a run replays.
+_FRESH = np.random.default_rng(0)
+
+
+def fresh_draws(vocab_size: int) -> Draws:
+    """Draws of a request without a seed (section 6, mixed batches): the counter-based draws under a fresh seed."""
+    return counter_draws(int(_FRESH.integers(0, 2**62)), 0, vocab_size)
 
 
 @dataclass
@@ -249,7 +285,8 @@ def sample_case(
     """Run the canonical sampler on a case.
 
     ``draws[i]`` gives request ``i``'s draws; by default the counter-based draws keyed by
-    ``case.seeds[i]`` and ``case.positions[i]``. Returns ``token_ids [B, max K_i + 1]`` (-1 padded),
+    ``case.seeds[i]`` and ``case.positions[i]``, and for a request that ``case.seeded`` marks unseeded fresh
+    draws (mixed batches, spec section 6). Returns ``token_ids [B, max K_i + 1]`` (-1 padded),
     ``num_emitted [B]`` and one ``RequestTrace`` per request.
     """
     case.validate()
@@ -265,9 +302,11 @@ def sample_case(
         rs, ds = request_slices(case, i)
         if draws is not None:
             request_draws = draws[i]
-        elif case.seeds is not None:
+        elif case.seed_of(i) is not None:
             position = 0 if case.positions is None else int(case.positions[i])
-            request_draws = counter_draws(int(case.seeds[i]), position, V)
+            request_draws = counter_draws(case.seed_of(i), position, V)
+        elif case.seeded is not None:  # a request without a seed beside seeded ones draws fresh (section 6)
+            request_draws = fresh_draws(V)
         else:
             request_draws = None
         if case.temperature[i] > 0 and request_draws is None:

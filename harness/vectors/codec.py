@@ -44,6 +44,8 @@ def _case_json(case: rs.RejectionCase) -> dict:
         "seeds": None if case.seeds is None else case.seeds.tolist(),
         "positions": None if case.positions is None else case.positions.tolist(),
     }
+    if case.seeded is not None:  # written only for a batch that marks requests without a seed (a mixed batch)
+        out["seeded"] = case.seeded.tolist()
     return out
 
 
@@ -60,6 +62,7 @@ def case_from_json(data: dict) -> rs.RejectionCase:
         forced_token_ids=None if data["forced_token_ids"] is None else np.array(data["forced_token_ids"]),
         seeds=None if data["seeds"] is None else np.array(data["seeds"], dtype=np.int64),
         positions=None if data["positions"] is None else np.array(data["positions"], dtype=np.int64),
+        seeded=None if data.get("seeded") is None else np.array(data["seeded"], dtype=bool),
     )
 
 

@@ -131,6 +131,7 @@ class CaseFields(Strict):
     forced_token_ids: list[int] | None = Field(None, description="[sum(K_i + 1)]; -1 is free")
     seeds: list[int] | None = Field(None, description="[B]")
     positions: list[int] | None = Field(None, description="[B]")
+    seeded: list[bool] | None = Field(None, description="[B]; false where a request has no seed; absent: all seeded")
 
 
 class Case(CaseFields):

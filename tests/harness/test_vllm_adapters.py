@@ -108,3 +108,44 @@ def test_v1_metrics_skip_steps_the_scheduler_skips(v1):
     got = v1.acceptance_metrics(steps, [])
     assert got["mean_acceptance_length"] == pytest.approx(oracle.mean_acceptance_length)
     assert list(got["accepted_per_position"]) == oracle.accepted_per_position
+
+
+def _mixed_case():
+    """Three sampled requests (V = 8, two drafts from a stated q); the second has no seed (a mixed batch)."""
+    rng = np.random.default_rng(11)
+    return rs.RejectionCase(
+        rng.normal(size=(9, 8)),
+        rng.integers(0, 8, size=6),
+        [2, 2, 2],
+        [1.0, 0.8, 1.0],
+        rng.dirichlet(np.ones(8), size=6),
+        seeds=[3, 4, 5],
+        positions=[0, 0, 0],
+        seeded=[True, False, True],
+    )
+
+
+@pytest.mark.req("RS-RNG-1")
+def test_v1_gives_a_generator_to_the_seeded_random_requests_alone(v1):
+    """vLLM's model runner makes a generator only for a random request whose SamplingParams.seed is set, and its input
+    batch keeps those alone in SamplingMetadata.generators."""
+    metadata = v1.sampling_metadata(np.array([1.0, 1.0, 0.0, 0.5], dtype=np.float32), [5, None, 7, 9])
+    assert sorted(metadata.generators) == [0, 3]
+
+
+@pytest.mark.req("RS-RNG-1")
+def test_v1_emits_for_a_seeded_request_beside_an_unseeded_one_what_it_emits_alone(v1):
+    case = _mixed_case()
+    together, _ = v1.rejection_sample(case)
+    alone, _ = v1.rejection_sample(
+        rs.RejectionCase(case.target_logits[:3], case.draft_token_ids[:2], [2], [1.0], case.draft_probs[:2], seeds=[3])
+    )
+    assert together[0].tolist() == alone[0].tolist()
+
+
+def test_mrv2_leaves_an_unseeded_request_to_draw_its_own_seed(mrv2):
+    """SamplingStates.add_request marks a request without a seed (seeds_set) and draws one for it; the others keep
+    theirs."""
+    sampling = mrv2._sampling_states(_mixed_case())
+    assert sampling.seeds_set[:3].tolist() == [True, False, True]
+    assert [int(sampling.seeds.np[i]) for i in (0, 2)] == [3, 5]

@@ -19,11 +19,15 @@ class Mutant:
     end_markers: str = "one"
     # the publicly reported bugs it stands for, as docs/mutation.md's table names them ("vLLM 39573")
     shipped: tuple[str, ...] = ()
+    # the checks that alone can show its bug, where they are fewer than those of the requirement it breaks
+    shown_by: tuple[str, ...] = ()
 
     @property
     def area(self) -> tuple[str, ...]:
         """Check globs a zoo run judges this mutant by (its bug cannot show elsewhere): the checks of
-        the requirement it breaks, and for sampler mutants the distribution checks."""
+        the requirement it breaks, and for sampler mutants the distribution checks; ``shown_by`` where given."""
+        if self.shown_by:
+            return self.shown_by
         if self.name in _SAMPLER_MUTATIONS:
             return ("rs.probabilistic", "rs.one-hot", "rs.input", self.breaks)
         return (self.breaks,)
@@ -235,6 +239,15 @@ MUTANTS = (
         "verification draws from one process-wide generator, never from the request's seed (vLLM issue 6038: "
         "speculative decoding did not respect the per-request seed)",
         shipped=("vLLM 6038",),
+    ),
+    Mutant(
+        "unseeded-noise-not-drawn",
+        "RS-PROB-5",
+        "in a batch holding a seeded request, the unseeded requests' recovery noise is never drawn: it stays what "
+        "torch.empty_like left (zeros here), so a rejection emits the first id of 0/0 (vLLM PR 10863, issues 9441 "
+        "and 11123: rejection_sampler._multinomial filled q[non_seeded_indices], a copy, and left q unwritten)",
+        shipped=("vLLM 10863",),
+        shown_by=("rejection/mixed-seeding",),  # the only check that forms a batch mixing seeded and unseeded requests
     ),
     Mutant(
         "verified-at-temperature-one",

@@ -37,6 +37,7 @@ _VERIFY_MUTATIONS = {
     "seed-ignored",
     "logit-edits-dropped",
     "rejection-sampled-one-row-late",
+    "unseeded-noise-not-drawn",
 }
 
 
@@ -134,6 +135,17 @@ def _shifted_draws(seed: int, position: int, vocab_size: int) -> rs.Draws:
     return rs.counter_draws(seed + 1, position, vocab_size)
 
 
+def _unseeded_draws(case: rs.RejectionCase, K: int, V: int, mutation: str) -> rs.Draws:
+    """Fresh draws of a request without a seed (spec section 6, mixed batches). Under ``unseeded-noise-not-drawn``,
+    in a batch that holds a seeded request, its recovery noise (the rows before its bonus row) is all zeros: what
+    vLLM's ``_multinomial`` left in ``torch.empty_like``'s tensor when it filled a copy (PR 10863). ``residual / 0``
+    is ``inf`` or ``0 / 0 = NaN``, and ``argmax`` (NumPy's as torch's) takes the first NaN, else the first ``inf``."""
+    fresh = rs.fresh_draws(V)
+    if mutation != "unseeded-noise-not-drawn" or case.seeded.sum() == 0:
+        return fresh
+    return rs.Draws(uniform=fresh.uniform, noise=lambda j: np.zeros(V) if j < K else fresh.noise(j))
+
+
 def _sanitise(case: rs.RejectionCase, mutation: str) -> rs.RejectionCase:
     """Turn invalid input into valid input instead of rejecting it (RS-INPUT-3..5 mutants)."""
     V = case.vocab_size
@@ -180,17 +192,24 @@ def _mutant_sample_case(case: rs.RejectionCase, mutation: str, draws_for) -> tup
         if mutation == "draft-probs-read-padded" and q_rows is not None:
             q_rows = case.draft_probs[[min(i * (width - 1) + j, len(case.draft_probs) - 1) for j in range(K)]]
         temperature = float(case.temperature[0 if mutation == "batch-shares-first-temperature" else i])
-        seed = None if case.seeds is None else int(case.seeds[i])
+        seed = case.seed_of(i)
         position = 0 if case.positions is None else int(case.positions[i])
-        emitted = _verify(
-            case.target_logits[row_slice],
-            case.draft_token_ids[draft_slice],
-            q_rows,
-            temperature,
-            forced_all[row_slice],
-            None if seed is None else draws_for(seed, position, V),
-            mutation,
-        )
+        if seed is not None:
+            draws = draws_for(seed, position, V)
+        elif case.seeded is not None:  # unseeded beside seeded requests (mixed batches, spec section 6)
+            draws = _unseeded_draws(case, K, V, mutation)
+        else:
+            draws = None
+        with np.errstate(divide="ignore", invalid="ignore"):  # the zero noise of unseeded-noise-not-drawn
+            emitted = _verify(
+                case.target_logits[row_slice],
+                case.draft_token_ids[draft_slice],
+                q_rows,
+                temperature,
+                forced_all[row_slice],
+                draws,
+                mutation,
+            )
         out[i, : len(emitted)] = emitted
     num = (out != -1).sum(axis=1)
     if mutation == "tail-filled-with-zero":

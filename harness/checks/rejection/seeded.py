@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import stats
 from ...cases.rejection import reordered
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
@@ -24,6 +25,14 @@ def seeded_independence(engine, ctx: Context, requirements: tuple[str, ...]) -> 
     sampled alone, then in a batch with 1..3 other seeded requests, in the last slot, the first and (beside two
     others or more) the second; its tokens must be the same in every one."""
     tally = Tally(requirements)
+    _seeded_alone_and_in_batches(engine, ctx, tally, "RS-RNG-1", neighbours_seeded=True)
+    return tally.outcome("20 seeded requests alone and in a batch, last, first and between the others")
+
+
+def _seeded_alone_and_in_batches(engine, ctx: Context, tally: Tally, rid: str, neighbours_seeded: bool) -> None:
+    """Count into ``tally`` under ``rid`` 20 seeded requests each sampled alone and then beside 1..3 other requests
+    (seeded ones, or with ``neighbours_seeded=False`` the same requests without their seeds), in the last slot, the
+    first and (beside two others or more) the second: its tokens must be the same in every one."""
     rng = np.random.default_rng(ctx.seed)
     for n in range(20):
         V = int(rng.choice([7, 100, 1000]))
@@ -44,6 +53,7 @@ def seeded_independence(engine, ctx: Context, requirements: tuple[str, ...]) -> 
             np.concatenate([rng.dirichlet(np.ones(V), size=others), q]),
             seeds=list(rng.integers(0, 2**62, others)) + [seed],
             positions=[0] * others + [position],
+            seeded=None if neighbours_seeded else [False] * others + [True],
         )
         # the seeded request last, then moved to the front and (with two others or more) between them, as a
         # scheduler's condensing and reordering moves it: its tokens depend on none of these (RS-RNG-1)
@@ -52,15 +62,15 @@ def seeded_independence(engine, ctx: Context, requirements: tuple[str, ...]) -> 
             order = [i for i in range(others) if i < slot] + [others] + [i for i in range(others) if i >= slot]
             together, _ = sample_output(engine, ctx.profile, batch if slot == others else reordered(batch, order))
             if np.asarray(together)[slot, : K + 1].tolist() != np.asarray(alone)[0, : K + 1].tolist():
+                neighbours = "" if neighbours_seeded else " (the others unseeded)"
                 tally.violated(
-                    "RS-RNG-1",
-                    "depends-on-batch",
+                    rid,
+                    "depends-on-batch" if neighbours_seeded else "depends-on-unseeded-neighbours",
                     f"case {n}: seeded request emitted {np.asarray(alone)[0].tolist()} alone and "
-                    f"{np.asarray(together)[slot].tolist()} in slot {slot} of a batch of {others + 1}",
+                    f"{np.asarray(together)[slot].tolist()} in slot {slot} of a batch of {others + 1}{neighbours}",
                 )
                 break
-            tally.exercised("RS-RNG-1")
-    return tally.outcome("20 seeded requests alone and in a batch, last, first and between the others")
+            tally.exercised(rid)
 
 
 @check(
@@ -111,3 +121,111 @@ def counter_based_draws(engine, ctx: Context, requirements: tuple[str, ...]) -> 
             tally.exercised("RS-RNG-1")
         replayed += 1
     return tally.outcome(f"{replayed} accepted first drafts replayed from the next position, in both call orders")
+
+
+# Calls of the independence test: two independent rows of it coincide in one call with probability about 1/63, in
+# every call with about 4e-15 (a family-wise α of 1e-6 over far fewer tests).
+INDEPENDENT_CALLS = 8
+INDEPENDENCE_VOCAB = 64
+# The standard distribution cases judged beside seeded companions: one whose first draft is mostly rejected (the
+# recovery noise decides the token) and one with a vocabulary that is no multiple of a block size.
+MIXED_DISTRIBUTION_CASES = ("reverse-ranked", "vocab-37")
+
+
+@check(
+    "rejection/mixed-seeding",
+    cls="rs.seeded",
+    covers=("RS-RNG-1", "RS-PROB-5"),
+    needs=("rejection", "seeded", "mixed-seeding"),
+    description="in a batch mixing seeded and unseeded requests, the seeded emit what they emit alone and the "
+    "unseeded sample the exact distribution, independently",
+)
+def mixed_seeding(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    """A batch mixing requests with and without a seed (rejection-sampling.md section 6, mixed batches), on engines
+    that take one (capability ``mixed-seeding``):
+
+    - RS-RNG-1: the 20 seeded requests of ``rejection/seeded-independence``, each alone and then beside the same
+      neighbours without their seeds (``seeded`` false), in the last, first and second slot, emit the same tokens;
+    - RS-PROB-5: the unseeded trials of two standard distribution cases (``MIXED_DISTRIBUTION_CASES``), each beside
+      a seeded copy of itself in one batch, follow the exact output distribution (calibrated G-tests, specs/
+      statistics.md);
+    - RS-PROB-5: a seeded request and two unseeded ones with the same input (one draft, one-hot, a uniform target
+      over 64 ids) sampled in ``INDEPENDENT_CALLS`` calls: an unseeded row equal to another row of its batch in
+      every call (probability about 4e-15 for independent rows) is no fresh sample of its distribution."""
+    tally = Tally(requirements)
+    _seeded_alone_and_in_batches(engine, ctx, tally, "RS-RNG-1", neighbours_seeded=False)
+    lines = _unseeded_rows_distribution(engine, ctx, tally)
+    _unseeded_rows_independent(engine, ctx, tally)
+    return tally.outcome(
+        "20 seeded requests alone and beside unseeded ones; unseeded trials beside seeded copies of themselves; "
+        f"unseeded rows against a seeded twin over {INDEPENDENT_CALLS} calls\n" + "\n".join(lines)
+    )
+
+
+def _beside_seeded_copies(engine, profile):
+    """A ``stats.Sampler`` whose every trial runs without a seed beside a seeded copy of itself in one batch
+    (trial ``i`` in slot ``2 i``, its copy with ``seeds[i]`` in slot ``2 i + 1``); it returns the unseeded rows,
+    ``[b, K + 1]``."""
+
+    def sample(logits, drafts, num, q, temperature, seeds, positions):
+        b, V = len(num), logits.shape[1]
+        K = int(num[0])
+        case = rs.RejectionCase(
+            np.repeat(logits.reshape(b, K + 1, V), 2, axis=0).reshape(-1, V),
+            np.repeat(drafts.reshape(b, K), 2, axis=0).reshape(-1),
+            np.repeat(num, 2),
+            np.repeat(temperature, 2),
+            None if q is None else np.repeat(q.reshape(b, K, V), 2, axis=0).reshape(-1, V),
+            seeds=np.repeat(seeds, 2),
+            positions=np.repeat(positions, 2),
+            seeded=np.tile([False, True], b),
+        )
+        return np.asarray(sample_output(engine, profile, case)[0])[0::2]
+
+    return sample
+
+
+def _unseeded_rows_distribution(engine, ctx: Context, tally: Tally) -> list[str]:
+    """G-tests of the unseeded trials of ``MIXED_DISTRIBUTION_CASES`` beside seeded copies; returns their lines."""
+    cases = [case for case in stats.standard_cases() if case.name in MIXED_DISTRIBUTION_CASES]
+    target = stats.Power(ctx.deviation, ctx.power)
+    alpha_test = stats.family_alpha_test(ctx.alpha, cases)
+    sampler = _beside_seeded_copies(engine, ctx.profile)
+    lines = []
+    for i, case in enumerate(cases):
+        trials = stats.planned_trials(case, target, alpha_test, ctx.trials)
+        report = stats.distribution_check(sampler, case, trials, alpha_test, ctx.seed + i, target)
+        lines += report.position_lines()
+        if report.violations():
+            judged = [*report.positions, report.accepted_length]  # position_lines' order
+            failed = [line for line, judgement in zip(report.position_lines(), judged) if judgement.failed]
+            if report.out_of_range:
+                failed.append(f"{report.out_of_range} rows with an id outside [0, V) or a hole")
+            tally.violated(
+                "RS-PROB-5",
+                "unseeded-rows-off-distribution",
+                f"unseeded trials beside seeded copies of themselves ({trials} trials): " + "; ".join(failed),
+            )
+        elif all(t.counted for t, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE):
+            tally.exercised("RS-PROB-5")
+    return lines
+
+
+def _unseeded_rows_independent(engine, ctx: Context, tally: Tally) -> None:
+    """A seeded request and two unseeded ones with the same input, ``INDEPENDENT_CALLS`` calls: no unseeded row may
+    equal another row of its batch in every call."""
+    logits = np.zeros((3 * 2, INDEPENDENCE_VOCAB))
+    draft = int(np.random.default_rng(ctx.seed).integers(0, INDEPENDENCE_VOCAB))
+    case = rs.RejectionCase(logits, [draft] * 3, [1] * 3, [1.0] * 3, seeds=[ctx.seed] * 3, seeded=[True, False, False])
+    rows = [np.asarray(sample_output(engine, ctx.profile, case)[0])[:, :2].tolist() for _ in range(INDEPENDENT_CALLS)]
+    for first, second, names in ((1, 0, "the seeded"), (2, 0, "the seeded"), (2, 1, "the other unseeded")):
+        if all(call[first] == call[second] for call in rows):
+            tally.violated(
+                "RS-PROB-5",
+                "unseeded-row-copies-another",
+                f"unseeded request {first} emitted what {names} request {second} emitted in all "
+                f"{INDEPENDENT_CALLS} calls, same input (one draft {draft}, one-hot; a uniform target over "
+                f"{INDEPENDENCE_VOCAB} ids): {[call[first] for call in rows]}",
+            )
+            return
+    tally.exercised("RS-PROB-5")
