@@ -237,6 +237,16 @@ def owner(row_requirements: Iterable[str], blame_order: Sequence[str], features:
     return next(iter(first + rest), None)
 
 
+def unclaimed(profile, requirement: str) -> str:
+    """Why a failure whose minimal case isolates ``requirement`` is not judged on an engine of ``profile``: the
+    requirement's class is one the profile does not claim, so the case lies outside what the engine promises
+    (RUN-FINDING-1); "" when the profile claims it."""
+    cls = _REGISTRY[requirement].cls if requirement in _REGISTRY else ""
+    if not cls or cls in profile.classes:
+        return ""
+    return f"its minimal case isolates {requirement}, of class {cls}, which profile {profile.name} does not claim"
+
+
 def feature_of(requirement: str) -> str:
     """The case feature a minimal case needs to isolate ``requirement`` ("" for a basic requirement)."""
     return _REGISTRY[requirement].case_feature if requirement in _REGISTRY else ""

@@ -36,6 +36,10 @@ def _budget_scenario(engine, ctx: Context, entry, requirements) -> Outcome:
         return tally.outcome("replayed exactly")
     mode = "valid-update-rejected" if divergence.mode == "valid-update-rejected" else "forced-rows-differ"
     owner, features = budget.attributed_owner(engine, requirements, divergence, entry)
+    outside = attribution.unclaimed(ctx.profile, owner)
+    if outside:  # no failure of this engine's: what the vector shows belongs to a class it does not claim
+        tally.not_applicable(outside, *requirements)
+        return tally.outcome("the vector did not replay")
     finding = attribution.finding_key(owner, features)
     if owner not in requirements:
         tally.blocked(requirements[0], finding, f"the vector fails {owner} ({mode})")

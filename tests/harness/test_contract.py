@@ -187,3 +187,26 @@ def test_a_demanded_error_may_name_the_engines_own_field():
     assert check.run(engine, Context(engine.profile)).status == "FAIL"  # the spec's name is not in the error
     declared = profiles.replace(engine.profile, field_names=(("start_token_ids", ("reasoning_start_str",)),))
     assert check.run(engine, Context(declared)).status == "PASS"
+
+
+@pytest.mark.req("RUN-FINDING-1")
+def test_a_minimal_case_of_an_unclaimed_class_is_no_failure(tmp_path):
+    """The zoo's section-scope spender fails TB-SCOPE-2 where the profile claims section scope (the control). Under
+    a profile with the same variants that claims no scope class, the minimal cases that isolate TB-SCOPE-2 are no
+    failure: no requirement of an unclaimed class reads FAIL or names a finding, and the checks that met them say
+    why where no other case judged their requirement."""
+    from specconform.harness import spec
+
+    registry = spec.load_registry()
+    claimed = ["tb.core", "tb.multitoken", "tb.prompt-opened", "tb.spec-decode", "tb.batch"]
+    profile = tmp_path / "no-scope.yaml"
+    profile.write_text(f"name: no-scope-claim\nbase: canonical-section\nclasses: [{', '.join(claimed)}]\n")
+    checks = ("budget/sequential", "budget/spec-decode", "budget/multitoken")
+    control = _run(tmp_path / "control", "zoo:section-scope-spends", *checks)
+    assert "TB-SCOPE-2" in {rid for r in control for rid, res in r["results"].items() if res["status"] == "FAIL"}
+
+    records = _run(tmp_path / "unclaimed", "zoo:section-scope-spends", *checks, options=("--profile", str(profile)))
+    failed = {rid for r in records for rid, res in r["results"].items() if res["status"] == "FAIL"}
+    assert "TB-SCOPE-2" not in failed and {registry[rid].cls for rid in failed} <= set(claimed)
+    named = {res.get("finding", "") for r in records for res in r["results"].values()}
+    assert not [name for name in named if name.startswith("TB-SCOPE-2")]

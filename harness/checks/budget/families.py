@@ -49,6 +49,8 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             diverged += 1
             if divergence.requirement in tally.blocking:  # its first failure was another requirement's finding
                 continue
+            if divergence.requirement in tally.outside:  # its first failure lay outside what the profile claims
+                continue
             if divergence.requirement in tally.failures:
                 tally.violated(divergence.requirement, divergence.mode, "")
                 continue
@@ -62,6 +64,7 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
                 reduced, shown, minimal = vector, divergence, scenario
             _record_attributed(
                 engine,
+                ctx.profile,
                 tally,
                 requirements,
                 shown,

@@ -73,6 +73,7 @@ def _diverges(engine, vector: dict) -> bool:
 
 def _record_attributed(
     engine,
+    profile,
     tally: Tally,
     requirements: tuple[str, ...],
     shown: Divergence,
@@ -81,8 +82,13 @@ def _record_attributed(
     document: dict,
 ) -> None:
     """Record the minimal case's failure under the requirement it isolates (``attributed_owner``): the check's own
-    requirement when the case holds its feature, else the owner, and the check's requirement reads BLOCKED."""
+    requirement when the case holds its feature, else the owner, and the check's requirement reads BLOCKED. An owner
+    of a class ``profile`` (the run's) does not claim is no failure: the case lies outside the engine's claims."""
     owner, features = attributed_owner(engine, requirements, shown, minimal)
+    outside = attribution.unclaimed(profile, owner)
+    if outside:  # no failure of this engine's: what the case shows belongs to a class it does not claim
+        tally.not_applicable(outside, shown.requirement)
+        return
     if owner == "TB-SPEC-2" and -1 in (shown.got[shown.where[2]], shown.expected[shown.where[2]]):
         owner = "TB-SPEC-1"  # forced against free: which state the row was judged on, as the blame rule says
     finding = attribution.finding_key(owner, features)
