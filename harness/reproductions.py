@@ -11,7 +11,9 @@ Kinds and groups (specs/vectors/README.md, "Reproductions"):
   the seed, trials, α_test and declared power the entry states (``checks.vectors.sampled_drafts``);
 - ``rejection`` ``acceptance_rule``: one fixed-draft test of the acceptance-rule check re-run alone, in its
   batch layout, with its seed, trials and α_test (``checks.rejection.replay_rule``);
-- ``api``: the API check it names re-run with its seed against an API engine (the same requests);
+- ``api``: the API check it names re-run with its seed against an API engine (the same requests); an
+  optional ``before`` lists the checks the judge ran before it against the same servers, re-run first in
+  that order with the same seed and their verdicts discarded (for a failure that needs the state they leave);
 - ``check``: any check re-run whole at its seed, for a failure its check does not minimise (a pair of calls
   that together show it, such as ``rejection/counter-based-draws``).
 
@@ -82,6 +84,8 @@ def load(path: str | Path) -> dict:
             raise ValueError(
                 f"{path}: {'an api' if document['kind'] == 'api' else 'a check'} reproduction lacks {missing[0]!r}"
             )
+        if document["kind"] == "api" and "before" in document:
+            _check_before(path, document["before"])
         return document
     groups = _GROUPS[document["kind"]]
     if not any(isinstance(document.get(group), list) and document[group] for group in groups):
@@ -100,6 +104,15 @@ def load(path: str | Path) -> dict:
     return document
 
 
+def _check_before(path: Path, before) -> None:
+    """``ValueError`` unless ``before`` is a list of known check names."""
+    from .checks import by_name
+
+    known = by_name()
+    if not isinstance(before, list) or not all(isinstance(name, str) and name in known for name in before):
+        raise ValueError(f"{path}: before must be a list of known check names; got {before!r}")
+
+
 def _first_failure(outcome, requirements) -> tuple[str, str]:
     """The fingerprint and evidence of the first failed requirement of ``requirements`` (empty when none)."""
     for rid in requirements:
@@ -115,8 +128,10 @@ def replay(engine, document: dict) -> list[Replayed]:
     if document["kind"] in ("api", "check"):
         from .checks import by_name
 
-        check = by_name()[document["check"]]
-        outcome = check.run(engine, Context(profile=engine.profile, seed=int(document["seed"])))
+        checks = by_name()
+        for name in document.get("before", ()):  # the state the judge's earlier checks left; verdicts discarded
+            checks[name].run(engine, Context(profile=engine.profile, seed=int(document["seed"])))
+        outcome = checks[document["check"]].run(engine, Context(profile=engine.profile, seed=int(document["seed"])))
         fingerprint, evidence = _first_failure(outcome, [document["requirement"]])
         return [Replayed(f"{document['check']} {document['requirement']}", fingerprint, evidence or outcome.message)]
     for scenario in document.get("scenarios", ()):

@@ -3,6 +3,7 @@ element loses the failure); every kind of reproduction a failing engine leaves r
 the same verdict, and a conforming engine replays it as PASS."""
 
 import json
+import re
 
 import httpx2
 import pytest
@@ -187,3 +188,34 @@ def test_a_check_reproduction_re_runs_the_check_at_its_seed(tmp_path):
     path.write_text(json.dumps({k: v for k, v in document.items() if k != "seed"}))
     with pytest.raises(ValueError, match="a check reproduction lacks 'seed'"):
         reproductions.load(path)
+
+
+def test_an_api_reproduction_runs_its_before_checks_first_against_the_same_engine(monkeypatch, tmp_path):
+    """A stand-in server that stops honouring budgets once it has served ``api/usage``'s 20-token requests
+    (the state an earlier check leaves): its reproduction fails only when ``before`` names that check."""
+    seen = []
+    honouring, ignoring = _server(honours_budget=True), _server(honours_budget=False)
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/v1/chat/completions":
+            seen.append(json.loads(request.content)["max_tokens"])
+        return (ignoring if 20 in seen else honouring).handler(request)
+
+    route_clients(monkeypatch, httpx2.MockTransport(handle))
+    profile = api.ApiProfile(name="vllm", model="tiny-think", **api.API_PROFILES["vllm"])
+    engine = api.ApiEngine("http://think.test/v1", profile, name="fake")
+    document = {"format": 1, "kind": "api", "check": "api/budget-zero-and-one", "requirement": "API-BUDGET-4"}
+    document |= {"seed": 7, "requests": []}
+    path = tmp_path / "repro.json"
+    path.write_text(json.dumps(document))
+    assert [r.fingerprint for r in reproductions.replay(engine, reproductions.load(path))] == [""]
+    assert 20 not in seen
+    seen.clear()
+    path.write_text(json.dumps(document | {"before": ["api/usage"]}))
+    replayed = reproductions.replay(engine, reproductions.load(path))
+    assert [r.fingerprint for r in replayed] == ["API-BUDGET-4/forced-position-not-honoured"]
+    assert seen[0] == 20 and seen[-1] != 20  # usage's requests came first, the check's last
+    for bad in ("api/usage", ["api/no-such-check"]):
+        path.write_text(json.dumps(document | {"before": bad}))
+        with pytest.raises(ValueError, match=re.escape(f"before must be a list of known check names; got {bad!r}")):
+            reproductions.load(path)
