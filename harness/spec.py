@@ -48,6 +48,9 @@ class Requirement:
     # operation: binds the engine in normal operation (its verdict rests on these); robustness: binds its answer
     # to input its normal callers never give (reported beside the verdict, RUN-CONTRACT-1)
     binds: str = "operation"
+    # the requirements this one assumes (specconform.harness.requirement_order): a failure whose minimal case also
+    # fails one of them belongs to it (RUN-FINDING-1)
+    builds_on: tuple[str, ...] = ()
 
 
 def requirements_in_documents() -> dict[str, tuple[str, str, str]]:
@@ -114,6 +117,7 @@ def load_registry() -> dict[str, Requirement]:
             observes=tuple(entry.get("observes", ())),
             case_feature=entry.get("case_feature", ""),
             binds=entry.get("binds", "operation"),
+            builds_on=tuple(entry["builds_on"]),
         )
     return registry
 

@@ -63,6 +63,10 @@ def cmd_list(args) -> int:
         from .. import listing
 
         print("\n".join(listing.engine_lines() if args.what == "engines" else listing.profile_lines()))
+    elif args.what == "order":
+        from .. import requirement_order
+
+        print(requirement_order.render_markdown(), end="")
     elif args.what == "requirements":
         for req in spec.load_registry().values():
             print(f"{req.id:14} {req.level:6} {req.cls:18} {req.summary}")
@@ -128,11 +132,13 @@ def add_serve_parser(sub) -> None:
 
 
 def add_list_parser(sub) -> None:
-    """``specconform list``: the checks, requirements, engines or profiles."""
-    lst = sub.add_parser("list", help="list the checks, the requirements, the engines or the profiles")
+    """``specconform list``: the checks, requirements, their order, engines or profiles."""
+    lst = sub.add_parser(
+        "list", help="list the checks, the requirements, the order of the requirements, the engines or the profiles"
+    )
     lst.add_argument(
         "what",
-        choices=("checks", "requirements", "engines", "profiles"),
+        choices=("checks", "requirements", "order", "engines", "profiles"),
         nargs="?",
         default="checks",
         help="what to list",
