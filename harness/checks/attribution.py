@@ -217,12 +217,79 @@ def output_opened_twin(vector: dict) -> dict | None:
     return {**vector, "steps": prefix + [{**steps[0], "update": None}, *steps[1:]]}
 
 
+def _misplaced_spans(stream: Sequence[int], start: Sequence[int], end: Sequence[int]) -> list[range]:
+    """The positions of each misplaced marker of a stream (segmented naively, as ``_stream_features`` does)."""
+    spans, opened_at = [], None
+    for i in range(1, len(stream) + 1):
+        seen = stream[:i]
+        if opened_at is None:
+            if _ends_with(seen, start, 0):
+                opened_at = i
+            elif _ends_with(seen, end, 0):
+                spans.append(range(i - len(end), i))
+        elif _ends_with(seen, end, opened_at):
+            opened_at = None
+        elif _ends_with(seen, start, opened_at):
+            spans.append(range(i - len(start), i))
+    return spans
+
+
+def content_twin(vector: dict) -> dict | None:
+    """``vector`` with every misplaced marker of its one request (a start marker inside an open section, an end
+    marker outside one) made content: its tokens replaced by an id that plays no part. A section counts the same
+    tokens either way (TB-COUNT-1), so a conforming engine forces the same rows, and an engine that still diverges
+    does not need the misplaced marker to. None for a batch, drafts, a later update, or where the oracle would force
+    one of the twin's tokens (it would not be the same run)."""
+    steps = vector["steps"]
+    if not steps or steps[0]["update"] is None or any(s["update"] is not None for s in steps[1:]):
+        return None
+    if any(len(s["num_draft_tokens"]) != 1 or s["num_draft_tokens"][0] for s in steps):
+        return None
+    added = BatchUpdate.from_json(steps[0]["update"]).added
+    if len(added) != 1:
+        return None
+    start, end = vector["start_token_ids"], vector["end_token_ids"]
+    prompt = list(added[0].prompt_token_ids)
+    output = [t for s in steps for t in s["sampled_token_ids"][0] if t != -1]
+    stream = prompt + output
+    spans = _misplaced_spans(stream, start, end)
+    if not spans:
+        return None
+    free = max([*start, *end, *stream]) + 1
+    for span in spans:
+        for i in span:
+            stream[i] = free
+    twin_prompt, twin_output = stream[: len(prompt)], stream[len(prompt) :]
+    model = tb.BudgetBatch(start, end, vector["max_num_reqs"], vector["scope"])
+    first = BatchUpdate(1, added=(type(added[0])(0, added[0].budget, tuple(twin_prompt)),))
+    model.apply(first)
+    twin_steps, position = [], 0
+    for index, step in enumerate(steps):
+        row = [t for t in step["sampled_token_ids"][0] if t != -1]
+        committed = twin_output[position : position + len(row)]
+        position += len(row)
+        forced = model.forced_rows([0], [])[0]
+        if committed and forced not in (-1, committed[0]):
+            return None
+        model.commit([committed or [-1]])
+        twin_steps.append(
+            {
+                "update": first.to_json() if index == 0 else None,
+                "num_draft_tokens": [0],
+                "draft_token_ids": [],
+                "sampled_token_ids": [committed or [-1]],
+            }
+        )
+    return {**vector, "steps": twin_steps}
+
+
 # a feature a check is about -> the twins of a failing case without it
 TWINS = {
     "drafts": lambda vector: [twin] if (twin := sequential_twin(vector)) else [],
     "batch-ops": solo_twins,
     "several-requests": solo_twins,
     "prompt-opened": lambda vector: [twin] if (twin := output_opened_twin(vector)) else [],
+    "misplaced-marker": lambda vector: [twin] if (twin := content_twin(vector)) else [],
 }
 
 

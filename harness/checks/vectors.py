@@ -18,32 +18,34 @@ import numpy as np
 from specconform.specs.interface import BatchUpdate
 
 from .. import spec, stats, vectors
+from ..cases.budget import BudgetScenario
 from ..core import Check, Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
-from . import attribution, budget, rejection
+from . import budget, rejection
 
 
 def _budget_scenario(engine, ctx: Context, entry, requirements) -> Outcome:
-    """A ``scenarios`` vector, driven as the generated budget checks drive theirs (``budget.replay_scenario``);
-    every diverging row is one way of failing here (``forced-rows-differ``), a rejected valid update another.
-    A failure goes to the requirement the vector isolates (``attribution.owner``): where that is not one the
-    vector names, the failure is recorded under it and the vector's first requirement reads BLOCKED."""
+    """A ``scenarios`` vector, driven as the generated budget checks drive theirs (``budget.replay_scenario``). A
+    failing vector is re-judged, not blamed on its label: it is minimised and goes to the requirement its minimal
+    case isolates (``budget.record_divergence``); where that is not one the vector names, the failure is recorded
+    under it and the vector's requirement reads BLOCKED. A rejected valid update is a failure of its own."""
     tally = Tally(requirements)
-    divergence = budget.replay_scenario(engine, entry, requirements)
+    vector = {
+        **entry,
+        "max_spec_len": entry.get(
+            "max_spec_len", max((max(s["num_draft_tokens"], default=0) for s in entry["steps"]), default=0)
+        ),
+    }
+    divergence = budget.replay_scenario(engine, vector, requirements)
     if divergence is None:
         tally.exercised(*requirements)
         return tally.outcome("replayed exactly")
-    mode = "valid-update-rejected" if divergence.mode == "valid-update-rejected" else "forced-rows-differ"
-    owner, features = budget.attributed_owner(engine, requirements, divergence, entry)
-    outside = attribution.unclaimed(ctx.profile, owner)
-    if outside:  # no failure of this engine's: what the vector shows belongs to a class it does not claim
-        tally.not_applicable(outside, *requirements)
-        return tally.outcome("the vector did not replay")
-    finding = attribution.finding_key(owner, features)
-    if owner not in requirements:
-        tally.blocked(requirements[0], finding, f"the vector fails {owner} ({mode})")
-    tally.violated(owner, mode, budget.describe(entry, divergence), finding=finding)
+    scenario = BudgetScenario.from_vector(vector)
+    if scenario is None or divergence.mode == "valid-update-rejected":
+        tally.violated(divergence.requirement, divergence.mode, budget.describe(vector, divergence))
+    else:
+        budget.record_divergence(engine, ctx.profile, tally, requirements, scenario, vector, divergence, entry["name"])
     return tally.outcome("the vector did not replay")
 
 

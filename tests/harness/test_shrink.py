@@ -15,7 +15,7 @@ from specconform.harness.adapters.zoo import MUTANTS, MutantEngine
 from specconform.harness.cases.budget import BudgetScenario, single_removals, unreachable
 from specconform.harness.checks.api import twins
 from specconform.harness.checks.budget import replay_scenario
-from specconform.harness.checks.budget.minimal import fails_the_same, minimal_scenario
+from specconform.harness.checks.budget.minimal import minimal_scenario, still_diverges
 from specconform.harness.core import FAIL, Context
 from specconform.harness.vectors import SlotStep
 from specconform.specs.interface import AddedRequest, BatchUpdate, Move
@@ -65,8 +65,8 @@ def test_a_failing_batch_scenario_shrinks_to_a_1_minimal_one():
     vector["max_spec_len"] = 3
     divergence = replay_scenario(engine, vector, REQUIREMENTS)
     assert divergence is not None
-    minimal = minimal_scenario(engine, scenario, divergence.fingerprint, REQUIREMENTS, 3)
-    still_fails = fails_the_same(engine, divergence.fingerprint, REQUIREMENTS, 3)
+    minimal = minimal_scenario(engine, scenario, 3)
+    still_fails = still_diverges(engine, 3)
     assert still_fails(minimal)
     assert minimal.size < scenario.size
     removals = [c for c in single_removals(minimal) if c is not None]

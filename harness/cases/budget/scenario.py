@@ -86,6 +86,37 @@ class BudgetScenario:
             other_end_token_ids=[list(m) for m in self.others],
         )
 
+    @classmethod
+    def from_vector(cls, vector: dict) -> BudgetScenario | None:
+        """The scenario a thinking-budget vector records: each live slot's drafts, and as what it proposes the run it
+        committed (its drafts accepted up to the first committed token that differs, then that token). A checked-in
+        vector, a check's own case and a generated scenario are then shrunk and attributed alike; None where a slot
+        committed nothing (a discarded row, which a proposal cannot express)."""
+        steps = []
+        for step in vector["steps"]:
+            update = None if step["update"] is None else BatchUpdate.from_json(step["update"])
+            proposals, offset = [], 0
+            for k, row in zip(step["num_draft_tokens"], step["sampled_token_ids"]):
+                drafts = list(step["draft_token_ids"][offset : offset + k])
+                offset += k
+                committed = [t for t in row if t != -1]
+                if not committed:
+                    return None
+                accept = next((j for j, t in enumerate(committed[:-1]) if j >= k or t != drafts[j]), len(committed) - 1)
+                proposals.append(SlotStep(drafts, accept, committed[accept]))
+            steps.append((update, tuple(proposals)))
+        others = tuple(tuple(m) for m in vector.get("other_end_token_ids") or ())
+        forced = vector.get("forced_token_ids")
+        return cls(
+            tuple(vector["start_token_ids"]),
+            tuple(vector["end_token_ids"]),
+            vector["scope"],
+            vector["max_num_reqs"],
+            tuple(steps),
+            None if forced is None else tuple(forced),
+            others,
+        )
+
     @property
     def size(self) -> int:
         """Steps + requests + removals + moves + drafts + prompt tokens: what a shrinker lowers."""

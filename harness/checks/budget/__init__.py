@@ -10,7 +10,7 @@ for a real engine. A failing scenario's minimal case, in the golden-vector forma
 
 # importing a module declares its checks; this order keeps the catalogue's declaration order
 from . import families, streams, inputs, logits  # noqa: F401, I001
-from .minimal import attributed_owner
+from .minimal import attributed_owner, judge_scenario, record_divergence
 from .replay import describe, replay_scenario
 
-__all__ = ["attributed_owner", "describe", "replay_scenario"]
+__all__ = ["attributed_owner", "describe", "judge_scenario", "record_divergence", "replay_scenario"]

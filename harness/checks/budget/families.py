@@ -4,9 +4,9 @@ engine).
 
 Every compared row counts as a case for the requirements it exercises (``replay.row_requirements``); a scenario
 stops at its first diverging row (its state is no longer comparable) and the next scenario goes on, so one failure
-never hides another requirement's verdict. The first failing scenario of each requirement is minimised
-(``minimal``) to one that fails on the same fingerprint, and that minimal scenario, in the golden-vector format, is
-the evidence and the reproduction (``specconform replay FILE --engine E``).
+never hides another requirement's verdict. The first failing scenario of each requirement is minimised and
+attributed (``minimal``), and that minimal scenario, in the golden-vector format, is the evidence and the
+reproduction (``specconform replay FILE --engine E``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ... import cases
 from ...cases.budget import EXAMPLES, BudgetFamily, scenarios
 from ...core import Context, Outcome, Tally
 from ..catalogue import declare
-from .minimal import _record_attributed, minimal_scenario
-from .replay import describe, replay_scenario, reproduction_document
+from .minimal import record_divergence
+from .replay import replay_scenario
 
 
 def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None):
@@ -47,31 +47,12 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             if divergence is None:
                 continue
             diverged += 1
-            if divergence.requirement in tally.blocking:  # its first failure was another requirement's finding
-                continue
-            if divergence.requirement in tally.outside:  # its first failure lay outside what the profile claims
-                continue
+            if divergence.requirement in tally.blocking or divergence.requirement in tally.outside:
+                continue  # its first failure was another requirement's finding, or lay outside the profile's claims
             if divergence.requirement in tally.failures:
                 tally.violated(divergence.requirement, divergence.mode, "")
                 continue
-            minimal = minimal_scenario(engine, scenario, divergence.fingerprint, requirements, max_spec)
-            reduced = minimal.vector(
-                f"minimal-{label.replace(' ', '-')}", list(requirements), f"minimised from {label}"
-            )
-            reduced["max_spec_len"] = max_spec
-            shown = replay_scenario(engine, reduced, requirements) or divergence
-            if shown.fingerprint != divergence.fingerprint:  # the engine is not deterministic: keep the original
-                reduced, shown, minimal = vector, divergence, scenario
-            _record_attributed(
-                engine,
-                ctx.profile,
-                tally,
-                requirements,
-                shown,
-                reduced,
-                f"{label} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}",
-                reproduction_document(reduced, shown, vector, scenario.size, minimal.size),
-            )
+            record_divergence(engine, ctx.profile, tally, requirements, scenario, vector, divergence, label)
         first = f" ({len(examples)} examples first)" if examples else ""
         both = ", each with and without speculative decoding configured" if len(configs) > 1 else ""
         return tally.outcome(

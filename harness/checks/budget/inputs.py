@@ -8,8 +8,11 @@ import numpy as np
 
 from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
+from ...cases.budget import BudgetScenario
 from ...core import Context, Outcome, Tally
+from ...vectors import SlotStep
 from ..catalogue import check
+from .minimal import judge_scenario
 
 
 @check(
@@ -54,18 +57,35 @@ def api_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     )
 
 
+def _extreme_case(start: int, end: int, large_budget: int) -> BudgetScenario:
+    """Three requests: budget 0 and ``large_budget`` with prompts that open a section (``5, S``), and budget 0 with
+    a prompt that does not (``5``). Request 0 commits the forced E, request 1 a thinking token, request 2 S; in the
+    judged step E is forced for request 2 alone."""
+    added = (AddedRequest(0, 0, (5, start)), AddedRequest(1, large_budget, (5, start)), AddedRequest(2, 0, (5,)))
+    first = (SlotStep([], 0, end), SlotStep([], 0, 6), SlotStep([], 0, start))
+    judged = tuple(SlotStep([], 0, 6) for _ in range(3))
+    return BudgetScenario((start,), (end,), "request", 3, ((BatchUpdate(3, added=added), first), (None, judged)))
+
+
 def _extreme_values(engine, ctx: Context, tally: Tally) -> None:
     """TB-API-3 and TB-API-1 at the top of their ranges: markers holding the largest token id in contract,
     ``2^31 − 1`` (S) and ``2^31 − 2`` (E), with two requests whose prompts open a section: budget 0 forces E
-    at once, and budget ``2^40`` (any integer ``B ≥ 0`` is a budget) forces nothing."""
+    at once, and budget ``2^40`` (any integer ``B ≥ 0`` is a budget) forces nothing. The same case with small ids and
+    budgets is judged first: where the engine fails that, the failure is the forcing's (minimised and attributed),
+    not the range's, and both requirements read BLOCKED by it."""
+    ordinary = _extreme_case(1, 2, 2)
+    found = judge_scenario(engine, ctx.profile, tally, ("TB-API-3",), ordinary, 0, "the case with small ids")
+    if found:
+        tally.blocked("TB-API-1", found, "the same case with a small budget fails")
+        return
     top = 2**31 - 1
-    prompt = (5, top)
+    case = _extreme_case(top, top - 1, 2**40)
     try:
+        vector = case.vector("extreme-values", ["TB-API-3"])
         state = engine.budget_state([top], [top - 1], 3, ctx.profile.scope)
-        added = (AddedRequest(0, 0, prompt), AddedRequest(1, 2**40, prompt), AddedRequest(2, 0, (5,)))
-        state.sync_batch(BatchUpdate(3, added=added))
+        state.sync_batch(BatchUpdate.from_json(vector["steps"][0]["update"]))
         state.forced_tokens(None, None)
-        state.update_state([[top - 1], [6], [top]])  # request 2 opens its section with a committed S
+        state.update_state(vector["steps"][0]["sampled_token_ids"])
         forced = [int(x) for x in state.forced_tokens(None, None)]
     except ValueError as exc:
         tally.violated("TB-API-3", "extreme-value-rejected", f"S=[{top}], E=[{top - 1}], budgets 0 and 2**40: {exc}")

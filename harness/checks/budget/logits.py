@@ -1,5 +1,6 @@
 """The thinking-budget check on logits (``budget/forced-logits``): forced rows become one-hot, or hold the declared
-large constant, and free rows stay untouched; a forced row after drafts left as it was is TB-SPEC-1's failure."""
+large constant, and free rows stay untouched. Which rows are forced is judged first, as a scenario: a case whose forced
+rows leave the oracle's is that failure, minimised and attributed (``minimal``)."""
 
 from __future__ import annotations
 
@@ -7,50 +8,27 @@ import numpy as np
 
 from specconform.specs.interface import AddedRequest, BatchUpdate
 
+from ...cases.budget import BudgetScenario
 from ...core import Context, Outcome, Tally
-from ...vectors import FORMAT_VERSION
-from .. import attribution
+from ...vectors import SlotStep
 from ..catalogue import check
+from .minimal import judge_scenario
 
 LARGE_FORCED_LOGIT = 1e8  # the least a large-constant forced cell may hold (vLLM writes 1e9)
 
 
-# The drafted case of ``budget/forced-logits`` as a scenario of the golden-vector format: request 0 opens a section
-# in its prompt with budget 2 and E = [7, 8], spends one token in an ordinary step, then drafts [3, 7]; the budget
-# forces E[0] after 3 and E[1] after 7 (row 0 free). The check's untracked request 1 is left out: its rows are
-# judged under TB-UNTRACKED-1 alone.
-_DRAFTED_CASE = {
-    "name": "end-marker-forced-across-drafts",
-    "description": "the drafted case of budget/forced-logits: budget 2 in a prompt-opened section, one ordinary step "
-    "(4), then drafts [3, 7]: the budget forces E[0] = 7 after 3 and E[1] = 8 after 7",
-    "start_token_ids": [1],
-    "end_token_ids": [7, 8],
-    "scope": "section",
-    "max_num_reqs": 1,
-    "steps": [
-        {
-            "update": {
-                "batch_size": 1,
-                "removed": [],
-                "added": [{"index": 0, "budget": 2, "prompt_token_ids": [1]}],
-                "moved": [],
-            },
-            "num_draft_tokens": [0],
-            "draft_token_ids": [],
-            "expected_forced": [-1],
-            "sampled_token_ids": [[4]],
-        },
-        {
-            "update": None,
-            "num_draft_tokens": [2],
-            "draft_token_ids": [3, 7],
-            "expected_forced": [-1, 7, 8],
-            "sampled_token_ids": [[3, 7, 8]],
-        },
-    ],
-    "max_spec_len": 2,
-}
-_DRAFTED_FEATURES = ("drafts", "multi-token-markers", "prompt-opened")
+def _case(start, end, budgets: tuple, steps: tuple, scope: str) -> BudgetScenario:
+    """A scenario of requests ``budgets`` (each with the prompt ``(1,)``, which opens a section when S = [1]) and
+    ``steps``: each step the drafts of each request (the last step is the one judged)."""
+    added = BatchUpdate(len(budgets), added=tuple(AddedRequest(i, b, (1,)) for i, b in enumerate(budgets)))
+    proposals = [tuple(SlotStep(list(drafts), 0, 4) for drafts in step) for step in steps]
+    return BudgetScenario(
+        tuple(start),
+        tuple(end),
+        scope,
+        len(budgets),
+        tuple((added if i == 0 else None, p) for i, p in enumerate(proposals)),
+    )
 
 
 @check(
@@ -65,29 +43,30 @@ def forced_logits_check(engine, ctx: Context, requirements: tuple[str, ...]) -> 
     after one ordinary step (drafts only once output exists), and on logits holding NaN and ±inf
     (``_non_finite_case``).
 
-    Both forcing requirements are about how a forced position is forced. A forced row after drafts that the engine
-    leaves as it was is not forced at all: that failure is TB-SPEC-1's (the row's state includes the drafts before
-    it), and the check's own requirement reads BLOCKED by it."""
+    Both forcing requirements are about how a forced position is forced, not which: each case is first replayed as a
+    scenario through ``forced_tokens``, and where its forced rows leave the oracle's (a forced row after drafts not
+    forced at all is TB-SPEC-1's), that failure is minimised and attributed, and the check's own requirement reads
+    BLOCKED by it."""
     variant = ctx.profile.forced_logit == "large-constant"
     forced_rid = "TB-FORCE-6" if variant else "TB-FORCE-5"
     tally = Tally((forced_rid, "TB-UNTRACKED-1"))
-    state = engine.budget_state([1], [7, 8], 2, ctx.profile.scope, max_spec_len=2)
-    state.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 2, (1,)), AddedRequest(1, None, (1,)))))
-    state.forced_tokens(None, None)
-    state.update_state([[4], [4]])  # one ordinary step: request 0 has spent one of its two tokens
+    scope = ctx.profile.scope
     rng = np.random.default_rng(ctx.seed)
-    logits = rng.normal(size=(5, 12)).astype(np.float32)
-    logits[1, 7] = -np.inf  # the forced token was masked before
-    out = np.asarray(state.apply_to_logits(logits.copy(), [2, 1], [3, 7, 5]))
-    # request 0: after 4 and 3 the budget forces E[0], after 7 E[1]; rows 3 and 4 belong to the untracked request
-    judged = [(logits, out, [-1, 7, 8, -1, -1], 3, _DRAFTED_FEATURES)]
-    plain = engine.budget_state([1], [0], 2, ctx.profile.scope)  # E = [0]: the forced token is the id 0
-    plain.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, (1,)), AddedRequest(1, None, (1,)))))
-    logits = rng.normal(size=(2, 12)).astype(np.float32)
-    judged.append((logits, np.asarray(plain.apply_to_logits(logits.copy())), [0, -1], 1, ("prompt-opened",)))
-    judged.append(_non_finite_case(engine, ctx, rng))
-    for logits, out, expected, untracked_from, features in judged:
-        _judge_forced_logits(logits, out, expected, untracked_from, forced_rid, variant, tally, features)
+    cases = (
+        # request 0 (budget 2, E = [7, 8]) spends one token (4), then drafts [3, 7]: E[0] is forced after 3, E[1]
+        # after 7; request 1 is untracked
+        (_case([1], [7, 8], (2, None), (((), ()), ((3, 7), (5,))), scope), 2, lambda: _drafted_case(engine, ctx, rng)),
+        # budget 0 in the prompt's section with E = [0]: the forced token is the id 0
+        (_case([1], [0], (0, None), (((), ()),), scope), 0, lambda: _plain_case(engine, ctx, rng)),
+        (_case([1], [3], (0, 5, None), (((), (), ()),), scope), 0, lambda: _non_finite_case(engine, ctx, rng)),
+    )
+    for number, (scenario, max_spec, judged_logits) in enumerate(cases):
+        # which rows are forced, and to what, is the forcing rule's matter: a case whose forced rows already leave the
+        # oracle's is that failure (minimised and attributed), and how this case's rows are forced is not judged past it
+        found = judge_scenario(engine, ctx.profile, tally, (forced_rid,), scenario, max_spec, f"case {number}")
+        if found:
+            continue
+        _judge_forced_logits(*judged_logits(), forced_rid, variant, tally)
     if variant:
         return tally.outcome(
             f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), rest untouched, NaN and ±inf cells "
@@ -98,12 +77,33 @@ def forced_logits_check(engine, ctx: Context, requirements: tuple[str, ...]) -> 
     )
 
 
+def _drafted_case(engine, ctx: Context, rng) -> tuple:
+    """Logits float32 ``[5, 12]`` after drafts ``[3, 7]`` of request 0 (budget 2, E = [7, 8], one token spent) and
+    ``[5]`` of the untracked request 1, the forced token masked before in row 1. ``(logits, output, expected
+    forced ids, first untracked row)``."""
+    state = engine.budget_state([1], [7, 8], 2, ctx.profile.scope, max_spec_len=2)
+    state.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 2, (1,)), AddedRequest(1, None, (1,)))))
+    state.forced_tokens(None, None)
+    state.update_state([[4], [4]])
+    logits = rng.normal(size=(5, 12)).astype(np.float32)
+    logits[1, 7] = -np.inf
+    return logits, np.asarray(state.apply_to_logits(logits.copy(), [2, 1], [3, 7, 5])), [-1, 7, 8, -1, -1], 3
+
+
+def _plain_case(engine, ctx: Context, rng) -> tuple:
+    """Logits float32 ``[2, 12]`` of request 0 (budget 0 in the prompt's section, E = [0]) and an untracked one."""
+    plain = engine.budget_state([1], [0], 2, ctx.profile.scope)
+    plain.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, (1,)), AddedRequest(1, None, (1,)))))
+    logits = rng.normal(size=(2, 12)).astype(np.float32)
+    return logits, np.asarray(plain.apply_to_logits(logits.copy())), [0, -1], 1
+
+
 def _non_finite_case(engine, ctx: Context, rng) -> tuple:
     """Logits float32 ``[3, 12]`` holding NaN, +inf and -inf (legal logits: thinking-budget.md section 10 asks only
     for a floating-point tensor) for a forced row (request 0, budget 0 in a prompt-opened section, E = [3]: NaN at
     the forced token 3 itself), a tracked free row (request 1, budget 5) and an untracked row (request 2). The forced
     row becomes one-hot whatever it held (TB-FORCE-5: nothing earlier changes a forced position), the free rows keep
-    their non-finite cells bit for bit. ``(logits, output, expected forced ids, first untracked row, features)``."""
+    their non-finite cells bit for bit. ``(logits, output, expected forced ids, first untracked row)``."""
     state = engine.budget_state([1], [3], 3, ctx.profile.scope)
     added = (AddedRequest(0, 0, (1,)), AddedRequest(1, 5, (1,)), AddedRequest(2, None, (1,)))
     state.sync_batch(BatchUpdate(3, added=added))
@@ -112,16 +112,13 @@ def _non_finite_case(engine, ctx: Context, rng) -> tuple:
     logits[:, 5] = np.inf
     logits[:, 6] = -np.inf
     logits[1:, 0] = np.nan
-    return logits, np.asarray(state.apply_to_logits(logits.copy())), [3, -1, -1], 2, ("prompt-opened",)
+    return logits, np.asarray(state.apply_to_logits(logits.copy())), [3, -1, -1], 2
 
 
-def _judge_forced_logits(
-    logits, out, expected, untracked_from: int, forced_rid: str, variant: bool, tally, features=()
-) -> None:
+def _judge_forced_logits(logits, out, expected, untracked_from: int, forced_rid: str, variant: bool, tally) -> None:
     """Each row of ``out`` float32 ``[rows, V]`` against ``logits`` before the call: one-hot (or, under the
     large-constant variant, large) at ``expected[row]`` where that is a token, unchanged where it is -1; rows from
-    ``untracked_from`` on belong to untracked requests (TB-UNTRACKED-1). ``features`` are the case's
-    (``attribution.CASE_FEATURES``): with drafts, a forced row after them left unchanged is TB-SPEC-1's failure."""
+    ``untracked_from`` on belong to untracked requests (TB-UNTRACKED-1)."""
     for row, token in enumerate(expected):
         if token == -1:
             rid = "TB-UNTRACKED-1" if row >= untracked_from else forced_rid
@@ -129,8 +126,6 @@ def _judge_forced_logits(
                 tally.exercised(rid)
             else:
                 tally.violated(rid, "free-row-changed", f"free row {row} was changed: {out[row].tolist()}")
-        elif "drafts" in features and row > 0 and np.array_equal(out[row], logits[row], equal_nan=True):
-            _record_unforced_draft_row(tally, forced_rid, row, token, features)
         elif variant:  # the declared variant (TB-FORCE-6)
             if not (np.isfinite(out[row, token]) and out[row, token] >= LARGE_FORCED_LOGIT):
                 tally.violated(
@@ -150,26 +145,3 @@ def _judge_forced_logits(
                 "forced-row-not-one-hot",
                 f"forced row {row} is not one-hot at {token}: {out[row].tolist()}",
             )
-
-
-def _record_unforced_draft_row(tally: Tally, forced_rid: str, row: int, token: int, features) -> None:
-    """A row after drafts that the budget forces to ``token``, left unchanged: the row was not forced at all, which
-    is TB-SPEC-1's failure (row ``j`` judged on the state after the drafts before it), not the forcing form's; its
-    reproduction is the drafted case as a scenario, and ``forced_rid`` reads BLOCKED by it."""
-    finding = attribution.finding_key("TB-SPEC-1", features)
-    reproduction = {
-        "format": FORMAT_VERSION,
-        "kind": "thinking-budget",
-        "fingerprint": "TB-SPEC-1/left-a-forced-row-free",
-        "scenarios": [{**_DRAFTED_CASE, "requirements": ["TB-SPEC-1"]}],
-        "errors": [],
-        "finding": finding,
-    }
-    tally.blocked(forced_rid, finding, f"forced row {row} after drafts was not forced at all (TB-SPEC-1)")
-    tally.violated(
-        "TB-SPEC-1",
-        "left-a-forced-row-free",
-        f"forced row {row} after drafts [3, 7] (the budget forces {token}) was left as it was",
-        reproduction=reproduction,
-        finding=finding,
-    )

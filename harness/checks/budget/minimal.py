@@ -1,47 +1,67 @@
-"""A failing thinking-budget scenario minimised and attributed: shrunk (``specconform.harness.shrink`` over
-``cases.budget.smaller``) while the engine still fails it on the same fingerprint, and recorded under the
-requirement its minimal case isolates (``attributed_owner``; ``specconform.harness.checks.attribution`` says how)."""
+"""A diverging thinking-budget case minimised and attributed, whichever check met it.
+
+Every budget check that compares forced rows with the oracle's hands a diverging case here as a scenario
+(``BudgetScenario``; a checked-in vector or a check's own case through ``BudgetScenario.from_vector``):
+
+- it is shrunk (``specconform.harness.shrink`` over ``cases.budget.smaller``) while the engine diverges from the
+  oracle on it *in any way*, so the failures of one defect that different checks meet shrink towards one
+  minimal case rather than each staying near its own check;
+- the minimal case's features are tried away by twins, and the failure goes to the requirement it isolates
+  (``attributed_owner``; ``specconform.harness.checks.attribution`` says how), then down the order of the
+  requirements (``settled``): where the minimal case also fails a requirement the owner builds on, the failure is
+  that lower requirement's (RUN-FINDING-1);
+- the check records it there, and its own requirement reads BLOCKED naming the finding where the owner is another.
+"""
 
 from __future__ import annotations
 
-from ... import shrink
+from ... import requirement_order, shrink
 from ...cases.budget import BudgetScenario, smaller, unreachable
 from ...core import Tally
 from .. import attribution
-from .replay import BLAME_ORDER, Divergence, replay_scenario
+from .replay import BLAME_ORDER, Divergence, describe, replay_scenario, reproduction_document
 
 
-def fails_the_same(engine, fingerprint: str, requirements: tuple[str, ...], max_spec: int):
-    """A predicate: whether a candidate scenario is reachable, valid for the oracle, and makes ``engine``
-    diverge with ``fingerprint`` (another failure met on the way does not count)."""
+def _replayed(
+    engine, scenario: BudgetScenario, max_spec: int, name: str = "candidate"
+) -> tuple[dict, Divergence | None]:
+    """``scenario`` as a vector and the engine's first divergence on it, judged on every requirement's rows."""
+    vector = scenario.vector(name, list(BLAME_ORDER))
+    vector["max_spec_len"] = max_spec
+    return vector, replay_scenario(engine, vector, BLAME_ORDER)
 
-    def still_fails(candidate: BudgetScenario) -> bool:
-        if unreachable(candidate):
+
+def still_diverges(engine, max_spec: int, reachable_only: bool = True):
+    """A predicate: whether a candidate scenario is reachable (where ``reachable_only``: a checked-in vector may
+    start from a shape the strategies never draw, drafts in a request's first step, and its candidates keep it),
+    valid for the oracle, and makes ``engine`` leave the oracle's forced rows anywhere (an exception of the engine's
+    on a valid candidate is no divergence the oracle can name)."""
+
+    def diverges(candidate: BudgetScenario) -> bool:
+        if reachable_only and unreachable(candidate):
             return False
         try:
-            vector = candidate.vector("candidate", list(requirements))
+            return _replayed(engine, candidate, max_spec)[1] is not None
         except ValueError:  # an update the oracle rejects: not a valid scenario
             return False
-        vector["max_spec_len"] = max_spec
-        try:
-            found = replay_scenario(engine, vector, requirements)
-        except Exception:  # the engine fails otherwise on this candidate: not the same failure
+        except Exception:  # noqa: BLE001 - the engine fails otherwise on this candidate
             return False
-        return found is not None and found.fingerprint == fingerprint
 
-    return still_fails
+    return diverges
 
 
-def minimal_scenario(engine, scenario: BudgetScenario, fingerprint: str, requirements, max_spec) -> BudgetScenario:
-    """``scenario`` shrunk (``cases.budget.smaller``) while ``engine`` still fails it with ``fingerprint``."""
-    return shrink.minimise(scenario, smaller, fails_the_same(engine, fingerprint, tuple(requirements), max_spec))
+def minimal_scenario(engine, scenario: BudgetScenario, max_spec: int) -> BudgetScenario:
+    """``scenario`` shrunk (``cases.budget.smaller``) while ``engine`` still diverges from the oracle on it, through
+    reachable candidates where ``scenario`` is reachable."""
+    return shrink.minimise(scenario, smaller, still_diverges(engine, max_spec, unreachable(scenario) is None))
 
 
 def attributed_owner(
     engine, requirements: tuple[str, ...], shown: Divergence, minimal: dict
 ) -> tuple[str, frozenset[str]]:
     """``(requirement, features)``: the requirement a failing minimal case of a check of ``requirements``
-    isolates, and the features it holds (``specconform.harness.checks.attribution`` says how)."""
+    isolates, and the features it holds (``specconform.harness.checks.attribution`` says how), settled down the
+    order of the requirements (``settled``)."""
     features = attribution.case_features(minimal)
     own = {attribution.feature_of(r) for r in requirements} - {"", "misplaced-marker"}
     proven = set()  # features whose twins pass: the failure needs them
@@ -55,13 +75,34 @@ def attributed_owner(
     if "misplaced-marker" in features and "TB-MARK-1" in shown.row_tags and needed <= {"multi-token-markers"}:
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
     if not needed or shown.requirement not in shown.row_tags:  # a check of the basic machinery included
-        return attribution.owner(shown.row_tags, BLAME_ORDER, features) or shown.requirement, features
+        # a feature whose twin passes is needed, whichever check met the case: the most specific requirement about it
+        about = [r for r in BLAME_ORDER if r in shown.row_tags and attribution.feature_of(r) in proven - {""}]
+        basic = next(iter(about), None) or attribution.owner(shown.row_tags, BLAME_ORDER, features) or shown.requirement
+        return settled(basic, shown.row_tags, features), features
     # the check's own feature is needed: a twin without it passes, so the most specific of the row's requirements
     # about it; where no twin could show it, the check's blame stands
     about = [
         r for r in (*BLAME_ORDER, "TB-BATCH-5") if r in shown.row_tags and attribution.feature_of(r) in proven & own
     ]
     return next(iter(about), shown.requirement), features
+
+
+def settled(owner: str, row_tags: frozenset[str], features: frozenset[str]) -> str:
+    """``owner`` moved down the order of the requirements, to the lowest requirement it builds on that the minimal
+    case fails as well: one the diverging row exercises, whose case feature the case holds (or that has none), and
+    whose cases hold every feature the minimal case kept (its own or one of those it builds on): a budget of 0 left
+    unforced fails the forcing rule before the zero-budget rule, but a draft row left unforced, in a case that needs
+    its drafts, fails nothing below the speculative rules."""
+    also = {
+        r
+        for r in requirement_order.below(owner) & row_tags
+        if attribution.feature_of(r) in features | {""} and features <= _features_of({r} | requirement_order.below(r))
+    }
+    return next(iter(requirement_order.lowest(also)), owner)
+
+
+def _features_of(requirements) -> frozenset[str]:
+    return frozenset(attribution.feature_of(r) for r in requirements) - {""}
 
 
 def _diverges(engine, vector: dict) -> bool:
@@ -71,7 +112,47 @@ def _diverges(engine, vector: dict) -> bool:
         return False
 
 
-def _record_attributed(
+def judge_scenario(
+    engine, profile, tally: Tally, requirements: tuple[str, ...], scenario: BudgetScenario, max_spec: int, label: str
+) -> str | None:
+    """Replay ``scenario`` beside the oracle, each compared row counting for the check's requirements it exercises;
+    where the engine diverges, the failure is minimised, attributed and recorded (``record_divergence``). The
+    finding recorded, or None."""
+    vector = scenario.vector(label.replace(" ", "-"), list(requirements))
+    vector["max_spec_len"] = max_spec
+    divergence = replay_scenario(engine, vector, requirements, tally)
+    if divergence is None:
+        return None
+    return record_divergence(engine, profile, tally, requirements, scenario, vector, divergence, label)
+
+
+def record_divergence(
+    engine,
+    profile,
+    tally: Tally,
+    requirements: tuple[str, ...],
+    scenario: BudgetScenario,
+    vector: dict,
+    divergence: Divergence,
+    label: str,
+) -> str | None:
+    """``scenario`` (``vector``, on which the engine met ``divergence``) minimised while the engine diverges in any
+    way, its minimal case attributed and recorded in ``tally`` (``record_attributed``); the finding recorded."""
+    max_spec = vector["max_spec_len"]
+    minimal = minimal_scenario(engine, scenario, max_spec)
+    reduced, shown = _replayed(engine, minimal, max_spec, f"minimal-{label.replace(' ', '-')}")
+    reduced["requirements"] = list(requirements)
+    reduced["description"] = f"minimised from {label}"
+    if shown is None:  # the engine is not deterministic: keep the case as met
+        reduced, shown, minimal = vector, divergence, scenario
+    else:
+        shown = replay_scenario(engine, reduced, requirements) or shown  # blamed within the check's requirements
+    evidence = f"{label} (size {scenario.size}, minimised to {minimal.size}): {describe(reduced, shown)}"
+    document = reproduction_document(reduced, shown, vector, scenario.size, minimal.size)
+    return record_attributed(engine, profile, tally, requirements, shown, reduced, evidence, document)
+
+
+def record_attributed(
     engine,
     profile,
     tally: Tally,
@@ -80,21 +161,23 @@ def _record_attributed(
     minimal: dict,
     evidence: str,
     document: dict,
-) -> None:
+) -> str | None:
     """Record the minimal case's failure under the requirement it isolates (``attributed_owner``): the check's own
-    requirement when the case holds its feature, else the owner, and the check's requirement reads BLOCKED. An owner
-    of a class ``profile`` (the run's) does not claim is no failure: the case lies outside the engine's claims."""
+    requirement when the case holds its feature, else the owner, and the requirement the check blamed reads
+    BLOCKED. An owner of a class ``profile`` (the run's) does not claim is no failure: the case lies outside the
+    engine's claims (None is returned). The finding recorded otherwise."""
     owner, features = attributed_owner(engine, requirements, shown, minimal)
     outside = attribution.unclaimed(profile, owner)
     if outside:  # no failure of this engine's: what the case shows belongs to a class it does not claim
         tally.not_applicable(outside, shown.requirement)
-        return
-    if owner == "TB-SPEC-2" and -1 in (shown.got[shown.where[2]], shown.expected[shown.where[2]]):
+        return None
+    if owner == "TB-SPEC-2" and shown.where and -1 in (shown.got[shown.where[2]], shown.expected[shown.where[2]]):
         owner = "TB-SPEC-1"  # forced against free: which state the row was judged on, as the blame rule says
     finding = attribution.finding_key(owner, features)
     document = {**document, "fingerprint": f"{owner}/{shown.mode}", "finding": finding}
     if owner != shown.requirement:  # the reproduction blames the owner, as the record does, when replayed
         document["scenarios"] = [{**scenario, "requirements": [owner]} for scenario in document["scenarios"]]
-    if owner not in requirements:  # a requirement of another check: this check's own one cannot be certified
-        tally.blocked(shown.requirement, finding, f"its minimal case fails {owner} ({shown.mode})")
+        if shown.requirement in tally.cases:  # the check's own requirement cannot be certified past this case
+            tally.blocked(shown.requirement, finding, f"its minimal case fails {owner} ({shown.mode})")
     tally.violated(owner, shown.mode, evidence, reproduction=document, finding=finding)
+    return finding

@@ -64,10 +64,10 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
                 tags.add("TB-END-2")  # free until S: a section closes on E, forced or emitted by the model
         if state.others:
             tags.add("TB-END-3")  # whether the section is open depends on every accepted end marker
-    if row > 0:
+    if num_drafts:  # every row of a request with drafts, row 0 included, is judged on its prefix of them
         tags.add("TB-SPEC-1")
-        if forced != -1:
-            tags.add("TB-SPEC-2")
+    if row > 0 and forced != -1:
+        tags.add("TB-SPEC-2")
     if num_drafts == 0:
         tags.add("TB-SPEC-4")
     if slot.output and row == 0 and state is not None:
