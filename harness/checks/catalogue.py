@@ -73,7 +73,7 @@ def declare(
     """Declare the check ``name``, whose body ``build(covers)`` returns; a ``ValueError`` names a requirement (of
     ``covers`` or ``observes``) or a class missing from ``specs/requirements.yaml``, or a name declared twice."""
     spec.require_registered(covers, f"check {name}")
-    spec.require_registered(observes or (), f"check {name}'s observes")
+    spec.require_registered((rid for rid in observes or () if rid != "*"), f"check {name}'s observes")
     if cls not in _CLASSES:
         raise ValueError(f"check {name} declares an unknown class {cls!r}")
     if name in _DECLARED:
