@@ -1,7 +1,8 @@
 """The harness's core types: statuses, per-requirement results, checks, and the engine interface.
 
-Every other module of the harness imports these; this module imports none of them, so the flow
-spec → cases → checks → adapters → runner → reports has no cycle. Scoring rules: specs/INTERPRETING.md.
+Every other module of the harness imports these; this module imports none of them but the registry (``spec``,
+which imports none), so the flow spec → cases → checks → adapters → runner → reports has no cycle. Scoring rules:
+specs/INTERPRETING.md.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from specconform.specs.interface import BatchUpdate
+
+from . import spec
 
 if TYPE_CHECKING:  # annotations only: profiles and cases import the core, not the other way round
     from .oracle.rejection import RejectionCase
@@ -111,9 +114,14 @@ class Tally:
     PASS only if every requirement passed, except the ``conditional`` ones, which apply only when the
     engine shows what they judge (a usage field it may omit, a tie rule its profile waives) and may
     stay NOT_RUN; NOT_RUN otherwise, the summary naming the requirements no case reached.
+
+    An id the registry does not hold is an ``spec.UnknownRequirement`` wherever it is given, so that a misspelt id
+    errs the check instead of judging a requirement that does not exist.
     """
 
     def __init__(self, requirements: Sequence[str], conditional: Sequence[str] = ()):
+        spec.require_registered(requirements, "Tally(requirements)")
+        spec.require_registered(conditional, "Tally(conditional)")
         self.requirements = tuple(requirements)
         self.conditional = frozenset(conditional)
         if self.conditional - set(self.requirements):
@@ -125,7 +133,7 @@ class Tally:
 
     def exercised(self, *ids: str) -> None:
         for rid in ids:
-            self._known(rid)
+            self._known(rid, "exercised")
             self.cases[rid] += 1
 
     def violated(self, rid: str, mode: str, evidence: str, reproduction: dict | None = None, finding: str = "") -> None:
@@ -134,8 +142,10 @@ class Tally:
         ``finding`` the defect it shows.
 
         A check may find a requirement it does not cover broken (an id outside the vocabulary seen by a
-        greedy check): that requirement joins the results, with this failure as its only case."""
+        greedy check): that requirement joins the results, with this failure as its only case. An id the registry
+        does not hold is an error of the check, not a FAIL of a requirement that does not exist."""
         if rid not in self.cases:
+            spec.require_registered((rid,), "Tally.violated")
             self.requirements += (rid,)
             self.cases[rid] = 0
         self.exercised(rid)
@@ -145,18 +155,19 @@ class Tally:
         """A case of ``ids`` was not run: it lies outside the engine's contract (``why``, the first kept). A
         requirement that only such cases would have reached reads NOT_APPLICABLE."""
         for rid in ids:
-            self._known(rid)
+            self._known(rid, "not_applicable")
             self.outside.setdefault(rid, why)
 
     def blocked(self, rid: str, finding: str, why: str) -> None:
         """A case of ``rid`` failed on a defect its minimal case shows without any of ``rid``'s features: the
         failure is ``finding`` (recorded under its own requirement with ``violated``; ``why`` says which), and
         ``rid`` reads BLOCKED unless a case violated ``rid`` itself."""
-        self._known(rid)
+        self._known(rid, "blocked")
         self.blocking.setdefault(rid, (finding, why))
 
-    def _known(self, rid: str) -> None:
+    def _known(self, rid: str, method: str) -> None:
         if rid not in self.cases:
+            spec.require_registered((rid,), f"Tally.{method}")
             raise KeyError(f"requirement {rid} is not among the check's requirements {self.requirements}")
 
     @property
@@ -254,6 +265,12 @@ class Check:
         """The observables ``rid`` is judged on in this check (none declared: engine-produced values only)."""
         found = dict(self.observes)
         return found.get(rid, found.get("*", ()))
+
+    def __post_init__(self) -> None:
+        """An id the registry does not hold fails where the check is built, not as a result of a requirement that
+        does not exist."""
+        spec.require_registered(self.requirements, f"check {self.name}")
+        spec.require_registered((rid for rid, _ in self.observes if rid != "*"), f"check {self.name}'s observes")
 
 
 # ---------------------------------------------------------------------------------------------

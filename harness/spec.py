@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -139,6 +142,37 @@ def load_aliases() -> dict[str, Alias]:
         entry["id"]: Alias(entry["id"], tuple(entry["now"]), str(entry["since"]), entry["why"])
         for entry in data.get("aliases", ())
     }
+
+
+@functools.cache
+def registry_ids() -> frozenset[str]:
+    """The registry's ids, read once: every id a check writes down is looked up in them."""
+    return frozenset(load_registry())
+
+
+class UnknownRequirement(ValueError):
+    """An id written where a registry requirement belongs that is none: left alone, a misspelt id would be judged,
+    and could FAIL, as a requirement that does not exist."""
+
+
+def require_registered(ids: Iterable[str], where: str) -> None:
+    """An ``UnknownRequirement`` for the first of ``ids`` missing from the registry, naming it, ``where`` it is
+    written, and what it is instead: an alias (with its successors), a permission, or a near miss of a registry id
+    (difflib's nearest)."""
+    for rid in ids:
+        if rid not in registry_ids():
+            raise UnknownRequirement(
+                f"{where} names {rid}, which is not a requirement of specs/requirements.yaml: " + _instead_of(rid)
+            )
+
+
+def _instead_of(rid: str) -> str:
+    if alias := load_aliases().get(rid):
+        return f"it is an alias since specification {alias.since}, now {', '.join(alias.now)}"
+    if rid in load_permissions():
+        return "it is a permission, which no check judges"
+    nearest = difflib.get_close_matches(rid, sorted(registry_ids()), n=1)
+    return f"did you mean {nearest[0]}?" if nearest else "no registry id is near it"
 
 
 def classes() -> dict[str, list[str]]:

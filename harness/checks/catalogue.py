@@ -70,11 +70,10 @@ def declare(
     build: Callable[[tuple[str, ...]], Body],
     observes: dict[str, tuple[str, ...]] | None = None,
 ) -> None:
-    """Declare the check ``name``, whose body ``build(covers)`` returns; a ``ValueError`` names a requirement or a
-    class missing from ``specs/requirements.yaml``, or a name declared twice."""
-    unknown = [r for r in covers if r not in REGISTRY]
-    if unknown:
-        raise ValueError(f"check {name} declares requirements missing from specs/requirements.yaml: {unknown}")
+    """Declare the check ``name``, whose body ``build(covers)`` returns; a ``ValueError`` names a requirement (of
+    ``covers`` or ``observes``) or a class missing from ``specs/requirements.yaml``, or a name declared twice."""
+    spec.require_registered(covers, f"check {name}")
+    spec.require_registered((rid for rid in observes or () if rid != "*"), f"check {name}'s observes")
     if cls not in _CLASSES:
         raise ValueError(f"check {name} declares an unknown class {cls!r}")
     if name in _DECLARED:

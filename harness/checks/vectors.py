@@ -294,6 +294,7 @@ def vector_checks(registry: dict) -> list[Check]:
     for kind, group, replay, needs in _GROUPS:
         for entry in spec.load_vectors(kind)[group]:
             requirements = tuple(entry["requirements"])
+            spec.require_registered(requirements, f"golden vector {kind}/{entry['name']}")
 
             def run(engine, ctx: Context, replay=replay, entry=entry, requirements=requirements) -> Outcome:
                 return replay(engine, ctx, entry, requirements)

@@ -19,6 +19,12 @@ def _fail(engine, ctx):
     return tally.outcome("stopped at the first case")
 
 
+def _misspelt(engine, ctx):
+    tally = Tally(("TB-FORCE-1",))
+    tally.violated("TB-FORSE-1", "left-a-forced-row-free", "row 0 free, expected 7")
+    return tally.outcome("stopped at the first case")
+
+
 def _crash(engine, ctx):
     raise RuntimeError("engine exploded")
 
@@ -57,6 +63,7 @@ def checks():
         check("fail", _fail, requirements=("TB-FORCE-1", "TB-FORCE-2")),
         check("unclaimed", _pass, cls="tb.scope.section"),
         check("precondition", _pass, needs=("budget", "counting")),
+        check("misspelt", _misspelt),
         check("crash", _crash),
         check("slow", _slow),
         check("interrupted", _interrupted),

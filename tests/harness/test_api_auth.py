@@ -53,7 +53,7 @@ def test_the_reproduction_command_names_no_secret():
     argv = ["--engine", "openai", "--base-url", "http://h/v1", "--model", "m", "--api-key", KEY]
     config = cli.run_config(cli.build_parser().parse_args(["run", *argv, "--header", f"X-Team:{TEAM}"]))
     assert config.api_options["api_key"] == KEY and config.api_options["header"] == (f"X-Team:{TEAM}",)
-    check = Check("api/x", "api.basic", ("API-1",), (), "", lambda engine, ctx: None)
+    check = Check("api/x", "api.budget", ("API-BUDGET-1",), (), "", lambda engine, ctx: None)
     for line in (config.reproduce("openai")(check, None), words(config.engine_options("openai"))):
         assert KEY not in line and TEAM not in line
         assert '--api-key "$OPENAI_API_KEY"' in line and "--header X-Team:…" in line.replace("'", "")
@@ -64,7 +64,7 @@ def test_the_reproduction_command_names_no_secret():
 
 def test_the_pytest_reproduction_names_no_secret():
     config = RunConfig(engines=("openai",), api_options={"base_url": "http://h/v1", "model": "m", "api_key": KEY})
-    check = Check("api/x", "api.basic", ("API-1",), (), "", lambda engine, ctx: None)
+    check = Check("api/x", "api.budget", ("API-BUDGET-1",), (), "", lambda engine, ctx: None)
     line = config.reproduce("openai", prefix="pytest", option_prefix="--specconform-")(check, None)
     assert KEY not in line and '--specconform-api-key "$OPENAI_API_KEY"' in line
 

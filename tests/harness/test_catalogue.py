@@ -46,8 +46,10 @@ def test_catalogue_equals_its_snapshot():
 def test_a_declaration_is_validated_against_the_registry(monkeypatch):
     monkeypatch.setattr(catalogue, "_DECLARED", {})
     declaration = dict(cls="tb.api", needs=("budget",), description="d")
-    with pytest.raises(ValueError, match=r"check budget/x declares requirements missing .*\['TB-API-9'\]"):
-        catalogue.check("budget/x", covers=("TB-API-1", "TB-API-9"), **declaration)(lambda engine, ctx, requirements: 0)
+    with pytest.raises(ValueError, match="check budget/x names TB-APl-1, which is not a requirement .* TB-API-1"):
+        catalogue.check("budget/x", covers=("TB-API-2", "TB-APl-1"), **declaration)(lambda engine, ctx, requirements: 0)
+    with pytest.raises(ValueError, match="check budget/x's observes names TB-FORCE-3, .* now TB-FORCE-1, TB-FORCE-2"):
+        catalogue.check("budget/x", covers=("TB-API-1",), observes={"TB-FORCE-3": ("x",)}, **declaration)(print)
     with pytest.raises(ValueError, match="check budget/x declares an unknown class 'tb.nope'"):
         catalogue.check("budget/x", covers=("TB-API-1",), **{**declaration, "cls": "tb.nope"})(lambda *a, **k: 0)
 

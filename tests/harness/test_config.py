@@ -55,7 +55,7 @@ def test_thorough_sizes_only_what_is_not_given():
 def test_the_reproduce_line_names_the_server_and_quotes_for_the_shell():
     config = _config("--engine", "openai", "--base-url", "http://h:1/v1", "--model", "a model", "--profile", "p.yaml")
     ctx = Context(profile=canonical(), seed=3, trials=10, deviation=0.05, power=0.9)
-    check = Check("api/x y", "api.basic", ("API-1",), (), "", lambda engine, ctx: None)
+    check = Check("api/x y", "api.budget", ("API-BUDGET-1",), (), "", lambda engine, ctx: None)
     line = config.reproduce("openai")(check, ctx)
     assert line == (
         "specconform run --engine openai --base-url http://h:1/v1 --model 'a model' --check 'api/x y' --seed 3 "

@@ -50,6 +50,13 @@ def test_every_status_is_reachable_and_each_requirement_has_its_own():
     assert records[1].regression and records[4].regression and records[5].regression
 
 
+def test_a_check_that_records_an_id_outside_the_registry_errs_instead_of_failing_it():
+    (record,) = _run(["misspelt"])
+    assert record.status == "ERROR" and record.check == "misspelt" and not record.violated
+    assert "Tally.violated names TB-FORSE-1, which is not a requirement" in record.message
+    assert "did you mean TB-FORCE-1?" in record.message and "TB-FORSE-1" not in record.results
+
+
 def _expectations(tmp_path, text):
     path = tmp_path / "known.yaml"
     path.write_text("expectations:\n" + text)

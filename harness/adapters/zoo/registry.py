@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ... import spec
 from .sampler import MUTANT_REQUIREMENTS
 
 
@@ -21,6 +22,10 @@ class Mutant:
     shipped: tuple[str, ...] = ()
     # the checks that alone can show its bug, where they are fewer than those of the requirement it breaks
     shown_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """A misspelt ``breaks`` fails at import, not as a mutant no check can ever catch."""
+        spec.require_registered((self.breaks,), f"mutant {self.name}")
 
     @property
     def area(self) -> tuple[str, ...]:
