@@ -64,7 +64,7 @@ def closing(records: list[dict], missing: list[str], run_dir, stopped_after: int
             seen = ", ".join(checks[:3]) + (f" and {len(checks) - 3} more" if len(checks) > 3 else "")
             requirement = "" if f.name.startswith(rid) else f"{rid}; "
             lines.append(
-                f"  {'UNEXPECTED' if not f.expected else 'known':10} {f.engine}: {f.name} ({requirement}seen by "
+                f"  {'UNEXPECTED' if not f.expected else 'known':10} {f.engine}: {f.title} ({requirement}seen by "
                 f"{seen}): {reports._evidence(record, rid, EVIDENCE_CHARS)}"
             )
     errors = [r for r in records if r["status"] in ("ERROR", "TIMEOUT")]

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import spec
+from . import requirement_order, spec
 from .core import BLOCKED, ERROR, FAIL, NOT_APPLICABLE, NOT_CLAIMED, NOT_RUN, PASS, PRECONDITION_FAILED, TIMEOUT
 
 # of the statuses that say a requirement was not judged, the most telling first
@@ -68,6 +68,17 @@ class Finding:
         return next(((r, rid) for r, rid in pool if r["results"][rid].get("reproduction")), pool[0])
 
     @property
+    def mode(self) -> str:
+        """How the first sighting failed: its fingerprint's mode (``<requirement>/<mode>``), "" where none is named."""
+        record, rid = self.first
+        return record["results"][rid].get("fingerprint", "").partition("/")[2]
+
+    @property
+    def title(self) -> str:
+        """The finding's name with its failure mode: what a reader needs first."""
+        return f"{self.name}: {self.mode}" if self.mode else self.name
+
+    @property
     def cause(self) -> str:
         record, rid = self.first
         return record["results"][rid].get("expectation_reason") or record.get("expectation_reason", "")
@@ -105,7 +116,8 @@ def _keys(record: dict, rid: str) -> list[str]:
 
 
 def findings(records: list[dict]) -> list[Finding]:
-    """Every engine's findings, unexpected ones first, then by engine and name."""
+    """Every engine's findings, unexpected ones first, then by engine, then lowest in the order of the requirements
+    first (``requirement_order``): the first finding a reader meets is the likeliest root cause."""
     found: dict[tuple[str, str], Finding] = {}
     named: dict[tuple[str, str], list[Finding]] = defaultdict(list)  # finding name -> the findings it shows in
     for record in records:
@@ -145,7 +157,9 @@ def findings(records: list[dict]) -> list[Finding]:
     for finding in found.values():  # two defects of one engine under one name: each says which patch fixes it
         if names[(finding.engine, finding.name)] > 1 and finding.defect.endswith(".diff"):
             finding.name += f" [{Path(finding.defect).stem}]"
-    return sorted(found.values(), key=lambda f: (f.expected, f.engine, f.name))
+    return sorted(
+        found.values(), key=lambda f: (f.expected, f.engine, requirement_order.sort_key(f.requirement), f.name)
+    )
 
 
 def requirement_statuses(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:

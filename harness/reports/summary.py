@@ -72,7 +72,7 @@ def _finding_line(f: findings.Finding) -> str:
         f" Blocked: {', '.join(sorted({f'{rid} in `{check}`' for check, rid in f.blocked}))}." if f.blocked else ""
     )
     return (
-        f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}** ({f.seen_by}: "
+        f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}**{f' `{f.mode}`' if f.mode else ''} ({f.seen_by}: "
         f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}{also_failing(f)}): "
         f"{_evidence(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
         + (f" Cause: {_first_line(f.cause, 200)}" if f.cause else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import findings, spec
+from .. import findings, requirement_order, spec
 from ..core import worst
 from .text import ORDER, _count, _evidence, _first_line, _sorted, _unexpected_pass
 
@@ -191,7 +191,11 @@ def run_verdict(verdicts: list[EngineVerdict], missing: list[str]) -> tuple[bool
     if missing:
         tail += f"; INCOMPLETE: {len(missing)} selected checks have no record"
     if unexpected:
-        record, rid = next(pair for v in verdicts for pair in v.unexpected)
+        # the likeliest root cause first: the failure lowest in the order of the requirements (a check's ERROR last)
+        record, rid = min(
+            (pair for v in verdicts for pair in v.unexpected),
+            key=lambda pair: (pair[1] == "check", requirement_order.sort_key(pair[1])),
+        )
         first = f"`{record['check']}` on {rid}" if rid != "check" else f"`{record['check']}` {record['status']}"
         return False, f"{_count(unexpected, 'unexpected failure')} in {', '.join(failing)} (first: {first}); {tail}"
     conforming = sum(v.verdict == "CONFORMS" for v in verdicts)
