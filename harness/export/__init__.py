@@ -20,7 +20,7 @@ from ..adapters import UsageError
 from .budget import budget_case
 from .idioms import idiom_for
 from .rejection import rejection_case
-from .render import render_budget, render_rejection
+from .render import render_budget, render_rejection, slug
 from .source import Source, resolve
 
 
@@ -63,7 +63,5 @@ def export_pytest(finding: str, selector: str = "", check: str = "", engine: str
 
 def default_name(source: Source, idiom_name: str) -> Path:
     """``test_<idiom>_<requirement>.py`` in the current folder."""
-    from .render import slug
-
     what = source.document.get("requirement") or source.path.stem
     return Path(f"test_{slug(idiom_name)}_{slug(what)}.py")

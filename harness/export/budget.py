@@ -81,7 +81,12 @@ def budget_case(scenario: dict) -> BudgetCase:
         committed = [[int(t) for t in row] for row in step["sampled_token_ids"]]
         oracle.commit(committed)
         steps.append(
-            {"update": step["update"], "num_draft_tokens": num, "draft_token_ids": drafts, "sampled_token_ids": committed}
+            {
+                "update": step["update"],
+                "num_draft_tokens": num,
+                "draft_token_ids": drafts,
+                "sampled_token_ids": committed,
+            }
         )
     return BudgetCase(
         scenario["name"],

@@ -2,7 +2,8 @@
 and driver, each case as a literal constant, and one test function per case.
 
 Literals are Python source written as a formatter would (inline where they fit, else one item per line), infinite
-and NaN floats as ``float("-inf")``, so that the file imports as written. Everything the test needs is in the file; only the engine (and torch/numpy) is imported.
+and NaN floats as ``float("-inf")``, so that the file imports as written. Everything the test needs is in the file;
+only the engine (and torch/numpy) is imported.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from types import ModuleType
 
 from .budget import REPLAY, BudgetCase
@@ -58,10 +60,16 @@ def slug(text: str) -> str:
     return name if not name[0].isdigit() else f"case_{name}"
 
 
+def _comment(case: BudgetCase | RejectionCase) -> str:
+    """The case's name, description and requirements as a comment above its literal."""
+    text = f"{case.name}: {case.description} ({', '.join(case.requirements)})" if case.description else case.name
+    return textwrap.fill(text, WIDTH, initial_indent="# ", subsequent_indent="# ") + "\n"
+
+
 def _header(idiom: ModuleType, finding: dict, source: str, expected: str) -> str:
     """The module docstring: the finding, what is expected, how to run it, where it came from."""
     what = finding.get("requirement") or ", ".join(finding.get("requirements", ())) or "a requirement"
-    lines = [f"Regression test for {idiom.LABEL}: {what}.", ""]
+    lines = [textwrap.fill(f"Regression test for {idiom.LABEL}: {what}.", WIDTH - 4), ""]
     if finding.get("finding"):
         lines.append(f"Finding: {finding['finding']}, recorded by {finding.get('check', 'its check')}.")
     lines += [
@@ -86,7 +94,7 @@ def render_budget(idiom: ModuleType, cases: list[BudgetCase], finding: dict, sou
     )
     parts = [_header(idiom, finding, source, expected), idiom.BUDGET_IMPORTS]
     for number, case in enumerate(cases, 1):
-        comment = f"# {case.name}: {case.description} ({', '.join(case.requirements)})\n" if case.description else ""
+        comment = _comment(case)
         value = {
             "start_token_ids": case.start_token_ids,
             "end_token_ids": case.end_token_ids,
@@ -112,7 +120,7 @@ def render_rejection(idiom: ModuleType, cases: list[RejectionCase], finding: dic
     )
     parts = [_header(idiom, finding, source, expected), idiom.REJECTION_IMPORTS]
     for number, case in enumerate(cases, 1):
-        comment = f"# {case.name}: {case.description} ({', '.join(case.requirements)})\n" if case.description else ""
+        comment = _comment(case)
         value = {
             **case.case,
             "expected_token_ids": case.expected_token_ids,

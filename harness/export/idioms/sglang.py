@@ -40,14 +40,18 @@ def import_sglang(name):
     return importlib.import_module(name)
 '''
 
-BUDGET_IMPORTS = '''\
+BUDGET_IMPORTS = (
+    """\
 import os
 
 import torch
-''' + STAND_IN + '''
+"""
+    + STAND_IN
+    + """
 
 ThinkingBudgetLogitProcessor = import_sglang("sglang.srt.sampling.custom_logit_processor").ThinkingBudgetLogitProcessor
-'''
+"""
+)
 
 BUDGET_DRIVER = '''
 class EngineBudget:

@@ -24,7 +24,7 @@ MULTI_TOKEN_MARKERS = True
 DRAFTS = False  # the speculative mask traversal (spec_utils.generate_token_bitmask) is not inlined yet
 
 BUDGET_IMPORTS = (
-    '''\
+    """\
 import os
 
 import numpy as np
@@ -33,16 +33,16 @@ import xgrammar
 
 if not torch.cuda.is_available():  # SGLang's sampling kernels run on a CPU under Triton's interpreter only
     os.environ["TRITON_INTERPRET"] = "1"
-'''
+"""
     + STAND_IN
-    + '''
+    + """
 
 reasoner = import_sglang("sglang.srt.constrained.reasoner_grammar_backend")
 grammar_manager = import_sglang("sglang.srt.constrained.grammar_manager")
 xgrammar_backend = import_sglang("sglang.srt.constrained.xgrammar_backend")
 reasoning_parser = import_sglang("sglang.srt.parser.reasoning_parser")
 sampling_batch_info = import_sglang("sglang.srt.sampling.sampling_batch_info")
-'''
+"""
 )
 
 BUDGET_DRIVER = '''

@@ -16,7 +16,7 @@ RUN = "pytest FILE, where vllm==0.33.0 is installed (on a CPU it runs the Triton
 MULTI_TOKEN_MARKERS = True
 DRAFTS = True
 
-BUDGET_IMPORTS = '''\
+BUDGET_IMPORTS = """\
 import os
 from types import SimpleNamespace
 from unittest import mock
@@ -41,7 +41,7 @@ from vllm.v1.worker.gpu.input_batch import expand_idx_mapping, post_update  # no
 from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsContext  # noqa: E402
 from vllm.v1.worker.gpu.sample.thinking_budget import ThinkingBudgetState  # noqa: E402
 from vllm.v1.worker.gpu.states import RequestState  # noqa: E402
-'''
+"""
 
 BUDGET_DRIVER = '''
 FORCED_LOGIT = 1e9  # what ThinkingBudgetState writes into a forced cell
