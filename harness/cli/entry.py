@@ -13,7 +13,7 @@ from pathlib import Path
 from ..adapters import UsageError
 from ..config import file_options, find_pyproject, option_actions
 from ..isolation import EngineUsageError
-from . import reproduce, results, run, tools
+from . import export, reproduce, results, run, tools
 from .options import Parser
 
 
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         run.add_zoo_parser,
         reproduce.add_replay_parser,
         reproduce.add_prove_parser,
+        export.add_export_parser,
         results.add_report_parser,
         results.add_summary_parser,
         results.add_diff_parser,
