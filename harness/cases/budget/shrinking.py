@@ -201,9 +201,10 @@ def _reductions(scenario: BudgetScenario):
     with their update history (halves, quarters, ... single requests); steps dropped (an update moves
     to the next step); an update's moves and SWAPs dropped, all at once and one by one; drafts and
     prompt tokens dropped (all, halves, ... one by one); shorter markers; smaller budgets (powers of two
-    below, half, one less); fewer distinct token ids; a smaller ``max_num_reqs``. The updates of a
-    candidate are rebuilt on the slots its requests hold (renumbered from 0). A candidate may be None
-    (nothing left in a step), invalid or unreachable; the caller judges that."""
+    below, half, one less); a prompt token dropped with one unit of budget; fewer distinct token ids; a
+    smaller ``max_num_reqs``. The updates of a candidate are rebuilt on the slots its requests hold
+    (renumbered from 0). A candidate may be None (nothing left in a step), invalid or unreachable; the
+    caller judges that."""
     program = _program(scenario)
     everyone = set(range(len(program.requests)))
     n = len(program.steps)
@@ -239,6 +240,9 @@ def _reductions(scenario: BudgetScenario):
         if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
             lower = {0, budget // 2, budget - 1} | {2**e for e in range(budget.bit_length()) if 2**e < budget}
             variants += [(smaller_budget, prompt) for smaller_budget in sorted(lower)]
+            # a prompt token dropped with one unit of budget: a thinking token of the prompt's section and the budget
+            # it spent go together, so what is left to spend is the same
+            variants += [(budget - 1, prompt[:i] + prompt[i + 1 :]) for i in range(len(prompt))]
         for variant in variants:
             requests = program.requests[:r] + (variant,) + program.requests[r + 1 :]
             yield compiled(replace(program, requests=requests))

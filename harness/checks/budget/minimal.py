@@ -7,15 +7,14 @@ Every budget check that compares forced rows with the oracle's hands a diverging
   oracle on it *in any way*, so the failures of one defect that different checks meet shrink towards one
   minimal case rather than each staying near its own check;
 - the minimal case's features are tried away by twins, and the failure goes to the requirement it isolates
-  (``attributed_owner``; ``specconform.harness.checks.attribution`` says how), then down the order of the
-  requirements (``settled``): where the minimal case also fails a requirement the owner builds on, the failure is
-  that lower requirement's (RUN-FINDING-1);
+  (``attributed_owner``; ``specconform.harness.checks.attribution`` says how), judged on the case alone: which
+  check met it does not enter, so the checks that meet one defect name one finding (RUN-FINDING-1);
 - the check records it there, and its own requirement reads BLOCKED naming the finding where the owner is another.
 """
 
 from __future__ import annotations
 
-from ... import requirement_order, shrink
+from ... import shrink
 from ...cases.budget import BudgetScenario, smaller, unreachable
 from ...core import Tally
 from .. import attribution
@@ -56,53 +55,23 @@ def minimal_scenario(engine, scenario: BudgetScenario, max_spec: int) -> BudgetS
     return shrink.minimise(scenario, smaller, still_diverges(engine, max_spec, unreachable(scenario) is None))
 
 
-def attributed_owner(
-    engine, requirements: tuple[str, ...], shown: Divergence, minimal: dict
-) -> tuple[str, frozenset[str]]:
-    """``(requirement, features)``: the requirement a failing minimal case of a check of ``requirements``
-    isolates, and the features it holds (``specconform.harness.checks.attribution`` says how), settled down the
-    order of the requirements (``settled``)."""
+def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, frozenset[str]]:
+    """``(requirement, features)``: the requirement a failing minimal case isolates, whichever check met it, and the
+    features it holds. Each feature with a twin (``attribution.TWINS``) is tried away: where the twin diverges too,
+    the feature is only the stage the defect was met on. A misplaced marker the failure needs is TB-MARK-1's;
+    otherwise the owner is the most specific requirement of the diverging row (``BLAME_ORDER``) whose feature the
+    case still holds, else the most specific basic one of the row."""
     features = attribution.case_features(minimal)
-    own = {attribution.feature_of(r) for r in requirements} - {"", "misplaced-marker"}
-    proven = set()  # features whose twins pass: the failure needs them
     for feature in sorted(features):
         twins = attribution.TWINS.get(feature, lambda vector: [])(minimal)
         if twins and any(_diverges(engine, twin) for twin in twins):
             features -= {feature}
-        elif twins:
-            proven.add(feature)
-    needed = own & features
-    if "misplaced-marker" in features and "TB-MARK-1" in shown.row_tags and needed <= {"multi-token-markers"}:
+    if "misplaced-marker" in features and "TB-MARK-1" in shown.row_tags:
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
-    if not needed or shown.requirement not in shown.row_tags:  # a check of the basic machinery included
-        # a feature whose twin passes is needed, whichever check met the case: the most specific requirement about it
-        about = [r for r in BLAME_ORDER if r in shown.row_tags and attribution.feature_of(r) in proven - {""}]
-        basic = next(iter(about), None) or attribution.owner(shown.row_tags, BLAME_ORDER, features) or shown.requirement
-        return settled(basic, shown.row_tags, features), features
-    # the check's own feature is needed: a twin without it passes, so the most specific of the row's requirements
-    # about it; where no twin could show it, the check's blame stands
-    about = [
-        r for r in (*BLAME_ORDER, "TB-BATCH-5") if r in shown.row_tags and attribution.feature_of(r) in proven & own
-    ]
-    return next(iter(about), shown.requirement), features
-
-
-def settled(owner: str, row_tags: frozenset[str], features: frozenset[str]) -> str:
-    """``owner`` moved down the order of the requirements, to the lowest requirement it builds on that the minimal
-    case fails as well: one the diverging row exercises, whose case feature the case holds (or that has none), and
-    whose cases hold every feature the minimal case kept (its own or one of those it builds on): a budget of 0 left
-    unforced fails the forcing rule before the zero-budget rule, but a draft row left unforced, in a case that needs
-    its drafts, fails nothing below the speculative rules."""
-    also = {
-        r
-        for r in requirement_order.below(owner) & row_tags
-        if attribution.feature_of(r) in features | {""} and features <= _features_of({r} | requirement_order.below(r))
-    }
-    return next(iter(requirement_order.lowest(also)), owner)
-
-
-def _features_of(requirements) -> frozenset[str]:
-    return frozenset(attribution.feature_of(r) for r in requirements) - {""}
+    row = [r for r in (*BLAME_ORDER, "TB-BATCH-5") if r in shown.row_tags]
+    specific = [r for r in row if attribution.feature_of(r) in features]
+    basic = [r for r in row if not attribution.feature_of(r)]
+    return next(iter(specific + basic), shown.requirement), features
 
 
 def _diverges(engine, vector: dict) -> bool:
@@ -166,7 +135,7 @@ def record_attributed(
     requirement when the case holds its feature, else the owner, and the requirement the check blamed reads
     BLOCKED. An owner of a class ``profile`` (the run's) does not claim is no failure: the case lies outside the
     engine's claims (None is returned). The finding recorded otherwise."""
-    owner, features = attributed_owner(engine, requirements, shown, minimal)
+    owner, features = attributed_owner(engine, shown, minimal)
     outside = attribution.unclaimed(profile, owner)
     if outside:  # no failure of this engine's: what the case shows belongs to a class it does not claim
         tally.not_applicable(outside, shown.requirement)

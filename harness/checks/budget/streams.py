@@ -30,8 +30,9 @@ from .replay import replay_scenario
 def generation_invariants(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """TB-FORCE-1 end to end (its consequence in thinking-budget.md §4), judged by naive segmentation, not by
     the oracle: over whole generations (no drafts) where the model never starts E, every section holds exactly
-    its budget and closes with the whole E. A multi-token E restarted instead of continued (TB-FORCE-2, which
-    ``budget/multitoken`` separates) shows here as a section that never closes."""
+    its budget and closes with the whole E. A generation that fails is replayed as a scenario beside the oracle: where
+    its forced rows leave the oracle's (a multi-token E restarted instead of continued, which shows here as a section
+    that never closes), that failure is minimised and attributed (``minimal``) instead."""
     rng = np.random.default_rng(ctx.seed)
     tally = Tally(requirements)
     plots = []
@@ -65,6 +66,16 @@ def generation_invariants(engine, ctx: Context, requirements: tuple[str, ...]) -
             )
         sections = thinking_tokens([1, 2] + stream, start, end, 2)
         case = f"generation {n} (S={start}, E={end}, budget {budget}): {stream[:30]}"
+        if (not sections or not sections[0][2] or sections[0][0] != budget) and judge_scenario(
+            engine,
+            ctx.profile,
+            tally,
+            requirements,
+            _generation(start, end, budget, proposals, ctx),
+            0,
+            f"generation {n}",
+        ):
+            continue  # the generation left the oracle's forced rows: that failure, minimised and attributed
         if not sections or not sections[0][2]:
             tally.violated("TB-FORCE-1", "section-never-closed", f"{case}: the section never closed")
         elif sections[0][0] != budget:
@@ -72,6 +83,14 @@ def generation_invariants(engine, ctx: Context, requirements: tuple[str, ...]) -
         else:
             tally.exercised("TB-FORCE-1")
     return tally.outcome("40 generations judged by naive segmentation", plots=plots)
+
+
+def _generation(start, end, budget: int, proposals: list[int], ctx: Context) -> BudgetScenario:
+    """A generation as a scenario: one request (``budget``, prompt ``1, 2``), one step per proposal (a forced row
+    overrides it), and a last step whose row is judged."""
+    added = BatchUpdate(1, added=(AddedRequest(0, budget, (1, 2)),))
+    steps = tuple((added if i == 0 else None, (SlotStep([], 0, t),)) for i, t in enumerate([*proposals, 0]))
+    return BudgetScenario(tuple(start), tuple(end), ctx.profile.scope, 1, steps)
 
 
 BORDER_MARKERS = ((7, 7, 8, 7), (7, 8, 7, 8, 9), (7, 7, 7), (7, 8, 7, 7, 8, 7, 8), (7, 7, 7, 8, 7, 7, 7, 7, 9))
