@@ -22,6 +22,8 @@ from ..core import Check, Context, Outcome, Tally
 from ..oracle import counting as ac
 from ..oracle import rejection as rs
 from . import attribution, budget, rejection
+from .rejection import minimal as rejection_minimal
+from .rejection.exact import comparable
 
 
 def _budget_scenario(engine, ctx: Context, entry, requirements) -> Outcome:
@@ -72,21 +74,37 @@ def _budget_error(engine, profile, entry) -> tuple[str, str] | None:
     return _expected_error(entry, call, (ValueError,), profile)
 
 
-def _rejection_exact(engine, profile, entry) -> tuple[str, str] | None:
-    """The engine's output, read in the layout ``profile`` declares (``rejection.sample_output``), against the
-    vector's."""
+def _rejection_exact(engine, ctx: Context, entry, requirements) -> Outcome:
+    """An ``exact`` vector: the engine's output, read in the layout the profile declares, against the vector's. A
+    vector that does not replay is re-judged as the generated checks judge a failing case
+    (``rejection.minimal``: shrunk while the engine diverges from the oracle, judged alone) and recorded under the
+    lowest requirement its minimal case violates, not its label; the vector's first requirement then reads
+    BLOCKED where that is not one it names."""
+    tally = Tally(requirements)
+    case = vectors.case_from_json(entry["case"])
     try:
-        tokens, num = rejection.sample_output(engine, profile, vectors.case_from_json(entry["case"]))
+        tokens, num = rejection.sample_output(engine, ctx.profile, case)
+        tokens, num = [list(map(int, r)) for r in tokens], [int(n) for n in num]
+        failed = tokens != entry["expected_token_ids"] or num != entry["expected_num_emitted"]
+        shown = f"token_ids {tokens} num_emitted {num}"
     except (ValueError, rs.InvalidCase) as exc:
-        return "valid-input-rejected", f"the valid case was rejected: {exc}"
-    tokens, num = [list(map(int, r)) for r in tokens], [int(n) for n in num]
-    if tokens != entry["expected_token_ids"] or num != entry["expected_num_emitted"]:
-        return (
-            "tokens-differ",
-            f"token_ids {tokens} num_emitted {num}; "
-            f"expected {entry['expected_token_ids']} {entry['expected_num_emitted']}",
-        )
-    return None
+        failed, shown = True, f"the valid case was rejected: {exc}"
+    if not failed:
+        tally.exercised(*requirements)
+        return tally.outcome("replayed exactly")
+    tie_break = ctx.profile.tie_break
+    attributed = rejection_minimal.attribute(
+        engine, ctx.profile, case, True, tie_break, lambda candidate: comparable(candidate, tie_break)
+    )
+    owner = attributed.owner
+    evidence = (
+        f"{shown}; expected {entry['expected_token_ids']} {entry['expected_num_emitted']}; its minimal case "
+        f"({len(attributed.minimal.temperature)} requests, K = {attributed.minimal.num_draft_tokens.tolist()}) "
+        f"fails {owner.requirement}: {owner.evidence}"
+    )
+    document = rejection_minimal.document(case, attributed, requirements, tie_break)
+    rejection_minimal.record(tally, ctx.profile, requirements, requirements[0], owner, evidence, document)
+    return tally.outcome("the vector did not replay")
 
 
 def _rejection_error(engine, profile, entry) -> tuple[str, str] | None:
@@ -277,7 +295,7 @@ def sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
 _GROUPS = (
     ("thinking-budget", "scenarios", _budget_scenario, ("budget",)),
     ("thinking-budget", "errors", _exactly(_budget_error), ("budget",)),
-    ("rejection", "exact", _exactly(_rejection_exact), ("rejection",)),
+    ("rejection", "exact", _rejection_exact, ("rejection",)),
     ("rejection", "distributions", _fixed_drafts, ("rejection",)),
     ("rejection", "sampled_drafts", sampled_drafts, ("rejection",)),
     ("rejection", "errors", _exactly(_rejection_error), ("rejection", "input-validation")),
