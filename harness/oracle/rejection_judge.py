@@ -14,9 +14,10 @@
   ``q(d) = 0`` or ``p(d) = 0`` accepted (RS-PROB-3), an empty residual (RS-PROB-4), a zero-draft request (RS-ZERO-1),
   or a misreading the oracle reproduces exactly (the acceptance stream reused, RS-RNG-2; draft probabilities read
   misaligned, RS-ONEHOT-2);
-- with ``batch_needed`` (each request alone replays exactly: the failure needs the batch), a request's diverging
-  row is the batch's requirement: RS-MIXED-1 where the requests' temperatures differ, RS-ZERO-1 for a zero-draft
-  request (it owns exactly its bonus row), RS-LAYOUT-1 where their draft counts differ.
+- with ``batch_needed`` (each request alone replays exactly: the failure needs the batch), a request's violation
+  is the batch's requirement: RS-LAYOUT-1 where the draft counts differ (ragged rows misread), RS-MIXED-1 where
+  the temperatures do (a request verified by another's rule), else RS-ZERO-1 for a zero-draft request (it owns
+  exactly its bonus row).
 
 ``owner(found)`` is the violation the failure belongs to: of the requirements named, the lowest in the order
 (``requirement_order.lowest``), the first in ``sort_key`` order where several are."""
@@ -149,6 +150,10 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
     if K == 0:
         return "RS-ZERO-1", "zero-draft-token-differs"
     if j >= len(expected):  # accepted where the oracle rejected at j - 1
+        d = int(drafts[j - 1])
+        q_d = 1.0 if one_hot else float(case.draft_probs[draft_slice.start + j - 1][d])
+        if q_d == 0 or rs.target_probs(case.target_logits[offset + j - 1], T)[d] == 0:
+            return "RS-PROB-3", "zero-probability-draft-accepted"
         return acceptance, "continued-after-rejection"
     if j >= len(got):
         return ("RS-PROB-2", "bonus-token-missing") if j == K else (acceptance, "correction-missing")
@@ -217,15 +222,17 @@ def compared(case: rs.RejectionCase, i: int) -> bool:
     return case.temperature[i] == 0 or case.seed_of(i) is not None
 
 
-def _batch(case: rs.RejectionCase, i: int) -> tuple[str, str] | None:
-    """The batch requirement a request's row that parts only in a batch breaks (see the module docstring)."""
+def _batch(case: rs.RejectionCase, i: int) -> tuple[str, str]:
+    """The batch requirement request ``i``'s violation breaks where each request alone replays exactly: RS-LAYOUT-1
+    where the draft counts differ (the ragged rows misread), RS-MIXED-1 where the temperatures do, else RS-ZERO-1
+    for a zero-draft request (it owns exactly its bonus row) and RS-LAYOUT-1 for any other."""
+    if len(set(case.num_draft_tokens.tolist())) > 1:
+        return "RS-LAYOUT-1", "ragged-rows-misread"
     if len(set(case.temperature.tolist())) > 1:
         return "RS-MIXED-1", "request-verified-by-another-rule"
     if case.num_draft_tokens[i] == 0:
         return "RS-ZERO-1", "zero-draft-row-of-another-request"
-    if len(set(case.num_draft_tokens.tolist())) > 1:
-        return "RS-LAYOUT-1", "ragged-rows-misread"
-    return None
+    return "RS-LAYOUT-1", "rows-of-another-request-read"
 
 
 def violations(
@@ -253,6 +260,10 @@ def violations(
         row = [int(t) for t in tokens[i]]
         n = ac.num_emitted(row)
         structural = [replace(v, request=i) for v in _structure(case, i, row, n, int(num[i]))]
+        if structural and batch_needed and case.batch_size > 1:  # the request's row breaks only in the batch
+            rid, mode = _batch(case, i)
+            found.append(Violation(rid, mode, f"{structural[0].evidence}; each request alone equals the oracle", i))
+            continue
         found += structural
         if structural or not compare or not compared(case, i):
             continue
@@ -266,7 +277,7 @@ def violations(
         if explained:
             found.append(Violation(explained.requirement, explained.mode, f"{evidence}; {explained.evidence}", i))
             continue
-        in_batch = _batch(case, i) if batch_needed and case.batch_size > 1 else None
+        in_batch = _batch(case, i) if batch_needed and case.batch_size > 1 else None  # the request alone replays
         r = int(case.row_offsets()[i]) + (j - 1 if j >= len(want) else j)  # the row that decided position j
         if in_batch:
             rid, mode = in_batch
