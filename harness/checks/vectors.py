@@ -17,9 +17,9 @@ import numpy as np
 
 from specconform.specs.interface import BatchUpdate
 
-from .. import spec, stats, vectors
+from .. import shrink, spec, stats, vectors
 from ..core import Check, Context, Outcome, Tally
-from ..oracle import counting as ac
+from ..oracle import metrics_judge as mj
 from ..oracle import rejection as rs
 from . import attribution, budget, rejection
 from .rejection import minimal as rejection_minimal
@@ -149,27 +149,18 @@ def _metrics(engine, profile, entry) -> tuple[str, str, str] | None:
         differ["AC-METRIC-3"] = f"accepted_per_position {per_position}, expected {expected['accepted_per_position']}"
     if not differ:
         return None
-    requirements = entry["requirements"]
-    untrimmed = ac.AcceptanceMetrics(max_positions=len(expected["accepted_per_position"]))
-    for k, row, _ in steps:  # every token of every row counted: no end token, no commit limit
-        untrimmed.observe(k, row)
-    counted_all = all(
-        [int(x) for x in got[name]] == untrimmed.accepted_per_position
-        if name == "accepted_per_position"
-        else np.isclose(got[name], getattr(untrimmed, name), rtol=1e-9, atol=1e-12)
-        for name in (_METRIC_OF[rid] for rid in differ)
-    )
-    # a difference that counting every token explains is the trimming requirement's (which tokens count at all)
-    trimming = [r for r in requirements if r in ("AC-STOP-1", "AC-METRIC-4")] if counted_all else []
-    blame = (trimming or [r for r in requirements if r in differ] or requirements)[0]
-    return "metrics-differ", "; ".join(differ.values()), blame
+    # shrunk while the metrics differ, then judged alone: recorded under the lowest requirement it violates
+    judged = [name for name in mj.METRICS if name not in profile.derived]
+    eos = entry["eos_token_ids"]
 
+    def differs(candidate) -> bool:
+        return bool(mj.metric_violations(candidate, eos, engine.acceptance_metrics(candidate, eos), judged, 4))
 
-_METRIC_OF = {
-    "AC-METRIC-1": "acceptance_rate",
-    "AC-METRIC-2": "mean_acceptance_length",
-    "AC-METRIC-3": "accepted_per_position",
-}
+    small = shrink.minimise(steps, mj.smaller_streams, differs)
+    found = mj.owner(mj.metric_violations(small, eos, engine.acceptance_metrics(small, eos), judged, 4))
+    blame = found[0] if found else entry["requirements"][0]
+    shown = f"; minimised to {len(small)} steps {small}: {found[2]}" if found else ""
+    return "metrics-differ", "; ".join(differ.values()) + shown, blame
 
 
 def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
@@ -181,7 +172,10 @@ def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
         tally = Tally(requirements)
         failure = replay_one(engine, ctx.profile, entry)
         if failure:  # (mode, evidence) of the vector's first requirement, or (mode, evidence, requirement)
-            tally.violated(failure[2] if len(failure) > 2 else requirements[0], failure[0], failure[1])
+            owner = failure[2] if len(failure) > 2 else requirements[0]
+            if owner not in requirements:  # the vector's minimal case fails another: its own is blocked
+                tally.blocked(requirements[0], owner, f"its minimal case fails {owner} ({failure[0]})")
+            tally.violated(owner, failure[0], failure[1], finding=owner if owner != requirements[0] else "")
         else:
             tally.exercised(*requirements)
         return tally.outcome("replayed exactly" if not failure else "the vector did not replay")
