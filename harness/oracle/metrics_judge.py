@@ -70,12 +70,12 @@ def metric_violations(steps, eos, got: dict, judged, max_positions: int = 4) -> 
         return [("AC-STOP-1", "counts-tokens-past-commit-limit", shown)]
     if limit and all(same(n, got, oracle_metrics(unlimited, (), max_positions)) for n in judged):
         return [("AC-STOP-1", "counts-tokens-past-commit-limit", shown + " (past end tokens too)")]
-    if end and all(same(n, got, oracle_metrics(steps, (), max_positions)) for n in judged):
-        return [("AC-METRIC-4", "counts-tokens-after-eos", shown)]
-    if end and len(eos) > 1:
+    if end and len(eos) > 1:  # one end token honoured, another not
         for token in eos:
             if all(same(n, got, oracle_metrics(steps, [token], max_positions)) for n in judged):
                 return [("AC-METRIC-4", "counts-tokens-after-another-end-token", shown)]
+    if end and all(same(n, got, oracle_metrics(steps, (), max_positions)) for n in judged):
+        return [("AC-METRIC-4", "counts-tokens-after-eos", shown)]
     return [(METRICS[name], f"{name.replace('_', '-')}-differs", shown) for name in differ]
 
 
