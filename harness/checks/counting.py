@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import contract
+from .. import contract, shrink
 from ..cases.rejection import RejectionFamily
 from ..core import Context, Outcome, Tally
 from ..oracle import counting as ac
+from ..oracle import metrics_judge as mj
 from .catalogue import check
 from .rejection import declare_exact
 
@@ -151,22 +152,21 @@ def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
             if not differ:
                 tally.exercised(rid)
                 continue
-            if limits:  # past the limit, whether or not it also counts past EOS
-                mode = "counts-tokens-past-commit-limit"
-                others = [_oracle_metrics(_untrimmed(steps), eos), _oracle_metrics(_untrimmed(steps), [])]
-            else:
-                mode, others = "counts-tokens-after-eos", [_oracle_metrics(steps, [])]
-            if len(eos) > 1 and not explained_by(got, others, judged):
-                one = [_oracle_metrics(steps, [token]) for token in eos]  # one end token honoured, the other not
-                if explained_by(got, one, judged):  # AC-METRIC-4's, with a commit limit or without
-                    rid, mode, others = "AC-METRIC-4", "counts-tokens-after-another-end-token", one
-            explained = explained_by(got, others, judged)
-            name = differ[0]
+
+            # shrunk while the engine's metrics differ from the oracle's, then judged alone (RUN-FINDING-1)
+            def differs(candidate, eos=eos, judged=judged) -> bool:
+                return bool(mj.metric_violations(candidate, eos, engine.acceptance_metrics(candidate, eos), judged))
+
+            small = shrink.minimise(steps, mj.smaller_streams, differs)
+            found = mj.metric_violations(small, eos, engine.acceptance_metrics(small, eos), judged)
+            owner, mode, shown = mj.owner(found) or (_METRICS[differ[0]], "metrics-differ", "")
+            if owner != rid:
+                tally.blocked(rid, owner, f"its minimal stream fails {owner} ({mode})")
             tally.violated(
-                rid if explained else _METRICS[name],
-                mode if explained else f"{name.replace('_', '-')}-differs",
-                f"{label}: {name.replace('_', ' ')} {_value(name, got)}, expected {_value(name, oracle)} "
-                f"({mode.replace('-', ' ')}: {_value(name, others[0])})",
+                owner,
+                mode,
+                f"{label}: minimised to {len(small)} steps {small}: {shown}",
+                finding=owner,
             )
             continue
         judged = (

@@ -17,12 +17,14 @@ import numpy as np
 
 from specconform.specs.interface import BatchUpdate
 
-from .. import spec, stats, vectors
+from .. import shrink, spec, stats, vectors
 from ..cases.budget import BudgetScenario
 from ..core import Check, Context, Outcome, Tally
-from ..oracle import counting as ac
+from ..oracle import metrics_judge as mj
 from ..oracle import rejection as rs
 from . import budget, rejection
+from .rejection import minimal as rejection_minimal
+from .rejection.exact import comparable
 
 
 def _budget_scenario(engine, ctx: Context, entry, requirements) -> Outcome:
@@ -74,21 +76,37 @@ def _budget_error(engine, profile, entry) -> tuple[str, str] | None:
     return _expected_error(entry, call, (ValueError,), profile)
 
 
-def _rejection_exact(engine, profile, entry) -> tuple[str, str] | None:
-    """The engine's output, read in the layout ``profile`` declares (``rejection.sample_output``), against the
-    vector's."""
+def _rejection_exact(engine, ctx: Context, entry, requirements) -> Outcome:
+    """An ``exact`` vector: the engine's output, read in the layout the profile declares, against the vector's. A
+    vector that does not replay is re-judged as the generated checks judge a failing case
+    (``rejection.minimal``: shrunk while the engine diverges from the oracle, judged alone) and recorded under the
+    lowest requirement its minimal case violates, not its label; the vector's first requirement then reads
+    BLOCKED where that is not one it names."""
+    tally = Tally(requirements)
+    case = vectors.case_from_json(entry["case"])
     try:
-        tokens, num = rejection.sample_output(engine, profile, vectors.case_from_json(entry["case"]))
+        tokens, num = rejection.sample_output(engine, ctx.profile, case)
+        tokens, num = [list(map(int, r)) for r in tokens], [int(n) for n in num]
+        failed = tokens != entry["expected_token_ids"] or num != entry["expected_num_emitted"]
+        shown = f"token_ids {tokens} num_emitted {num}"
     except (ValueError, rs.InvalidCase) as exc:
-        return "valid-input-rejected", f"the valid case was rejected: {exc}"
-    tokens, num = [list(map(int, r)) for r in tokens], [int(n) for n in num]
-    if tokens != entry["expected_token_ids"] or num != entry["expected_num_emitted"]:
-        return (
-            "tokens-differ",
-            f"token_ids {tokens} num_emitted {num}; "
-            f"expected {entry['expected_token_ids']} {entry['expected_num_emitted']}",
-        )
-    return None
+        failed, shown = True, f"the valid case was rejected: {exc}"
+    if not failed:
+        tally.exercised(*requirements)
+        return tally.outcome("replayed exactly")
+    tie_break = ctx.profile.tie_break
+    attributed = rejection_minimal.attribute(
+        engine, ctx.profile, case, True, tie_break, lambda candidate: comparable(candidate, tie_break)
+    )
+    owner = attributed.owner
+    evidence = (
+        f"{shown}; expected {entry['expected_token_ids']} {entry['expected_num_emitted']}; its minimal case "
+        f"({len(attributed.minimal.temperature)} requests, K = {attributed.minimal.num_draft_tokens.tolist()}) "
+        f"fails {owner.requirement}: {owner.evidence}"
+    )
+    document = rejection_minimal.document(case, attributed, requirements, tie_break)
+    rejection_minimal.record(tally, ctx.profile, requirements, requirements[0], owner, evidence, document)
+    return tally.outcome("the vector did not replay")
 
 
 def _rejection_error(engine, profile, entry) -> tuple[str, str] | None:
@@ -133,27 +151,18 @@ def _metrics(engine, profile, entry) -> tuple[str, str, str] | None:
         differ["AC-METRIC-3"] = f"accepted_per_position {per_position}, expected {expected['accepted_per_position']}"
     if not differ:
         return None
-    requirements = entry["requirements"]
-    untrimmed = ac.AcceptanceMetrics(max_positions=len(expected["accepted_per_position"]))
-    for k, row, _ in steps:  # every token of every row counted: no end token, no commit limit
-        untrimmed.observe(k, row)
-    counted_all = all(
-        [int(x) for x in got[name]] == untrimmed.accepted_per_position
-        if name == "accepted_per_position"
-        else np.isclose(got[name], getattr(untrimmed, name), rtol=1e-9, atol=1e-12)
-        for name in (_METRIC_OF[rid] for rid in differ)
-    )
-    # a difference that counting every token explains is the trimming requirement's (which tokens count at all)
-    trimming = [r for r in requirements if r in ("AC-STOP-1", "AC-METRIC-4")] if counted_all else []
-    blame = (trimming or [r for r in requirements if r in differ] or requirements)[0]
-    return "metrics-differ", "; ".join(differ.values()), blame
+    # shrunk while the metrics differ, then judged alone: recorded under the lowest requirement it violates
+    judged = [name for name in mj.METRICS if name not in profile.derived]
+    eos = entry["eos_token_ids"]
 
+    def differs(candidate) -> bool:
+        return bool(mj.metric_violations(candidate, eos, engine.acceptance_metrics(candidate, eos), judged, 4))
 
-_METRIC_OF = {
-    "AC-METRIC-1": "acceptance_rate",
-    "AC-METRIC-2": "mean_acceptance_length",
-    "AC-METRIC-3": "accepted_per_position",
-}
+    small = shrink.minimise(steps, mj.smaller_streams, differs)
+    found = mj.owner(mj.metric_violations(small, eos, engine.acceptance_metrics(small, eos), judged, 4))
+    blame = found[0] if found else entry["requirements"][0]
+    shown = f"; minimised to {len(small)} steps {small}: {found[2]}" if found else ""
+    return "metrics-differ", "; ".join(differ.values()) + shown, blame
 
 
 def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
@@ -165,7 +174,10 @@ def _exactly(replay_one: Callable) -> Callable[..., Outcome]:
         tally = Tally(requirements)
         failure = replay_one(engine, ctx.profile, entry)
         if failure:  # (mode, evidence) of the vector's first requirement, or (mode, evidence, requirement)
-            tally.violated(failure[2] if len(failure) > 2 else requirements[0], failure[0], failure[1])
+            owner = failure[2] if len(failure) > 2 else requirements[0]
+            if owner not in requirements:  # the vector's minimal case fails another: its own is blocked
+                tally.blocked(requirements[0], owner, f"its minimal case fails {owner} ({failure[0]})")
+            tally.violated(owner, failure[0], failure[1], finding=owner if owner != requirements[0] else "")
         else:
             tally.exercised(*requirements)
         return tally.outcome("replayed exactly" if not failure else "the vector did not replay")
@@ -279,7 +291,7 @@ def sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
 _GROUPS = (
     ("thinking-budget", "scenarios", _budget_scenario, ("budget",)),
     ("thinking-budget", "errors", _exactly(_budget_error), ("budget",)),
-    ("rejection", "exact", _exactly(_rejection_exact), ("rejection",)),
+    ("rejection", "exact", _rejection_exact, ("rejection",)),
     ("rejection", "distributions", _fixed_drafts, ("rejection",)),
     ("rejection", "sampled_drafts", sampled_drafts, ("rejection",)),
     ("rejection", "errors", _exactly(_rejection_error), ("rejection", "input-validation")),

@@ -18,9 +18,10 @@ from specconform.harness.cases.rejection import (
     rejection_cases,
     reordered,
 )
-from specconform.harness.checks.rejection.exact import drawn_cases, non_finite_forced_rows
+from specconform.harness.checks.rejection.exact import drawn_cases
 from specconform.harness.core import Context
 from specconform.harness.oracle import rejection as rs
+from specconform.harness.oracle.rejection_judge import non_finite_forced_rows
 from specconform.harness.profiles import canonical
 
 BY_NAME = checks.by_name()

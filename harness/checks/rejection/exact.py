@@ -1,6 +1,7 @@
 """Exact comparison with the oracle: generated cases of a ``RejectionFamily`` compared token for token, each
-request counting for the requirements it exercises (``request_requirements``), a mismatch blamed on the first that
-applies and minimised into a reproduction; the exact families are declared here as data (``declare_exact``)."""
+request counting for the requirements it exercises (``request_requirements``); a failing case is minimised and
+recorded under the lowest requirement its minimal case violates (``minimal``, RUN-FINDING-1), with a reproduction;
+the exact families are declared here as data (``declare_exact``)."""
 
 from __future__ import annotations
 
@@ -8,35 +9,25 @@ import itertools
 
 import numpy as np
 
-from ... import cases, shrink, vectors
+from ... import cases
 from ...cases.rejection import (
     LAST_IDS,
     TILE_REMAINDER_VOCABS,
     RejectionFamily,
     case_size,
     rejection_cases,
-    smaller_cases,
 )
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
-from ...oracle import rng as reference_rng
+from ...oracle import rejection_judge as rj
 from ..catalogue import declare
-from .output import describe_case, output_problem, outside_contract, sample_output
+from . import minimal
+from .output import describe_case, outside_contract
 
 
 def has_tie(logits: np.ndarray) -> bool:
     finite = np.where(np.isneginf(logits), -np.inf, logits)
     return bool(((finite == finite.max(axis=-1, keepdims=True)).sum(axis=-1) > 1).any())
-
-
-def non_finite_forced_rows(case: rs.RejectionCase) -> list[int]:
-    """The forced rows of ``case`` whose logits hold NaN or +inf or no finite value: valid input, since a forced
-    row's logits are not read (RS-FORCE-1, RS-INPUT-3)."""
-    if case.forced_token_ids is None:
-        return []
-    logits = case.target_logits
-    bad = np.isnan(logits).any(axis=1) | np.isposinf(logits).any(axis=1) | ~np.isfinite(logits).any(axis=1)
-    return np.flatnonzero(bad & (case.forced_token_ids != -1)).tolist()
 
 
 def outside_variant(profile, case: rs.RejectionCase) -> str | None:
@@ -78,7 +69,8 @@ def request_requirements(case: rs.RejectionCase, i: int, emitted: int, tie_break
     return tags
 
 
-_BLAME_ORDER = (  # a mismatch that no misreading explains (``_misreading``) is blamed on the first that applies
+# the check's own requirement a failure of another's blocks: the first of these the failing request exercised
+_BLAME_ORDER = (
     "RS-FORCE-1",
     "RS-ZERO-1",
     "RS-GREEDY-3",
@@ -100,89 +92,30 @@ def judge_exact(
     tally: Tally | None = None,
     profile=None,
 ) -> tuple[str, str, str] | None:
-    """Compare one case with the oracle: ``(requirement, mode, evidence)`` of its first violation or
-    None; the requests compared before it count in ``tally`` (when given). ``None`` as well for a case
-    that cannot be compared (``comparable`` says which)."""
-    expected, num, _ = rs.sample_case(case)
-    try:
-        tokens, got_num = sample_output(engine, profile, case) if profile else engine.rejection_sample(case)
-    except (ValueError, rs.InvalidCase) as exc:
-        if not non_finite_forced_rows(case):
-            raise
-        rows = non_finite_forced_rows(case)
-        return "RS-FORCE-1", "forced-row-logits-read", f"rejected as {exc}; forced rows {rows} hold non-finite logits"
-    problem = output_problem(case, tokens, got_num)
-    if problem:
-        return problem[0], problem[1], f"{problem[2]} ({describe_case(case)})"
-    tokens = np.asarray(tokens)[:, : expected.shape[1]]
-    for i in range(case.batch_size):
-        tags = request_requirements(case, i, int(num[i]), tie_break) & set(requirements)
-        if tokens[i].tolist() != expected[i].tolist():
-            evidence = (
-                f"request {i}: emitted {tokens[i].tolist()}, expected {expected[i].tolist()} ({describe_case(case)})"
-            )
-            explained = _misreading(case, i, tokens[i].tolist(), tags)
-            if explained:
-                return explained[0], explained[1], f"{evidence}; {explained[2]}"
-            blame = next((r for r in _BLAME_ORDER if r in tags), requirements[0])
-            return blame, "token-differs-from-oracle", evidence
-        if tally is not None:
-            tally.exercised(*tags)
-    return None
-
-
-def _oracle_row(case: rs.RejectionCase, i: int, q_rows, noise_purpose: int) -> list[int]:
-    """Request ``i``'s oracle row (``-1`` padded) under the reference draws, with ``q_rows`` as its
-    draft probabilities and its tokens sampled from the ``noise_purpose`` stream."""
-    row_slice, draft_slice = rs.request_slices(case, i)
-    forced = (
-        case.forced_token_ids[row_slice]
-        if case.forced_token_ids is not None
-        else [-1] * (row_slice.stop - row_slice.start)
-    )
-    position = 0 if case.positions is None else int(case.positions[i])
-    draws = rs.counter_draws(int(case.seeds[i]), position, case.vocab_size, noise_purpose)
-    emitted = rs.verify_request(
-        case.target_logits[row_slice],
-        case.draft_token_ids[draft_slice],
-        q_rows,
-        float(case.temperature[i]),
-        forced,
-        draws,
-    ).emitted
-    width = int(case.num_draft_tokens.max(initial=0)) + 1
-    return emitted + [-1] * (width - len(emitted))
-
-
-def _misreading(case: rs.RejectionCase, i: int, row: list[int], tags: set[str]) -> tuple[str, str, str] | None:
-    """Name the rule a probabilistic request's mismatch breaks when the oracle reproduces it exactly
-    under one specific misreading: its emitted token sampled from the acceptance stream (RS-RNG-2), or its
-    draft probabilities read at other rows than its drafts' (RS-ONEHOT-2): in the padded layout
-    (``i * max K + j``) or one row off."""
-    if case.seeds is None or case.temperature[i] == 0:
+    """Compare one case with the oracle: ``(requirement, mode, evidence)`` of the violation its failure belongs to
+    (``oracle.rejection_judge``: the lowest requirement it violates, judged on this case as it is), or None; the
+    requests without a violation count in ``tally`` (when given) for the requirements they exercise."""
+    found = minimal.judge(engine, profile, case, True, tie_break)
+    if tally is not None:
+        _, num, _ = rs.sample_case(case)
+        failing = {v.request for v in found}
+        for i in range(case.batch_size):
+            if i not in failing and -1 not in failing:
+                tally.exercised(*(request_requirements(case, i, int(num[i]), tie_break) & set(requirements)))
+    owner = rj.owner(found)
+    if owner is None:
         return None
-    _, draft_slice = rs.request_slices(case, i)
-    own_q = None if case.draft_probs is None else case.draft_probs[draft_slice]
-    if "RS-RNG-2" in tags and row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
-        return (
-            "RS-RNG-2",
-            "acceptance-draw-reused",
-            "the oracle emits this row when the token is sampled from the acceptance stream",
-        )
-    if "RS-ONEHOT-2" not in tags or own_q is None:
-        return None
-    total, first, K = len(case.draft_probs), draft_slice.start, draft_slice.stop - draft_slice.start
-    readings = {
-        "padded": [min(i * int(case.num_draft_tokens.max()) + j, total - 1) for j in range(K)],
-        "one row early": [max(first + j - 1, 0) for j in range(K)],
-        "one row late": [min(first + j + 1, total - 1) for j in range(K)],
-    }
-    for name, rows in readings.items():
-        if rows != list(range(first, first + K)) and row == _oracle_row(
-            case, i, case.draft_probs[rows], reference_rng.PURPOSE_SAMPLE
-        ):
-            return "RS-ONEHOT-2", "draft-probs-misaligned", f"the oracle emits this row when draft_probs is read {name}"
-    return None
+    return owner.requirement, owner.mode, f"{owner.evidence} ({describe_case(case)})"
+
+
+def own_requirement(case: rs.RejectionCase, request: int, requirements: tuple[str, ...], tie_break: str) -> str:
+    """The check's requirement a failure of ``request`` (-1: the whole output) keeps from being certified: the first
+    it exercises in ``_BLAME_ORDER``, else the check's first."""
+    if request < 0:
+        return requirements[0]
+    _, num, _ = rs.sample_case(case)
+    tags = request_requirements(case, request, int(num[request]), tie_break) & set(requirements)
+    return next((r for r in (*_BLAME_ORDER, *requirements) if r in tags), requirements[0])
 
 
 def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
@@ -192,35 +125,6 @@ def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
     if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
         return False
     return not (tie_break == "any" and has_tie(case.target_logits))
-
-
-def _reproduction(engine, case, failure, requirements, tie_break, profile) -> tuple[rs.RejectionCase, dict]:
-    """The failing case minimised on the same fingerprint, and its standalone vector document."""
-    rid, mode, _ = failure
-
-    def still_fails(candidate: rs.RejectionCase) -> bool:
-        try:
-            candidate.validate()
-            if not comparable(candidate, tie_break):
-                return False
-            found = judge_exact(engine, candidate, requirements, tie_break, profile=profile)
-        except Exception:  # invalid, or the engine fails otherwise: not the same failure
-            return False
-        return found is not None and found[:2] == (rid, mode)
-
-    minimal = shrink.minimise(case, smaller_cases, still_fails)
-    entry = vectors.exact_case("minimal", [rid, *[r for r in requirements if r != rid]], minimal)
-    entry["tie_break"] = tie_break
-    document = {
-        "format": vectors.FORMAT_VERSION,
-        "kind": "rejection",
-        "fingerprint": f"{rid}/{mode}",
-        "original_size": case_size(case),
-        "minimal_size": case_size(minimal),
-        "exact": [entry],
-        "errors": [],
-    }
-    return minimal, document
 
 
 def drawn_cases(seed: int, *families: tuple[RejectionFamily, int]):
@@ -246,6 +150,7 @@ def exact_check(
         waived = ("RS-GREEDY-3",) if tie_break == "any" and "RS-GREEDY-3" in requirements else ()
         tally = Tally(requirements, conditional=waived)
         compared = skipped = outside = 0
+        seen: dict[str, tuple[str, rj.Violation]] = {}  # a first violation met before -> (own, owner) it went to
         for n, case in enumerate(drawn_cases(ctx.seed, *families)):
             if not comparable(case, tie_break):
                 skipped += 1
@@ -258,21 +163,43 @@ def exact_check(
             failure = judge_exact(engine, case, requirements, tie_break, tally, ctx.profile)
             if failure is None:
                 continue
-            rid, mode, evidence = failure
-            if rid in tally.failures:
-                tally.violated(rid, mode, "")
-                continue
-            minimal, document = _reproduction(engine, case, failure, requirements, tie_break, ctx.profile)
-            shown = judge_exact(engine, minimal, requirements, tie_break, profile=ctx.profile)
-            if shown is not None and shown[:2] == (rid, mode):
-                evidence = f"{shown[2]}; minimised from case {n} ({case_size(case)} rows to {case_size(minimal)})"
-            tally.violated(rid, mode, f"case {n}: {evidence}", reproduction=document)
+            attribute_failure(engine, ctx, case, n, requirements, tally, seen)
         return tally.outcome(
             f"{compared} cases compared with the oracle, {skipped} skipped at a rounding boundary"
             + (f", {outside} outside the engine's contract" if outside else "")
         )
 
     return run
+
+
+def attribute_failure(engine, ctx: Context, case, n: int, requirements, tally: Tally, seen: dict) -> None:
+    """Record failing case ``n`` under the requirement its minimal case violates (``minimal``): the first case of
+    each way of failing (its first violation, judged as it was met) is shrunk and judged alone, and the later ones
+    go where it went."""
+    tie_break = ctx.profile.tie_break
+    first = rj.owner(minimal.judge(engine, ctx.profile, case, True, tie_break))
+    if first is None:  # not deterministic: it replayed this time
+        return
+    if first.fingerprint in seen:
+        own, owner = seen[first.fingerprint]
+        minimal.record(tally, ctx.profile, requirements, own, owner, "")
+        return
+    own = own_requirement(case, first.request, requirements, tie_break)
+
+    def usable(candidate: rs.RejectionCase) -> bool:
+        return comparable(candidate, tie_break) and not (
+            outside_contract(ctx.profile, candidate) or outside_variant(ctx.profile, candidate)
+        )
+
+    attributed = minimal.attribute(engine, ctx.profile, case, True, tie_break, usable)
+    owner = attributed.owner
+    seen[first.fingerprint] = (own, owner)
+    evidence = (
+        f"case {n}: {owner.evidence} ({describe_case(attributed.minimal)}); minimised from case {n} "
+        f"({case_size(case)} rows to {case_size(attributed.minimal)})"
+    )
+    document = minimal.document(case, attributed, requirements, tie_break)
+    minimal.record(tally, ctx.profile, requirements, own, owner, evidence, document)
 
 
 def declare_exact(

@@ -8,12 +8,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...cases.rejection import LAST_IDS, MASKS, TILE_REMAINDER_VOCABS, VOCABS, RejectionFamily
+from ...cases.rejection import LAST_IDS, MASKS, TILE_REMAINDER_VOCABS, VOCABS, RejectionFamily, case_size
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ...oracle import rejection as rs
+from ...oracle import rejection_judge as rj
 from ..catalogue import check
+from . import minimal
 from .exact import LAST_IDS_CASES, drawn_cases
-from .output import describe_case, output_problem, outside_contract, sample_output
+from .output import describe_case, outside_contract, sample_output
 
 
 @check(
@@ -315,28 +317,34 @@ def output_contract(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     # then mass on the last partial tile's ids only, where a tiling that drops that tile has nothing to sample
     last_ids = RejectionFamily(forced=True, masks=(LAST_IDS,), vocabs=TILE_REMAINDER_VOCABS)
     outside = 0
+    seen: dict[str, tuple[str, rj.Violation]] = {}  # a first violation met before -> (own, owner) it went to
     for n, case in enumerate(drawn_cases(ctx.seed, (family, 120), (last_ids, LAST_IDS_CASES))):
         if why := outside_contract(ctx.profile, case):
             outside += 1
             tally.not_applicable(why, *requirements)
             continue
-        try:
-            tokens, num = sample_output(engine, ctx.profile, case)
-        except (ValueError, rs.InvalidCase) as exc:
-            masked = np.isneginf(case.target_logits).any()
-            tally.violated(
-                "RS-INPUT-2" if masked else "RS-INPUT-1",
-                "valid-input-rejected",
-                f"case {n}: {exc} ({describe_case(case)})",
-            )
+        first = rj.owner(minimal.judge(engine, ctx.profile, case, False, ctx.profile.tie_break))
+        if first is None:
+            tally.exercised("RS-INPUT-1", "RS-LAYOUT-2", "RS-PROB-3")
+            if np.isneginf(case.target_logits).any():
+                tally.exercised("RS-INPUT-2")
             continue
-        problem = output_problem(case, tokens, num)
-        if problem:
-            tally.violated(problem[0], problem[1], f"case {n}: {problem[2]} ({describe_case(case)})")
+        own = first.requirement if first.requirement in requirements else "RS-LAYOUT-2"
+        if first.fingerprint in seen:
+            minimal.record(tally, ctx.profile, requirements, *seen[first.fingerprint], "")
             continue
-        tally.exercised("RS-INPUT-1", "RS-LAYOUT-2", "RS-PROB-3")
-        if np.isneginf(case.target_logits).any():
-            tally.exercised("RS-INPUT-2")
+
+        def usable(candidate: rs.RejectionCase) -> bool:
+            return not outside_contract(ctx.profile, candidate)
+
+        attributed = minimal.attribute(engine, ctx.profile, case, False, ctx.profile.tie_break, usable)
+        seen[first.fingerprint] = (own, attributed.owner)
+        evidence = (
+            f"case {n}: {attributed.owner.evidence} ({describe_case(attributed.minimal)}); minimised from case {n} "
+            f"({case_size(case)} rows to {case_size(attributed.minimal)})"
+        )
+        document = minimal.document(case, attributed, requirements, ctx.profile.tie_break)
+        minimal.record(tally, ctx.profile, requirements, own, attributed.owner, evidence, document)
     return tally.outcome(
         f"{120 + LAST_IDS_CASES} cases, V from 1 to 262,144 ({LAST_IDS_CASES} with mass on the last partial tile's ids "
         "only): -1-padded prefixes of 1..K+1 ids in [0, V), no p = 0 token, counts agree"

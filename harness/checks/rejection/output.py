@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import contract
-from ...oracle import counting as ac
 from ...oracle import rejection as rs
+from ...oracle import rejection_judge as rj
 
 
 def outside_contract(profile, case: rs.RejectionCase) -> str | None:
@@ -31,46 +31,10 @@ def sample_output(engine, profile, case: rs.RejectionCase) -> tuple[np.ndarray, 
 
 
 def output_problem(case: rs.RejectionCase, tokens, num) -> tuple[str, str, str] | None:
-    """The first structural violation of one output: ``(requirement, mode, evidence)`` or None
-    (RS-LAYOUT-2, RS-INPUT-1, RS-PROB-3, AC-COUNT-5, RS-FORCE-1)."""
-    V = case.vocab_size
-    tokens = np.asarray(tokens)
-    num = np.asarray(num)
-    width = int(case.num_draft_tokens.max(initial=0)) + 1
-    if tokens.ndim != 2 or tokens.shape[0] != case.batch_size or tokens.shape[1] < width:
-        return (
-            "RS-LAYOUT-2",
-            "wrong-shape",
-            f"token_ids has shape {tokens.shape}; expected ({case.batch_size}, >= {width})",
-        )
-    offsets = case.row_offsets()
-    for i in range(case.batch_size):
-        row = tokens[i].tolist()
-        n = ac.num_emitted(row)
-        if any(t != -1 for t in row[n:]):
-            return "RS-LAYOUT-2", "token-after-placeholder", f"request {i}: real tokens after a placeholder: {row}"
-        if not 1 <= n <= case.num_draft_tokens[i] + 1:
-            return (
-                "RS-LAYOUT-2",
-                "emitted-count-out-of-range",
-                f"request {i} emitted {n} tokens with K = {case.num_draft_tokens[i]}",
-            )
-        if any(not 0 <= t < V for t in row[:n]):
-            return "RS-INPUT-1", "id-outside-vocabulary", f"request {i}: ids outside [0, {V}): {row}"
-        if int(num[i]) != n:
-            return (
-                "AC-COUNT-5",
-                "num-emitted-differs",
-                f"request {i}: num_emitted {int(num[i])} but the row holds {n} tokens",
-            )
-        for j, t in enumerate(row[:n]):
-            r = offsets[i] + j
-            forced = -1 if case.forced_token_ids is None else int(case.forced_token_ids[r])
-            if forced == -1 and np.isneginf(case.target_logits[r, t]):
-                return "RS-PROB-3", "zero-probability-token", f"request {i} position {j}: emitted token {t} has p = 0"
-            if forced != -1 and j == n - 1 and t != forced:
-                return "RS-FORCE-1", "forced-row-ignored", f"request {i} position {j}: forced {forced}, emitted {t}"
-    return None
+    """The structural violation one output's failure belongs to: ``(requirement, mode, evidence)`` or None
+    (RS-LAYOUT-2, RS-ZERO-1, RS-INPUT-1, RS-PROB-3, AC-COUNT-5, RS-FORCE-1; ``oracle.rejection_judge``)."""
+    found = rj.owner(rj.violations(case, tokens, num, compare=False))
+    return None if found is None else (found.requirement, found.mode, found.evidence)
 
 
 def describe_case(case: rs.RejectionCase) -> str:

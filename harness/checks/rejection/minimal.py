@@ -1,0 +1,105 @@
+"""A failing rejection case minimised and attributed (RUN-FINDING-1): shrunk (``specconform.harness.shrink`` over
+``cases.rejection.smaller_cases``) while the engine still diverges from the oracle on it in any way (so that the
+failures one bug causes in different checks reach the same minimal case), then judged alone
+(``oracle.rejection_judge.violations``) and recorded under the lowest requirement it violates. Where that is not one
+of the check's own requirements, the check's requirement reads BLOCKED, naming the finding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ... import shrink, vectors
+from ...cases.rejection import case_size, reordered, smaller_cases
+from ...core import Tally
+from ...oracle import rejection as rs
+from ...oracle import rejection_judge as rj
+from .. import attribution
+from .output import sample_output
+
+
+def judge(engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, batch_needed: bool = False):
+    """Every violation of ``engine``'s output for ``case`` (``rj.violations``; a valid case rejected is one)."""
+    try:
+        tokens, num = sample_output(engine, profile, case) if profile is not None else engine.rejection_sample(case)
+    except (ValueError, rs.InvalidCase) as exc:
+        return [rj.rejected(case, exc)]
+    return rj.violations(case, tokens, num, compare, tie_break, batch_needed)
+
+
+@dataclass
+class Attributed:
+    """A failing case minimised: the minimal case, its violations judged alone, and the one it belongs to."""
+
+    minimal: rs.RejectionCase
+    found: list[rj.Violation]
+    owner: rj.Violation
+
+
+def _diverges(engine, profile, compare: bool, tie_break: str, usable: Callable[[rs.RejectionCase], bool]):
+    def still_diverges(candidate: rs.RejectionCase) -> bool:
+        try:
+            candidate.validate()
+            if not usable(candidate):
+                return False
+            return bool(judge(engine, profile, candidate, compare, tie_break))
+        except Exception:  # noqa: BLE001 - invalid, or the engine fails otherwise: not a divergence to follow
+            return False
+
+    return still_diverges
+
+
+def attribute(
+    engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, usable: Callable[[rs.RejectionCase], bool]
+) -> Attributed:
+    """``case`` shrunk while ``engine`` diverges from the oracle on it (``usable``: a candidate the check would
+    judge), and judged alone; a minimal case of several requests whose requests each replay alone is judged as a
+    batch failure (``batch_needed``)."""
+    still_diverges = _diverges(engine, profile, compare, tie_break, usable)
+    minimal = shrink.minimise(case, smaller_cases, still_diverges)
+    alone = [reordered(minimal, [i]) for i in range(minimal.batch_size)] if minimal.batch_size > 1 else []
+    batch_needed = bool(alone) and not any(still_diverges(one) for one in alone)
+    found = judge(engine, profile, minimal, compare, tie_break, batch_needed)
+    if not found:  # the engine is not deterministic on this case: judge the case as it failed
+        minimal, found = case, judge(engine, profile, case, compare, tie_break)
+    return Attributed(minimal, found, rj.owner(found) or rj.Violation("RS-LAYOUT-2", "unreproducible", ""))
+
+
+def document(case: rs.RejectionCase, attributed: Attributed, requirements: tuple[str, ...], tie_break: str) -> dict:
+    """The standalone reproduction: the minimal case, blamed on its owner (``specconform replay`` judges it so)."""
+    owner = attributed.owner
+    entry = vectors.exact_case(
+        "minimal", [owner.requirement, *[r for r in requirements if r != owner.requirement]], attributed.minimal
+    )
+    entry["tie_break"] = tie_break
+    return {
+        "format": vectors.FORMAT_VERSION,
+        "kind": "rejection",
+        "fingerprint": owner.fingerprint,
+        "finding": owner.requirement,
+        "original_size": case_size(case),
+        "minimal_size": case_size(attributed.minimal),
+        "exact": [entry],
+        "errors": [],
+    }
+
+
+def record(
+    tally: Tally,
+    profile,
+    requirements: tuple[str, ...],
+    own: str,
+    owner: rj.Violation,
+    evidence: str,
+    reproduction: dict | None = None,
+) -> None:
+    """Record a failure under ``owner``'s requirement; where it is not one of the check's ``requirements``, the
+    check's ``own`` requirement reads BLOCKED, naming it. An owner of a class ``profile`` does not claim is no failure
+    of the engine's (the case lies outside what it promises): ``own`` counts it as NOT_APPLICABLE."""
+    outside = attribution.unclaimed(profile, owner.requirement) if profile is not None else ""
+    if outside:
+        tally.not_applicable(outside, own)
+        return
+    if owner.requirement not in requirements:
+        tally.blocked(own, owner.requirement, f"its minimal case fails {owner.requirement} ({owner.mode})")
+    tally.violated(owner.requirement, owner.mode, evidence, reproduction=reproduction, finding=owner.requirement)

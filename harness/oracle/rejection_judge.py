@@ -1,0 +1,292 @@
+"""Every requirement one rejection-sampling output violates, judged against the oracle (RUN-FINDING-1).
+
+``violations(case, tokens, num)`` reads an engine's output for a case and names each way it breaks the spec:
+
+- the shape and the padding (RS-LAYOUT-2), ids outside the vocabulary (RS-INPUT-1), a ``num_emitted`` that
+  disagrees with its row (AC-COUNT-5), a token with ``p = 0`` (RS-PROB-3), a forced row not emitting its token
+  (RS-FORCE-1), a zero-draft request not emitting exactly one token (RS-ZERO-1), and a drafting request emitting
+  no token or more than ``K + 1`` (RS-LAYOUT-2);
+- with ``compare``, each request's row against the oracle's, at the first position where they part: the rule that
+  decides that position (greedy: RS-GREEDY-1 for an acceptance, RS-GREEDY-2 for the emitted correction or bonus
+  token; probabilistic, under the reference draws: RS-PROB-1 / RS-ONEHOT-1 for an acceptance, RS-PROB-2 for the
+  residual or bonus sample), or the special requirement whose feature that position holds: a forced row
+  (RS-FORCE-1), a tie among the row's maxima the engine's token or the draft belongs to (RS-GREEDY-3), a draft with
+  ``q(d) = 0`` or ``p(d) = 0`` accepted (RS-PROB-3), an empty residual (RS-PROB-4), a zero-draft request (RS-ZERO-1),
+  or a misreading the oracle reproduces exactly (the acceptance stream reused, RS-RNG-2; draft probabilities read
+  misaligned, RS-ONEHOT-2);
+- with ``batch_needed`` (each request alone replays exactly: the failure needs the batch), a request's violation
+  is the batch's requirement: RS-LAYOUT-1 where the draft counts differ (ragged rows misread), RS-MIXED-1 where
+  the temperatures do (a request verified by another's rule), else RS-ZERO-1 for a zero-draft request (it owns
+  exactly its bonus row).
+
+``owner(found)`` is the violation the failure belongs to: of the requirements named, the lowest in the order
+(``requirement_order.lowest``), the first in ``sort_key`` order where several are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .. import requirement_order
+from . import counting as ac
+from . import rejection as rs
+from . import rng as reference_rng
+
+
+@dataclass(frozen=True)
+class Violation:
+    requirement: str
+    mode: str
+    evidence: str
+    request: int = -1  # the request whose row shows it (-1: the whole output)
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.requirement}/{self.mode}"
+
+
+def owner(found: list[Violation]) -> Violation | None:
+    """The violation a failure belongs to: the lowest requirement of ``found`` (RUN-FINDING-1)."""
+    if not found:
+        return None
+    first = requirement_order.lowest(v.requirement for v in found)[0]
+    return next(v for v in found if v.requirement == first)
+
+
+def non_finite_forced_rows(case: rs.RejectionCase) -> list[int]:
+    """The forced rows of ``case`` whose logits hold NaN or +inf or no finite value: valid input, since a forced
+    row's logits are not read (RS-FORCE-1, RS-INPUT-3)."""
+    if case.forced_token_ids is None:
+        return []
+    logits = case.target_logits
+    bad = np.isnan(logits).any(axis=1) | np.isposinf(logits).any(axis=1) | ~np.isfinite(logits).any(axis=1)
+    return np.flatnonzero(bad & (np.asarray(case.forced_token_ids) != -1)).tolist()
+
+
+def rejected(case: rs.RejectionCase, error: Exception) -> Violation:
+    """What rejecting the valid ``case`` with ``error`` violates."""
+    if rows := non_finite_forced_rows(case):
+        return Violation(
+            "RS-FORCE-1", "forced-row-logits-read", f"rejected as {error}; forced rows {rows} hold non-finite logits"
+        )
+    masked = bool(np.isneginf(case.target_logits).any())
+    return Violation("RS-INPUT-2" if masked else "RS-INPUT-1", "valid-input-rejected", f"rejected as {error}")
+
+
+def _forced(case: rs.RejectionCase) -> np.ndarray:
+    if case.forced_token_ids is None:
+        return np.full(case.target_logits.shape[0], -1)
+    return np.asarray(case.forced_token_ids)
+
+
+def _structure(case: rs.RejectionCase, i: int, row: list[int], n: int, num: int) -> list[Violation]:
+    """The ways request ``i``'s row (``n`` tokens before its first placeholder) breaks the output contract."""
+    V, K = case.vocab_size, int(case.num_draft_tokens[i])
+    found = []
+    if any(t != -1 for t in row[n:]):
+        found.append(Violation("RS-LAYOUT-2", "token-after-placeholder", f"request {i}: real tokens after -1: {row}"))
+    if K == 0 and n != 1:
+        found.append(Violation("RS-ZERO-1", "zero-draft-count", f"request {i} (K = 0) emitted {n} tokens: {row}"))
+    elif K and not 1 <= n <= K + 1:
+        found.append(Violation("RS-LAYOUT-2", "emitted-count-out-of-range", f"request {i} emitted {n} with K = {K}"))
+    if any(not 0 <= t < V for t in row[:n]):
+        found.append(Violation("RS-INPUT-1", "id-outside-vocabulary", f"request {i}: ids outside [0, {V}): {row}"))
+    if num != n:
+        found.append(Violation("AC-COUNT-5", "num-emitted-differs", f"request {i}: num_emitted {num}, row holds {n}"))
+    if found:
+        return found
+    offset, forced = int(case.row_offsets()[i]), _forced(case)
+    for j, t in enumerate(row[:n]):
+        r = offset + j
+        if forced[r] == -1 and np.isneginf(case.target_logits[r, t]):
+            found.append(Violation("RS-PROB-3", "zero-probability-token", f"request {i} position {j}: {t} has p = 0"))
+        if forced[r] != -1 and j == n - 1 and t != forced[r]:
+            found.append(
+                Violation("RS-FORCE-1", "forced-row-ignored", f"request {i} position {j}: forced {forced[r]}, got {t}")
+            )
+    return found
+
+
+def _maxima(logits_row: np.ndarray) -> set[int]:
+    finite = np.where(np.isneginf(logits_row), -np.inf, logits_row)
+    return set(np.flatnonzero(finite == finite.max()).tolist())
+
+
+def _greedy(case, i: int, j: int, got: list[int], expected: list[int], tie_break: str) -> tuple[str, str]:
+    """``(requirement, mode)`` of a greedy request parting from the oracle at position ``j``."""
+    K, offset = int(case.num_draft_tokens[i]), int(case.row_offsets()[i])
+    drafts = case.draft_token_ids[rs.request_slices(case, i)[1]]
+    if j >= len(expected):  # verification went on after the oracle's correction at j - 1
+        maxima = _maxima(case.target_logits[offset + j - 1])
+        if tie_break == "lowest" and len(maxima) > 1 and int(drafts[j - 1]) in maxima:
+            return "RS-GREEDY-3", "tie-not-lowest"
+        return "RS-GREEDY-1", "continued-after-mismatch"
+    maxima = _maxima(case.target_logits[offset + j])
+    tied = tie_break == "lowest" and len(maxima) > 1
+    if K == 0:
+        if tied and j < len(got) and got[j] in maxima:
+            return "RS-GREEDY-3", "tie-not-lowest"
+        return "RS-ZERO-1", "zero-draft-token-differs"
+    if j >= len(got):
+        return "RS-GREEDY-2", "bonus-token-missing" if j == K else "correction-missing"
+    if j < K and int(drafts[j]) in (got[j], expected[j]):  # one of the two accepted the draft
+        if tied and int(drafts[j]) in maxima:
+            return "RS-GREEDY-3", "tie-not-lowest"
+        return "RS-GREEDY-1", "acceptance-differs"
+    if tied and got[j] in maxima:
+        return "RS-GREEDY-3", "tie-not-lowest"
+    return "RS-GREEDY-2", "bonus-token-differs" if j == K else "correction-differs"
+
+
+def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple[str, str]:
+    """``(requirement, mode)`` of a probabilistic request parting from the oracle (reference draws) at ``j``."""
+    K, offset = int(case.num_draft_tokens[i]), int(case.row_offsets()[i])
+    draft_slice = rs.request_slices(case, i)[1]
+    drafts = case.draft_token_ids[draft_slice]
+    one_hot = case.draft_probs is None
+    acceptance = "RS-ONEHOT-1" if one_hot else "RS-PROB-1"
+    T = float(case.temperature[i])
+    if K == 0:
+        return "RS-ZERO-1", "zero-draft-token-differs"
+    if j >= len(expected):  # accepted where the oracle rejected at j - 1
+        d = int(drafts[j - 1])
+        q_d = 1.0 if one_hot else float(case.draft_probs[draft_slice.start + j - 1][d])
+        if q_d == 0 or rs.target_probs(case.target_logits[offset + j - 1], T)[d] == 0:
+            return "RS-PROB-3", "zero-probability-draft-accepted"
+        return acceptance, "continued-after-rejection"
+    if j >= len(got):
+        return ("RS-PROB-2", "bonus-token-missing") if j == K else (acceptance, "correction-missing")
+    if j == K:
+        return "RS-PROB-2", "bonus-token-differs"
+    d = int(drafts[j])
+    p = rs.target_probs(case.target_logits[offset + j], T)
+    q = np.eye(case.vocab_size)[d] if one_hot else np.asarray(case.draft_probs[draft_slice.start + j])
+    if d in (got[j], expected[j]):
+        if got[j] == d and (q[d] == 0 or p[d] == 0):
+            return "RS-PROB-3", "zero-probability-draft-accepted"
+        return acceptance, "acceptance-differs"
+    if np.maximum(p - q, 0.0).sum() <= 0:
+        return "RS-PROB-4", "empty-residual-sample-differs"
+    return ("RS-ONEHOT-1" if one_hot else "RS-PROB-2"), "residual-sample-differs"
+
+
+def _oracle_row(case: rs.RejectionCase, i: int, q_rows, noise_purpose: int) -> list[int]:
+    """Request ``i``'s oracle row (``-1`` padded) under the reference draws, with ``q_rows`` as its draft
+    probabilities and its tokens sampled from the ``noise_purpose`` stream."""
+    row_slice, draft_slice = rs.request_slices(case, i)
+    position = 0 if case.positions is None else int(case.positions[i])
+    draws = rs.counter_draws(int(case.seeds[i]), position, case.vocab_size, noise_purpose)
+    emitted = rs.verify_request(
+        case.target_logits[row_slice],
+        case.draft_token_ids[draft_slice],
+        q_rows,
+        float(case.temperature[i]),
+        _forced(case)[row_slice],
+        draws,
+    ).emitted
+    width = int(case.num_draft_tokens.max(initial=0)) + 1
+    return emitted + [-1] * (width - len(emitted))
+
+
+def misreading(case: rs.RejectionCase, i: int, row: list[int]) -> Violation | None:
+    """The rule a seeded probabilistic request's row breaks when the oracle reproduces it exactly under one
+    misreading: its emitted token sampled from the acceptance stream (RS-RNG-2), or its draft probabilities read at
+    other rows than its drafts' (RS-ONEHOT-2): in the padded layout (``i * max K + j``) or one row off."""
+    if case.seed_of(i) is None or case.temperature[i] == 0 or not case.num_draft_tokens[i]:
+        return None
+    _, draft_slice = rs.request_slices(case, i)
+    own_q = None if case.draft_probs is None else case.draft_probs[draft_slice]
+    if row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
+        evidence = "the oracle emits this row when the token is sampled from the acceptance stream"
+        return Violation("RS-RNG-2", "acceptance-draw-reused", evidence)
+    if own_q is None:
+        return None
+    total, first, K = len(case.draft_probs), draft_slice.start, draft_slice.stop - draft_slice.start
+    readings = {
+        "padded": [min(i * int(case.num_draft_tokens.max()) + j, total - 1) for j in range(K)],
+        "one row early": [max(first + j - 1, 0) for j in range(K)],
+        "one row late": [min(first + j + 1, total - 1) for j in range(K)],
+    }
+    for name, rows in readings.items():
+        if rows != list(range(first, first + K)) and row == _oracle_row(
+            case, i, case.draft_probs[rows], reference_rng.PURPOSE_SAMPLE
+        ):
+            evidence = f"the oracle emits this row when draft_probs is read {name}"
+            return Violation("RS-ONEHOT-2", "draft-probs-misaligned", evidence)
+    return None
+
+
+def compared(case: rs.RejectionCase, i: int) -> bool:
+    """Whether request ``i`` is compared with the oracle token for token: greedy, or seeded (reference draws)."""
+    return case.temperature[i] == 0 or case.seed_of(i) is not None
+
+
+def _batch(case: rs.RejectionCase, i: int) -> tuple[str, str]:
+    """The batch requirement request ``i``'s violation breaks where each request alone replays exactly: RS-LAYOUT-1
+    where the draft counts differ (the ragged rows misread), RS-MIXED-1 where the temperatures do, else RS-ZERO-1
+    for a zero-draft request (it owns exactly its bonus row) and RS-LAYOUT-1 for any other."""
+    if len(set(case.num_draft_tokens.tolist())) > 1:
+        return "RS-LAYOUT-1", "ragged-rows-misread"
+    if len(set(case.temperature.tolist())) > 1:
+        return "RS-MIXED-1", "request-verified-by-another-rule"
+    if case.num_draft_tokens[i] == 0:
+        return "RS-ZERO-1", "zero-draft-row-of-another-request"
+    return "RS-LAYOUT-1", "rows-of-another-request-read"
+
+
+def violations(
+    case: rs.RejectionCase,
+    tokens,
+    num,
+    compare: bool = True,
+    tie_break: str = "lowest",
+    batch_needed: bool = False,
+) -> list[Violation]:
+    """Every violation of ``(tokens, num)`` as the engine's output for ``case`` (see the module docstring)."""
+    tokens, num = np.asarray(tokens), np.asarray(num)
+    width = int(case.num_draft_tokens.max(initial=0)) + 1
+    if (
+        tokens.ndim != 2
+        or tokens.shape[0] != case.batch_size
+        or tokens.shape[1] < width
+        or num.shape != (case.batch_size,)
+    ):
+        shape = f"token_ids {tokens.shape}, num_emitted {num.shape}; expected ({case.batch_size}, >= {width})"
+        return [Violation("RS-LAYOUT-2", "wrong-shape", shape)]
+    expected = rs.sample_case(case)[0] if compare else None
+    found: list[Violation] = []
+    for i in range(case.batch_size):
+        row = [int(t) for t in tokens[i]]
+        n = ac.num_emitted(row)
+        structural = [replace(v, request=i) for v in _structure(case, i, row, n, int(num[i]))]
+        if structural and batch_needed and case.batch_size > 1:  # the request's row breaks only in the batch
+            rid, mode = _batch(case, i)
+            found.append(Violation(rid, mode, f"{structural[0].evidence}; each request alone equals the oracle", i))
+            continue
+        found += structural
+        if structural or not compare or not compared(case, i):
+            continue
+        want = [int(t) for t in expected[i][: ac.num_emitted(expected[i].tolist())]]
+        got = row[:n]
+        if got == want:
+            continue
+        j = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        evidence = f"request {i}: emitted {got}, expected {want}"
+        explained = misreading(case, i, row[:width]) if case.temperature[i] > 0 else None
+        if explained:
+            found.append(Violation(explained.requirement, explained.mode, f"{evidence}; {explained.evidence}", i))
+            continue
+        in_batch = _batch(case, i) if batch_needed and case.batch_size > 1 else None  # the request alone replays
+        r = int(case.row_offsets()[i]) + (j - 1 if j >= len(want) else j)  # the row that decided position j
+        if in_batch:
+            rid, mode = in_batch
+            evidence += "; each request alone equals the oracle"
+        elif _forced(case)[r] != -1:
+            rid, mode = "RS-FORCE-1", "forced-row-differs"
+        elif case.temperature[i] == 0:
+            rid, mode = _greedy(case, i, j, got, want, tie_break)
+        else:
+            rid, mode = _sampled(case, i, j, got, want)
+        found.append(Violation(rid, mode, f"{evidence} (position {j})", i))
+    return found

@@ -1,0 +1,198 @@
+"""One bug, one finding, under the requirement it breaks (RUN-FINDING-1), for rejection sampling and counting.
+
+The violation function (``oracle.rejection_judge``) is judged against cases computed by hand from
+specs/rejection-sampling.md; an adapter a user would write (docs/engines.md) that wraps the reference and drops
+the bonus token is judged through the runner and gets exactly one finding, RS-ZERO-1."""
+
+import numpy as np
+import pytest
+
+from specconform.harness import checks, findings, runner
+from specconform.harness.core import Context
+from specconform.harness.isolation import EngineProcess
+from specconform.harness.oracle import rejection as rs
+from specconform.harness.oracle import rejection_judge as rj
+
+NEG = -np.inf
+
+
+def _names(found):
+    return [(v.requirement, v.mode) for v in found]
+
+
+def _greedy(rows, drafts, K, forced=None, temperature=None):
+    return rs.RejectionCase(
+        np.array(rows, dtype=np.float64), drafts, K, temperature or [0.0] * len(K), forced_token_ids=forced
+    )
+
+
+# one request, one draft: row 0's argmax is 1, the bonus row's is 0
+ONE_DRAFT = [[0.0, 3.0, 1.0], [2.0, 0.0, 0.0]]
+
+
+def test_a_zero_draft_request_without_its_token_breaks_rs_zero_1():
+    case = _greedy([[0.0, 2.0, 1.0]], [], [0])
+    assert _names(rj.violations(case, [[-1]], [0])) == [("RS-ZERO-1", "zero-draft-count")]
+    assert rj.violations(case, [[1]], [1]) == []  # the argmax of its one row
+    assert _names(rj.violations(case, [[2]], [1])) == [("RS-ZERO-1", "zero-draft-token-differs")]
+
+
+def test_greedy_acceptance_and_emitted_tokens():
+    accepted = _greedy(ONE_DRAFT, [1], [1])  # the draft equals the argmax: accepted, then the bonus argmax 0
+    assert rj.violations(accepted, [[1, 0]], [2]) == []
+    assert _names(rj.violations(accepted, [[1, -1]], [1])) == [("RS-GREEDY-2", "bonus-token-missing")]
+    assert _names(rj.violations(accepted, [[1, 2]], [2])) == [("RS-GREEDY-2", "bonus-token-differs")]
+    assert _names(rj.violations(accepted, [[0, -1]], [1])) == [("RS-GREEDY-1", "acceptance-differs")]
+    rejected = _greedy(ONE_DRAFT, [2], [1])  # the draft is not the argmax: rejected, the correction is 1
+    assert rj.violations(rejected, [[1, -1]], [1]) == []
+    assert _names(rj.violations(rejected, [[2, 0]], [2])) == [("RS-GREEDY-1", "acceptance-differs")]
+    assert _names(rj.violations(rejected, [[0, -1]], [1])) == [("RS-GREEDY-2", "correction-differs")]
+    assert _names(rj.violations(rejected, [[1, 0]], [2])) == [("RS-GREEDY-1", "continued-after-mismatch")]
+
+
+def test_ties_are_rs_greedy_3_only_where_the_row_holds_one():
+    tied = _greedy([[2.0, 2.0, 0.0]], [], [0])  # ids 0 and 1 tie: the lowest, 0, is emitted
+    assert _names(rj.violations(tied, [[1]], [1])) == [("RS-GREEDY-3", "tie-not-lowest")]
+    assert _names(rj.violations(tied, [[2]], [1])) == [("RS-ZERO-1", "zero-draft-token-differs")]
+    assert rj.violations(tied, [[1]], [1], tie_break="any")[0].requirement == "RS-ZERO-1"
+
+
+def test_rs_force_1_only_where_the_row_is_forced():
+    unforced = _greedy(ONE_DRAFT, [1], [1], forced=[-1, -1])
+    assert _names(rj.violations(unforced, [[1, -1]], [1])) == [("RS-GREEDY-2", "bonus-token-missing")]
+    forced_bonus = _greedy(ONE_DRAFT, [1], [1], forced=[-1, 2])  # the bonus row is forced to 2
+    assert rj.violations(forced_bonus, [[1, 2]], [2]) == []
+    assert ("RS-FORCE-1", "forced-row-ignored") in _names(rj.violations(forced_bonus, [[1, 0]], [2]))
+
+
+def test_the_output_contract():
+    case = _greedy(ONE_DRAFT, [2], [1])
+    assert _names(rj.violations(case, [[1]], [1])) == [("RS-LAYOUT-2", "wrong-shape")]  # narrower than K + 1
+    assert _names(rj.violations(case, [[3, -1]], [1])) == [("RS-INPUT-1", "id-outside-vocabulary")]
+    assert _names(rj.violations(case, [[1, -1]], [2])) == [("AC-COUNT-5", "num-emitted-differs")]
+    assert _names(rj.violations(case, [[-1, 1]], [1]))[0] == ("RS-LAYOUT-2", "token-after-placeholder")
+    masked = _greedy([[0.0, 1.0, NEG]], [], [0])
+    # a token with p = 0 is never emitted, whatever else the row shows
+    assert ("RS-PROB-3", "zero-probability-token") in _names(rj.violations(masked, [[2]], [1], compare=False))
+
+
+def test_the_owner_is_the_lowest_requirement_violated():
+    case = _greedy([[0.0, 2.0, 1.0]], [], [0])
+    found = rj.violations(case, [[-1]], [1])  # no token, and a count that says one
+    assert {v.requirement for v in found} == {"RS-ZERO-1", "AC-COUNT-5"}
+    assert rj.owner(found).requirement == "RS-ZERO-1"  # AC-COUNT-5 is of a higher level
+    assert rj.owner([]) is None
+
+
+def test_a_draft_with_zero_q_accepted_breaks_rs_prob_3():
+    # p of row 0 is all on id 0 and q(0) = 0: the draft 0 is rejected (RS-PROB-3) and the residual emits 0; whatever
+    # the draws, the oracle emits [0]; the bonus row puts all of p on id 1
+    case = rs.RejectionCase(
+        np.array([[0.0, NEG, NEG], [NEG, 0.0, NEG]]), [0], [1], [1.0], np.array([[0.0, 1.0, 0.0]]), seeds=[7]
+    )
+    assert rj.violations(case, [[0, -1]], [1]) == []
+    assert _names(rj.violations(case, [[0, 1]], [2])) == [("RS-PROB-3", "zero-probability-draft-accepted")]
+
+
+def test_a_failure_that_needs_the_batch_is_the_batch_requirement():
+    rows = ONE_DRAFT + [[0.0, 0.0, 5.0]]  # request 0 as ONE_DRAFT (emits [1, 0]), request 1 without drafts (2)
+    ragged = _greedy(rows, [1], [1, 0])
+    assert _names(rj.violations(ragged, [[1, 2], [2, -1]], [2, 1], batch_needed=True)) == [
+        ("RS-LAYOUT-1", "ragged-rows-misread")
+    ]
+    # without the batch shown to be needed, the request's own rule
+    assert _names(rj.violations(ragged, [[1, 2], [2, -1]], [2, 1])) == [("RS-GREEDY-2", "bonus-token-differs")]
+    # two zero-draft requests: argmax 2, then argmax 1
+    two = [[0.0, 0.0, 5.0], [0.0, 2.0, 0.0]]
+    same_rule = _greedy(two, [], [0, 0])
+    assert _names(rj.violations(same_rule, [[2], [2]], [1, 1], batch_needed=True)) == [
+        ("RS-ZERO-1", "zero-draft-row-of-another-request")
+    ]
+    mixed = rs.RejectionCase(np.array(two), [], [0, 0], [0.0, 0.7], seeds=[1, 2])
+    found = rj.violations(mixed, [[1], [1]], [1, 1], batch_needed=True)
+    assert ("RS-MIXED-1", "request-verified-by-another-rule") in _names(found)
+    assert rj.owner(found).requirement == "RS-MIXED-1"
+
+
+DROP_BONUS = """
+# drop_bonus.py: a rejection adapter (docs/engines.md) over the reference that drops the bonus token
+import numpy as np
+
+from specconform.harness.adapters.reference import ReferenceEngine
+from specconform.harness.profiles import Profile
+
+CLASSES = ("rs.layout", "rs.greedy", "rs.probabilistic", "rs.one-hot", "rs.mixed", "rs.zero-draft", "rs.forced")
+
+
+class DropBonus:
+    name, version, device = "drop-bonus", "0.1", "cpu"
+    profile = Profile(
+        "drop-bonus",
+        classes=frozenset(CLASSES + ("rs.input", "rs.seeded", "ac.count", "ac.metrics")),
+        capabilities=frozenset({"rejection", "reference-draws", "seeded", "input-validation", "counting", "metrics"}),
+    )
+
+    def __init__(self):
+        self.reference = ReferenceEngine("cpu", "torch")
+
+    def count_emitted(self, token_ids, vocab_size):
+        return self.reference.count_emitted(token_ids, vocab_size)
+
+    def acceptance_metrics(self, steps, eos_token_ids):
+        return self.reference.acceptance_metrics(steps, eos_token_ids)
+
+    def rejection_sample(self, case):
+        tokens, num = (np.array(x) for x in self.reference.rejection_sample(case))
+        for i, k in enumerate(case.num_draft_tokens):
+            if num[i] == k + 1:  # every draft accepted: the bonus row's token is not emitted
+                tokens[i, k], num[i] = -1, k
+        return tokens, num
+
+
+def make():
+    return DropBonus()
+"""
+
+EXACT_CHECKS = (  # the exact checks a bonus token can fail, without the slow wide-vocabulary ones
+    "rejection/greedy",
+    "rejection/zero-draft",
+    "rejection/forced",
+    "counting/*",
+    "vectors/rejection/greedy-*",
+    "vectors/rejection/forced-*",
+    "vectors/rejection/ragged-layout",
+    "vectors/rejection/probabilistic-seeded-mixed-batch",
+    "vectors/counting/*",
+)
+
+
+@pytest.mark.req("RUN-FINDING-1")
+def test_an_adapter_that_drops_the_bonus_token_has_one_finding(tmp_path, monkeypatch):
+    (tmp_path / "drop_bonus.py").write_text(DROP_BONUS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    engine = EngineProcess("drop_bonus:make")
+    try:
+        records = runner.run_checks(
+            engine, runner.select(checks.kernel_checks(), EXACT_CHECKS), lambda info: Context(profile=info.profile)
+        )
+    finally:
+        engine.stop()
+    records = [r.to_json() for r in records]
+    found = findings.findings(records)
+    assert [(f.name, f.requirement) for f in found] == [("RS-ZERO-1", "RS-ZERO-1")], [
+        (f.name, f.checks, f.first[0]["results"][f.requirement]["evidence"]) for f in found
+    ]
+    (finding,) = found
+    assert {"rejection/greedy", "rejection/zero-draft", "counting/sampler"} <= set(finding.checks)
+    # the minimal case: one request, no drafts, its bonus token missing
+    reproduction = next(
+        r["results"]["RS-ZERO-1"]["reproduction"]
+        for r in records
+        if r["check"] == "rejection/greedy" and r["results"]["RS-ZERO-1"].get("reproduction")
+    )
+    assert reproduction["fingerprint"] == "RS-ZERO-1/zero-draft-count"
+    assert reproduction["exact"][0]["case"]["num_draft_tokens"] == [0]
+    greedy = next(r for r in records if r["check"] == "rejection/greedy")
+    assert greedy["results"]["RS-GREEDY-2"]["status"] in ("BLOCKED", "PASS")
+    assert "BLOCKED" in {result["status"] for result in greedy["results"].values()}
