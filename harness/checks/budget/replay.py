@@ -49,6 +49,8 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
                 tags.add("TB-FORCE-4")
             if state.opened_in_prompt:
                 tags.add("TB-PROMPT-1")
+                if len(state.start) > 1:  # a multi-token S the prompt holds is counted from its last token
+                    tags.add("TB-PROMPT-3")
                 if forced != -1 and slot.output == 0 and row == 0:
                     tags.add("TB-PROMPT-2")
             if state.scope == "request" and state.spent:
