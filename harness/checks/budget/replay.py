@@ -29,8 +29,11 @@ def _self_overlapping(marker: tuple[int, ...]) -> bool:
     return any(tb.MarkerAutomaton(marker).failure)
 
 
-def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_drafts: int, forced: int) -> set[str]:
-    """The requirements one compared forced row exercises, from the oracle's state before the row."""
+def row_requirements(
+    state: tb.RequestBudget | None, slot: _Slot, row: int, num_drafts: int, forced: int, step_drafts: bool = False
+) -> set[str]:
+    """The requirements one compared forced row exercises, from the oracle's state before the row (``step_drafts``:
+    whether any request of the step has drafts, which puts every row of it on the speculative path)."""
     if state is None:
         tags = {"TB-UNTRACKED-1"}
     else:
@@ -66,7 +69,7 @@ def row_requirements(state: tb.RequestBudget | None, slot: _Slot, row: int, num_
                 tags.add("TB-END-2")  # free until S: a section closes on E, forced or emitted by the model
         if state.others:
             tags.add("TB-END-3")  # whether the section is open depends on every accepted end marker
-    if num_drafts:  # every row of a request with drafts, row 0 included, is judged on its prefix of them
+    if num_drafts or step_drafts:  # every row of a step with drafts, row 0 included, is judged on its prefix of them
         tags.add("TB-SPEC-1")
     if row > 0 and forced != -1:
         tags.add("TB-SPEC-2")
@@ -221,10 +224,11 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
     if len(got) != len(expected):
         layout = "TB-SPEC-4" if 0 in num else "TB-BATCH-5"
         blame = layout if layout in requirements else requirements[0]
-        return Divergence(blame, "wrong-number-of-rows", step, None, expected, got)
+        return Divergence(blame, "wrong-number-of-rows", step, None, expected, got, frozenset({layout}))
     misplaced = sorted(expected) == sorted(got) and expected != got  # the right forced tokens in the wrong rows
-    if sum(num) == 0 and misplaced and "TB-SPEC-4" in requirements:
-        return Divergence("TB-SPEC-4", "rows-misplaced", step, None, expected, got)
+    if sum(num) == 0 and misplaced:
+        blame = "TB-SPEC-4" if "TB-SPEC-4" in requirements else requirements[0]
+        return Divergence(blame, "rows-misplaced", step, None, expected, got, frozenset({"TB-SPEC-4"}))
     row = offset = 0
     for slot, k in enumerate(num):
         drafts = flat[offset : offset + k]
@@ -235,7 +239,7 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
             if j and tb.observable_rows(expected[row - j : row + k + 1 - j], drafts) <= j:
                 row += k + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
                 break
-            row_tags = row_requirements(probe, slots[slot], j, k, expected[row])
+            row_tags = row_requirements(probe, slots[slot], j, k, expected[row], any(num))
             tags = row_tags & set(requirements)
             if got[row] != expected[row]:
                 mode = _mode(expected[row], got[row], end)
