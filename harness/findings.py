@@ -96,9 +96,17 @@ class Finding:
 
 
 def finding_name(rid: str, result: dict) -> str:
-    """The defect a failed (or blocked) requirement result shows: its finding, else its fingerprint."""
+    """The defect a failed (or blocked) requirement result shows: the requirement its minimal case isolates (its
+    finding without the case's features, which name the stage it was met on), else the requirement failed. One
+    requirement's failures of one engine are one finding, whatever their mode and whichever check met them."""
     finding = result.get("finding", "")
-    return finding.split(" on ", 1)[0] if finding else rid  # one requirement's failures, whatever their mode
+    return finding.split(" (", 1)[0].split(" on ", 1)[0] if finding else rid
+
+
+def shown_name(rid: str, result: dict) -> str:
+    """A finding's name as reports show it: the requirement, with the feature its minimal case needs beside it."""
+    finding = result.get("finding", "")
+    return finding.split(" on ", 1)[0] if finding else rid
 
 
 def distinct(pairs: Iterable[tuple[dict, str]]) -> int:
@@ -153,6 +161,10 @@ def findings(records: list[dict]) -> list[Finding]:
             for finding in (same_check or candidates)[:1]:
                 finding.blocked.append((record["check"], rid))
                 finding.checks.append(record["check"])
+    for finding in found.values():  # shown with the feature its first sighting's minimal case needs
+        record, rid = finding.first
+        if (shown := shown_name(rid, record["results"][rid])).split(" (", 1)[0] == finding.name:
+            finding.name = shown
     names = Counter((f.engine, f.name) for f in found.values())
     for finding in found.values():  # two defects of one engine under one name: each says which patch fixes it
         if names[(finding.engine, finding.name)] > 1 and finding.defect.endswith(".diff"):

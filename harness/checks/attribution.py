@@ -68,7 +68,7 @@ def case_features(vector: dict) -> frozenset[str]:
     """The features of a thinking-budget scenario in the golden-vector format: ``multi-token-markers``,
     ``prompt-opened`` (a prompt that leaves a section open or ends inside a marker), ``drafts``, ``batch-ops``
     (a removal, a move, or an add after the first step), ``several-requests`` (a step of more than one),
-    ``re-opened-section`` and ``misplaced-marker``."""
+    ``re-opened-section``, ``misplaced-marker`` and ``minus-one-budget`` (a request added with the budget -1)."""
     start, end = vector["start_token_ids"], vector["end_token_ids"]
     found: set[str] = set()
     if len(start) > 1 or len(end) > 1:
@@ -83,6 +83,8 @@ def case_features(vector: dict) -> frozenset[str]:
             for slot in update.removed:
                 finished.append(live.pop(slot, []))
             for added in update.added:
+                if added.budget == -1:
+                    found.add("minus-one-budget")
                 prompt = list(added.prompt_token_ids)
                 probe = tb.RequestBudget.from_prompt(tb.MarkerAutomaton(start), tb.MarkerAutomaton(end), 0, prompt)
                 if probe.in_section or probe.start_matched or probe.end_matched:
@@ -283,6 +285,19 @@ def content_twin(vector: dict) -> dict | None:
     return {**vector, "steps": twin_steps}
 
 
+def untracked_twin(vector: dict) -> dict:
+    """``vector`` with every budget of -1 given as None: both mean untracked (TB-API-1), so a conforming engine forces
+    the same rows, and an engine that diverges only on the first reads -1 as a budget."""
+    steps = []
+    for step in vector["steps"]:
+        update = step["update"]
+        if update is not None:
+            added = [{**a, "budget": None if a["budget"] == -1 else a["budget"]} for a in update["added"]]
+            update = {**update, "added": added}
+        steps.append({**step, "update": update})
+    return {**vector, "steps": steps}
+
+
 # a feature a check is about -> the twins of a failing case without it
 TWINS = {
     "drafts": lambda vector: [twin] if (twin := sequential_twin(vector)) else [],
@@ -290,6 +305,7 @@ TWINS = {
     "several-requests": solo_twins,
     "prompt-opened": lambda vector: [twin] if (twin := output_opened_twin(vector)) else [],
     "misplaced-marker": lambda vector: [twin] if (twin := content_twin(vector)) else [],
+    "minus-one-budget": lambda vector: [untracked_twin(vector)],
 }
 
 

@@ -60,7 +60,7 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
     features it holds. Each feature with a twin (``attribution.TWINS``) is tried away: where the twin diverges too,
     the feature is only the stage the defect was met on. A misplaced marker the failure needs is TB-MARK-1's;
     otherwise the owner is the most specific requirement of the diverging row (``BLAME_ORDER``) whose feature a twin
-    showed needed, else one whose feature the case still holds, else the most specific basic one of the row."""
+    showed needed, else the most specific one whose feature the case holds or that has none."""
     features = attribution.case_features(minimal)
     proven = set()  # features whose twins pass: the failure needs them
     for feature in sorted(features):
@@ -72,10 +72,9 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
     if "misplaced-marker" in features and "TB-MARK-1" in shown.row_tags:
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
     row = [r for r in (*BLAME_ORDER, "TB-SPEC-4", "TB-BATCH-5") if r in shown.row_tags]
-    specific = [r for r in row if attribution.feature_of(r) in proven]  # a feature a twin showed needed first
-    specific += [r for r in row if attribution.feature_of(r) in features - proven]  # then one no twin could remove
-    basic = [r for r in row if not attribution.feature_of(r)]
-    return next(iter(specific + basic), shown.requirement), features
+    needed = [r for r in row if attribution.feature_of(r) in proven]  # a feature a twin showed needed first
+    held = [r for r in row if attribution.feature_of(r) in features | {""}]  # then the case's, most specific first
+    return next(iter(needed + held), shown.requirement), features
 
 
 def _diverges(engine, vector: dict) -> bool:

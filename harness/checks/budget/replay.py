@@ -23,6 +23,7 @@ class _Slot:
     prompt_partial: bool = False  # the prompt ended inside a partial S or E (TB-PROMPT-3)
     moved: str = ""  # "SWAP" or "UNIDIRECTIONAL" when a move touched the slot in this step's update
     added: bool = False  # added by this step's update
+    minus_one: bool = False  # added with the budget -1, which means untracked (TB-API-1)
 
 
 def _self_overlapping(marker: tuple[int, ...]) -> bool:
@@ -35,7 +36,7 @@ def row_requirements(
     """The requirements one compared forced row exercises, from the oracle's state before the row (``step_drafts``:
     whether any request of the step has drafts, which puts every row of it on the speculative path)."""
     if state is None:
-        tags = {"TB-UNTRACKED-1"}
+        tags = {"TB-UNTRACKED-1", "TB-API-1"} if slot.minus_one else {"TB-UNTRACKED-1"}
     else:
         tags = {"TB-MARK-1"}
         if state.start_matched and len(state.start) > 1 or state.end_matched and len(state.end) > 1:
@@ -103,6 +104,7 @@ BLAME_ORDER = (
     "TB-SPEC-1",
     "TB-FORCE-2",
     "TB-NATURAL-1",
+    "TB-API-1",
     "TB-UNTRACKED-1",
     "TB-PROMPT-1",
     "TB-FORCE-1",
@@ -154,7 +156,9 @@ def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> No
         slots[s] = _Slot()
     for a in update.added:
         probe = tb.RequestBudget.from_prompt(model.start, model.end, 0, list(a.prompt_token_ids), model.scope)
-        slots[a.index] = _Slot(prompt_partial=bool(probe.start_matched or probe.end_matched), added=True)
+        slots[a.index] = _Slot(
+            prompt_partial=bool(probe.start_matched or probe.end_matched), added=True, minus_one=a.budget == -1
+        )
     for src, dst, kind in update.moved:
         if kind is Move.SWAP:
             slots[src], slots[dst] = slots[dst], slots[src]
