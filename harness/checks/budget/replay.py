@@ -144,10 +144,22 @@ class Divergence:
     expected: list[int]
     got: list[int]
     row_tags: frozenset[str] = frozenset()  # every requirement the diverging row exercises, the check's or not
+    # the requirement the row's own values single out among those (``_partial_end_decides``); "" where none does
+    diagnosis: str = ""
 
     @property
     def fingerprint(self) -> str:
         return f"{self.requirement}/{self.mode}"
+
+
+def _partial_end_decides(state: tb.RequestBudget | None, expected: int, got: int) -> bool:
+    """Whether a forced row left free is one that only the trailing partial match of E puts at the budget: the count
+    without it is below what is left, so an engine that leaves that partial match out of the count (TB-COUNT-1)
+    leaves exactly this row free."""
+    if state is None or not state.in_section or got != -1 or expected == -1 or not state.end_matched:
+        return False
+    left = state.budget_left
+    return left is not None and state.count - state.end_matched < left <= state.count
 
 
 def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> None:
@@ -250,10 +262,17 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
                 if -1 in (got[row], expected[row]):  # whether a row is forced is the count's matter, not which
                     row_tags -= {"TB-FORCE-2"}  # token continues E (TB-FORCE-2)
                     tags -= {"TB-FORCE-2"}
+                if _partial_end_decides(probe, expected[row], got[row]):
+                    row_tags |= {"TB-COUNT-1"}
+                    tags |= {"TB-COUNT-1"} & set(requirements)
+                    diagnosis = "TB-COUNT-1"
+                else:
+                    diagnosis = ""
                 blame = next((r for r in BLAME_ORDER if r in tags), requirements[0])
+                blame = diagnosis if diagnosis in tags else blame
                 if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
                     blame = "TB-SPEC-1" if "TB-SPEC-1" in tags else blame  # forced vs free: which state
-                return Divergence(blame, mode, step, (slot, j, row), expected, got, frozenset(row_tags))
+                return Divergence(blame, mode, step, (slot, j, row), expected, got, frozenset(row_tags), diagnosis)
             if tally is not None:
                 tally.exercised(*tags)
             if probe is not None and j < k:
