@@ -82,6 +82,8 @@ class EngineVerdict:
 
     @property
     def claimed(self) -> list[ClassVerdict]:
+        """The classes the verdict counts: every class the profile claims but those wholly outside the engine's
+        contract."""
         return [c for c in self.classes if c.verdict not in (NOT_CLAIMED_VERDICT, NOT_APPLICABLE_VERDICT)]
 
     @property
@@ -157,6 +159,8 @@ def class_verdict(records: list[dict], cls: str, claimed: bool, uncovered: list[
     per_req = {rid: merged.get(rid) for rid in ids if rid not in outside}  # the verdict rests on these
     if outside and not per_req:
         return ClassVerdict(cls, NOT_APPLICABLE_VERDICT, "NOT_APPLICABLE", f"{', '.join(outside)}: {_OUTSIDE}")
+    if not per_req:  # a class of an earlier specification: nothing it required can be shown to have passed
+        return ClassVerdict(cls, NOT_JUDGED_VERDICT, "NOT_RUN", "the registry (requirements.yaml) names none of its requirements")
     status = worst([value[0] if value else "NOT_RUN" for value in per_req.values()])
     bad = [(r, rid) for r, rid in _bad_pairs(records) if rid in per_req or (rid == "check" and r["cls"] == cls)]
     if bad:

@@ -114,3 +114,10 @@ def test_a_record_of_another_class_judges_a_requirement_of_this_one():
     other = _record("b", "PASS", cls="tb.spec-decode", reqs=[tb_core[0]])
     (verdict,) = reports.engine_verdicts(_claiming([own, other], ["tb.core"]))
     assert verdict.classes[0].verdict == "conforms"
+
+
+def test_a_class_the_registry_no_longer_names_is_not_judged():
+    """A record of an earlier specification's class shows nothing the registry requires as passed."""
+    (verdict,) = reports.engine_verdicts([_record("a", "PASS", cls="tb.gone", reqs=("TB-GONE-1",))])
+    assert [(c.cls, c.verdict) for c in verdict.classes] == [("tb.gone", "not judged")]
+    assert verdict.verdict == "CONFORMS WHERE JUDGED"
