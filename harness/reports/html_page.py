@@ -93,13 +93,14 @@ _ENVIRONMENT.filters.update(
 def _class_rows(records: list[dict], engines: list[str], cells: dict, classes: list[str]) -> list[dict]:
     """Per class: its cells (an engine's ``ClassVerdict`` or ``None``, from ``_class_cells``), the statuses and
     requirements the filters match."""
+    registered = spec.classes()
     return [
         {
             "cls": cls,
             "cells": [cells.get((cls, e)) for e in engines],
             "statuses": [cells[(cls, e)].status for e in engines if (cls, e) in cells],
             "requirements": sorted(
-                set(spec.classes().get(cls, ())) | {rid for r in records if r["cls"] == cls for rid in r["results"]}
+                set(registered.get(cls, ())) | {rid for r in records if r["cls"] == cls for rid in r["results"]}
             ),
         }
         for cls in classes

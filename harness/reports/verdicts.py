@@ -140,23 +140,39 @@ def _bad_pairs(records: list[dict]) -> list[tuple[dict, str]]:
 LEFT_OUT = "left out by --check"
 
 
-def class_verdict(records: list[dict], cls: str, claimed: bool, uncovered: list[str] = ()) -> ClassVerdict:
-    """The verdict of one engine (``records``: all of its records) on class ``cls`` (see ``ClassVerdict``).
+@dataclass
+class _EngineRun:
+    """What one engine's class verdicts share, read once: its records (ids of an earlier specification read as
+    their successors), each requirement's merged status, the requirements its checks left to a variant the profile
+    does not declare, the registry, and the requirements no check covers."""
 
-    The profile claims every requirement of a class it claims but those of a variant it does not declare: a check
-    that covers one of those judges the declared variant's instead and leaves it out of its results (TB-FORCE-6
-    beside TB-FORCE-5). A requirement no record of the run names was left out by ``--check``, unless no check covers
-    it (``uncovered``)."""
+    records: list[dict]
+    merged: dict[str, tuple[str, int]]
+    other_variant: set[str]
+    registry: dict[str, spec.Requirement]
+    uncovered: list[str]
+
+    @classmethod
+    def of(cls, records: list[dict], uncovered: list[str]) -> _EngineRun:
+        """A check that covers a requirement of a variant the profile does not declare judges the declared
+        variant's instead and leaves it out of its results (TB-FORCE-6 beside TB-FORCE-5): the profile does not
+        claim it."""
+        records = _renamed(records)
+        merged = {rid: value for (_, rid), value in findings.requirement_statuses(records).items()}
+        other_variant = {rid for r in records for rid in r["requirements"] if rid not in merged}
+        return cls(records, merged, other_variant, spec.load_registry(), list(uncovered))
+
+
+def class_verdict(run: _EngineRun, cls: str, claimed: bool) -> ClassVerdict:
+    """One engine's verdict on class ``cls`` (see ``ClassVerdict``): on every requirement of it that the profile
+    claims. A requirement no record of the run names was left out by ``--check``, unless no check covers it."""
+    records, registry = run.records, run.registry
     if not claimed:
         own_checks = [r for r in records if r["cls"] == cls]
         return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", _first_line(own_checks[0]["message"]))
-    registry = spec.load_registry()
-    records = _renamed(records)
-    merged = {rid: value for (_, rid), value in findings.requirement_statuses(records).items()}
-    other_variant = {rid for r in records for rid in r["requirements"] if rid not in merged}
-    ids = [rid for rid in engine_requirements(registry) if registry[rid].cls == cls and rid not in other_variant]
-    outside = sorted(rid for rid in ids if merged.get(rid, ("",))[0] == "NOT_APPLICABLE")
-    per_req = {rid: merged.get(rid) for rid in ids if rid not in outside}  # the verdict rests on these
+    ids = [rid for rid in engine_requirements(registry) if registry[rid].cls == cls and rid not in run.other_variant]
+    outside = sorted(rid for rid in ids if run.merged.get(rid, ("",))[0] == "NOT_APPLICABLE")
+    per_req = {rid: run.merged.get(rid) for rid in ids if rid not in outside}  # the verdict rests on these
     if outside and not per_req:
         return ClassVerdict(cls, NOT_APPLICABLE_VERDICT, "NOT_APPLICABLE", f"{', '.join(outside)}: {_OUTSIDE}")
     if not per_req:  # a class of an earlier specification: nothing it required can be shown to have passed
@@ -185,7 +201,7 @@ def class_verdict(records: list[dict], cls: str, claimed: bool, uncovered: list[
         return ClassVerdict(
             cls, "conforms", status, f"{_count(len(per_req), 'requirement')}, {_count(cases, 'case')}{besides}"
         )
-    unjudged = _not_judged(records, {rid: value for rid, value in per_req.items() if rid not in passed}, uncovered)
+    unjudged = _not_judged(records, {rid: value for rid, value in per_req.items() if rid not in passed}, run.uncovered)
     return ClassVerdict(
         cls,
         "judged in part" if passed else NOT_JUDGED_VERDICT,
@@ -212,8 +228,8 @@ def _not_judged(records: list[dict], unjudged: dict[str, tuple[str, int] | None]
 def _engine_class_verdicts(records: list[dict], uncovered: list[str]) -> list[ClassVerdict]:
     """One engine's verdict on every class its profile claims and every class its records name, in name order."""
     claimed = claimed_classes(records)
-    classes = sorted(set(claimed) | {r["cls"] for r in records})
-    return [class_verdict(records, cls, cls in claimed, uncovered) for cls in classes]
+    run = _EngineRun.of(records, uncovered)
+    return [class_verdict(run, cls, cls in claimed) for cls in sorted(set(claimed) | {r["cls"] for r in records})]
 
 
 def engine_verdicts(records: list[dict], uncovered: list[str] = ()) -> list[EngineVerdict]:
