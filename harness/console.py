@@ -45,13 +45,16 @@ def progress_line(record, done: int, total: int) -> str:
     return f"{line}: {reason}" if reason else line
 
 
-def closing(records: list[dict], missing: list[str], run_dir, stopped_after: int | None = None) -> tuple[bool, str]:
+def closing(
+    records: list[dict], missing: list[str], run_dir, uncovered: list[str] = (), stopped_after: int | None = None
+) -> tuple[bool, str]:
     """(whether the run passes, the closing lines): the findings, the checks that ended in ERROR or TIMEOUT, the
     selected checks with no record (and, with ``stopped_after``, that the run stopped after that many failing
-    checks: ``--maxfail``), each engine's verdict, and a last line that starts with PASS or FAIL and counts the
-    checks by status, the findings and the unexpected failures as ``summary.md`` does. The run passes as
-    ``summary.md``'s verdict says."""
-    verdicts = reports.engine_verdicts(records)
+    checks: ``--maxfail``), each engine's verdict with the classes it judged in part and what of them it did not
+    judge, and a last line that starts with PASS or FAIL and counts the checks by status, the findings and the
+    unexpected failures as ``summary.md`` does. The run passes as ``summary.md``'s verdict says; ``uncovered``: the
+    requirements no check covers, as ``summary.md`` is given them."""
+    verdicts = reports.engine_verdicts(records, uncovered)
     passed, verdict_line = reports.run_verdict(verdicts, list(missing))
     found = findings.findings(records)
     lines = []
@@ -75,7 +78,9 @@ def closing(records: list[dict], missing: list[str], run_dir, stopped_after: int
         stopped = f"stopped after {stopped_after} failing checks (--maxfail): " if stopped_after else ""
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
         lines.append(f"{stopped}{len(missing)} selected checks have NO record: {', '.join(missing[:10])}{more}")
-    lines += [f"{v.engine}: {v.headline.replace('**', '')}" for v in verdicts]
+    for v in verdicts:
+        lines.append(f"{v.engine}: {v.headline.replace('**', '')}")
+        lines += [f"  {c.cls} judged in part: {c.why}" for c in v.claimed if c.verdict == "judged in part"]
     counts = {status: sum(r["status"] == status for r in records) for status in reports.ORDER}
     lines.append(
         f"{'PASS' if passed else 'FAIL'}: "

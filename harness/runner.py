@@ -130,6 +130,8 @@ class Record:
     seed: int
     duration_s: float
     reproduce: str
+    # every class the profile claims, judged in this run or not: a verdict counts against all of them
+    claimed_classes: list[str] | None = None
     statistic: float | None = None
     p_value: float | None = None
     alpha: float | None = None
@@ -337,6 +339,7 @@ def run_checks(
             engine_version=info.version if info else "unknown (the engine never started)",
             device=info.device if info else "unknown",
             profile=ctx.profile.label if ctx else "unknown",
+            claimed_classes=sorted(ctx.profile.classes) if ctx else None,
             seed=ctx.seed if ctx else 0,
             duration_s=round(time.perf_counter() - started, 4),
             reproduce=reproduce(check, ctx),

@@ -188,6 +188,9 @@ class RunRecord(Strict):
     engine_version: str
     device: str
     profile: str
+    claimed_classes: list[str] | None = Field(
+        None, description="every class the profile claims, judged in this run or not (none: a record written before)"
+    )
     seed: int
     duration_s: float
     reproduce: str = Field(description="the command that runs this check again")

@@ -110,7 +110,13 @@ def cmd_run(args) -> int:
         raise
     missing = runner.missing_records(run_dir, records)
     stopped = config.maxfail is not None and sum(bool(r.get("unexpected")) for r in records) >= config.maxfail
-    passed, closing = console.closing(records, missing, run_dir, stopped_after=config.maxfail if stopped else None)
+    passed, closing = console.closing(
+        records,
+        missing,
+        run_dir,
+        checks_module.uncovered_requirements(),
+        stopped_after=config.maxfail if stopped else None,
+    )
     print(closing)
     return 0 if passed else 1
 

@@ -90,16 +90,18 @@ _ENVIRONMENT.filters.update(
 )
 
 
-def _class_rows(records: list[dict], engines: list[str], classes: list[str]) -> list[dict]:
-    """Per class: its cells (an engine's ``ClassVerdict`` or ``None``), the statuses and requirements the
-    filters match."""
-    cells = _class_cells(records, engines)
+def _class_rows(records: list[dict], engines: list[str], cells: dict, classes: list[str]) -> list[dict]:
+    """Per class: its cells (an engine's ``ClassVerdict`` or ``None``, from ``_class_cells``), the statuses and
+    requirements the filters match."""
+    registered = spec.classes()
     return [
         {
             "cls": cls,
             "cells": [cells.get((cls, e)) for e in engines],
             "statuses": [cells[(cls, e)].status for e in engines if (cls, e) in cells],
-            "requirements": sorted({rid for r in records if r["cls"] == cls for rid in r["results"]}),
+            "requirements": sorted(
+                set(registered.get(cls, ())) | {rid for r in records if r["cls"] == cls for rid in r["results"]}
+            ),
         }
         for cls in classes
     ]
@@ -149,13 +151,14 @@ def html_report(
     text, then the class, requirement and check tables, which filter by status, class, engine and
     requirement. ``spec_href`` is the path from the page to ``specs/``. The page is the template
     ``templates/report.html.j2``; this function gathers what it shows."""
-    verdicts = engine_verdicts(records)
+    verdicts = engine_verdicts(records, uncovered)
     engines = [v.engine for v in verdicts]
     passed, line = run_verdict(verdicts, list(missing))
     ordered = _sorted(records)
     index = {id(r): i for i, r in enumerate(ordered)}
     texts = requirement_texts()
-    classes = sorted({r["cls"] for r in records})
+    cells = _class_cells(records, engines, uncovered)
+    classes = sorted({cls for cls, _ in cells})
     cited = sorted({rid for r in records for rid in [*r["requirements"], *r["results"]]} | set(uncovered))
     return _ENVIRONMENT.get_template("report.html.j2").render(
         passed=passed,
@@ -170,7 +173,7 @@ def html_report(
         statuses=list(ORDER),
         classes=classes,
         engines=engines,
-        class_rows=_class_rows(records, engines, classes),
+        class_rows=_class_rows(records, engines, cells, classes),
         requirement_rows=_requirement_page_rows(records, engines, uncovered),
         uncovered_lines=[text for text in _uncovered_lines(uncovered) if text],
         check_rows=_check_rows(ordered),

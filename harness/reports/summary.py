@@ -94,7 +94,7 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
     """The run's summary: the verdict and one row per engine first, then unexpected failures, then per
     engine its class verdicts (what was not claimed, one line per class), then the per-class and
     per-requirement tables, then the checks that were judged."""
-    verdicts = engine_verdicts(records)
+    verdicts = engine_verdicts(records, uncovered)
     engines = [v.engine for v in verdicts]
     passed, line = run_verdict(verdicts, list(missing))
     lines = [
@@ -130,7 +130,7 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
         lines += [f"- {c.cls}: **{c.verdict}** ({c.why})" for c in v.claimed]
         lines += [f"- {line}" for line in _not_claimed_line(v)]
         lines.append("")
-    lines += ["## Per conformance class", ""] + _class_table(records, engines)
+    lines += ["## Per conformance class", ""] + _class_table(records, engines, uncovered)
     lines += ["", "## Per requirement", ""] + _requirement_table(records, engines, uncovered)
     lines += [""] + _uncovered_lines(uncovered)
     lines += ["", "## Checks judged", "", "NOT_CLAIMED checks are summed up per class above.", ""]

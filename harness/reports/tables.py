@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from .. import spec
 from .text import ORDER
-from .verdicts import NOT_CLAIMED_VERDICT, _class_cells, requirement_status
+from .verdicts import NOT_CLAIMED_VERDICT, NOT_JUDGED_VERDICT, _class_cells, engine_requirements, requirement_status
 
 
-def _class_table(records: list[dict], engines: list[str]) -> list[str]:
-    """Rows: conformance classes; cells: each engine's verdict on the class (the worst status of the
-    requirements its checks cover). A class judged in part is explained below the table."""
-    cells = _class_cells(records, engines)
+def _class_table(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> list[str]:
+    """Rows: conformance classes, each that an engine claims or has a record of; cells: each engine's verdict on
+    the class (the worst status of its requirements, NOT_RUN for one no check of the run reached). A class judged
+    in part or not at all is explained below the table."""
+    cells = _class_cells(records, engines, uncovered)
     lines = ["| class | " + " | ".join(engines) + " |", "| --- |" + " --- |" * len(engines)]
     notes = []
-    for cls in sorted({r["cls"] for r in records}):
+    for cls in sorted({cls for cls, _ in cells}):
         row = []
         for engine in engines:
             verdict = cells.get((cls, engine))
@@ -22,7 +23,7 @@ def _class_table(records: list[dict], engines: list[str]) -> list[str]:
                 row.append("-")
                 continue
             text = {"conforms": "PASS", NOT_CLAIMED_VERDICT: "NOT_CLAIMED"}.get(verdict.verdict, verdict.status)
-            if verdict.verdict in ("judged in part", "known failure", "blocked"):
+            if verdict.verdict in ("judged in part", NOT_JUDGED_VERDICT, "known failure", "blocked"):
                 notes.append(f"{engine}, {cls}: {verdict.verdict}: {verdict.why}")
                 text += f" ({verdict.verdict}, note {len(notes)})"
             row.append(text)
@@ -30,11 +31,6 @@ def _class_table(records: list[dict], engines: list[str]) -> list[str]:
     if notes:
         lines += [""] + [f"{i}. {note.replace('|', '/')}" for i, note in enumerate(notes, 1)]
     return lines
-
-
-def _engine_requirements(registry) -> list[str]:
-    """The requirements an engine is judged on: ``RUN-*`` ones bind the runner (the project's tests)."""
-    return [rid for rid in registry if not rid.startswith("RUN-")]
 
 
 def _requirement_rows(records: list[dict], engines: list[str], uncovered: list[str]):
@@ -50,7 +46,7 @@ def _requirement_rows(records: list[dict], engines: list[str], uncovered: list[s
     }
     registry = spec.load_registry()
     rows = []
-    for rid in _engine_requirements(registry):
+    for rid in engine_requirements(registry):
         cells = []
         for e in engines:
             if rid in uncovered:

@@ -10,25 +10,54 @@ from ..core import worst
 from .text import ORDER, _count, _evidence, _first_line, _sorted, _unexpected_pass
 
 
+def _renamed(records: list[dict]) -> list[dict]:
+    """``records`` with each id of an earlier specification that is now an alias (``spec.load_aliases``) read as
+    its first successor."""
+    successor = {rid: alias.now[0] for rid, alias in spec.load_aliases().items()}
+    return [
+        {
+            **r,
+            "requirements": [successor.get(rid, rid) for rid in r["requirements"]],
+            "results": {successor.get(rid, rid): result for rid, result in r["results"].items()},
+        }
+        for r in records
+    ]
+
+
 def requirement_status(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
     """``{(engine, requirement): (status, cases)}``, one status per requirement merged across the checks
     (``findings.merged_status``: FAIL only where a case violated it, PASS where cases exercised it and none
-    violated it). A record of an earlier specification that names an id now an alias (``spec.load_aliases``)
-    counts for the alias's first successor."""
-    successor = {rid: alias.now[0] for rid, alias in spec.load_aliases().items()}
-    renamed = [
-        {**r, "results": {successor.get(rid, rid): result for rid, result in r["results"].items()}} for r in records
-    ]
-    return findings.requirement_statuses(renamed)
+    violated it). A record of an earlier specification that names an id now an alias counts for the alias's
+    first successor."""
+    return findings.requirement_statuses(_renamed(records))
+
+
+def engine_requirements(registry: dict[str, spec.Requirement]) -> list[str]:
+    """The requirements an engine is judged on: ``RUN-*`` ones bind the runner (the project's tests)."""
+    return [rid for rid in registry if not rid.startswith("RUN-")]
+
+
+def claimed_classes(records: list[dict]) -> list[str]:
+    """The classes one engine's profile claims, every one whether this run judged it or not, as its records name
+    them (``claimed_classes``); for records written before they named them, the classes of the checks judged. A
+    class whose requirements all bind the runner is no engine's to conform to."""
+    named = [r["claimed_classes"] for r in records if r.get("claimed_classes") is not None]
+    classes = set().union(*named) if named else {r["cls"] for r in records if r["status"] != "NOT_CLAIMED"}
+    registry = spec.load_registry()
+    runner_only = set(spec.classes()) - {registry[rid].cls for rid in engine_requirements(registry)}
+    return sorted(classes - runner_only)
 
 
 @dataclass
 class ClassVerdict:
-    """One engine's verdict on one conformance class.
+    """One engine's verdict on one conformance class, resting on every requirement of the class
+    (``requirements.yaml``) that binds an engine, whichever checks judged it (RUN-STATUS-4).
 
-    ``verdict`` is ``conforms`` (every requirement its checks cover PASS), ``fails`` (a failure no
-    expectation covers), ``known failure`` (every failure expected), ``judged in part`` (no failure,
-    but a requirement NOT_RUN or PRECONDITION_FAILED) or ``not claimed``; ``why`` says it in one line."""
+    ``verdict`` is ``conforms`` (every one judged, and PASS, but those outside the engine's contract), ``fails``
+    (a failure no expectation covers), ``known failure`` (every failure expected), ``judged in part`` (no failure,
+    some PASS, others not judged: left out by ``--check``, NOT_RUN, PRECONDITION_FAILED), ``not judged`` (no
+    failure and none PASS), ``not applicable`` (every one outside the contract) or ``not claimed``; ``why`` says
+    it in one line."""
 
     cls: str
     verdict: str
@@ -53,6 +82,8 @@ class EngineVerdict:
 
     @property
     def claimed(self) -> list[ClassVerdict]:
+        """The classes the verdict counts: every class the profile claims but those wholly outside the engine's
+        contract."""
         return [c for c in self.classes if c.verdict not in (NOT_CLAIMED_VERDICT, NOT_APPLICABLE_VERDICT)]
 
     @property
@@ -75,9 +106,11 @@ class EngineVerdict:
         if self.known:
             return f"**KNOWN FAILURES** only ({findings.distinct(self.known)}, all expected); {claimed}"
         if self.verdict == "CONFORMS WHERE JUDGED":  # nothing failed: what falls short is what was judged
-            partial = ", ".join(c.cls for c in self.claimed if c.verdict == "judged in part")
-            in_full = f"{conforming} of {len(self.claimed)} claimed classes judged in full"
-            return f"**CONFORMS WHERE JUDGED**: nothing failed; {in_full}; judged in part: {partial}"
+            parts = [f"{conforming} of {len(self.claimed)} claimed classes judged in full"]
+            for short in ("judged in part", NOT_JUDGED_VERDICT):
+                if classes := [c.cls for c in self.claimed if c.verdict == short]:
+                    parts.append(f"{short}: {', '.join(classes)}")
+            return "**CONFORMS WHERE JUDGED**: nothing failed; " + "; ".join(parts)
         return f"**{self.verdict}**: {claimed}"
 
 
@@ -85,6 +118,9 @@ NOT_CLAIMED_VERDICT = "not claimed"
 
 
 NOT_APPLICABLE_VERDICT = "not applicable"
+
+
+NOT_JUDGED_VERDICT = "not judged"
 
 
 _OUTSIDE = "outside the engine's contract or judged only on adapter-derived values (NOT_APPLICABLE)"
@@ -101,26 +137,48 @@ def _bad_pairs(records: list[dict]) -> list[tuple[dict, str]]:
     return out
 
 
-def class_verdict(records: list[dict], cls: str) -> ClassVerdict:
-    """The verdict of one engine's records of one class (see ``ClassVerdict``)."""
-    judged = [r for r in records if r["status"] != "NOT_CLAIMED"]
-    if not judged:
-        return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", _first_line(records[0]["message"]))
-    registry = spec.load_registry()
+LEFT_OUT = "left out by --check"
 
-    def own(rid: str) -> bool:  # a failure found by a check of this class may be another class's finding
-        return rid == "check" or rid not in registry or registry[rid].cls == cls
 
-    merged = {rid: value for (_, rid), value in requirement_status(judged).items() if own(rid)}
-    outside = sorted(rid for rid, (req_status, _) in merged.items() if req_status == "NOT_APPLICABLE")
-    per_req = {rid: value for rid, value in merged.items() if rid not in outside}  # the verdict rests on these
+@dataclass
+class _EngineRun:
+    """What one engine's class verdicts share, read once: its records (ids of an earlier specification read as
+    their successors), each requirement's merged status, the requirements its checks left to a variant the profile
+    does not declare, the registry, and the requirements no check covers."""
+
+    records: list[dict]
+    merged: dict[str, tuple[str, int]]
+    other_variant: set[str]
+    registry: dict[str, spec.Requirement]
+    uncovered: list[str]
+
+    @classmethod
+    def of(cls, records: list[dict], uncovered: list[str]) -> _EngineRun:
+        """A check that covers a requirement of a variant the profile does not declare judges the declared
+        variant's instead and leaves it out of its results (TB-FORCE-6 beside TB-FORCE-5): the profile does not
+        claim it."""
+        records = _renamed(records)
+        merged = {rid: value for (_, rid), value in findings.requirement_statuses(records).items()}
+        other_variant = {rid for r in records for rid in r["requirements"] if rid not in merged}
+        return cls(records, merged, other_variant, spec.load_registry(), list(uncovered))
+
+
+def class_verdict(run: _EngineRun, cls: str, claimed: bool) -> ClassVerdict:
+    """One engine's verdict on class ``cls`` (see ``ClassVerdict``): on every requirement of it that the profile
+    claims. A requirement no record of the run names was left out by ``--check``, unless no check covers it."""
+    records, registry = run.records, run.registry
+    if not claimed:
+        own_checks = [r for r in records if r["cls"] == cls]
+        return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", _first_line(own_checks[0]["message"]))
+    ids = [rid for rid in engine_requirements(registry) if registry[rid].cls == cls and rid not in run.other_variant]
+    outside = sorted(rid for rid in ids if run.merged.get(rid, ("",))[0] == "NOT_APPLICABLE")
+    per_req = {rid: run.merged.get(rid) for rid in ids if rid not in outside}  # the verdict rests on these
     if outside and not per_req:
         return ClassVerdict(cls, NOT_APPLICABLE_VERDICT, "NOT_APPLICABLE", f"{', '.join(outside)}: {_OUTSIDE}")
-    status = worst(
-        [s for s, _ in per_req.values()]
-        + [r["status"] for r in judged if not r["results"] and r["status"] != "NOT_APPLICABLE"]
-    )
-    bad = [(r, rid) for r, rid in _bad_pairs(judged) if own(rid)]
+    if not per_req:  # a class of an earlier specification: nothing it required can be shown to have passed
+        return ClassVerdict(cls, NOT_JUDGED_VERDICT, "NOT_RUN", "the registry (requirements.yaml) names none of its requirements")
+    status = worst([value[0] if value else "NOT_RUN" for value in per_req.values()])
+    bad = [(r, rid) for r, rid in _bad_pairs(records) if rid in per_req or (rid == "check" and r["cls"] == cls)]
     if bad:
         unexpected = [(r, rid) for r, rid in bad if rid in r.get("unexpected", ())]
         record, rid = (unexpected or bad)[0]
@@ -132,30 +190,50 @@ def class_verdict(records: list[dict], cls: str) -> ClassVerdict:
             status,
             f"{what} in `{record['check']}`{more}: {_evidence(record, rid)}",
         )
-    cases = sum(c for _, c in per_req.values())
-    blocked = sorted(rid for rid, (req_status, _) in per_req.items() if req_status == "BLOCKED")
+    blocked = sorted(rid for rid, value in per_req.items() if value and value[0] == "BLOCKED")
     if blocked:
-        record = next(r for r in judged if r["results"].get(blocked[0], {}).get("status") == "BLOCKED")
+        record = next(r for r in records if r["results"].get(blocked[0], {}).get("status") == "BLOCKED")
         return ClassVerdict(cls, "blocked", "BLOCKED", f"{', '.join(blocked)} {_evidence(record, blocked[0])}")
-    if status == "PASS":
+    passed = [rid for rid, value in per_req.items() if value and value[0] == "PASS"]
+    if len(passed) == len(per_req):
+        cases = sum(per_req[rid][1] for rid in passed)
         besides = f"; {', '.join(outside)} {_OUTSIDE}" if outside else ""
         return ClassVerdict(
             cls, "conforms", status, f"{_count(len(per_req), 'requirement')}, {_count(cases, 'case')}{besides}"
         )
-    open_reqs = []
-    for rid, (req_status, _) in sorted(per_req.items()):
-        if req_status == "PASS":
-            continue
-        record = next(r for r in judged if rid in r["results"] and r["results"][rid]["status"] == req_status)
-        open_reqs.append(f"{rid} {req_status} ({_evidence(record, rid)})")
-    passed = sum(s == "PASS" for s, _ in per_req.values())
+    unjudged = _not_judged(records, {rid: value for rid, value in per_req.items() if rid not in passed}, run.uncovered)
     return ClassVerdict(
-        cls, "judged in part", status, f"{passed} of {len(per_req)} requirements PASS; " + "; ".join(open_reqs)
+        cls,
+        "judged in part" if passed else NOT_JUDGED_VERDICT,
+        status,
+        f"{len(passed)} of {len(per_req)} requirements PASS; " + "; ".join(unjudged),
     )
 
 
-def engine_verdicts(records: list[dict]) -> list[EngineVerdict]:
-    """One verdict per engine, in name order."""
+def _not_judged(records: list[dict], unjudged: dict[str, tuple[str, int] | None], uncovered: list[str]) -> list[str]:
+    """Why each requirement of ``unjudged`` was not judged, requirements of one reason together: no record of the
+    run names it (left out by ``--check``, or no check covers it), or its status with the first record's evidence
+    (the capability the engine lacks, the case that never came)."""
+    reasons: dict[str, list[str]] = {}
+    for rid, value in sorted(unjudged.items()):
+        if value is None:
+            reason = "no check covers it" if rid in uncovered else LEFT_OUT
+        else:
+            record = next(r for r in records if r["results"].get(rid, {}).get("status") == value[0])
+            reason = f"{value[0]} ({_evidence(record, rid)})"
+        reasons.setdefault(reason, []).append(rid)
+    return [f"{', '.join(rids)} {reason}" for reason, rids in reasons.items()]
+
+
+def _engine_class_verdicts(records: list[dict], uncovered: list[str]) -> list[ClassVerdict]:
+    """One engine's verdict on every class its profile claims and every class its records name, in name order."""
+    claimed = claimed_classes(records)
+    run = _EngineRun.of(records, uncovered)
+    return [class_verdict(run, cls, cls in claimed) for cls in sorted(set(claimed) | {r["cls"] for r in records})]
+
+
+def engine_verdicts(records: list[dict], uncovered: list[str] = ()) -> list[EngineVerdict]:
+    """One verdict per engine, in name order; ``uncovered``: the requirements no check covers."""
     out = []
     for engine in sorted({r["engine"] for r in records}):
         mine = [r for r in records if r["engine"] == engine]
@@ -169,9 +247,7 @@ def engine_verdicts(records: list[dict]) -> list[EngineVerdict]:
                 device=mine[0]["device"],
                 profile=mine[0]["profile"],
                 counts={s: n for s, n in counts.items() if n},
-                classes=[
-                    class_verdict([r for r in mine if r["cls"] == c], c) for c in sorted({r["cls"] for r in mine})
-                ],
+                classes=_engine_class_verdicts(mine, uncovered),
                 unexpected=unexpected,
                 known=[pair for pair in bad if pair not in unexpected],
                 unexpected_passes=[r for r in mine if _unexpected_pass(r)],
@@ -211,10 +287,10 @@ def _not_claimed_line(verdict: EngineVerdict) -> list[str]:
     return [f"not claimed by profile {verdict.profile} ({_count(len(classes), 'class')}): {', '.join(classes)}"]
 
 
-def _class_cells(records: list[dict], engines: list[str]) -> dict[tuple[str, str], ClassVerdict]:
+def _class_cells(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> dict[tuple[str, str], ClassVerdict]:
+    """``{(class, engine): verdict}`` for every class each engine claims or has a record of."""
     return {
-        (cls, engine): class_verdict(mine, cls)
+        (verdict.cls, engine): verdict
         for engine in engines
-        for cls in {r["cls"] for r in records}
-        if (mine := [r for r in records if r["engine"] == engine and r["cls"] == cls])
+        for verdict in _engine_class_verdicts([r for r in records if r["engine"] == engine], uncovered)
     }

@@ -3,7 +3,7 @@
 import html
 import xml.etree.ElementTree as ET
 
-from specconform.harness import reports
+from specconform.harness import reports, spec
 
 
 def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), violated=(), p=None, plots=()):
@@ -57,8 +57,13 @@ def _first_ten(records, missing=()) -> str:
     return "\n".join(reports.markdown(records, [], missing).splitlines()[:10])
 
 
+def _whole_class(check, cls, engine="e") -> dict:
+    """A passing record of a check that covers every requirement of ``cls`` (as the registry has them)."""
+    return _record(check, "PASS", engine=engine, cls=cls, reqs=spec.classes()[cls])
+
+
 def test_the_first_ten_lines_of_a_passing_run_give_the_verdict_per_engine():
-    records = [_record("a", "PASS"), _record("b", "PASS", engine="f", cls="rs.greedy", reqs=("RS-GREEDY-1",))]
+    records = [_whole_class("a", "tb.core"), _whole_class("b", "rs.greedy", engine="f")]
     records.append(_record("c", "NOT_CLAIMED", engine="f"))
     head = _first_ten(records)
     assert "**Verdict: PASS**: no unexpected failure" in head
@@ -67,7 +72,7 @@ def test_the_first_ten_lines_of_a_passing_run_give_the_verdict_per_engine():
 
 
 def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
-    records = [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",)), _record("c", "PASS", engine="f")]
+    records = [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",)), _whole_class("c", "tb.core", "f")]
     head = _first_ten(records)
     assert "**Verdict: FAIL**: 1 unexpected failure in e (first: `b` on TB-FORCE-1);" in head
     assert "| e | **FAILS**: 1 unexpected failure; 0 of 1 claimed classes conform |" in head
@@ -102,7 +107,13 @@ def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_p
     records += [_record(f"n{i}", "NOT_CLAIMED", cls="tb.core", reqs=(f"TB-FORCE-{i}",)) for i in (1, 2)]
     records += [_record("r", "NOT_CLAIMED", cls="rs.greedy", reqs=("RS-GREEDY-1",))]
     text = reports.markdown(records, [])
-    assert "- api.budget: **judged in part** (1 of 2 requirements PASS; API-BUDGET-7 PRECONDITION_FAILED " in text
+    left_out = ", ".join(
+        rid for rid in sorted(spec.classes()["api.budget"]) if rid not in ("API-BUDGET-1", "API-BUDGET-7")
+    )
+    assert (
+        f"- api.budget: **judged in part** (1 of {len(spec.classes()['api.budget'])} requirements PASS; "
+        f"{left_out} left out by --check; API-BUDGET-7 PRECONDITION_FAILED ('</think>' is one token))"
+    ) in text
     assert "'</think>' is one token" in text.split("## Per conformance class")[1]  # the roll-up says why
     engine_section = text.split("## e\n")[1].split("## Per conformance class")[0]
     unclaimed = [line for line in engine_section.splitlines() if "not claimed" in line]
