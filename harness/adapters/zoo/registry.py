@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...requirement_order import below
 from .sampler import MUTANT_REQUIREMENTS
 
 
@@ -21,6 +22,20 @@ class Mutant:
     shipped: tuple[str, ...] = ()
     # the checks that alone can show its bug, where they are fewer than those of the requirement it breaks
     shown_by: tuple[str, ...] = ()
+    # where its minimal case also fails a requirement that ``breaks`` builds on, that lower requirement: a report
+    # names the finding by it (RUN-FINDING-1), and issue 37's criterion accepts it (harness/zoo_findings.py)
+    found_under: str = ""
+    # why its finding belongs to ``found_under``: the minimal case that fails both
+    found_under_because: str = ""
+
+    def __post_init__(self):
+        if self.found_under and self.found_under not in below(self.breaks):
+            raise ValueError(
+                f"zoo mutant {self.name}: found_under {self.found_under} is not a requirement {self.breaks} builds on "
+                f"(specs/requirements.yaml builds_on: {sorted(below(self.breaks)) or 'none'})"
+            )
+        if bool(self.found_under) != bool(self.found_under_because):
+            raise ValueError(f"zoo mutant {self.name}: found_under and found_under_because go together")
 
     @property
     def area(self) -> tuple[str, ...]:
