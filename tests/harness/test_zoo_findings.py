@@ -10,7 +10,7 @@ criterion today, so every run keeps it from slipping for them."""
 
 import pytest
 
-from specconform.harness import requirement_order, zoo_findings
+from specconform.harness import cli, requirement_order, zoo_findings
 from specconform.harness.adapters import zoo
 from specconform.harness.config import RunConfig
 
@@ -53,3 +53,16 @@ def test_a_mutant_outside_the_sampler_runs_its_family_without_the_statistical_ch
     assert noise & zoo_findings.STATISTICAL_CHECKS == {"rejection/mixed-seeding"}
     sampler = {c.name for c in zoo_findings.first_run_checks(zoo.SAMPLER_MUTANTS[0])}
     assert sampler >= zoo_findings.STATISTICAL_CHECKS
+
+
+def test_zoo_findings_prints_and_writes_the_table(tmp_path, capsys):
+    """``specconform zoo --findings`` (here on one check, to be quick): a line per mutant on stderr, the table on
+    stdout and in ``--findings-out``, exit 0 when every mutant gives one finding where it declares."""
+    out = tmp_path / "findings.md"
+    argv = ["zoo", "--findings", "--mutant", "forced-logit-added", "--check", "budget/forced-logits"]
+    assert cli.main([*argv, "--findings-out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "[1/1] ok" in printed.err and "forced-logit-added: 1 findings, first under TB-FORCE-5" in printed.err
+    row = "| forced-logit-added | yes | 1 | TB-FORCE-5 | TB-FORCE-5 | TB-FORCE-5 | — | yes | 0 |"
+    assert row in printed.out and row in out.read_text()
+    assert "the checks matching budget/forced-logits" in out.read_text()
