@@ -121,7 +121,14 @@ MUTANTS = (
     ),
     Mutant("end-matched-without-failure-function", "TB-MARK-3", "E is matched naively: a mismatch restarts it"),
     Mutant("count-excludes-partial-end", "TB-COUNT-1", "count leaves out a trailing partial E"),
-    Mutant("zero-budget-one-late", "TB-FORCE-4", "budget 0 on a model-opened section lets one token through"),
+    Mutant(
+        "zero-budget-one-late",
+        "TB-FORCE-4",
+        "budget 0 on a model-opened section lets one token through",
+        found_under="TB-FORCE-1",
+        found_under_because="its every failing case has budget 0 and count 0 after S, where TB-FORCE-1 too allows only "
+        "E[0] (budget/whole-generations fails TB-FORCE-1 on such a generation: one thinking token)",
+    ),
     Mutant("forced-logit-added", "TB-FORCE-5", "1e9 is added to the forced logit under the one-hot profile"),
     Mutant(
         "forced-logit-too-small",
