@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -145,6 +146,8 @@ def cmd_zoo(args) -> int:
     mutants = [m for m in zoo.MUTANTS if not args.mutant or m.name in args.mutant]
     for mutant in mutants:  # a mutant that needs an extra this Python lacks says so before any is judged
         check_engine_spec(f"zoo:{mutant.name}")
+    if args.findings:
+        return zoo_findings(mutants, config, args.findings_out)
     run_dir = new_run_dir(config.report_dir)
     records = []
     for mutant in mutants:  # each mutant is judged by the checks of its own area
@@ -179,6 +182,29 @@ def cmd_zoo(args) -> int:
     print("\n".join(lines))
     print(f"reports in {run_dir}")
     return 0 if all(z["caught"] for z in table) else 1
+
+
+def zoo_findings(mutants, config: RunConfig, out: str) -> int:
+    """``specconform zoo --findings``: each mutant judged as a first run judges it (``harness/zoo_findings.py``),
+    a line per mutant on stderr, the table printed and written to ``out``; 0 only if every mutant gives exactly one
+    finding under the requirement it declares."""
+    from .. import zoo_findings as bench
+
+    def on_mutant(done, total, judged):
+        if not config.quiet:
+            print(bench.progress_line(done, total, judged), file=sys.stderr, flush=True)
+
+    chosen = config.selected(checks_module.kernel_checks()) if config.checks else None  # --check: these for all
+    judged = bench.judge_zoo(mutants, config, on_mutant, selected_for=lambda mutant: chosen)
+    how = (
+        f"Each mutant judged in its own engine process with no expectations file (seed {config.seed}, at most "
+        f"{config.trials:,} trials per statistical case), by "
+        + (f"the checks matching {', '.join(config.checks)}." if config.checks else bench.FIRST_RUN)
+    )
+    path = bench.write_report(judged, how, out)
+    print(bench.render_markdown(judged, how), end="")
+    print(f"written to {path}")
+    return 0 if all(j.one_finding_where_declared for j in judged) else 1
 
 
 def add_run_parser(sub) -> None:
@@ -239,6 +265,15 @@ def add_zoo_parser(sub) -> None:
     zoo.add_argument("--mutant", action="append", help="only this mutant (repeatable; default: every mutant)")
     zoo.add_argument(
         "--check", action="append", help="only checks matching this glob (repeatable; default: the mutant's area)"
+    )
+    zoo.add_argument(
+        "--findings",
+        action="store_true",
+        help="judge each mutant as a first run of its family would, with no expectations file, and say whether it "
+        "gives exactly one finding under the requirement it declares (issue 37); the table goes to --findings-out",
+    )
+    zoo.add_argument(
+        "--findings-out", default="reports/zoo/findings.md", help="with --findings: where the table is written"
     )
     add_run_options(zoo)
     zoo.set_defaults(func=cmd_zoo)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import spec
+from ...requirement_order import below
 from .sampler import MUTANT_REQUIREMENTS
 
 
@@ -22,10 +23,24 @@ class Mutant:
     shipped: tuple[str, ...] = ()
     # the checks that alone can show its bug, where they are fewer than those of the requirement it breaks
     shown_by: tuple[str, ...] = ()
+    # where its minimal case also fails a requirement that ``breaks`` builds on, that lower requirement: a report
+    # names the finding by it (RUN-FINDING-1), and issue 37's criterion accepts it (harness/zoo_findings.py)
+    found_under: str = ""
+    # why its finding belongs to ``found_under``: the minimal case that fails both
+    found_under_because: str = ""
 
     def __post_init__(self) -> None:
-        """A misspelt ``breaks`` fails at import, not as a mutant no check can ever catch."""
+        """A misspelt ``breaks`` fails at import, not as a mutant no check can ever catch; ``found_under`` must be a
+        requirement ``breaks`` builds on."""
         spec.require_registered((self.breaks,), f"mutant {self.name}")
+        if self.found_under and self.found_under not in below(self.breaks):
+            raise ValueError(
+                f"zoo mutant {self.name}: found_under {self.found_under} is not a requirement {self.breaks} builds on "
+                f"(specs/requirements.yaml builds_on: {sorted(below(self.breaks)) or 'none'})"
+            )
+        if bool(self.found_under) != bool(self.found_under_because):
+            raise ValueError(f"zoo mutant {self.name}: found_under and found_under_because go together")
+
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -111,7 +126,14 @@ MUTANTS = (
     ),
     Mutant("end-matched-without-failure-function", "TB-MARK-3", "E is matched naively: a mismatch restarts it"),
     Mutant("count-excludes-partial-end", "TB-COUNT-1", "count leaves out a trailing partial E"),
-    Mutant("zero-budget-one-late", "TB-FORCE-4", "budget 0 on a model-opened section lets one token through"),
+    Mutant(
+        "zero-budget-one-late",
+        "TB-FORCE-4",
+        "budget 0 on a model-opened section lets one token through",
+        found_under="TB-FORCE-1",
+        found_under_because="its every failing case has budget 0 and count 0 after S, where TB-FORCE-1 too allows only "
+        "E[0] (budget/whole-generations fails TB-FORCE-1 on such a generation: one thinking token)",
+    ),
     Mutant("forced-logit-added", "TB-FORCE-5", "1e9 is added to the forced logit under the one-hot profile"),
     Mutant(
         "forced-logit-too-small",
