@@ -24,7 +24,7 @@ class Mutant:
     # the checks that alone can show its bug, where they are fewer than those of the requirement it breaks
     shown_by: tuple[str, ...] = ()
     # where its minimal case also fails a requirement that ``breaks`` builds on, that lower requirement: a report
-    # names the finding by it (RUN-FINDING-1), and issue 37's criterion accepts it (harness/zoo_findings.py)
+    # names the finding by it (RUN-FINDING-1), and the zoo's one-finding bench accepts it (harness/zoo_findings.py)
     found_under: str = ""
     # why its finding belongs to ``found_under``: the minimal case that fails both
     found_under_because: str = ""
@@ -40,7 +40,6 @@ class Mutant:
             )
         if bool(self.found_under) != bool(self.found_under_because):
             raise ValueError(f"zoo mutant {self.name}: found_under and found_under_because go together")
-
 
     @property
     def area(self) -> tuple[str, ...]:
@@ -161,7 +160,14 @@ MUTANTS = (
         "an UNIDIRECTIONAL move onto an occupied slot keeps the destination's request",
     ),
     Mutant("invalid-slots-ignored", "TB-BATCH-4", "invalid slots and batch sizes are ignored instead of rejected"),
-    Mutant("rows-in-reverse-slot-order", "TB-BATCH-5", "forced rows are laid out last slot first"),
+    Mutant(
+        "rows-in-reverse-slot-order",
+        "TB-BATCH-5",
+        "forced rows are laid out last slot first",
+        found_under="TB-SPEC-4",
+        found_under_because="its minimal case is two requests with no drafts whose one row each is swapped: the rows of "
+        "zero-draft requests, which TB-SPEC-4 lays out, before any draft row is laid out",
+    ),
     Mutant("padded-row-reading", "RS-LAYOUT-1", "ragged input is read as if every request had max K drafts"),
     Mutant("tail-filled-with-zero", "RS-LAYOUT-2", "placeholders are written as 0 instead of -1"),
     Mutant("greedy-accepts-every-draft", "RS-GREEDY-1", "greedy verification accepts every draft"),

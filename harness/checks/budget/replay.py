@@ -152,14 +152,16 @@ class Divergence:
         return f"{self.requirement}/{self.mode}"
 
 
-def _partial_end_decides(state: tb.RequestBudget | None, expected: int, got: int) -> bool:
-    """Whether a forced row left free is one that only the trailing partial match of E puts at the budget: the count
-    without it is below what is left, so an engine that leaves that partial match out of the count (TB-COUNT-1)
-    leaves exactly this row free."""
-    if state is None or not state.in_section or got != -1 or expected == -1 or not state.end_matched:
-        return False
+def _diagnosis(state: tb.RequestBudget | None, expected: int, got: int) -> str:
+    """The requirement a forced row left free singles out by its own values, or "": TB-COUNT-1 where only the trailing
+    partial match of E puts the count at the budget (an engine that leaves it out of the count leaves exactly this
+    row free)."""
+    if state is None or not state.in_section or got != -1 or expected == -1 or state.budget_left is None:
+        return ""
     left = state.budget_left
-    return left is not None and state.count - state.end_matched < left <= state.count
+    if state.end_matched and state.count - state.end_matched < left <= state.count:
+        return "TB-COUNT-1"
+    return ""
 
 
 def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> None:
@@ -262,12 +264,9 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
                 if -1 in (got[row], expected[row]):  # whether a row is forced is the count's matter, not which
                     row_tags -= {"TB-FORCE-2"}  # token continues E (TB-FORCE-2)
                     tags -= {"TB-FORCE-2"}
-                if _partial_end_decides(probe, expected[row], got[row]):
-                    row_tags |= {"TB-COUNT-1"}
-                    tags |= {"TB-COUNT-1"} & set(requirements)
-                    diagnosis = "TB-COUNT-1"
-                else:
-                    diagnosis = ""
+                diagnosis = _diagnosis(probe, expected[row], got[row])
+                row_tags |= {diagnosis} - {""}
+                tags |= {diagnosis} & set(requirements)
                 blame = next((r for r in BLAME_ORDER if r in tags), requirements[0])
                 blame = diagnosis if diagnosis in tags else blame
                 if blame == "TB-SPEC-2" and -1 in (got[row], expected[row]):
