@@ -165,8 +165,8 @@ MUTANTS = (
         "TB-BATCH-5",
         "forced rows are laid out last slot first",
         found_under="TB-SPEC-4",
-        found_under_because="its minimal case is two requests with no drafts whose one row each is swapped: the rows of "
-        "zero-draft requests, which TB-SPEC-4 lays out, before any draft row is laid out",
+        found_under_because="its minimal case is two requests with no drafts whose one row each is swapped: the rows "
+        "of zero-draft requests, which TB-SPEC-4 lays out, before any draft row is laid out",
     ),
     Mutant("padded-row-reading", "RS-LAYOUT-1", "ragged input is read as if every request had max K drafts"),
     Mutant("tail-filled-with-zero", "RS-LAYOUT-2", "placeholders are written as 0 instead of -1"),
