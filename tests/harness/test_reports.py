@@ -80,7 +80,7 @@ def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
     text = reports.markdown(records, [])
     assert (
         text.index("## Findings (1 defect, 1 unexpected)")
-        < text.index("- **e** **unexpected** finding **TB-FORCE-1** (1 defect, seen by 1 check: `b`): FAIL msg.")
+        < text.index("- **e** **unexpected** finding **TB-FORCE-1** `mode` (1 defect, seen by 1 check: `b`): FAIL msg.")
         < text.index("## e")
     )  # the failure with its evidence, before any engine's details
 
@@ -92,7 +92,7 @@ def test_the_first_ten_lines_of_a_run_with_expected_failures_say_they_are_known(
     assert "**Verdict: PASS**: no unexpected failure" in head and "1 known failure (expected)" in head
     assert "| e | **KNOWN FAILURES** only (1, all expected); 0 of 1 claimed classes conform |" in head
     known = reports.markdown([_record("a", "PASS"), failed], []).split("## Findings (1 defect, 0 unexpected)")[1]
-    assert "known finding **TB-FORCE-1** (1 defect, seen by 1 check: `b`): FAIL msg." in known
+    assert "known finding **TB-FORCE-1** `mode` (1 defect, seen by 1 check: `b`): FAIL msg." in known
     assert "Cause: the engine's design" in known
 
 
@@ -242,7 +242,7 @@ def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails()
     text = reports.markdown([first, second], [])
     assert "## Findings (1 defect, 1 unexpected)" in text
     seen = "(1 defect, seen by 2 checks: `a`, `b`; also failing TB-MARK-2 (the same defect))"
-    assert f"finding **TB-FORCE-2** {seen}" in text
+    assert f"finding **TB-FORCE-2** `mode` {seen}" in text
 
 
 def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
@@ -256,10 +256,10 @@ def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
     )
     text = reports.markdown([single_a, single_b, both], [])
     assert "## Findings (2 defects, 2 unexpected)" in text
-    assert "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in text
-    assert "finding **TB-MARK-2** (1 defect, seen by 2 checks: `b`, `c`; also failing TB-FORCE-1" in text
+    assert "finding **TB-FORCE-2** `mode` (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in text
+    assert "finding **TB-MARK-2** `mode` (1 defect, seen by 2 checks: `b`, `c`; also failing TB-FORCE-1" in text
     named_later = reports.markdown([both, single_a, single_b], [])  # a defect is named by a failure of its own
-    assert "finding **TB-FORCE-2** (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in named_later
+    assert "finding **TB-FORCE-2** `mode` (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in named_later
     both["results"]["TB-FORCE-1"]["finding"] = "TB-FORCE-2"  # the same name: said once
     assert "seen by 2 checks: `a`, `c`)" in reports.markdown([both, single_a, single_b], [])
 
@@ -271,5 +271,5 @@ def test_two_defects_under_one_name_each_say_the_patch_that_fixes_it():
     second["results"]["TB-MARK-1"]["expectation_proof"] = "proofs/e/last-start-taken.diff"
     text = reports.markdown([first, second], [])
     assert "## Findings (2 defects, 2 unexpected)" in text
-    assert "finding **TB-MARK-1 [stray-end-kept]** (1 defect, seen by 1 check: `a`)" in text
-    assert "finding **TB-MARK-1 [last-start-taken]** (1 defect, seen by 1 check: `b`)" in text
+    assert "finding **TB-MARK-1 [stray-end-kept]** `mode` (1 defect, seen by 1 check: `a`)" in text
+    assert "finding **TB-MARK-1 [last-start-taken]** `mode` (1 defect, seen by 1 check: `b`)" in text
