@@ -15,7 +15,9 @@ from specconform.harness.adapters import zoo
 from specconform.harness.config import RunConfig
 
 # one quick mutant of each family that meets the criterion today
-EVERY_RUN = frozenset({"forced-logit-added", "invalid-ids-clamped", "out-of-vocab-unreported"})
+EVERY_RUN = frozenset(
+    {"budget-off-by-one", "minus-one-tracked", "forced-logit-added", "invalid-ids-clamped", "out-of-vocab-unreported"}
+)
 
 
 @pytest.mark.parametrize(
