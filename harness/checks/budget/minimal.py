@@ -59,7 +59,7 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
     """``(requirement, features)``: the requirement a failing minimal case isolates, whichever check met it, and the
     features it holds. Each feature with a twin (``attribution.TWINS``) is tried away: where the twin diverges too,
     the feature is only the stage the defect was met on. A row its own values single out is that requirement's
-    (``Divergence.diagnosis``), a misplaced marker the case still holds is TB-MARK-1's; otherwise the owner is the most
+    (``Divergence.diagnosis``), a misplaced marker a twin showed needed is TB-MARK-1's; otherwise the owner is the most
     specific requirement of the diverging row (``BLAME_ORDER``) whose feature a twin showed needed, else the most
     specific one whose feature the case holds or that has none."""
     features = attribution.case_features(minimal)
@@ -72,7 +72,7 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
             proven.add(feature)
     if shown.diagnosis:
         return shown.diagnosis, features
-    if "misplaced-marker" in features and "TB-MARK-1" in shown.row_tags:
+    if "misplaced-marker" in proven and "TB-MARK-1" in shown.row_tags:
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
     row = [r for r in (*BLAME_ORDER, "TB-SPEC-4", "TB-BATCH-5") if r in shown.row_tags]
     needed = [r for r in row if attribution.feature_of(r) in proven]  # a feature a twin showed needed first
