@@ -304,10 +304,7 @@ TWINS = {
     "batch-ops": solo_twins,
     "several-requests": solo_twins,
     "prompt-opened": lambda vector: [twin] if (twin := output_opened_twin(vector)) else [],
-    # drafts a failure does not need are taken away first (the same committed stream one token a step)
-    "misplaced-marker": lambda vector: [
-        twin for twin in (content_twin(vector), content_twin(sequential_twin(vector) or vector)) if twin
-    ][:1],
+    "misplaced-marker": lambda vector: [twin] if (twin := content_twin(vector)) else [],
     "minus-one-budget": lambda vector: [untracked_twin(vector)],
 }
 

@@ -64,8 +64,10 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
     specific one whose feature the case holds or that has none."""
     features = attribution.case_features(minimal)
     proven = set()  # features whose twins pass: the failure needs them
-    for feature in sorted(features):
+    for feature in sorted(features):  # drafts first: a case whose failure does not need them is tried without them
         twins = attribution.TWINS.get(feature, lambda vector: [])(minimal)
+        if not twins and feature == "misplaced-marker" and "drafts" not in features:
+            twins = attribution.TWINS[feature](attribution.sequential_twin(minimal) or minimal)
         if twins and any(_diverges(engine, twin) for twin in twins):
             features -= {feature}
         elif twins:
