@@ -228,8 +228,9 @@ class _MoveKeepsOccupiedDestination(tb.BudgetBatch):
             return
         super().apply(BatchUpdate(update.batch_size, update.removed, update.added, ()))
         for src, dst, kind in update.moved:
-            keep = self.occupied(dst) and tb.move_kind_name(kind) == "UNIDIRECTIONAL"
-            kept = self.slots[dst]
+            in_range = 0 <= dst < len(self.slots)  # a move out of range is the oracle's error to raise, below
+            keep = in_range and self.occupied(dst) and tb.move_kind_name(kind) == "UNIDIRECTIONAL"
+            kept = self.slots[dst] if in_range else None
             super().apply(BatchUpdate(update.batch_size, (), (), ((src, dst, kind),)))
             if keep:
                 self.slots[dst] = kept

@@ -78,8 +78,19 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
     row = [r for r in (*BLAME_ORDER, "TB-SPEC-4", "TB-BATCH-5") if r in shown.row_tags]
     needed = [r for r in row if attribution.feature_of(r) in proven]  # a feature a twin showed needed first
+    # a needed feature the diverging row no longer shows (a batch operation steps earlier): its own requirement
+    needed += [_about(feature, minimal) for feature in sorted(proven) if not any(r in needed for r in row)]
     held = [r for r in row if attribution.feature_of(r) in features | {""}]  # then the case's, most specific first
     return next(iter(needed + held), shown.requirement), features
+
+
+def _about(feature: str, minimal: dict) -> str:
+    """The requirement about ``feature`` a minimal case that needs it isolates where its diverging row names none:
+    for batch operations, by the moves the case holds (a SWAP, else a move onto a slot, else the update's order)."""
+    if feature == "batch-ops":
+        kinds = {kind for step in minimal["steps"] if step["update"] for _, _, kind in step["update"]["moved"]}
+        return "TB-BATCH-3" if "SWAP" in kinds else "TB-BATCH-2" if "UNIDIRECTIONAL" in kinds else "TB-BATCH-1"
+    return next(r for r in (*BLAME_ORDER, "TB-BATCH-5") if attribution.feature_of(r) == feature)
 
 
 def _diverges(engine, vector: dict) -> bool:
