@@ -72,6 +72,11 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
             features -= {feature}
         elif twins:
             proven.add(feature)
+    if shown.mode == "rows-misplaced":  # the right forced tokens in the wrong rows, or two requests each wrong
+        for twin in attribution.solo_twins(minimal):
+            if (alone := _divergence(engine, twin)) is not None:
+                return attributed_owner(engine, alone, twin)  # a request alone fails too: its own failure
+        return "TB-SPEC-4", features
     if shown.diagnosis:
         return shown.diagnosis, features
     if "misplaced-marker" in proven and "TB-MARK-1" in shown.row_tags:
@@ -80,7 +85,10 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
     needed = [r for r in row if attribution.feature_of(r) in proven]  # a feature a twin showed needed first
     # a needed feature the diverging row no longer shows (a batch operation steps earlier): its own requirement
     needed += [_about(feature, minimal) for feature in sorted(proven) if not any(r in needed for r in row)]
-    held = [r for r in row if attribution.feature_of(r) in features | {""}]  # then the case's, most specific first
+    # then the case's, most specific first; zero-draft rows' layout (TB-SPEC-4) is judged by the rows' order alone,
+    # and a row outside any section that is forced anyway shows a section the engine opened where none is (TB-MARK-1)
+    held = [r for r in row if attribution.feature_of(r) in features | {""} and r != "TB-SPEC-4"]
+    held += ["TB-MARK-1"] if "TB-MARK-1" in shown.row_tags else []
     return next(iter(needed + held), shown.requirement), features
 
 
@@ -94,10 +102,14 @@ def _about(feature: str, minimal: dict) -> str:
 
 
 def _diverges(engine, vector: dict) -> bool:
+    return _divergence(engine, vector) is not None
+
+
+def _divergence(engine, vector: dict) -> Divergence | None:
     try:
-        return replay_scenario(engine, vector, tuple(BLAME_ORDER)) is not None
+        return replay_scenario(engine, vector, tuple(BLAME_ORDER))
     except Exception:  # noqa: BLE001 - the engine fails the twin another way: it does not show the same defect
-        return False
+        return None
 
 
 def judge_scenario(
