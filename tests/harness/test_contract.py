@@ -36,7 +36,8 @@ def test_a_basic_defect_fails_its_own_requirement_alone_and_blocks_the_others(tm
     assert finding.name == "TB-MARK-1 (misplaced-marker)" and len(set(finding.checks)) >= 5
     merged = findings.requirement_statuses(records)
     assert merged[("zoo:start-looked-for-inside-section", "TB-MARK-1")][0] == "FAIL"
-    assert merged[("zoo:start-looked-for-inside-section", "TB-BATCH-2")][0] == "BLOCKED"
+    batch = ("TB-BATCH-1", "TB-BATCH-2", "TB-BATCH-3", "TB-BATCH-5")  # which one a check blamed first is its own
+    assert "BLOCKED" in {merged[("zoo:start-looked-for-inside-section", rid)][0] for rid in batch}
 
 
 @pytest.mark.req("RUN-FINDING-1")

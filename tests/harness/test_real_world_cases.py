@@ -110,6 +110,8 @@ class NonFiniteBudgetUntracked(OracleEngine):
         apply = state.batch.apply
 
         def lenient(update):
+            if update is None:  # a step without an update
+                return apply(update)
             added = [
                 replace(a, budget=None) if isinstance(a.budget, float) and not a.budget < np.inf else a
                 for a in update.added

@@ -10,7 +10,8 @@ from specconform.specs.interface import AddedRequest, BatchUpdate
 
 from ...cases.budget import BudgetScenario
 from ...core import Context, Outcome, Tally
-from ...vectors import SlotStep
+from ...vectors import FORMAT_VERSION, SlotStep
+from .. import attribution
 from ..catalogue import check
 from .minimal import judge_scenario
 
@@ -66,7 +67,8 @@ def forced_logits_check(engine, ctx: Context, requirements: tuple[str, ...]) -> 
         found = judge_scenario(engine, ctx.profile, tally, (forced_rid,), scenario, max_spec, f"case {number}")
         if found:
             continue
-        _judge_forced_logits(*judged_logits(), forced_rid, variant, tally)
+        drafted = scenario.vector(f"case-{number}", ["TB-SPEC-1"]) if max_spec else None
+        _judge_forced_logits(*judged_logits(), forced_rid, variant, tally, drafted)
     if variant:
         return tally.outcome(
             f"forced cells hold at least {LARGE_FORCED_LOGIT:g} (declared variant), rest untouched, NaN and ±inf cells "
@@ -115,10 +117,14 @@ def _non_finite_case(engine, ctx: Context, rng) -> tuple:
     return logits, np.asarray(state.apply_to_logits(logits.copy())), [3, -1, -1], 2
 
 
-def _judge_forced_logits(logits, out, expected, untracked_from: int, forced_rid: str, variant: bool, tally) -> None:
+def _judge_forced_logits(
+    logits, out, expected, untracked_from: int, forced_rid: str, variant: bool, tally, drafted: dict | None = None
+) -> None:
     """Each row of ``out`` float32 ``[rows, V]`` against ``logits`` before the call: one-hot (or, under the
     large-constant variant, large) at ``expected[row]`` where that is a token, unchanged where it is -1; rows from
-    ``untracked_from`` on belong to untracked requests (TB-UNTRACKED-1)."""
+    ``untracked_from`` on belong to untracked requests (TB-UNTRACKED-1). ``drafted`` is the case as a scenario where it
+    has drafts: a forced row after them that the logits leave as they were was not forced at all (the forced tokens
+    say it is), which is TB-SPEC-1's failure (the row's state includes the drafts before it), not the forcing form's."""
     for row, token in enumerate(expected):
         if token == -1:
             rid = "TB-UNTRACKED-1" if row >= untracked_from else forced_rid
@@ -126,6 +132,8 @@ def _judge_forced_logits(logits, out, expected, untracked_from: int, forced_rid:
                 tally.exercised(rid)
             else:
                 tally.violated(rid, "free-row-changed", f"free row {row} was changed: {out[row].tolist()}")
+        elif drafted and row > 0 and np.array_equal(out[row], logits[row], equal_nan=True):
+            _record_unforced_draft_row(tally, forced_rid, row, token, drafted)
         elif variant:  # the declared variant (TB-FORCE-6)
             if not (np.isfinite(out[row, token]) and out[row, token] >= LARGE_FORCED_LOGIT):
                 tally.violated(
@@ -145,3 +153,25 @@ def _judge_forced_logits(logits, out, expected, untracked_from: int, forced_rid:
                 "forced-row-not-one-hot",
                 f"forced row {row} is not one-hot at {token}: {out[row].tolist()}",
             )
+
+
+def _record_unforced_draft_row(tally: Tally, forced_rid: str, row: int, token: int, drafted: dict) -> None:
+    """A row after drafts that the budget forces to ``token``, left unchanged by the logits: recorded under TB-SPEC-1
+    with the drafted case as its reproduction, and ``forced_rid`` reads BLOCKED by it."""
+    finding = attribution.finding_key("TB-SPEC-1", attribution.case_features(drafted))
+    reproduction = {
+        "format": FORMAT_VERSION,
+        "kind": "thinking-budget",
+        "fingerprint": "TB-SPEC-1/left-a-forced-row-free",
+        "scenarios": [drafted],
+        "errors": [],
+        "finding": finding,
+    }
+    tally.blocked(forced_rid, finding, f"forced row {row} after drafts was not forced at all (TB-SPEC-1)")
+    tally.violated(
+        "TB-SPEC-1",
+        "left-a-forced-row-free",
+        f"forced row {row} after drafts (the budget forces {token}) was left as it was",
+        reproduction=reproduction,
+        finding=finding,
+    )
