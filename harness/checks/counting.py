@@ -91,14 +91,6 @@ def _oracle_metrics(steps, eos) -> ac.AcceptanceMetrics:
     return metrics
 
 
-# each metric the engine reports, and the requirement that defines it
-_METRICS = {
-    "mean_acceptance_length": "AC-METRIC-2",
-    "acceptance_rate": "AC-METRIC-1",
-    "accepted_per_position": "AC-METRIC-3",
-}
-
-
 def _value(name: str, metrics):
     """A metric of the engine's dict or of the oracle's ``AcceptanceMetrics``."""
     value = metrics[name] if isinstance(metrics, dict) else getattr(metrics, name)
@@ -108,17 +100,6 @@ def _value(name: str, metrics):
 def _same(name: str, got: dict, oracle) -> bool:
     a, b = _value(name, got), _value(name, oracle)
     return a == b if isinstance(a, list) else bool(np.isclose(a, b, equal_nan=True))
-
-
-def explained_by(got: dict, readings: list, judged: list[str]) -> bool:
-    """Whether the engine's metrics ``got`` equal, on every ``judged`` metric, those of one of ``readings``
-    (the oracle's metrics of a misreading)."""
-    return any(all(_same(name, got, reading) for name in judged) for reading in readings)
-
-
-def _untrimmed(steps):
-    """The steps as the sampler verified them, before a commit limit trims them."""
-    return [(k, row, None) for k, row, _ in steps]
 
 
 @check(
@@ -147,7 +128,7 @@ def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
         mean_ok = np.isclose(got["mean_acceptance_length"], oracle.mean_acceptance_length)
         if eos:  # only the trimming separates these streams from the first: judged on every metric the engine made
             rid = "AC-STOP-1" if limits else "AC-METRIC-4"
-            judged = [name for name in _METRICS if name not in ctx.profile.derived]
+            judged = [name for name in mj.METRICS if name not in ctx.profile.derived]
             differ = [name for name in judged if not _same(name, got, oracle)]
             if not differ:
                 tally.exercised(rid)
@@ -159,7 +140,7 @@ def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
 
             small = shrink.minimise(steps, mj.smaller_streams, differs)
             found = mj.metric_violations(small, eos, engine.acceptance_metrics(small, eos), judged)
-            owner, mode, shown = mj.owner(found) or (_METRICS[differ[0]], "metrics-differ", "")
+            owner, mode, shown = mj.owner(found) or (mj.METRICS[differ[0]], "metrics-differ", "")
             if owner != rid:
                 tally.blocked(rid, owner, f"its minimal stream fails {owner} ({mode})")
             tally.violated(

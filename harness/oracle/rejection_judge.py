@@ -2,10 +2,11 @@
 
 ``violations(case, tokens, num)`` reads an engine's output for a case and names each way it breaks the spec:
 
-- the shape and the padding (RS-LAYOUT-2), ids outside the vocabulary (RS-INPUT-1), a ``num_emitted`` that
-  disagrees with its row (AC-COUNT-5), a token with ``p = 0`` (RS-PROB-3), a forced row not emitting its token
-  (RS-FORCE-1), a zero-draft request not emitting exactly one token (RS-ZERO-1), and a drafting request emitting
-  no token or more than ``K + 1`` (RS-LAYOUT-2);
+- the shape and the padding (RS-LAYOUT-2: also a tail after a right ``num_emitted`` holding other values than
+  -1), ids outside the vocabulary (RS-INPUT-1), a ``num_emitted`` that disagrees with its row (AC-COUNT-5), a
+  token with ``p = 0`` (RS-PROB-3), a forced row not emitting its token (RS-FORCE-1), a zero-draft request not
+  emitting exactly one token (RS-ZERO-1), and a drafting request emitting no token or more than ``K + 1``
+  (RS-LAYOUT-2);
 - with ``compare``, each request's row against the oracle's, at the first position where they part: the rule that
   decides that position (greedy: RS-GREEDY-1 for an acceptance, RS-GREEDY-2 for the emitted correction or bonus
   token; probabilistic, under the reference draws: RS-PROB-1 / RS-ONEHOT-1 for an acceptance, RS-PROB-2 for the
@@ -80,9 +81,17 @@ def _forced(case: rs.RejectionCase) -> np.ndarray:
     return np.asarray(case.forced_token_ids)
 
 
-def _structure(case: rs.RejectionCase, i: int, row: list[int], n: int, num: int) -> list[Violation]:
-    """The ways request ``i``'s row (``n`` tokens before its first placeholder) breaks the output contract."""
+def _structure(
+    case: rs.RejectionCase, i: int, row: list[int], n: int, num: int, oracle_n: int | None = None
+) -> list[Violation]:
+    """The ways request ``i``'s row (``n`` tokens before its first placeholder) breaks the output contract
+    (``oracle_n``: the oracle's count for it, where the request is compared exactly)."""
     V, K = case.vocab_size, int(case.num_draft_tokens[i])
+    tail = row[num:] if 0 < num < n else []
+    if tail and -1 not in tail and (oracle_n == num if oracle_n is not None else len(set(tail)) == 1):
+        # num_emitted is right (the oracle's count, or the tail one repeated filler): the placeholders are not -1
+        evidence = f"request {i}: num_emitted {num}, then {tail} where -1 placeholders belong: {row}"
+        return [Violation("RS-LAYOUT-2", "placeholder-not-minus-one", evidence)]
     found = []
     if any(t != -1 for t in row[n:]):
         found.append(Violation("RS-LAYOUT-2", "token-after-placeholder", f"request {i}: real tokens after -1: {row}"))
@@ -147,8 +156,8 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
     one_hot = case.draft_probs is None
     acceptance = "RS-ONEHOT-1" if one_hot else "RS-PROB-1"
     T = float(case.temperature[i])
-    if K == 0:
-        return "RS-ZERO-1", "zero-draft-token-differs"
+    if K == 0:  # one sample of p, a token p allows (else RS-PROB-3): the rule leaves only the draws to differ
+        return "RS-RNG-3", "draws-not-the-reference"
     if j >= len(expected):  # accepted where the oracle rejected at j - 1
         d = int(drafts[j - 1])
         q_d = 1.0 if one_hot else float(case.draft_probs[draft_slice.start + j - 1][d])
@@ -161,7 +170,9 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
         return "RS-PROB-2", "bonus-token-differs"
     d = int(drafts[j])
     p = rs.target_probs(case.target_logits[offset + j], T)
-    q = np.eye(case.vocab_size)[d] if one_hot else np.asarray(case.draft_probs[draft_slice.start + j])
+    q = np.zeros(case.vocab_size) if one_hot else np.asarray(case.draft_probs[draft_slice.start + j])
+    if one_hot:
+        q[d] = 1.0
     if d in (got[j], expected[j]):
         if got[j] == d and (q[d] == 0 or p[d] == 0):
             return "RS-PROB-3", "zero-probability-draft-accepted"
@@ -217,6 +228,28 @@ def misreading(case: rs.RejectionCase, i: int, row: list[int]) -> Violation | No
     return None
 
 
+# the rules that decide a sampled position, whose divergence may be the draws' and not theirs
+SAMPLED_RULES = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4", "RS-ONEHOT-1")
+
+
+def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
+    """Seeded sampled request ``i``'s unforced rows, each alone as a request without drafts at the position whose
+    draws it uses (same seed and temperature): its one token is a sample of ``p`` under the reference draws, so
+    one that parts from the oracle's shows the draws are not the reference (RS-RNG-3), whatever the rule does."""
+    if case.seed_of(i) is None or case.temperature[i] == 0:
+        return []
+    row_slice, _ = rs.request_slices(case, i)
+    position = 0 if case.positions is None else int(case.positions[i])
+    forced = _forced(case)
+    return [
+        rs.RejectionCase(
+            case.target_logits[r : r + 1], [], [0], [case.temperature[i]], seeds=[case.seed_of(i)], positions=[p]
+        )
+        for p, r in enumerate(range(row_slice.start, row_slice.stop), start=position)
+        if forced[r] == -1
+    ]
+
+
 def compared(case: rs.RejectionCase, i: int) -> bool:
     """Whether request ``i`` is compared with the oracle token for token: greedy, or seeded (reference draws)."""
     return case.temperature[i] == 0 or case.seed_of(i) is not None
@@ -259,8 +292,10 @@ def violations(
     for i in range(case.batch_size):
         row = [int(t) for t in tokens[i]]
         n = ac.num_emitted(row)
-        structural = [replace(v, request=i) for v in _structure(case, i, row, n, int(num[i]))]
-        if structural and batch_needed and case.batch_size > 1:  # the request's row breaks only in the batch
+        oracle_n = ac.num_emitted(expected[i].tolist()) if compare and compared(case, i) else None
+        structural = [replace(v, request=i) for v in _structure(case, i, row, n, int(num[i]), oracle_n)]
+        placeholders = any(v.mode == "placeholder-not-minus-one" for v in structural)  # the row's own, at any width
+        if structural and batch_needed and case.batch_size > 1 and not placeholders:  # it breaks only in the batch
             rid, mode = _batch(case, i)
             found.append(Violation(rid, mode, f"{structural[0].evidence}; each request alone equals the oracle", i))
             continue

@@ -62,7 +62,16 @@ def attribute(
     found = judge(engine, profile, minimal, compare, tie_break, batch_needed)
     if not found:  # the engine is not deterministic on this case: judge the case as it failed
         minimal, found = case, judge(engine, profile, case, compare, tie_break)
-    return Attributed(minimal, found, rj.owner(found) or rj.Violation("RS-LAYOUT-2", "unreproducible", ""))
+    owner = rj.owner(found)
+    if owner is not None and owner.request >= 0 and owner.requirement in rj.SAMPLED_RULES and not batch_needed:
+        # a sampled position parted from the oracle: its rule, or the draws it used? A row of the request alone
+        # without drafts holds no rule but the sample: if one of them parts too, the draws are not the reference
+        for twin in rj.draws_twins(minimal, owner.request):
+            twin_found = judge(engine, profile, twin, compare, tie_break) if usable(twin) else []
+            if any(v.requirement == "RS-RNG-3" for v in twin_found):
+                minimal, found, owner = twin, twin_found, rj.owner(twin_found)
+                break
+    return Attributed(minimal, found, owner or rj.Violation("RS-LAYOUT-2", "unreproducible", ""))
 
 
 def document(case: rs.RejectionCase, attributed: Attributed, requirements: tuple[str, ...], tie_break: str) -> dict:
