@@ -22,7 +22,7 @@ from ..cases.budget import BudgetScenario
 from ..core import Check, Context, Outcome, Tally
 from ..oracle import metrics_judge as mj
 from ..oracle import rejection as rs
-from . import budget, rejection
+from . import budget, counting, rejection
 from .rejection import minimal as rejection_minimal
 from .rejection.exact import comparable
 
@@ -126,10 +126,10 @@ def _count_row(engine, profile, entry) -> tuple[str, str] | None:
     problems = entry["expected_problems"]
     expected = (entry["expected_num_emitted"], "hole" in problems, "out_of_vocab" in problems)
     if got != expected:
-        return (
-            "count-differs",
-            f"row {entry['row']}: (num_emitted, broken_prefix, out_of_vocab) = {got}, expected {expected}",
-        )
+        shown = f"row {entry['row']}: (num_emitted, broken_prefix, out_of_vocab) = {got}, expected {expected}"
+        # shrunk while the answer breaks the counting rules, then judged alone (RUN-FINDING-1)
+        owner = counting.attribute_row(engine, list(entry["row"]), entry["vocab_size"], profile)
+        return ("count-differs", shown) if owner is None else (owner[1], f"{shown}; {owner[2]}", owner[0])
     return None
 
 
