@@ -119,9 +119,11 @@ def own_requirement(case: rs.RejectionCase, request: int, requirements: tuple[st
 
 
 def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
-    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3), or with a tie that the
-    profile lets the engine break either way."""
+    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3) of a request compared exactly (an
+    unseeded request's fresh draws decide nothing that is compared), or with a tie that the profile lets the engine
+    break either way."""
     _, _, traces = rs.sample_case(case)
+    traces = [t for i, t in enumerate(traces) if rj.compared(case, i)]
     if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
         return False
     return not (tie_break == "any" and has_tie(case.target_logits))
