@@ -91,11 +91,14 @@ def judge_exact(
     tie_break: str,
     tally: Tally | None = None,
     profile=None,
+    alone: bool = False,
 ) -> tuple[str, str, str] | None:
     """Compare one case with the oracle: ``(requirement, mode, evidence)`` of the violation its failure belongs to
-    (``oracle.rejection_judge``: the lowest requirement it violates, judged on this case as it is), or None; the
-    requests without a violation count in ``tally`` (when given) for the requirements they exercise."""
-    found = minimal.judge(engine, profile, case, True, tie_break)
+    (``oracle.rejection_judge``: the lowest requirement it violates, judged on this case as it is; with ``alone``,
+    as a minimal case is judged, a batch failure where each request alone replays), or None; the requests without a
+    violation count in ``tally`` (when given) for the requirements they exercise."""
+    judged = minimal.judge_alone if alone else minimal.judge
+    found = judged(engine, profile, case, True, tie_break)
     if tally is not None:
         _, num, _ = rs.sample_case(case)
         failing = {v.request for v in found}

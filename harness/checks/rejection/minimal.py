@@ -27,6 +27,21 @@ def judge(engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str
     return rj.violations(case, tokens, num, compare, tie_break, batch_needed)
 
 
+def needs_batch(case: rs.RejectionCase, diverges: Callable[[rs.RejectionCase], bool]) -> bool:
+    """Whether ``case`` holds several requests and each alone ``diverges`` not: its failure needs the batch."""
+    alone = [reordered(case, [i]) for i in range(case.batch_size)] if case.batch_size > 1 else []
+    return bool(alone) and not any(diverges(one) for one in alone)
+
+
+def judge_alone(engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str) -> list[rj.Violation]:
+    """``case`` judged as ``attribute`` judges a minimal case: as a batch failure where each request alone replays
+    (``specconform replay`` of a reproduction judges its minimal case so, and names the same owner)."""
+    found = judge(engine, profile, case, compare, tie_break)
+    if found and needs_batch(case, _diverges(engine, profile, compare, tie_break, lambda candidate: True)):
+        return judge(engine, profile, case, compare, tie_break, batch_needed=True)
+    return found
+
+
 @dataclass
 class Attributed:
     """A failing case minimised: the minimal case, its violations judged alone, and the one it belongs to."""
@@ -57,8 +72,7 @@ def attribute(
     batch failure (``batch_needed``)."""
     still_diverges = _diverges(engine, profile, compare, tie_break, usable)
     minimal = shrink.minimise(case, smaller_cases, still_diverges)
-    alone = [reordered(minimal, [i]) for i in range(minimal.batch_size)] if minimal.batch_size > 1 else []
-    batch_needed = bool(alone) and not any(still_diverges(one) for one in alone)
+    batch_needed = needs_batch(minimal, still_diverges)
     found = judge(engine, profile, minimal, compare, tie_break, batch_needed)
     if not found:  # the engine is not deterministic on this case: judge the case as it failed
         minimal, found = case, judge(engine, profile, case, compare, tie_break)
