@@ -7,12 +7,15 @@
   token with ``p = 0`` (RS-PROB-3), a forced row not emitting its token (RS-FORCE-1), a zero-draft request not
   emitting exactly one token (RS-ZERO-1), and a drafting request emitting no token or more than ``K + 1``
   (RS-LAYOUT-2);
-- with ``compare``, each request's row against the oracle's, at the first position where they part: the rule that
-  decides that position (greedy: RS-GREEDY-1 for an acceptance, RS-GREEDY-2 for the emitted correction or bonus
-  token; probabilistic, under the reference draws: RS-PROB-1 / RS-ONEHOT-1 for an acceptance, RS-PROB-2 for the
-  residual or bonus sample), or the special requirement whose feature that position holds: a forced row
-  (RS-FORCE-1), a tie among the row's maxima the engine's token or the draft belongs to (RS-GREEDY-3), a draft with
-  ``q(d) = 0`` or ``p(d) = 0`` accepted (RS-PROB-3), an empty residual (RS-PROB-4), a zero-draft request (RS-ZERO-1),
+- with ``compare`` (``"greedy"``: the greedy requests only), each request's row against the oracle's (also where
+  a token with p = 0 was emitted), at the first position where they part: the rule that decides that position
+  (greedy: RS-GREEDY-1 for an acceptance, RS-GREEDY-2 for the emitted correction or bonus token; probabilistic,
+  under the reference draws: RS-PROB-1 / RS-ONEHOT-1 for an acceptance, RS-PROB-2 for the residual or bonus
+  sample; the one sample of a zero-draft request, a token p allows, RS-RNG-3: only the draws can differ there, and
+  ``draws_twins`` are such requests for a sampled request's rows), or the special requirement whose feature that
+  position holds: a forced row (RS-FORCE-1), a tie among the row's maxima the engine's token or the draft belongs
+  to (RS-GREEDY-3; ``ties_broken`` is the case without it), a draft with ``q(d) = 0`` or ``p(d) = 0`` accepted
+  (RS-PROB-3), an empty residual (RS-PROB-4), a zero-draft request (RS-ZERO-1),
   or a misreading the oracle reproduces exactly (the acceptance stream reused, RS-RNG-2; draft probabilities read
   misaligned, RS-ONEHOT-2);
 - with ``batch_needed`` (each request alone replays exactly: the failure needs the batch), a request's violation
@@ -228,6 +231,18 @@ def misreading(case: rs.RejectionCase, i: int, row: list[int]) -> Violation | No
     return None
 
 
+def ties_broken(case: rs.RejectionCase) -> rs.RejectionCase:
+    """``case`` with every greedy row's tie among its maxima broken toward the lowest id (its logit raised by 1):
+    the oracle emits the same tokens, so an engine that still parts from it does not need the tie (RS-GREEDY-3)."""
+    logits = case.target_logits.copy()
+    for i in np.flatnonzero(case.temperature == 0):
+        row_slice, _ = rs.request_slices(case, int(i))
+        for r in range(row_slice.start, row_slice.stop):
+            if len(maxima := _maxima(logits[r])) > 1:
+                logits[r, min(maxima)] += 1.0
+    return replace(case, target_logits=logits)
+
+
 # the rules that decide a sampled position, whose divergence may be the draws' and not theirs
 SAMPLED_RULES = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4", "RS-ONEHOT-1")
 
@@ -250,9 +265,14 @@ def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
     ]
 
 
-def compared(case: rs.RejectionCase, i: int) -> bool:
-    """Whether request ``i`` is compared with the oracle token for token: greedy, or seeded (reference draws)."""
-    return case.temperature[i] == 0 or case.seed_of(i) is not None
+def compared(case: rs.RejectionCase, i: int, compare: bool | str = True) -> bool:
+    """Whether request ``i`` is compared with the oracle token for token: greedy, or seeded (reference draws)
+    unless ``compare`` is ``"greedy"`` (an engine whose draws are its own)."""
+    return case.temperature[i] == 0 or (compare != "greedy" and case.seed_of(i) is not None)
+
+
+# the structural violations of a row of the right shape, whose tokens are still compared with the oracle's
+_CONTENT_MODES = ("zero-probability-token", "forced-row-ignored")
 
 
 def _batch(case: rs.RejectionCase, i: int) -> tuple[str, str]:
@@ -272,7 +292,7 @@ def violations(
     case: rs.RejectionCase,
     tokens,
     num,
-    compare: bool = True,
+    compare: bool | str = True,
     tie_break: str = "lowest",
     batch_needed: bool = False,
 ) -> list[Violation]:
@@ -292,7 +312,7 @@ def violations(
     for i in range(case.batch_size):
         row = [int(t) for t in tokens[i]]
         n = ac.num_emitted(row)
-        oracle_n = ac.num_emitted(expected[i].tolist()) if compare and compared(case, i) else None
+        oracle_n = ac.num_emitted(expected[i].tolist()) if compare and compared(case, i, compare) else None
         structural = [replace(v, request=i) for v in _structure(case, i, row, n, int(num[i]), oracle_n)]
         placeholders = any(v.mode == "placeholder-not-minus-one" for v in structural)  # the row's own, at any width
         if structural and batch_needed and case.batch_size > 1 and not placeholders:  # it breaks only in the batch
@@ -300,7 +320,9 @@ def violations(
             found.append(Violation(rid, mode, f"{structural[0].evidence}; each request alone equals the oracle", i))
             continue
         found += structural
-        if structural or not compare or not compared(case, i):
+        # a row of the right shape is compared too: a token with p = 0 may be what the rule's error emitted
+        shaped = all(v.mode in _CONTENT_MODES for v in structural)
+        if not shaped or not compare or not compared(case, i, compare):
             continue
         want = [int(t) for t in expected[i][: ac.num_emitted(expected[i].tolist())]]
         got = row[:n]

@@ -15,7 +15,7 @@ from ...core import Tally
 from ...oracle import rejection as rs
 from ...oracle import rejection_judge as rj
 from .. import attribution
-from .output import sample_output
+from .output import outside_contract, sample_output
 
 
 def judge(engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, batch_needed: bool = False):
@@ -77,6 +77,11 @@ def attribute(
     if not found:  # the engine is not deterministic on this case: judge the case as it failed
         minimal, found = case, judge(engine, profile, case, compare, tie_break)
     owner = rj.owner(found)
+    if owner is not None and owner.requirement == "RS-GREEDY-3":  # does the failure need the tie? Break it and see
+        untied = rj.ties_broken(minimal)
+        untied_found = judge(engine, profile, untied, compare, tie_break) if usable(untied) else []
+        if untied_found:
+            minimal, found, owner = untied, untied_found, rj.owner(untied_found)
     if owner is not None and owner.request >= 0 and owner.requirement in rj.SAMPLED_RULES and not batch_needed:
         # a sampled position parted from the oracle: its rule, or the draws it used? A row of the request alone
         # without drafts holds no rule but the sample: if one of them parts too, the draws are not the reference
@@ -126,3 +131,42 @@ def record(
     if owner.requirement not in requirements:
         tally.blocked(own, owner.requirement, f"its minimal case fails {owner.requirement} ({owner.mode})")
     tally.violated(owner.requirement, owner.mode, evidence, reproduction=reproduction, finding=owner.requirement)
+
+
+def exactly_compared(profile) -> bool | str:
+    """What of a statistical check's case is compared with the oracle token for token: every seeded request on an
+    engine that claims the reference draws, else the greedy requests only."""
+    return True if "reference-draws" in profile.capabilities else "greedy"
+
+
+def gate(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: dict, label: str) -> bool:
+    """RUN-FINDING-1 before statistics: whether a few trials of a statistical check's ``case`` (one batch) already
+    break the output contract or part from the oracle where it can be compared (``exactly_compared``). Then the
+    case is shrunk and judged alone (``attribute``) and recorded under its owner, ``own`` reading BLOCKED where that
+    is another: the statistics would only count the broken rows as samples. ``seen`` keeps, per first violation met,
+    where it went, so that later cases failing the same way are not shrunk again."""
+    from .exact import comparable  # exact judges its cases through this module
+
+    tie_break = profile.tie_break
+    compare = exactly_compared(profile) if comparable(case, tie_break) else False
+    if not (found := judge(engine, profile, case, compare, tie_break)):
+        return False
+    first = rj.owner(found)
+    if first.fingerprint not in seen:
+
+        def usable(candidate: rs.RejectionCase) -> bool:
+            return (not compare or comparable(candidate, tie_break)) and not outside_contract(profile, candidate)
+
+        attributed = attribute(engine, profile, case, compare, tie_break, usable)
+        evidence = (
+            f"{label}: {attributed.owner.evidence}; minimised from {case_size(case)} rows to "
+            f"{case_size(attributed.minimal)} (before the statistics: they would count these rows as samples)"
+        )
+        seen[first.fingerprint] = (
+            attributed.owner,
+            evidence,
+            document(case, attributed, tally.requirements, tie_break),
+        )
+    owner, evidence, reproduction = seen[first.fingerprint]
+    record(tally, profile, tally.requirements, own, owner, evidence, reproduction)
+    return True
