@@ -107,6 +107,24 @@ def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
     assert rj.draws_twins(_greedy(ONE_DRAFT, [1], [1]), 0) == []  # greedy: no draws
 
 
+def test_a_tie_broken_away_and_greedy_only_comparison():
+    tied = _greedy([[2.0, 2.0, 0.0], [0.0, 1.0, 0.0]], [1], [1])  # ids 0 and 1 tie; the draft 1 is rejected
+    untied = rj.ties_broken(tied)
+    assert rs.sample_case(untied)[0].tolist() == rs.sample_case(tied)[0].tolist()  # the oracle emits the same
+    assert untied.target_logits[0].tolist() == [3.0, 2.0, 0.0] and untied.target_logits[1].tolist() == [0.0, 1.0, 0.0]
+    # an accepted non-argmax draft that is masked: the greedy rule's (RS-GREEDY-1), not only a token with p = 0
+    masked = _greedy([[0.0, NEG, 1.0], [1.0, 0.0, 0.0]], [1], [1])
+    assert rj.owner(rj.violations(masked, [[1, 0]], [2])).requirement == "RS-GREEDY-1"
+    # "greedy": a seeded sampled request is not compared (the engine's draws are its own), a greedy one is
+    mixed = rs.RejectionCase(np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]), [], [0, 0], [0.0, 1.0], seeds=[1, 2])
+    expected = rs.sample_case(mixed)[0][1, 0]
+    other = [t for t in (0, 1) if t != expected][0]
+    assert rj.violations(mixed, [[2], [other]], [1, 1], compare="greedy") == []
+    assert _names(rj.violations(mixed, [[0], [other]], [1, 1], compare="greedy")) == [
+        ("RS-ZERO-1", "zero-draft-token-differs")
+    ]
+
+
 def test_count_rows_go_to_the_lowest_requirement_their_minimal_row_violates():
     from specconform.harness.checks import counting
 
