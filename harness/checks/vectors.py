@@ -235,6 +235,11 @@ def _fixed_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
         counts += np.bincount(cells, minlength=len(probs))
         done += b
     judgement = stats.judge(stats.g_test(counts, probs, ctx.alpha), probs, target)
+    more = batch(rejection_minimal.SECOND_LOOK_TRIALS, np.random.default_rng(ctx.seed + 1))
+    if judgement.failed and rejection_minimal.second_look(
+        engine, ctx.profile, more, tally, requirements[0], {}, entry["name"]
+    ):
+        return tally.outcome("failed; its trials part from the oracle exactly")
     line = judgement.line(f"{entry['name']}: emitted rows")
     if judgement.failed:
         tally.violated(requirements[0], "emitted-row-distribution", line)
@@ -289,6 +294,11 @@ def sampled_drafts(engine, ctx: Context, entry, requirements) -> Outcome:
     if rejection_minimal.gate(engine, ctx.profile, few, tally, requirements[0], {}, entry["name"]):
         return tally.outcome("its rows fail before the statistics")
     report = rejection.run_distribution(engine, ctx, case, trials, alpha_test, int(entry.get("seed", ctx.seed)))
+    more = trial_case(case, rejection_minimal.SECOND_LOOK_TRIALS, int(entry.get("seed", ctx.seed)))
+    if report.violations() and rejection_minimal.second_look(
+        engine, ctx.profile, more, tally, requirements[0], {}, entry["name"]
+    ):
+        return tally.outcome("failed; its trials part from the oracle exactly")
     rejection.judge_report(report, requirements, tally)
     tests = [j for j in report.positions if j.result.trials] + [report.accepted_length]
     return tally.outcome(

@@ -142,7 +142,8 @@ def _greedy(case, i: int, j: int, got: list[int], expected: list[int], tie_break
         return "RS-ZERO-1", "zero-draft-token-differs"
     if j >= len(got):
         return "RS-GREEDY-2", "bonus-token-missing" if j == K else "correction-missing"
-    if j < K and int(drafts[j]) in (got[j], expected[j]):  # one of the two accepted the draft
+    # one of the two accepted the draft (a draft emitted last was rejected: the correction equals it)
+    if j < K and any(int(drafts[j]) == row[j] and len(row) > j + 1 for row in (got, expected)):
         if tied and int(drafts[j]) in maxima:
             return "RS-GREEDY-3", "tie-not-lowest"
         return "RS-GREEDY-1", "acceptance-differs"
@@ -176,7 +177,7 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
     q = np.zeros(case.vocab_size) if one_hot else np.asarray(case.draft_probs[draft_slice.start + j])
     if one_hot:
         q[d] = 1.0
-    if d in (got[j], expected[j]):
+    if any(d == row[j] and len(row) > j + 1 for row in (got, expected)):  # accepted by one of the two
         if got[j] == d and (q[d] == 0 or p[d] == 0):
             return "RS-PROB-3", "zero-probability-draft-accepted"
         return acceptance, "acceptance-differs"
@@ -241,6 +242,17 @@ def ties_broken(case: rs.RejectionCase) -> rs.RejectionCase:
             if len(maxima := _maxima(logits[r])) > 1:
                 logits[r, min(maxima)] += 1.0
     return replace(case, target_logits=logits)
+
+
+def explicit_one_hot(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """A case verified without draft probabilities (one-hot, RS-ONEHOT-1) with them given as the one-hot rows of
+    its drafts: the rule of RS-PROB-1 then decides as one-hot verification does, under the same draws (None for a
+    case with ``q``)."""
+    if case.draft_probs is not None:
+        return None
+    q = np.zeros((len(case.draft_token_ids), case.vocab_size))
+    q[np.arange(len(q)), case.draft_token_ids] = 1.0
+    return replace(case, draft_probs=q)
 
 
 # the rules that decide a sampled position, whose divergence may be the draws' and not theirs

@@ -82,6 +82,11 @@ def attribute(
         untied_found = judge(engine, profile, untied, compare, tie_break) if usable(untied) else []
         if untied_found:
             minimal, found, owner = untied, untied_found, rj.owner(untied_found)
+    if owner is not None and owner.requirement == "RS-ONEHOT-1" and (given := rj.explicit_one_hot(minimal)):
+        # does the failure need the missing q? With q given one-hot, the general rule decides the same
+        given_found = judge(engine, profile, given, compare, tie_break) if usable(given) else []
+        if given_found and rj.owner(given_found).requirement in ("RS-PROB-1", "RS-PROB-2"):
+            minimal, found, owner = given, given_found, rj.owner(given_found)
     if owner is not None and owner.request >= 0 and owner.requirement in rj.SAMPLED_RULES and not batch_needed:
         # a sampled position parted from the oracle: its rule, or the draws it used? A row of the request alone
         # without drafts holds no rule but the sample: if one of them parts too, the draws are not the reference
@@ -170,3 +175,14 @@ def gate(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: 
     owner, evidence, reproduction = seen[first.fingerprint]
     record(tally, profile, tally.requirements, own, owner, evidence, reproduction)
     return True
+
+
+# trials of a statistical case judged exactly after its statistics failed, on an engine whose every trial can be
+# compared with the oracle (``second_look``)
+SECOND_LOOK_TRIALS = 256
+
+
+def second_look(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: dict, label: str) -> bool:
+    """After a statistical test failed on an engine that claims the reference draws: whether ``SECOND_LOOK_TRIALS``
+    trials of it (``case``) part from the oracle exactly (``gate``); then that is the failure, not the statistic."""
+    return exactly_compared(profile) is True and gate(engine, profile, case, tally, own, seen, label)

@@ -242,6 +242,16 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
                 uncounted.append(f"{name} ({layout}): not tested, its rows fail before the statistics")
                 continue
             run = run_rule(engine, ctx.profile, logits, q_row, draft, layout, trials, seed)
+            failing = run.greedy_failure or any(
+                stats.judge(stats.g_test(counts, probs, alpha_test), probs, target, reach).failed
+                for _, counts, probs, reach in run.tests
+            )
+            more = _rule_batch(np.random.default_rng(seed), rows, q_row, draft, minimal.SECOND_LOOK_TRIALS, layout)[0]
+            if failing and minimal.second_look(
+                engine, ctx.profile, more, tally, _BLAME[layout] or accept_rid, seen, name
+            ):
+                uncounted.append(f"{name} ({layout}): failed; its trials part from the oracle exactly")
+                continue
             total += trials
             label = f"{name} ({layout}, {trials} trials)"
             blame = _BLAME[layout]

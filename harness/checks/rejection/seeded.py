@@ -244,6 +244,10 @@ def _unseeded_rows_distribution(engine, ctx: Context, tally: Tally) -> list[str]
             continue
         trials = stats.planned_trials(case, target, alpha_test, ctx.trials)
         report = stats.distribution_check(sampler, case, trials, alpha_test, ctx.seed + i, target)
+        more = beside_seeded_copies(trial_case(case, minimal.SECOND_LOOK_TRIALS, ctx.seed + i))
+        if report.violations() and minimal.second_look(engine, ctx.profile, more, tally, "RS-PROB-5", seen, case.name):
+            lines.append(f"{case.name}: failed; its trials part from the oracle exactly")
+            continue
         lines += report.position_lines()
         if report.violations():
             judged = [*report.positions, report.accepted_length]  # position_lines' order
