@@ -18,6 +18,7 @@
   (RS-PROB-3), an empty residual (RS-PROB-4), a zero-draft request (RS-ZERO-1),
   or a misreading the oracle reproduces exactly (the acceptance stream reused, RS-RNG-2; draft probabilities read
   misaligned, RS-ONEHOT-2);
+- without ``misread``, no misreading is tried (one that held by chance: see ``checks.rejection.minimal``);
 - with ``batch_needed`` (each request alone replays exactly: the failure needs the batch), a request's violation
   is the batch's requirement: RS-LAYOUT-1 where the draft counts differ (ragged rows misread), RS-MIXED-1 where
   the temperatures do (a request verified by another's rule), else RS-ZERO-1 for a zero-draft request (it owns
@@ -307,6 +308,7 @@ def violations(
     compare: bool | str = True,
     tie_break: str = "lowest",
     batch_needed: bool = False,
+    misread: bool = True,
 ) -> list[Violation]:
     """Every violation of ``(tokens, num)`` as the engine's output for ``case`` (see the module docstring)."""
     tokens, num = np.asarray(tokens), np.asarray(num)
@@ -342,7 +344,7 @@ def violations(
             continue
         j = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         evidence = f"request {i}: emitted {got}, expected {want}"
-        explained = misreading(case, i, row[:width]) if case.temperature[i] > 0 else None
+        explained = misreading(case, i, row[:width]) if case.temperature[i] > 0 and misread else None
         if explained:
             found.append(Violation(explained.requirement, explained.mode, f"{evidence}; {explained.evidence}", i))
             continue

@@ -7,7 +7,9 @@ of the check's own requirements, the check's requirement reads BLOCKED, naming t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from ... import shrink, vectors
 from ...cases.rejection import case_size, reordered, smaller_cases
@@ -18,13 +20,23 @@ from .. import attribution
 from .output import outside_contract, sample_output
 
 
-def judge(engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, batch_needed: bool = False):
+def judge(
+    engine, profile, case: rs.RejectionCase, compare, tie_break: str, batch_needed: bool = False, misread: bool = True
+):
     """Every violation of ``engine``'s output for ``case`` (``rj.violations``; a valid case rejected is one)."""
     try:
         tokens, num = sample_output(engine, profile, case) if profile is not None else engine.rejection_sample(case)
     except (ValueError, rs.InvalidCase) as exc:
         return [rj.rejected(case, exc)]
-    return rj.violations(case, tokens, num, compare, tie_break, batch_needed)
+    return rj.violations(case, tokens, num, compare, tie_break, batch_needed, misread)
+
+
+# modes of a misreading the oracle reproduced (RS-RNG-2, RS-ONEHOT-2), and the other seeds it must hold on
+MISREADINGS, RESEEDED = ("acceptance-draw-reused", "draft-probs-misaligned"), 4
+
+
+def _reseeded(case: rs.RejectionCase, k: int) -> rs.RejectionCase:
+    return replace(case, seeds=(np.asarray(case.seeds) + k) % 2**62)
 
 
 def needs_batch(case: rs.RejectionCase, diverges: Callable[[rs.RejectionCase], bool]) -> bool:
@@ -77,6 +89,14 @@ def attribute(
     if not found:  # the engine is not deterministic on this case: judge the case as it failed
         minimal, found = case, judge(engine, profile, case, compare, tie_break)
     owner = rj.owner(found)
+    if owner is not None and owner.mode in MISREADINGS:  # one token may match a misreading by chance: other seeds
+        others = [
+            judge(engine, profile, _reseeded(minimal, k), compare, tie_break, batch_needed)
+            for k in range(1, 1 + RESEEDED)
+        ]
+        if any(f and rj.owner(f).mode != owner.mode for f in others):
+            found = judge(engine, profile, minimal, compare, tie_break, batch_needed, misread=False)
+            owner = rj.owner(found)
     if owner is not None and owner.requirement == "RS-GREEDY-3":  # does the failure need the tie? Break it and see
         untied = rj.ties_broken(minimal)
         untied_found = judge(engine, profile, untied, compare, tie_break) if usable(untied) else []
