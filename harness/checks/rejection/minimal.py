@@ -83,7 +83,12 @@ def attribute(
     judge), and judged alone; a minimal case of several requests whose requests each replay alone is judged as a
     batch failure (``batch_needed``)."""
     still_diverges = _diverges(engine, profile, compare, tie_break, usable)
-    minimal = shrink.minimise(case, smaller_cases, still_diverges)
+    start = case
+    if case.batch_size > 2:  # a shortcut through a large batch: its first diverging request alone, if that diverges
+        first = rj.owner(judge(engine, profile, case, compare, tie_break))
+        if first is not None and first.request >= 0 and still_diverges(one := reordered(case, [first.request])):
+            start = one
+    minimal = shrink.minimise(start, smaller_cases, still_diverges)
     batch_needed = needs_batch(minimal, still_diverges)
     found = judge(engine, profile, minimal, compare, tie_break, batch_needed)
     if not found:  # the engine is not deterministic on this case: judge the case as it failed
