@@ -90,7 +90,10 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
         if mutation == "one-hot-residual-keeps-draft" and one_hot:
             residual = p
         if residual.sum() <= 0:
-            residual = np.eye(V)[int(np.argmax(p))] if mutation == "empty-residual-emits-argmax" else p
+            residual = p
+            if mutation == "empty-residual-emits-argmax":
+                residual = np.zeros(V)
+                residual[int(np.argmax(p))] = 1.0
         return out + [rs.exponential_race(residual, draws.noise(j))]
     raise AssertionError("unreachable")
 

@@ -32,7 +32,8 @@ def judge(
 
 
 # modes of a misreading the oracle reproduced (RS-RNG-2, RS-ONEHOT-2), and the other seeds it must hold on
-MISREADINGS, RESEEDED = ("acceptance-draw-reused", "draft-probs-misaligned"), 4
+# it must part from the oracle the same way on CONFIRMED of them at least, and on none otherwise
+MISREADINGS, RESEEDED, CONFIRMED = ("acceptance-draw-reused", "draft-probs-misaligned"), 16, 2
 
 
 def _reseeded(case: rs.RejectionCase, k: int) -> rs.RejectionCase:
@@ -51,7 +52,7 @@ def judge_alone(engine, profile, case: rs.RejectionCase, compare: bool, tie_brea
     found = judge(engine, profile, case, compare, tie_break)
     if found and needs_batch(case, _diverges(engine, profile, compare, tie_break, lambda candidate: True)):
         return judge(engine, profile, case, compare, tie_break, batch_needed=True)
-    return found
+    return settled(engine, profile, case, found, compare, tie_break)
 
 
 @dataclass
@@ -76,6 +77,25 @@ def _diverges(engine, profile, compare: bool, tie_break: str, usable: Callable[[
     return still_diverges
 
 
+def settled(engine, profile, case: rs.RejectionCase, found, compare, tie_break: str, batch_needed: bool = False):
+    """``found`` (the violations of ``case``), where its owner is a misreading the oracle reproduced, kept only if the
+    misreading holds on other seeds of ``case`` too (``RESEEDED``, ``CONFIRMED``); else it may have held by chance, and
+    ``case`` is judged without it."""
+    owner = rj.owner(found)
+    if owner is None or owner.mode not in MISREADINGS:
+        return found
+    confirmed = 0
+    for k in range(1, 1 + RESEEDED):
+        other = judge(engine, profile, _reseeded(case, k), compare, tie_break, batch_needed)
+        if other and rj.owner(other).mode != owner.mode:
+            break
+        confirmed += bool(other)
+    else:
+        if confirmed >= CONFIRMED:
+            return found
+    return judge(engine, profile, case, compare, tie_break, batch_needed, misread=False)
+
+
 def attribute(
     engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, usable: Callable[[rs.RejectionCase], bool]
 ) -> Attributed:
@@ -93,15 +113,8 @@ def attribute(
     found = judge(engine, profile, minimal, compare, tie_break, batch_needed)
     if not found:  # the engine is not deterministic on this case: judge the case as it failed
         minimal, found = case, judge(engine, profile, case, compare, tie_break)
+    found = settled(engine, profile, minimal, found, compare, tie_break, batch_needed)
     owner = rj.owner(found)
-    if owner is not None and owner.mode in MISREADINGS:  # one token may match a misreading by chance: other seeds
-        others = [
-            judge(engine, profile, _reseeded(minimal, k), compare, tie_break, batch_needed)
-            for k in range(1, 1 + RESEEDED)
-        ]
-        if any(f and rj.owner(f).mode != owner.mode for f in others):
-            found = judge(engine, profile, minimal, compare, tie_break, batch_needed, misread=False)
-            owner = rj.owner(found)
     if owner is not None and owner.requirement == "RS-GREEDY-3":  # does the failure need the tie? Break it and see
         untied = rj.ties_broken(minimal)
         untied_found = judge(engine, profile, untied, compare, tie_break) if usable(untied) else []
@@ -109,7 +122,11 @@ def attribute(
             minimal, found, owner = untied, untied_found, rj.owner(untied_found)
     if owner is not None and owner.requirement == "RS-ONEHOT-1" and (given := rj.explicit_one_hot(minimal)):
         # does the failure need the missing q? With q given one-hot, the general rule decides the same
-        given_found = judge(engine, profile, given, compare, tie_break) if usable(given) else []
+        given_found = (
+            settled(engine, profile, given, judge(engine, profile, given, compare, tie_break), compare, tie_break)
+            if usable(given)
+            else []
+        )
         if given_found and rj.owner(given_found).requirement in ("RS-PROB-1", "RS-PROB-2"):
             minimal, found, owner = given, given_found, rj.owner(given_found)
     if owner is not None and owner.request >= 0 and owner.requirement in rj.SAMPLED_RULES and not batch_needed:
