@@ -205,15 +205,16 @@ def _oracle_row(case: rs.RejectionCase, i: int, q_rows, noise_purpose: int) -> l
     return emitted + [-1] * (width - len(emitted))
 
 
-def misreading(case: rs.RejectionCase, i: int, row: list[int]) -> Violation | None:
+def misreading(case: rs.RejectionCase, i: int, row: list[int], batch_needed: bool = False) -> Violation | None:
     """The rule a seeded probabilistic request's row breaks when the oracle reproduces it exactly under one
-    misreading: its emitted token sampled from the acceptance stream (RS-RNG-2), or its draft probabilities read at
-    other rows than its drafts' (RS-ONEHOT-2): in the padded layout (``i * max K + j``) or one row off."""
+    misreading: its emitted token sampled from the acceptance stream (RS-RNG-2; not where the failure needs the
+    batch, as a request's own streams do not), or its draft probabilities read at other rows than its drafts'
+    (RS-ONEHOT-2): in the padded layout (``i * max K + j``) or one row off."""
     if case.seed_of(i) is None or case.temperature[i] == 0 or not case.num_draft_tokens[i]:
         return None
     _, draft_slice = rs.request_slices(case, i)
     own_q = None if case.draft_probs is None else case.draft_probs[draft_slice]
-    if row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
+    if not batch_needed and row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
         evidence = "the oracle emits this row when the token is sampled from the acceptance stream"
         return Violation("RS-RNG-2", "acceptance-draw-reused", evidence)
     if own_q is None:
@@ -242,6 +243,24 @@ def ties_broken(case: rs.RejectionCase) -> rs.RejectionCase:
         for r in range(row_slice.start, row_slice.stop):
             if len(maxima := _maxima(logits[r])) > 1:
                 logits[r, min(maxima)] += 1.0
+    return replace(case, target_logits=logits)
+
+
+def one_temperature(case: rs.RejectionCase, i: int) -> rs.RejectionCase:
+    """``case`` with every request at request ``i``'s temperature: a batch failure that needs two rules (RS-MIXED-1)
+    replays on it."""
+    return replace(case, temperature=np.full(case.batch_size, case.temperature[i]))
+
+
+def finite_forced_rows(case: rs.RejectionCase) -> rs.RejectionCase:
+    """``case`` with each forced row that holds NaN, +inf or no finite value replaced by a valid masked row (its
+    forced token 0, every other id -inf): an engine that rejects it as it rejected the original rejects -inf (a
+    mask, RS-INPUT-2), not a forced row's unread logits (RS-FORCE-1)."""
+    logits = case.target_logits.copy()
+    forced = _forced(case)
+    for r in non_finite_forced_rows(case):
+        logits[r] = -np.inf
+        logits[r, forced[r]] = 0.0
     return replace(case, target_logits=logits)
 
 
@@ -344,7 +363,7 @@ def violations(
             continue
         j = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         evidence = f"request {i}: emitted {got}, expected {want}"
-        explained = misreading(case, i, row[:width]) if case.temperature[i] > 0 and misread else None
+        explained = misreading(case, i, row[:width], batch_needed) if case.temperature[i] > 0 and misread else None
         if explained:
             found.append(Violation(explained.requirement, explained.mode, f"{evidence}; {explained.evidence}", i))
             continue

@@ -50,8 +50,10 @@ def judge_alone(engine, profile, case: rs.RejectionCase, compare: bool, tie_brea
     """``case`` judged as ``attribute`` judges a minimal case: as a batch failure where each request alone replays
     (``specconform replay`` of a reproduction judges its minimal case so, and names the same owner)."""
     found = judge(engine, profile, case, compare, tie_break)
-    if found and needs_batch(case, _diverges(engine, profile, compare, tie_break, lambda candidate: True)):
-        return judge(engine, profile, case, compare, tie_break, batch_needed=True)
+    diverges = _diverges(engine, profile, compare, tie_break, lambda candidate: True)
+    if found and needs_batch(case, diverges):
+        found = judge(engine, profile, case, compare, tie_break, batch_needed=True)
+        return _two_rules(engine, profile, case, found, compare, tie_break, diverges)[1]
     return settled(engine, profile, case, found, compare, tie_break)
 
 
@@ -96,6 +98,22 @@ def settled(engine, profile, case: rs.RejectionCase, found, compare, tie_break: 
     return judge(engine, profile, case, compare, tie_break, batch_needed, misread=False)
 
 
+def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_break: str, diverges):
+    """A batch failure (``found``) of a batch mixing temperatures: does it need two rules? Where the batch at the
+    failing request's temperature alone replays, it is RS-MIXED-1's; where it fails there too, that batch is the
+    case. Returns ``(case, found)``."""
+    owner = rj.owner(found)
+    if owner is None or owner.request < 0 or len(set(case.temperature.tolist())) == 1:
+        return case, found
+    same = rj.one_temperature(case, owner.request)
+    if not diverges(same):
+        evidence = f"{owner.evidence}; at one temperature the batch replays"
+        return case, [rj.Violation("RS-MIXED-1", "request-verified-by-another-rule", evidence, owner.request)]
+    if needs_batch(same, diverges):
+        return same, judge(engine, profile, same, compare, tie_break, batch_needed=True)
+    return case, found
+
+
 def attribute(
     engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, usable: Callable[[rs.RejectionCase], bool]
 ) -> Attributed:
@@ -115,6 +133,14 @@ def attribute(
         minimal, found = case, judge(engine, profile, case, compare, tie_break)
     found = settled(engine, profile, minimal, found, compare, tie_break, batch_needed)
     owner = rj.owner(found)
+    if batch_needed:
+        minimal, found = _two_rules(engine, profile, minimal, found, compare, tie_break, still_diverges)
+        owner = rj.owner(found)
+    if owner is not None and owner.mode == "forced-row-logits-read":  # the forced row's logits, or its -inf?
+        valid = rj.finite_forced_rows(minimal)
+        valid_found = judge(engine, profile, valid, compare, tie_break) if usable(valid) else []
+        if any(v.mode == "valid-input-rejected" for v in valid_found):
+            minimal, found, owner = valid, valid_found, rj.owner(valid_found)
     if owner is not None and owner.requirement == "RS-GREEDY-3":  # does the failure need the tie? Break it and see
         untied = rj.ties_broken(minimal)
         untied_found = judge(engine, profile, untied, compare, tie_break) if usable(untied) else []
