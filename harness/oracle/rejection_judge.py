@@ -210,14 +210,14 @@ def misreading(case: rs.RejectionCase, i: int, row: list[int], batch_needed: boo
     misreading: its emitted token sampled from the acceptance stream (RS-RNG-2; not where the failure needs the
     batch, as a request's own streams do not), or its draft probabilities read at other rows than its drafts'
     (RS-ONEHOT-2): in the padded layout (``i * max K + j``) or one row off."""
-    if case.seed_of(i) is None or case.temperature[i] == 0 or not case.num_draft_tokens[i]:
+    if case.seed_of(i) is None or case.temperature[i] == 0:
         return None
     _, draft_slice = rs.request_slices(case, i)
     own_q = None if case.draft_probs is None else case.draft_probs[draft_slice]
     if not batch_needed and row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
         evidence = "the oracle emits this row when the token is sampled from the acceptance stream"
         return Violation("RS-RNG-2", "acceptance-draw-reused", evidence)
-    if own_q is None:
+    if own_q is None or not case.num_draft_tokens[i]:
         return None
     total, first, K = len(case.draft_probs), draft_slice.start, draft_slice.stop - draft_slice.start
     readings = {

@@ -13,6 +13,7 @@ from specconform.harness.isolation import EngineProcess
 from specconform.harness.oracle import counting as ac
 from specconform.harness.oracle import rejection as rs
 from specconform.harness.oracle import rejection_judge as rj
+from specconform.harness.oracle import rng as reference_rng
 
 NEG = -np.inf
 
@@ -89,12 +90,15 @@ def test_placeholders_written_as_another_value_break_rs_layout_2():
 def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
     # one seeded sampled request without drafts: its one token is a sample of p; another token p allows can only
     # come from other draws (RS-RNG-3), one p forbids is RS-PROB-3's
-    case = rs.RejectionCase(np.array([[0.0, 0.0, NEG]]), [], [0], [1.0], seeds=[3], positions=[0])
+    case = rs.RejectionCase(np.array([[0.0, 0.0, 0.0, 0.0, NEG]]), [], [0], [1.0], seeds=[3], positions=[0])
     want = int(rs.sample_case(case)[0][0, 0])
-    other = 1 - want
+    from_acceptance_stream = rj._oracle_row(case, 0, None, reference_rng.PURPOSE_ACCEPT)[0]
+    other = next(t for t in range(4) if t not in (want, from_acceptance_stream))
     assert rj.violations(case, [[want]], [1]) == []
     assert _names(rj.violations(case, [[other]], [1])) == [("RS-RNG-3", "draws-not-the-reference")]
-    assert _names(rj.violations(case, [[2]], [1]))[0] == ("RS-PROB-3", "zero-probability-token")
+    if from_acceptance_stream != want:  # the token the acceptance stream samples is that misreading (RS-RNG-2)
+        assert _names(rj.violations(case, [[from_acceptance_stream]], [1])) == [("RS-RNG-2", "acceptance-draw-reused")]
+    assert _names(rj.violations(case, [[4]], [1]))[0] == ("RS-PROB-3", "zero-probability-token")
     # the twins of a sampled request: each unforced row alone, without drafts, at the position whose draws it uses
     drafted = rs.RejectionCase(
         np.zeros((3, 4)), [1, 2], [2], [0.8], seeds=[5], positions=[10], forced_token_ids=[-1, 3, -1]
