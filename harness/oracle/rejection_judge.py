@@ -281,20 +281,25 @@ SAMPLED_RULES = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4", "RS-ONEHOT-1")
 
 def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
     """Seeded sampled request ``i``'s unforced rows, each alone as a request without drafts at the position whose
-    draws it uses (same seed and temperature): its one token is a sample of ``p`` under the reference draws, so
-    one that parts from the oracle's shows the draws are not the reference (RS-RNG-3), whatever the rule does."""
+    draws it uses and a later one, at its temperature and a flatter one (same seed): its one token is a sample of
+    ``p`` under the reference draws, so one that parts from the oracle's shows the draws are not the reference
+    (RS-RNG-3), whatever the rule does."""
     if case.seed_of(i) is None or case.temperature[i] == 0:
         return []
     row_slice, _ = rs.request_slices(case, i)
     position = 0 if case.positions is None else int(case.positions[i])
     forced = _forced(case)
     return [
-        rs.RejectionCase(
-            case.target_logits[r : r + 1], [], [0], [case.temperature[i]], seeds=[case.seed_of(i)], positions=[p]
-        )
+        rs.RejectionCase(case.target_logits[r : r + 1], [], [0], [T], seeds=[case.seed_of(i)], positions=[p + later])
         for p, r in enumerate(range(row_slice.start, row_slice.stop), start=position)
         if forced[r] == -1
+        for T in (float(case.temperature[i]), TWIN_TEMPERATURE)  # a flatter one too: fewer samples agree by chance
+        for later in (0, TWIN_LATER)
     ]
+
+
+# the twins of a sampled row: also at a high temperature, and at a later position (other draws of the same seed)
+TWIN_TEMPERATURE, TWIN_LATER = 2.0, 1000
 
 
 def compared(case: rs.RejectionCase, i: int, compare: bool | str = True) -> bool:

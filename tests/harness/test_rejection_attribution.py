@@ -104,9 +104,9 @@ def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
         np.zeros((3, 4)), [1, 2], [2], [0.8], seeds=[5], positions=[10], forced_token_ids=[-1, 3, -1]
     )
     twins = rj.draws_twins(drafted, 0)
-    assert [(t.positions.tolist(), t.target_logits.shape, t.seed_of(0)) for t in twins] == [
-        ([10], (1, 4), 5),
-        ([12], (1, 4), 5),
+    later, flat = rj.TWIN_LATER, rj.TWIN_TEMPERATURE
+    assert [(int(t.positions[0]), float(t.temperature[0]), t.target_logits.shape, t.seed_of(0)) for t in twins] == [
+        (q, T, (1, 4), 5) for p in (10, 12) for T in (0.8, flat) for q in (p, p + later)
     ]
     assert rj.draws_twins(_greedy(ONE_DRAFT, [1], [1]), 0) == []  # greedy: no draws
 
