@@ -161,7 +161,9 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
     one_hot = case.draft_probs is None
     acceptance = "RS-ONEHOT-1" if one_hot else "RS-PROB-1"
     T = float(case.temperature[i])
-    if K == 0:  # one sample of p, a token p allows (else RS-PROB-3): the rule leaves only the draws to differ
+    if K == 0:  # one sample of p: a token p allows can differ only by the draws; one it forbids is the rule's
+        if j < len(got) and rs.target_probs(case.target_logits[offset], T)[got[j]] == 0:
+            return "RS-ZERO-1", "zero-draft-token-differs"
         return "RS-RNG-3", "draws-not-the-reference"
     if j >= len(expected):  # accepted where the oracle rejected at j - 1
         d = int(drafts[j - 1])
@@ -262,6 +264,20 @@ def finite_forced_rows(case: rs.RejectionCase) -> rs.RejectionCase:
         logits[r] = -np.inf
         logits[r, forced[r]] = 0.0
     return replace(case, target_logits=logits)
+
+
+def unforced(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """``case`` with each forced row made what forcing makes it (RS-FORCE-1): one-hot logits at its token, no longer
+    forced; the oracle emits the same tokens, so an engine that still parts from it does not need forcing (None for a
+    case without forced rows)."""
+    forced = _forced(case)
+    if (forced == -1).all():
+        return None
+    logits = case.target_logits.copy()
+    for r in np.flatnonzero(forced != -1):
+        logits[r] = -np.inf
+        logits[r, forced[r]] = 0.0
+    return replace(case, target_logits=logits, forced_token_ids=None)
 
 
 def explicit_one_hot(case: rs.RejectionCase) -> rs.RejectionCase | None:
@@ -383,5 +399,8 @@ def violations(
             rid, mode = _greedy(case, i, j, got, want, tie_break)
         else:
             rid, mode = _sampled(case, i, j, got, want)
+        # a token with p = 0 the comparison shows a rule sampled or accepted is that rule's failure, not RS-PROB-3's
+        # (a draft with q = 0 accepted): the rule the oracle names at the first position they part
+        found = [v for v in found if not (v.request == i and v.mode == "zero-probability-token")]
         found.append(Violation(rid, mode, f"{evidence} (position {j})", i))
     return found

@@ -136,6 +136,15 @@ def attribute(
     if batch_needed:
         minimal, found = _two_rules(engine, profile, minimal, found, compare, tie_break, still_diverges)
         owner = rj.owner(found)
+    if (
+        owner is not None
+        and owner.mode in ("forced-row-ignored", "forced-row-differs")
+        and (plain := rj.unforced(minimal))
+    ):
+        # does the failure need forcing? With the forced rows one-hot logits instead, the rule alone decides them
+        plain_found = judge(engine, profile, plain, compare, tie_break) if usable(plain) else []
+        if plain_found:
+            minimal, found, owner = plain, plain_found, rj.owner(plain_found)
     if owner is not None and owner.mode == "forced-row-logits-read":  # the forced row's logits, or its -inf?
         valid = rj.finite_forced_rows(minimal)
         valid_found = judge(engine, profile, valid, compare, tie_break) if usable(valid) else []
@@ -153,7 +162,7 @@ def attribute(
             if usable(given)
             else []
         )
-        if given_found and rj.owner(given_found).requirement in ("RS-PROB-1", "RS-PROB-2"):
+        if given_found and rj.owner(given_found).requirement in ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4"):
             minimal, found, owner = given, given_found, rj.owner(given_found)
     if owner is not None and owner.request >= 0 and owner.requirement in rj.SAMPLED_RULES and not batch_needed:
         # a sampled position parted from the oracle: its rule, or the draws it used? A row of the request alone
