@@ -54,7 +54,9 @@ def judge_alone(engine, profile, case: rs.RejectionCase, compare: bool, tie_brea
     if found and needs_batch(case, diverges):
         found = judge(engine, profile, case, compare, tie_break, batch_needed=True)
         return _two_rules(engine, profile, case, found, compare, tie_break, diverges)[1]
-    return settled(engine, profile, case, found, compare, tie_break)
+    return _general_rule(
+        engine, profile, case, settled(engine, profile, case, found, compare, tie_break), compare, tie_break
+    )
 
 
 @dataclass
@@ -114,6 +116,20 @@ def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_brea
     return case, found
 
 
+def _general_rule(engine, profile, case: rs.RejectionCase, found, compare, tie_break: str, usable=lambda c: True):
+    """A one-hot failure (``found``, owned by RS-ONEHOT-1): does it need the missing ``q``? Where the case with ``q``
+    given one-hot (which the general rule decides the same way) fails the general rule too, it is that rule's
+    failure (RS-PROB-1, -2 or -4), shown on ``case``; a misreading of ``q`` is no explanation, ``case`` having none."""
+    owner = rj.owner(found)
+    if owner is None or owner.requirement != "RS-ONEHOT-1" or not (given := rj.explicit_one_hot(case)):
+        return found
+    general = rj.owner(judge(engine, profile, given, compare, tie_break, misread=False)) if usable(given) else None
+    if general is None or general.requirement not in ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4"):
+        return found
+    evidence = f"{owner.evidence}; with q given one-hot: {general.evidence}"
+    return [rj.Violation(general.requirement, general.mode, evidence, owner.request)]
+
+
 def attribute(
     engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, usable: Callable[[rs.RejectionCase], bool]
 ) -> Attributed:
@@ -155,15 +171,8 @@ def attribute(
         untied_found = judge(engine, profile, untied, compare, tie_break) if usable(untied) else []
         if untied_found:
             minimal, found, owner = untied, untied_found, rj.owner(untied_found)
-    if owner is not None and owner.requirement == "RS-ONEHOT-1" and (given := rj.explicit_one_hot(minimal)):
-        # does the failure need the missing q? With q given one-hot, the general rule decides the same
-        given_found = (
-            settled(engine, profile, given, judge(engine, profile, given, compare, tie_break), compare, tie_break)
-            if usable(given)
-            else []
-        )
-        if given_found and rj.owner(given_found).requirement in ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4"):
-            minimal, found, owner = given, given_found, rj.owner(given_found)
+    found = _general_rule(engine, profile, minimal, found, compare, tie_break, usable)
+    owner = rj.owner(found)
     if owner is not None and owner.request >= 0 and owner.requirement in rj.SAMPLED_RULES and not batch_needed:
         # a sampled position parted from the oracle: its rule, or the draws it used? A row of the request alone
         # without drafts holds no rule but the sample: if one of them parts too, the draws are not the reference
