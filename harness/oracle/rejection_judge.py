@@ -399,8 +399,14 @@ def violations(
             rid, mode = _greedy(case, i, j, got, want, tie_break)
         else:
             rid, mode = _sampled(case, i, j, got, want)
-        # a token with p = 0 the comparison shows a rule sampled or accepted is that rule's failure, not RS-PROB-3's
-        # (a draft with q = 0 accepted): the rule the oracle names at the first position they part
-        found = [v for v in found if not (v.request == i and v.mode == "zero-probability-token")]
+        # a token with p = 0 emitted where the request parts: an accepted draft is the acceptance rule's failure (the
+        # comparison's); any other (a correction or sample p forbids) is the token's own, RS-PROB-3's
+        drafts = case.draft_token_ids[rs.request_slices(case, i)[1]]
+        zero = [v for v in found if v.request == i and v.mode == "zero-probability-token"]
+        accepted = j < len(drafts) and j + 1 < len(got) and got[j] == int(drafts[j])
+        if zero and j < len(got) and np.isneginf(case.target_logits[int(case.row_offsets()[i]) + j, got[j]]):
+            if not accepted:
+                continue
+            found = [v for v in found if v not in zero]
         found.append(Violation(rid, mode, f"{evidence} (position {j})", i))
     return found

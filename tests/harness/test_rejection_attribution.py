@@ -89,7 +89,7 @@ def test_placeholders_written_as_another_value_break_rs_layout_2():
 
 def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
     # one seeded sampled request without drafts: its one token is a sample of p; another token p allows can only
-    # come from other draws (RS-RNG-3), one p forbids is the rule's
+    # come from other draws (RS-RNG-3), one p forbids is RS-PROB-3's
     case = rs.RejectionCase(np.array([[0.0, 0.0, 0.0, 0.0, NEG]]), [], [0], [1.0], seeds=[3], positions=[0])
     want = int(rs.sample_case(case)[0][0, 0])
     from_acceptance_stream = rj._oracle_row(case, 0, None, reference_rng.PURPOSE_ACCEPT)[0]
@@ -98,7 +98,7 @@ def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
     assert _names(rj.violations(case, [[other]], [1])) == [("RS-RNG-3", "draws-not-the-reference")]
     if from_acceptance_stream != want:  # the token the acceptance stream samples is that misreading (RS-RNG-2)
         assert _names(rj.violations(case, [[from_acceptance_stream]], [1])) == [("RS-RNG-2", "acceptance-draw-reused")]
-    assert _names(rj.violations(case, [[4]], [1])) == [("RS-ZERO-1", "zero-draft-token-differs")]  # p forbids it
+    assert _names(rj.violations(case, [[4]], [1])) == [("RS-PROB-3", "zero-probability-token")]  # p forbids it
     # the twins of a sampled request: each unforced row alone, without drafts, at the position whose draws it uses
     drafted = rs.RejectionCase(
         np.zeros((3, 4)), [1, 2], [2], [0.8], seeds=[5], positions=[10], forced_token_ids=[-1, 3, -1]

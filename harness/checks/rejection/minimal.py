@@ -101,18 +101,28 @@ def settled(engine, profile, case: rs.RejectionCase, found, compare, tie_break: 
 
 
 def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_break: str, diverges):
-    """A batch failure (``found``) of a batch mixing temperatures: does it need two rules? Where the batch at the
-    failing request's temperature alone replays, it is RS-MIXED-1's; where it fails there too, that batch is the
-    case. Returns ``(case, found)``."""
+    """A batch failure (``found``): does it need two rules? Where the batch at the failing request's temperature
+    alone replays, it is RS-MIXED-1's; where it fails there too, that batch is the case. Does a sampled request's
+    failure need its draws? Where the batch with every request greedy replays, its draws depend on the batch
+    (RS-RNG-1). Returns ``(case, found)``."""
     owner = rj.owner(found)
-    if owner is None or owner.request < 0 or len(set(case.temperature.tolist())) == 1:
+    if owner is None or owner.request < 0:
         return case, found
-    same = rj.one_temperature(case, owner.request)
-    if not diverges(same):
-        evidence = f"{owner.evidence}; at one temperature the batch replays"
-        return case, [rj.Violation("RS-MIXED-1", "request-verified-by-another-rule", evidence, owner.request)]
-    if needs_batch(same, diverges):
-        return same, judge(engine, profile, same, compare, tie_break, batch_needed=True)
+    if len(set(case.temperature.tolist())) > 1:
+        same = rj.one_temperature(case, owner.request)
+        if not diverges(same):
+            evidence = f"{owner.evidence}; at one temperature the batch replays"
+            return case, [rj.Violation("RS-MIXED-1", "request-verified-by-another-rule", evidence, owner.request)]
+        if not needs_batch(same, diverges):
+            return case, found
+        case, found = same, judge(engine, profile, same, compare, tie_break, batch_needed=True)
+        owner = rj.owner(found)
+    if owner is not None and owner.request >= 0 and case.temperature[owner.request] > 0:
+        # a sampled request that parts only in the batch: its rows read wrongly, or its draws? Greedy, it uses none
+        greedy = replace(case, temperature=np.zeros(case.batch_size))
+        if not diverges(greedy):
+            evidence = f"{owner.evidence}; with every request greedy the batch replays: its draws depend on the batch"
+            return case, [rj.Violation("RS-RNG-1", "depends-on-batch", evidence, owner.request)]
     return case, found
 
 

@@ -67,7 +67,11 @@ def _seeded_alone_and_in_batches(engine, ctx: Context, tally: Tally, rid: str, n
             in_slot = batch if slot == others else reordered(batch, order)
             together, _ = sample_output(engine, ctx.profile, in_slot)
             if np.asarray(together)[slot, : K + 1].tolist() != np.asarray(alone)[0, : K + 1].tolist():
-                if attributed(engine, ctx, tally, rid, [single, in_slot], n):
+                seen_as = (
+                    f"seeded request emitted {np.asarray(alone)[0].tolist()} alone and "
+                    f"{np.asarray(together)[slot].tolist()} in slot {slot} of a batch of {others + 1}"
+                )
+                if attributed(engine, ctx, tally, rid, [single, in_slot], n, seen_as):
                     break
                 neighbours = "" if neighbours_seeded else " (the others unseeded)"
                 tally.violated(
@@ -80,7 +84,9 @@ def _seeded_alone_and_in_batches(engine, ctx: Context, tally: Tally, rid: str, n
             tally.exercised(rid)
 
 
-def attributed(engine, ctx: Context, tally: Tally, rid: str, compared: list[rs.RejectionCase], n: int) -> bool:
+def attributed(
+    engine, ctx: Context, tally: Tally, rid: str, compared: list[rs.RejectionCase], n: int, seen_as: str = ""
+) -> bool:
     """Whether a seeded request's divergence went to the requirement its minimal case violates (RUN-FINDING-1):
     on an engine that claims the reference draws, where one of the ``compared`` cases (the request alone, then in
     its batch) parts from the oracle, that case is shrunk and judged alone as the exact checks judge one
@@ -98,8 +104,8 @@ def attributed(engine, ctx: Context, tally: Tally, rid: str, compared: list[rs.R
         found = minimal.attribute(engine, ctx.profile, case, True, tie_break, usable)
         owner = found.owner
         evidence = (
-            f"case {n}: {owner.evidence} ({describe_case(found.minimal)}); minimised from case {n} "
-            f"({case_size(case)} rows to {case_size(found.minimal)})"
+            f"case {n}: {seen_as + '; ' if seen_as else ''}{owner.evidence} ({describe_case(found.minimal)}); "
+            f"minimised from case {n} ({case_size(case)} rows to {case_size(found.minimal)})"
         )
         document = minimal.document(case, found, tally.requirements, tie_break)
         minimal.record(tally, ctx.profile, tally.requirements, rid, owner, evidence, document)
