@@ -328,6 +328,15 @@ def compared(case: rs.RejectionCase, i: int, compare: bool | str = True) -> bool
 _CONTENT_MODES = ("zero-probability-token", "forced-row-ignored")
 
 
+# the modes ``_batch`` names
+BATCH_MODES = (
+    "ragged-rows-misread",
+    "request-verified-by-another-rule",
+    "zero-draft-row-of-another-request",
+    "rows-of-another-request-read",
+)
+
+
 def _batch(case: rs.RejectionCase, i: int) -> tuple[str, str]:
     """The batch requirement request ``i``'s violation breaks where each request alone replays exactly: RS-LAYOUT-1
     where the draft counts differ (the ragged rows misread), RS-MIXED-1 where the temperatures do, else RS-ZERO-1

@@ -106,7 +106,7 @@ def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_brea
     failure need its draws? Where the batch with every request greedy replays, its draws depend on the batch
     (RS-RNG-1). Returns ``(case, found)``."""
     owner = rj.owner(found)
-    if owner is None or owner.request < 0:
+    if owner is None or owner.request < 0 or owner.mode not in rj.BATCH_MODES:  # a misreading names its own cause
         return case, found
     if len(set(case.temperature.tolist())) > 1:
         same = rj.one_temperature(case, owner.request)
