@@ -35,37 +35,80 @@ def validated_count_check(engine, ctx: Context, requirements: tuple[str, ...]) -
             outside += len(batch) - len(kept)
             tally.not_applicable(why, "AC-COUNT-2", "AC-COUNT-3")
             batch = kept
-        _judge_counts(engine, batch, vocab, tally)
+        _judge_counts(engine, batch, vocab, tally, ctx.profile)
     return tally.outcome(
         f"{len(rows)} rows at V = 10 and {len(tiny)} at V = 1 counted by definition"
         + (f"; {outside} malformed rows outside the engine's contract, not run" if outside else "")
     )
 
 
-def _judge_counts(engine, rows: list[list[int]], vocab: int, tally: Tally) -> None:
+def row_violations(row: list[int], vocab: int, got: tuple[int, bool, bool]) -> list[tuple[str, str, str]]:
+    """``(requirement, mode, evidence)`` of every way the engine's ``got`` (count, broken prefix, out of vocabulary)
+    for ``row`` breaks the counting rules: a wrong count is AC-COUNT-4's on a discarded row, AC-COUNT-2's on a row
+    with a hole, else AC-COUNT-1's; a misreported hole AC-COUNT-2's, a misreported id AC-COUNT-3's."""
+    problems = {p.kind for p in ac.validate_rows([row], vocab)}
+    num, broken, oov = got
+    hole, found = "hole" in problems, []
+    if num != ac.num_emitted(row):
+        rid = "AC-COUNT-4" if row[0] == -1 else "AC-COUNT-2" if hole else "AC-COUNT-1"
+        found.append((rid, "count-differs", f"row {row}: counted {num}, first placeholder at {ac.num_emitted(row)}"))
+    if broken != hole:
+        found.append(("AC-COUNT-2", "broken-prefix-misreported", f"row {row}: broken prefix reported {broken}"))
+    if oov != ("out_of_vocab" in problems):
+        found.append(("AC-COUNT-3", "bad-id-misreported", f"row {row}: out-of-vocabulary reported {oov}"))
+    return found
+
+
+def smaller_rows(row: list[int]):
+    """Candidate reductions of a row: one position fewer."""
+    for i in range(len(row)) if len(row) > 1 else ():
+        yield row[:i] + row[i + 1 :]
+
+
+def _count_one(engine, row: list[int], vocab: int) -> tuple[int, bool, bool]:
+    num, broken, oov = (np.asarray(x) for x in engine.count_emitted(np.array([row]), vocab))
+    return int(num[0]), bool(broken[0]), bool(oov[0])
+
+
+def attribute_row(engine, row: list[int], vocab: int, profile=None) -> tuple[str, str, str] | None:
+    """``(requirement, mode, evidence)`` of the lowest requirement the engine's answer for ``row`` violates once the
+    row is shrunk while that answer breaks the rules in any way (RUN-FINDING-1), or None where it breaks none."""
+    first = mj.owner(row_violations(row, vocab, _count_one(engine, row, vocab)))
+    if first is None:
+        return None
+
+    def diverges(candidate: list[int]) -> bool:
+        malformed = profile is not None and profile.outside_contract({"malformed-row"})
+        if malformed and contract.row_preconditions([candidate], vocab):
+            return False
+        return bool(row_violations(candidate, vocab, _count_one(engine, candidate, vocab)))
+
+    small = shrink.minimise(row, smaller_rows, diverges)
+    owner = mj.owner(row_violations(small, vocab, _count_one(engine, small, vocab))) or first
+    shown = f"{first[2]}; minimised to {small} (V = {vocab}): {owner[2]}" if small != row else first[2]
+    return owner[0], owner[1], shown
+
+
+def _judge_counts(engine, rows: list[list[int]], vocab: int, tally: Tally, profile=None) -> None:
+    """Each row's count and reports against the rules; the first row failing each way is shrunk and recorded under
+    the lowest requirement its minimal row violates (``attribute_row``), the requirement it failed as met reading
+    BLOCKED where that is another; later rows failing the same way go where it went."""
     num, broken, oov = (np.asarray(x) for x in engine.count_emitted(np.array(rows), vocab))
-    problems = ac.validate_rows(rows, vocab)
+    seen: dict[tuple[str, str], tuple[str, str, str]] = {}
     for i, row in enumerate(rows):
-        hole = any(p.row == i and p.kind == "hole" for p in problems)
-        bad_id = any(p.row == i and p.kind == "out_of_vocab" for p in problems)
-        discarded = row[0] == -1
-        if int(num[i]) != ac.num_emitted(row):
-            rid = "AC-COUNT-4" if discarded else "AC-COUNT-2" if hole else "AC-COUNT-1"
-            tally.violated(
-                rid, "count-differs", f"row {row}: counted {int(num[i])}, first placeholder at {ac.num_emitted(row)}"
-            )
+        found = row_violations(row, vocab, (int(num[i]), bool(broken[i]), bool(oov[i])))
+        if not found:
+            hole = any(p.kind == "hole" for p in ac.validate_rows([row], vocab))
+            own = "AC-COUNT-4" if row[0] == -1 else "AC-COUNT-2" if hole else "AC-COUNT-1"
+            tally.exercised(own, "AC-COUNT-3", *(("AC-COUNT-2",) if hole else ()))
             continue
-        tally.exercised("AC-COUNT-4" if discarded else "AC-COUNT-2" if hole else "AC-COUNT-1")
-        if bool(broken[i]) != hole:
-            tally.violated(
-                "AC-COUNT-2", "broken-prefix-misreported", f"row {row}: broken prefix reported {bool(broken[i])}"
-            )
-        elif hole:
-            tally.exercised("AC-COUNT-2")
-        if bool(oov[i]) != bad_id:
-            tally.violated("AC-COUNT-3", "bad-id-misreported", f"row {row}: out-of-vocabulary reported {bool(oov[i])}")
-        else:
-            tally.exercised("AC-COUNT-3")
+        first = mj.owner(found)
+        if first[:2] not in seen:
+            seen[first[:2]] = attribute_row(engine, row, vocab, profile) or first
+        rid, mode, shown = seen[first[:2]]
+        if first[0] != rid:
+            tally.blocked(first[0], rid, f"its minimal row fails {rid} ({mode})")
+        tally.violated(rid, mode, shown, finding=rid)
 
 
 def _steps(rng, eos: list[int], limits: bool = False) -> list[tuple[int, list[int], int | None]]:
@@ -91,14 +134,6 @@ def _oracle_metrics(steps, eos) -> ac.AcceptanceMetrics:
     return metrics
 
 
-# each metric the engine reports, and the requirement that defines it
-_METRICS = {
-    "mean_acceptance_length": "AC-METRIC-2",
-    "acceptance_rate": "AC-METRIC-1",
-    "accepted_per_position": "AC-METRIC-3",
-}
-
-
 def _value(name: str, metrics):
     """A metric of the engine's dict or of the oracle's ``AcceptanceMetrics``."""
     value = metrics[name] if isinstance(metrics, dict) else getattr(metrics, name)
@@ -108,17 +143,6 @@ def _value(name: str, metrics):
 def _same(name: str, got: dict, oracle) -> bool:
     a, b = _value(name, got), _value(name, oracle)
     return a == b if isinstance(a, list) else bool(np.isclose(a, b, equal_nan=True))
-
-
-def explained_by(got: dict, readings: list, judged: list[str]) -> bool:
-    """Whether the engine's metrics ``got`` equal, on every ``judged`` metric, those of one of ``readings``
-    (the oracle's metrics of a misreading)."""
-    return any(all(_same(name, got, reading) for name in judged) for reading in readings)
-
-
-def _untrimmed(steps):
-    """The steps as the sampler verified them, before a commit limit trims them."""
-    return [(k, row, None) for k, row, _ in steps]
 
 
 @check(
@@ -147,7 +171,7 @@ def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
         mean_ok = np.isclose(got["mean_acceptance_length"], oracle.mean_acceptance_length)
         if eos:  # only the trimming separates these streams from the first: judged on every metric the engine made
             rid = "AC-STOP-1" if limits else "AC-METRIC-4"
-            judged = [name for name in _METRICS if name not in ctx.profile.derived]
+            judged = [name for name in mj.METRICS if name not in ctx.profile.derived]
             differ = [name for name in judged if not _same(name, got, oracle)]
             if not differ:
                 tally.exercised(rid)
@@ -159,7 +183,7 @@ def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
 
             small = shrink.minimise(steps, mj.smaller_streams, differs)
             found = mj.metric_violations(small, eos, engine.acceptance_metrics(small, eos), judged)
-            owner, mode, shown = mj.owner(found) or (_METRICS[differ[0]], "metrics-differ", "")
+            owner, mode, shown = mj.owner(found) or (mj.METRICS[differ[0]], "metrics-differ", "")
             if owner != rid:
                 tally.blocked(rid, owner, f"its minimal stream fails {owner} ({mode})")
             tally.violated(

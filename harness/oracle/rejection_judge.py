@@ -2,18 +2,23 @@
 
 ``violations(case, tokens, num)`` reads an engine's output for a case and names each way it breaks the spec:
 
-- the shape and the padding (RS-LAYOUT-2), ids outside the vocabulary (RS-INPUT-1), a ``num_emitted`` that
-  disagrees with its row (AC-COUNT-5), a token with ``p = 0`` (RS-PROB-3), a forced row not emitting its token
-  (RS-FORCE-1), a zero-draft request not emitting exactly one token (RS-ZERO-1), and a drafting request emitting
-  no token or more than ``K + 1`` (RS-LAYOUT-2);
-- with ``compare``, each request's row against the oracle's, at the first position where they part: the rule that
-  decides that position (greedy: RS-GREEDY-1 for an acceptance, RS-GREEDY-2 for the emitted correction or bonus
-  token; probabilistic, under the reference draws: RS-PROB-1 / RS-ONEHOT-1 for an acceptance, RS-PROB-2 for the
-  residual or bonus sample), or the special requirement whose feature that position holds: a forced row
-  (RS-FORCE-1), a tie among the row's maxima the engine's token or the draft belongs to (RS-GREEDY-3), a draft with
-  ``q(d) = 0`` or ``p(d) = 0`` accepted (RS-PROB-3), an empty residual (RS-PROB-4), a zero-draft request (RS-ZERO-1),
+- the shape and the padding (RS-LAYOUT-2: also a tail after a right ``num_emitted`` holding other values than
+  -1), ids outside the vocabulary (RS-INPUT-1), a ``num_emitted`` that disagrees with its row (AC-COUNT-5), a
+  token with ``p = 0`` (RS-PROB-3), a forced row not emitting its token (RS-FORCE-1), a zero-draft request not
+  emitting exactly one token (RS-ZERO-1), and a drafting request emitting no token or more than ``K + 1``
+  (RS-LAYOUT-2);
+- with ``compare`` (``"greedy"``: the greedy requests only), each request's row against the oracle's (also where
+  a token with p = 0 was emitted), at the first position where they part: the rule that decides that position
+  (greedy: RS-GREEDY-1 for an acceptance, RS-GREEDY-2 for the emitted correction or bonus token; probabilistic,
+  under the reference draws: RS-PROB-1 / RS-ONEHOT-1 for an acceptance, RS-PROB-2 for the residual or bonus
+  sample; the one sample of a zero-draft request, a token p allows, RS-RNG-3: only the draws can differ there, and
+  ``draws_twins`` are such requests for a sampled request's rows), or the special requirement whose feature that
+  position holds: a forced row (RS-FORCE-1), a tie among the row's maxima the engine's token or the draft belongs
+  to (RS-GREEDY-3; ``ties_broken`` is the case without it), a draft with ``q(d) = 0`` or ``p(d) = 0`` accepted
+  (RS-PROB-3), an empty residual (RS-PROB-4), a zero-draft request (RS-ZERO-1),
   or a misreading the oracle reproduces exactly (the acceptance stream reused, RS-RNG-2; draft probabilities read
   misaligned, RS-ONEHOT-2);
+- without ``misread``, no misreading is tried (one that held by chance: see ``checks.rejection.minimal``);
 - with ``batch_needed`` (each request alone replays exactly: the failure needs the batch), a request's violation
   is the batch's requirement: RS-LAYOUT-1 where the draft counts differ (ragged rows misread), RS-MIXED-1 where
   the temperatures do (a request verified by another's rule), else RS-ZERO-1 for a zero-draft request (it owns
@@ -80,9 +85,17 @@ def _forced(case: rs.RejectionCase) -> np.ndarray:
     return np.asarray(case.forced_token_ids)
 
 
-def _structure(case: rs.RejectionCase, i: int, row: list[int], n: int, num: int) -> list[Violation]:
-    """The ways request ``i``'s row (``n`` tokens before its first placeholder) breaks the output contract."""
+def _structure(
+    case: rs.RejectionCase, i: int, row: list[int], n: int, num: int, oracle_n: int | None = None
+) -> list[Violation]:
+    """The ways request ``i``'s row (``n`` tokens before its first placeholder) breaks the output contract
+    (``oracle_n``: the oracle's count for it, where the request is compared exactly)."""
     V, K = case.vocab_size, int(case.num_draft_tokens[i])
+    tail = row[num:] if 0 < num < n else []
+    if tail and -1 not in tail and (oracle_n == num if oracle_n is not None else len(set(tail)) == 1):
+        # num_emitted is right (the oracle's count, or the tail one repeated filler): the placeholders are not -1
+        evidence = f"request {i}: num_emitted {num}, then {tail} where -1 placeholders belong: {row}"
+        return [Violation("RS-LAYOUT-2", "placeholder-not-minus-one", evidence)]
     found = []
     if any(t != -1 for t in row[n:]):
         found.append(Violation("RS-LAYOUT-2", "token-after-placeholder", f"request {i}: real tokens after -1: {row}"))
@@ -130,7 +143,8 @@ def _greedy(case, i: int, j: int, got: list[int], expected: list[int], tie_break
         return "RS-ZERO-1", "zero-draft-token-differs"
     if j >= len(got):
         return "RS-GREEDY-2", "bonus-token-missing" if j == K else "correction-missing"
-    if j < K and int(drafts[j]) in (got[j], expected[j]):  # one of the two accepted the draft
+    # one of the two accepted the draft (a draft emitted last was rejected: the correction equals it)
+    if j < K and any(int(drafts[j]) == row[j] and len(row) > j + 1 for row in (got, expected)):
         if tied and int(drafts[j]) in maxima:
             return "RS-GREEDY-3", "tie-not-lowest"
         return "RS-GREEDY-1", "acceptance-differs"
@@ -147,8 +161,10 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
     one_hot = case.draft_probs is None
     acceptance = "RS-ONEHOT-1" if one_hot else "RS-PROB-1"
     T = float(case.temperature[i])
-    if K == 0:
-        return "RS-ZERO-1", "zero-draft-token-differs"
+    if K == 0:  # one sample of p: a token p allows can differ only by the draws; one it forbids is the rule's
+        if j < len(got) and rs.target_probs(case.target_logits[offset], T)[got[j]] == 0:
+            return "RS-ZERO-1", "zero-draft-token-differs"
+        return "RS-RNG-3", "draws-not-the-reference"
     if j >= len(expected):  # accepted where the oracle rejected at j - 1
         d = int(drafts[j - 1])
         q_d = 1.0 if one_hot else float(case.draft_probs[draft_slice.start + j - 1][d])
@@ -161,8 +177,10 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
         return "RS-PROB-2", "bonus-token-differs"
     d = int(drafts[j])
     p = rs.target_probs(case.target_logits[offset + j], T)
-    q = np.eye(case.vocab_size)[d] if one_hot else np.asarray(case.draft_probs[draft_slice.start + j])
-    if d in (got[j], expected[j]):
+    q = np.zeros(case.vocab_size) if one_hot else np.asarray(case.draft_probs[draft_slice.start + j])
+    if one_hot:
+        q[d] = 1.0
+    if any(d == row[j] and len(row) > j + 1 for row in (got, expected)):  # accepted by one of the two
         if got[j] == d and (q[d] == 0 or p[d] == 0):
             return "RS-PROB-3", "zero-probability-draft-accepted"
         return acceptance, "acceptance-differs"
@@ -189,18 +207,19 @@ def _oracle_row(case: rs.RejectionCase, i: int, q_rows, noise_purpose: int) -> l
     return emitted + [-1] * (width - len(emitted))
 
 
-def misreading(case: rs.RejectionCase, i: int, row: list[int]) -> Violation | None:
+def misreading(case: rs.RejectionCase, i: int, row: list[int], batch_needed: bool = False) -> Violation | None:
     """The rule a seeded probabilistic request's row breaks when the oracle reproduces it exactly under one
-    misreading: its emitted token sampled from the acceptance stream (RS-RNG-2), or its draft probabilities read at
-    other rows than its drafts' (RS-ONEHOT-2): in the padded layout (``i * max K + j``) or one row off."""
-    if case.seed_of(i) is None or case.temperature[i] == 0 or not case.num_draft_tokens[i]:
+    misreading: its emitted token sampled from the acceptance stream (RS-RNG-2; not where the failure needs the
+    batch, as a request's own streams do not), or its draft probabilities read at other rows than its drafts'
+    (RS-ONEHOT-2): in the padded layout (``i * max K + j``) or one row off."""
+    if case.seed_of(i) is None or case.temperature[i] == 0:
         return None
     _, draft_slice = rs.request_slices(case, i)
     own_q = None if case.draft_probs is None else case.draft_probs[draft_slice]
-    if row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
+    if not batch_needed and row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
         evidence = "the oracle emits this row when the token is sampled from the acceptance stream"
         return Violation("RS-RNG-2", "acceptance-draw-reused", evidence)
-    if own_q is None:
+    if own_q is None or not case.num_draft_tokens[i]:
         return None
     total, first, K = len(case.draft_probs), draft_slice.start, draft_slice.stop - draft_slice.start
     readings = {
@@ -217,9 +236,105 @@ def misreading(case: rs.RejectionCase, i: int, row: list[int]) -> Violation | No
     return None
 
 
-def compared(case: rs.RejectionCase, i: int) -> bool:
-    """Whether request ``i`` is compared with the oracle token for token: greedy, or seeded (reference draws)."""
-    return case.temperature[i] == 0 or case.seed_of(i) is not None
+def ties_broken(case: rs.RejectionCase) -> rs.RejectionCase:
+    """``case`` with every greedy row's tie among its maxima broken toward the lowest id (its logit raised by 1):
+    the oracle emits the same tokens, so an engine that still parts from it does not need the tie (RS-GREEDY-3)."""
+    logits = case.target_logits.copy()
+    for i in np.flatnonzero(case.temperature == 0):
+        row_slice, _ = rs.request_slices(case, int(i))
+        for r in range(row_slice.start, row_slice.stop):
+            if len(maxima := _maxima(logits[r])) > 1:
+                logits[r, min(maxima)] += 1.0
+    return replace(case, target_logits=logits)
+
+
+def one_temperature(case: rs.RejectionCase, i: int) -> rs.RejectionCase:
+    """``case`` with every request at request ``i``'s temperature: a batch failure that needs two rules (RS-MIXED-1)
+    replays on it."""
+    return replace(case, temperature=np.full(case.batch_size, case.temperature[i]))
+
+
+def finite_forced_rows(case: rs.RejectionCase) -> rs.RejectionCase:
+    """``case`` with each forced row that holds NaN, +inf or no finite value replaced by a valid masked row (its
+    forced token 0, every other id -inf): an engine that rejects it as it rejected the original rejects -inf (a
+    mask, RS-INPUT-2), not a forced row's unread logits (RS-FORCE-1)."""
+    logits = case.target_logits.copy()
+    forced = _forced(case)
+    for r in non_finite_forced_rows(case):
+        logits[r] = -np.inf
+        logits[r, forced[r]] = 0.0
+    return replace(case, target_logits=logits)
+
+
+def unforced(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """``case`` with each forced row made what forcing makes it (RS-FORCE-1): one-hot logits at its token, no longer
+    forced; the oracle emits the same tokens, so an engine that still parts from it does not need forcing (None for a
+    case without forced rows)."""
+    forced = _forced(case)
+    if (forced == -1).all():
+        return None
+    logits = case.target_logits.copy()
+    for r in np.flatnonzero(forced != -1):
+        logits[r] = -np.inf
+        logits[r, forced[r]] = 0.0
+    return replace(case, target_logits=logits, forced_token_ids=None)
+
+
+def explicit_one_hot(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """A case verified without draft probabilities (one-hot, RS-ONEHOT-1) with them given as the one-hot rows of
+    its drafts: the rule of RS-PROB-1 then decides as one-hot verification does, under the same draws (None for a
+    case with ``q``)."""
+    if case.draft_probs is not None:
+        return None
+    q = np.zeros((len(case.draft_token_ids), case.vocab_size))
+    q[np.arange(len(q)), case.draft_token_ids] = 1.0
+    return replace(case, draft_probs=q)
+
+
+# the rules that decide a sampled position, whose divergence may be the draws' and not theirs
+SAMPLED_RULES = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4", "RS-ONEHOT-1")
+
+
+def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
+    """Seeded sampled request ``i``'s unforced rows, each alone as a request without drafts at the position whose
+    draws it uses and a later one, at its temperature and a flatter one (same seed): its one token is a sample of
+    ``p`` under the reference draws, so one that parts from the oracle's shows the draws are not the reference
+    (RS-RNG-3), whatever the rule does."""
+    if case.seed_of(i) is None or case.temperature[i] == 0:
+        return []
+    row_slice, _ = rs.request_slices(case, i)
+    position = 0 if case.positions is None else int(case.positions[i])
+    forced = _forced(case)
+    return [
+        rs.RejectionCase(case.target_logits[r : r + 1], [], [0], [T], seeds=[case.seed_of(i)], positions=[p + later])
+        for p, r in enumerate(range(row_slice.start, row_slice.stop), start=position)
+        if forced[r] == -1
+        for T in (float(case.temperature[i]), TWIN_TEMPERATURE)  # a flatter one too: fewer samples agree by chance
+        for later in (0, TWIN_LATER)
+    ]
+
+
+# the twins of a sampled row: also at a high temperature, and at a later position (other draws of the same seed)
+TWIN_TEMPERATURE, TWIN_LATER = 2.0, 1000
+
+
+def compared(case: rs.RejectionCase, i: int, compare: bool | str = True) -> bool:
+    """Whether request ``i`` is compared with the oracle token for token: greedy, or seeded (reference draws)
+    unless ``compare`` is ``"greedy"`` (an engine whose draws are its own)."""
+    return case.temperature[i] == 0 or (compare != "greedy" and case.seed_of(i) is not None)
+
+
+# the structural violations of a row of the right shape, whose tokens are still compared with the oracle's
+_CONTENT_MODES = ("zero-probability-token", "forced-row-ignored")
+
+
+# the modes ``_batch`` names
+BATCH_MODES = (
+    "ragged-rows-misread",
+    "request-verified-by-another-rule",
+    "zero-draft-row-of-another-request",
+    "rows-of-another-request-read",
+)
 
 
 def _batch(case: rs.RejectionCase, i: int) -> tuple[str, str]:
@@ -239,9 +354,10 @@ def violations(
     case: rs.RejectionCase,
     tokens,
     num,
-    compare: bool = True,
+    compare: bool | str = True,
     tie_break: str = "lowest",
     batch_needed: bool = False,
+    misread: bool = True,
 ) -> list[Violation]:
     """Every violation of ``(tokens, num)`` as the engine's output for ``case`` (see the module docstring)."""
     tokens, num = np.asarray(tokens), np.asarray(num)
@@ -259,13 +375,17 @@ def violations(
     for i in range(case.batch_size):
         row = [int(t) for t in tokens[i]]
         n = ac.num_emitted(row)
-        structural = [replace(v, request=i) for v in _structure(case, i, row, n, int(num[i]))]
-        if structural and batch_needed and case.batch_size > 1:  # the request's row breaks only in the batch
+        oracle_n = ac.num_emitted(expected[i].tolist()) if compare and compared(case, i, compare) else None
+        structural = [replace(v, request=i) for v in _structure(case, i, row, n, int(num[i]), oracle_n)]
+        placeholders = any(v.mode == "placeholder-not-minus-one" for v in structural)  # the row's own, at any width
+        if structural and batch_needed and case.batch_size > 1 and not placeholders:  # it breaks only in the batch
             rid, mode = _batch(case, i)
             found.append(Violation(rid, mode, f"{structural[0].evidence}; each request alone equals the oracle", i))
             continue
         found += structural
-        if structural or not compare or not compared(case, i):
+        # a row of the right shape is compared too: a token with p = 0 may be what the rule's error emitted
+        shaped = all(v.mode in _CONTENT_MODES for v in structural)
+        if not shaped or not compare or not compared(case, i, compare):
             continue
         want = [int(t) for t in expected[i][: ac.num_emitted(expected[i].tolist())]]
         got = row[:n]
@@ -273,7 +393,7 @@ def violations(
             continue
         j = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         evidence = f"request {i}: emitted {got}, expected {want}"
-        explained = misreading(case, i, row[:width]) if case.temperature[i] > 0 else None
+        explained = misreading(case, i, row[:width], batch_needed) if case.temperature[i] > 0 and misread else None
         if explained:
             found.append(Violation(explained.requirement, explained.mode, f"{evidence}; {explained.evidence}", i))
             continue
@@ -288,5 +408,14 @@ def violations(
             rid, mode = _greedy(case, i, j, got, want, tie_break)
         else:
             rid, mode = _sampled(case, i, j, got, want)
+        # a token with p = 0 emitted where the request parts: an accepted draft is the acceptance rule's failure (the
+        # comparison's); any other (a correction or sample p forbids) is the token's own, RS-PROB-3's
+        drafts = case.draft_token_ids[rs.request_slices(case, i)[1]]
+        zero = [v for v in found if v.request == i and v.mode == "zero-probability-token"]
+        accepted = j < len(drafts) and j + 1 < len(got) and got[j] == int(drafts[j])
+        if zero and j < len(got) and np.isneginf(case.target_logits[int(case.row_offsets()[i]) + j, got[j]]):
+            if not accepted:
+                continue
+            found = [v for v in found if v not in zero]
         found.append(Violation(rid, mode, f"{evidence} (position {j})", i))
     return found

@@ -10,8 +10,10 @@ import pytest
 from specconform.harness import checks, findings, runner
 from specconform.harness.core import Context
 from specconform.harness.isolation import EngineProcess
+from specconform.harness.oracle import counting as ac
 from specconform.harness.oracle import rejection as rs
 from specconform.harness.oracle import rejection_judge as rj
+from specconform.harness.oracle import rng as reference_rng
 
 NEG = -np.inf
 
@@ -74,6 +76,86 @@ def test_the_output_contract():
     masked = _greedy([[0.0, 1.0, NEG]], [], [0])
     # a token with p = 0 is never emitted, whatever else the row shows
     assert ("RS-PROB-3", "zero-probability-token") in _names(rj.violations(masked, [[2]], [1], compare=False))
+
+
+def test_placeholders_written_as_another_value_break_rs_layout_2():
+    case = _greedy(ONE_DRAFT, [2], [1])  # rejected: the oracle emits [1], then a placeholder
+    assert _names(rj.violations(case, [[1, 0]], [1])) == [("RS-LAYOUT-2", "placeholder-not-minus-one")]
+    # a count that says two where the row holds one real token is the count's, not the placeholders'
+    assert _names(rj.violations(case, [[1, -1]], [2])) == [("AC-COUNT-5", "num-emitted-differs")]
+    # not compared (no oracle count): a tail of one repeated value is read as placeholders written wrongly
+    assert _names(rj.violations(case, [[1, 0]], [1], compare=False)) == [("RS-LAYOUT-2", "placeholder-not-minus-one")]
+
+
+def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
+    # one seeded sampled request without drafts: its one token is a sample of p; another token p allows can only
+    # come from other draws (RS-RNG-3), one p forbids is RS-PROB-3's
+    case = rs.RejectionCase(np.array([[0.0, 0.0, 0.0, 0.0, NEG]]), [], [0], [1.0], seeds=[3], positions=[0])
+    want = int(rs.sample_case(case)[0][0, 0])
+    from_acceptance_stream = rj._oracle_row(case, 0, None, reference_rng.PURPOSE_ACCEPT)[0]
+    other = next(t for t in range(4) if t not in (want, from_acceptance_stream))
+    assert rj.violations(case, [[want]], [1]) == []
+    assert _names(rj.violations(case, [[other]], [1])) == [("RS-RNG-3", "draws-not-the-reference")]
+    if from_acceptance_stream != want:  # the token the acceptance stream samples is that misreading (RS-RNG-2)
+        assert _names(rj.violations(case, [[from_acceptance_stream]], [1])) == [("RS-RNG-2", "acceptance-draw-reused")]
+    assert _names(rj.violations(case, [[4]], [1])) == [("RS-PROB-3", "zero-probability-token")]  # p forbids it
+    # the twins of a sampled request: each unforced row alone, without drafts, at the position whose draws it uses
+    drafted = rs.RejectionCase(
+        np.zeros((3, 4)), [1, 2], [2], [0.8], seeds=[5], positions=[10], forced_token_ids=[-1, 3, -1]
+    )
+    twins = rj.draws_twins(drafted, 0)
+    later, flat = rj.TWIN_LATER, rj.TWIN_TEMPERATURE
+    assert [(int(t.positions[0]), float(t.temperature[0]), t.target_logits.shape, t.seed_of(0)) for t in twins] == [
+        (q, T, (1, 4), 5) for p in (10, 12) for T in (0.8, flat) for q in (p, p + later)
+    ]
+    assert rj.draws_twins(_greedy(ONE_DRAFT, [1], [1]), 0) == []  # greedy: no draws
+
+
+def test_a_tie_broken_away_and_greedy_only_comparison():
+    tied = _greedy([[2.0, 2.0, 0.0], [0.0, 1.0, 0.0]], [1], [1])  # ids 0 and 1 tie; the draft 1 is rejected
+    untied = rj.ties_broken(tied)
+    assert rs.sample_case(untied)[0].tolist() == rs.sample_case(tied)[0].tolist()  # the oracle emits the same
+    assert untied.target_logits[0].tolist() == [3.0, 2.0, 0.0] and untied.target_logits[1].tolist() == [0.0, 1.0, 0.0]
+    # an accepted non-argmax draft that is masked: the greedy rule's (RS-GREEDY-1), not only a token with p = 0
+    masked = _greedy([[0.0, NEG, 1.0], [1.0, 0.0, 0.0]], [1], [1])
+    assert rj.owner(rj.violations(masked, [[1, 0]], [2])).requirement == "RS-GREEDY-1"
+    # "greedy": a seeded sampled request is not compared (the engine's draws are its own), a greedy one is
+    mixed = rs.RejectionCase(np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]), [], [0, 0], [0.0, 1.0], seeds=[1, 2])
+    expected = rs.sample_case(mixed)[0][1, 0]
+    other = [t for t in (0, 1) if t != expected][0]
+    assert rj.violations(mixed, [[2], [other]], [1, 1], compare="greedy") == []
+    assert _names(rj.violations(mixed, [[0], [other]], [1, 1], compare="greedy")) == [
+        ("RS-ZERO-1", "zero-draft-token-differs")
+    ]
+
+
+def test_count_rows_go_to_the_lowest_requirement_their_minimal_row_violates():
+    from specconform.harness.checks import counting
+
+    assert counting.row_violations([5, -1], 10, (1, False, False)) == []
+    assert counting.row_violations([5, -1], 10, (2, False, False))[0][:2] == ("AC-COUNT-1", "count-differs")
+    assert counting.row_violations([-1, -1], 10, (1, False, False))[0][:2] == ("AC-COUNT-4", "count-differs")
+    assert [v[:2] for v in counting.row_violations([5, -1, 7], 10, (2, False, False))] == [
+        ("AC-COUNT-2", "count-differs"),
+        ("AC-COUNT-2", "broken-prefix-misreported"),
+    ]
+    assert counting.row_violations([11], 10, (1, False, False))[0][:2] == ("AC-COUNT-3", "bad-id-misreported")
+
+    class CountsFirstPlaceholder:  # the count includes the first placeholder of a row that emitted something
+        def count_emitted(self, token_ids, vocab_size):
+            rows = np.asarray(token_ids).tolist()
+            num = [min(ac.num_emitted(r) + 1, len(r)) if ac.num_emitted(r) else 0 for r in rows]
+            problems = {(p.row, p.kind) for p in ac.validate_rows(rows, vocab_size)}
+            return (
+                num,
+                [(i, "hole") in problems for i in range(len(rows))],
+                [(i, "out_of_vocab") in problems for i in range(len(rows))],
+            )
+
+    # a row with a hole fails as a hole row, but its minimal row has none: the count rule's (AC-COUNT-1)
+    rid, mode, evidence = counting.attribute_row(CountsFirstPlaceholder(), [5, -1, 7, -1], 10)
+    assert (rid, mode) == ("AC-COUNT-1", "count-differs")
+    assert "minimised to" in evidence
 
 
 def test_the_owner_is_the_lowest_requirement_violated():

@@ -12,7 +12,8 @@ class CountingMutants:
     def count_emitted(self, token_ids, vocab_size):
         tokens = np.asarray(token_ids)
         if self.mutant.name == "count-non-placeholders":
-            return (tokens != -1).sum(axis=1), np.zeros(len(tokens), bool), np.zeros(len(tokens), bool)
+            out_of_vocab = super().count_emitted(token_ids, vocab_size)[2]  # ids outside [0, V) still reported
+            return (tokens != -1).sum(axis=1), np.zeros(len(tokens), bool), np.asarray(out_of_vocab)
         num, broken, out_of_vocab = (list(x) for x in super().count_emitted(token_ids, vocab_size))
         if self.mutant.name == "count-includes-first-placeholder":
             num = [min(n + 1, tokens.shape[1]) if n else 0 for n in num]

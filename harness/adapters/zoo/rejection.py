@@ -58,8 +58,10 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
                 best = rs.greedy_token(logits_rows[j], forced[j])
             if j < K and mutation == "greedy-accepts-every-draft" and forced[j] == -1:
                 best = int(drafts[j])
-            if j < K and drafts[j] != best and mutation == "greedy-mismatch-emits-lowest-finite":
-                best = int(np.flatnonzero(np.isfinite(logits_rows[j]))[0]) if forced[j] == -1 else best
+            if j < K and drafts[j] != best and mutation == "greedy-mismatch-emits-lowest-finite" and forced[j] == -1:
+                # the draft is rejected as the rule says; the correction is the lowest unmasked id, not the argmax
+                out.append(int(np.flatnonzero(np.isfinite(logits_rows[j]))[0]))
+                return out
             out.append(best)
             if j == K or drafts[j] != best:
                 return out
@@ -88,7 +90,10 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
         if mutation == "one-hot-residual-keeps-draft" and one_hot:
             residual = p
         if residual.sum() <= 0:
-            residual = np.eye(V)[int(np.argmax(p))] if mutation == "empty-residual-emits-argmax" else p
+            residual = p
+            if mutation == "empty-residual-emits-argmax":
+                residual = np.zeros(V)
+                residual[int(np.argmax(p))] = 1.0
         return out + [rs.exponential_race(residual, draws.noise(j))]
     raise AssertionError("unreachable")
 

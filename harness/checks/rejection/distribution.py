@@ -11,7 +11,9 @@ import numpy as np
 from ... import shrink, stats, vectors
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
+from ...stats.distribution import draw_drafts
 from ..catalogue import declare
+from . import minimal
 from .output import sample_output
 
 
@@ -35,6 +37,26 @@ def _device_sampler(engine, profile):
         return tokens
 
     return sample
+
+
+# trials of a statistical case judged exactly before its statistics (``minimal.gate``)
+GATE_TRIALS = 16
+
+
+def trial_case(case: stats.DistributionCase, trials: int, seed: int) -> rs.RejectionCase:
+    """``trials`` trials of ``case`` as one batch, drawn as ``stats.distribution_check`` draws them."""
+    rng = np.random.default_rng(seed)
+    K, V = case.K, case.target_logits.shape[1]
+    drafts = draw_drafts(rng, case.q, trials)
+    return rs.RejectionCase(
+        np.broadcast_to(case.target_logits, (trials, K + 1, V)).reshape(trials * (K + 1), V),
+        drafts.reshape(-1),
+        np.full(trials, K),
+        np.full(trials, case.temperature),
+        np.broadcast_to(case.q, (trials, K, V)).reshape(trials * K, V) if case.pass_q else None,
+        seeds=rng.integers(0, 2**62, size=trials),
+        positions=np.zeros(trials, dtype=np.int64),
+    )
 
 
 def run_distribution(engine, ctx: Context, case: stats.DistributionCase, trials: int, alpha_test: float, seed: int):
@@ -66,10 +88,21 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
         alpha_test = stats.family_alpha_test(ctx.alpha, cases)
         tally = Tally(requirements)
         plots, lines, trials, counted, uncounted, worst_p = [], [], [], 0, 0, 1.0
+        seen: dict = {}
         for i, case in enumerate(cases):
             n = stats.planned_trials(case, target, alpha_test, ctx.trials)
+            small = trial_case(case, GATE_TRIALS, ctx.seed + i)
+            if minimal.gate(engine, ctx.profile, small, tally, requirements[0], seen, case.name):
+                lines.append(f"{case.name}: not tested, its rows fail before the statistics")
+                continue
             trials.append(n)
             report = run_distribution(engine, ctx, case, n, alpha_test, ctx.seed + i)
+            more = trial_case(case, minimal.SECOND_LOOK_TRIALS, ctx.seed + i)
+            if report.violations() and minimal.second_look(
+                engine, ctx.profile, more, tally, requirements[0], seen, case.name
+            ):
+                lines.append(f"{case.name}: failed; its trials part from the oracle exactly")
+                continue
             document = functools.partial(
                 statistical_reproduction, engine, ctx, case, report, requirements, seed=ctx.seed + i
             )
@@ -82,7 +115,8 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
             worst_p = min([worst_p] + [t.result.p_value for t in tests if t.result.trials])
             plots.append(_distribution_plot(case, report))
         summary = (
-            f"{len(cases)} cases, {min(trials)}..{max(trials)} trials each (sized for TV {target.deviation} at "
+            f"{len(cases)} cases, {min(trials, default=0)}..{max(trials, default=0)} trials each (sized for TV "
+            f"{target.deviation} at "
             f"power {target.power}, at most {ctx.trials}); {counted} tests certify TV ≤ {target.deviation}, "
             f"{uncounted} not counted; smallest p {worst_p:.3g} at α_test {alpha_test:.2g}\n" + "\n".join(lines)
         )

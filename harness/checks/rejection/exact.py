@@ -91,11 +91,14 @@ def judge_exact(
     tie_break: str,
     tally: Tally | None = None,
     profile=None,
+    alone: bool = False,
 ) -> tuple[str, str, str] | None:
     """Compare one case with the oracle: ``(requirement, mode, evidence)`` of the violation its failure belongs to
-    (``oracle.rejection_judge``: the lowest requirement it violates, judged on this case as it is), or None; the
-    requests without a violation count in ``tally`` (when given) for the requirements they exercise."""
-    found = minimal.judge(engine, profile, case, True, tie_break)
+    (``oracle.rejection_judge``: the lowest requirement it violates, judged on this case as it is; with ``alone``,
+    as a minimal case is judged, a batch failure where each request alone replays), or None; the requests without a
+    violation count in ``tally`` (when given) for the requirements they exercise."""
+    judged = minimal.judge_alone if alone else minimal.judge
+    found = judged(engine, profile, case, True, tie_break)
     if tally is not None:
         _, num, _ = rs.sample_case(case)
         failing = {v.request for v in found}
@@ -119,9 +122,11 @@ def own_requirement(case: rs.RejectionCase, request: int, requirements: tuple[st
 
 
 def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
-    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3), or with a tie that the
-    profile lets the engine break either way."""
+    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3) of a request compared exactly (an
+    unseeded request's fresh draws decide nothing that is compared), or with a tie that the profile lets the engine
+    break either way."""
     _, _, traces = rs.sample_case(case)
+    traces = [t for i, t in enumerate(traces) if rj.compared(case, i)]
     if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
         return False
     return not (tie_break == "any" and has_tie(case.target_logits))

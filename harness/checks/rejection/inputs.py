@@ -14,7 +14,7 @@ from ...oracle import rejection as rs
 from ...oracle import rejection_judge as rj
 from ..catalogue import check
 from . import minimal
-from .exact import LAST_IDS_CASES, drawn_cases
+from .exact import LAST_IDS_CASES, comparable, drawn_cases
 from .output import describe_case, outside_contract, sample_output
 
 
@@ -334,10 +334,15 @@ def output_contract(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
             minimal.record(tally, ctx.profile, requirements, *seen[first.fingerprint], "")
             continue
 
-        def usable(candidate: rs.RejectionCase) -> bool:
-            return not outside_contract(ctx.profile, candidate)
+        # the minimal case is judged whole: compared with the oracle too where it can be (a token with p = 0 that
+        # a greedy request emitted may be its rule's error)
+        tie_break = ctx.profile.tie_break
+        compare = minimal.exactly_compared(ctx.profile) if comparable(case, tie_break) else False
 
-        attributed = minimal.attribute(engine, ctx.profile, case, False, ctx.profile.tie_break, usable)
+        def usable(candidate: rs.RejectionCase, compare=compare, tie_break=tie_break) -> bool:
+            return (not compare or comparable(candidate, tie_break)) and not outside_contract(ctx.profile, candidate)
+
+        attributed = minimal.attribute(engine, ctx.profile, case, compare, tie_break, usable)
         seen[first.fingerprint] = (own, attributed.owner)
         evidence = (
             f"case {n}: {attributed.owner.evidence} ({describe_case(attributed.minimal)}); minimised from case {n} "

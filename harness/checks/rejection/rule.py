@@ -12,7 +12,11 @@ from ... import contract, stats, vectors
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
 from ..catalogue import check
+from . import minimal
 from .output import sample_output
+
+# trials of a case and layout judged exactly before its statistics (``minimal.gate``)
+GATE_TRIALS = 32
 
 # Fixed-draft cases of the acceptance-rule check: (name, logits [2, V] (draft row, bonus row), q of the
 # draft row or None (one-hot), draft, requirement of the acceptance rate, requirement of the residual).
@@ -217,7 +221,7 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
     target = stats.Power(ctx.deviation, ctx.power)
-    worst_p, total, uncounted = 1.0, 0, []
+    worst_p, total, uncounted, seen = 1.0, 0, [], {}
 
     def violated(rid, mode, evidence, document) -> None:
         tally.violated(rid, mode, evidence, reproduction=None if rid in tally.failures else document())
@@ -232,7 +236,22 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
         failed_alone = False
         for index, layout in enumerate(layouts if number == 0 else layouts[:1]):  # the first case in every layout
             seed = ctx.seed + 3 * number + index
+            rows = [list(row) for row in logits]
+            few = _rule_batch(np.random.default_rng(seed), rows, q_row, draft, GATE_TRIALS, layout)[0]
+            if minimal.gate(engine, ctx.profile, few, tally, _BLAME[layout] or accept_rid, seen, f"{name} ({layout})"):
+                uncounted.append(f"{name} ({layout}): not tested, its rows fail before the statistics")
+                continue
             run = run_rule(engine, ctx.profile, logits, q_row, draft, layout, trials, seed)
+            failing = run.greedy_failure or any(
+                stats.judge(stats.g_test(counts, probs, alpha_test), probs, target, reach).failed
+                for _, counts, probs, reach in run.tests
+            )
+            more = _rule_batch(np.random.default_rng(seed), rows, q_row, draft, minimal.SECOND_LOOK_TRIALS, layout)[0]
+            if failing and minimal.second_look(
+                engine, ctx.profile, more, tally, _BLAME[layout] or accept_rid, seen, name
+            ):
+                uncounted.append(f"{name} ({layout}): failed; its trials part from the oracle exactly")
+                continue
             total += trials
             label = f"{name} ({layout}, {trials} trials)"
             blame = _BLAME[layout]

@@ -6,11 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from ... import stats
-from ...cases.rejection import reordered
+from ...cases.rejection import case_size, reordered
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
 from ..catalogue import check
-from .output import sample_output
+from . import minimal
+from .distribution import GATE_TRIALS, trial_case
+from .exact import comparable
+from .output import describe_case, outside_contract, sample_output
 
 
 @check(
@@ -23,7 +26,9 @@ from .output import sample_output
 def seeded_independence(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-RNG-1 on 20 seeded requests (V of 7, 100 or 1000, 1..3 drafts drawn from a given q, temperature 1): each
     sampled alone, then in a batch with 1..3 other seeded requests, in the last slot, the first and (beside two
-    others or more) the second; its tokens must be the same in every one."""
+    others or more) the second; its tokens must be the same in every one. On an engine that claims the reference
+    draws, a divergence is judged against the oracle and goes to the requirement its minimal case violates
+    (``attributed``)."""
     tally = Tally(requirements)
     _seeded_alone_and_in_batches(engine, ctx, tally, "RS-RNG-1", neighbours_seeded=True)
     return tally.outcome("20 seeded requests alone and in a batch, last, first and between the others")
@@ -41,9 +46,8 @@ def _seeded_alone_and_in_batches(engine, ctx: Context, tally: Tally, rid: str, n
         q = rng.dirichlet(np.ones(V), size=K)
         drafts = [int(rng.choice(V, p=row)) for row in q]
         seed, position = int(rng.integers(0, 2**62)), int(rng.integers(0, 2**30))
-        alone, _ = sample_output(
-            engine, ctx.profile, rs.RejectionCase(logits, drafts, [K], [1.0], q, seeds=[seed], positions=[position])
-        )
+        single = rs.RejectionCase(logits, drafts, [K], [1.0], q, seeds=[seed], positions=[position])
+        alone, _ = sample_output(engine, ctx.profile, single)
         others = int(rng.integers(1, 4))
         batch = rs.RejectionCase(
             np.concatenate([rng.normal(size=(2 * others, V)), logits]),
@@ -60,8 +64,15 @@ def _seeded_alone_and_in_batches(engine, ctx: Context, tally: Tally, rid: str, n
         slots = [others, 0] + ([1] if others >= 2 else [])
         for slot in slots:
             order = [i for i in range(others) if i < slot] + [others] + [i for i in range(others) if i >= slot]
-            together, _ = sample_output(engine, ctx.profile, batch if slot == others else reordered(batch, order))
+            in_slot = batch if slot == others else reordered(batch, order)
+            together, _ = sample_output(engine, ctx.profile, in_slot)
             if np.asarray(together)[slot, : K + 1].tolist() != np.asarray(alone)[0, : K + 1].tolist():
+                seen_as = (
+                    f"seeded request emitted {np.asarray(alone)[0].tolist()} alone and "
+                    f"{np.asarray(together)[slot].tolist()} in slot {slot} of a batch of {others + 1}"
+                )
+                if attributed(engine, ctx, tally, rid, [single, in_slot], n, seen_as):
+                    break
                 neighbours = "" if neighbours_seeded else " (the others unseeded)"
                 tally.violated(
                     rid,
@@ -71,6 +82,35 @@ def _seeded_alone_and_in_batches(engine, ctx: Context, tally: Tally, rid: str, n
                 )
                 break
             tally.exercised(rid)
+
+
+def attributed(
+    engine, ctx: Context, tally: Tally, rid: str, compared: list[rs.RejectionCase], n: int, seen_as: str = ""
+) -> bool:
+    """Whether a seeded request's divergence went to the requirement its minimal case violates (RUN-FINDING-1):
+    on an engine that claims the reference draws, where one of the ``compared`` cases (the request alone, then in
+    its batch) parts from the oracle, that case is shrunk and judged alone as the exact checks judge one
+    (``minimal.attribute``); a batch that misreads its rows is RS-LAYOUT-1's, not ``rid``'s."""
+    if "reference-draws" not in ctx.profile.capabilities:
+        return False
+    tie_break = ctx.profile.tie_break
+
+    def usable(candidate: rs.RejectionCase) -> bool:
+        return comparable(candidate, tie_break) and not outside_contract(ctx.profile, candidate)
+
+    for case in compared:
+        if not usable(case) or not minimal.judge(engine, ctx.profile, case, True, tie_break):
+            continue
+        found = minimal.attribute(engine, ctx.profile, case, True, tie_break, usable)
+        owner = found.owner
+        evidence = (
+            f"case {n}: {seen_as + '; ' if seen_as else ''}{owner.evidence} ({describe_case(found.minimal)}); "
+            f"minimised from case {n} ({case_size(case)} rows to {case_size(found.minimal)})"
+        )
+        document = minimal.document(case, found, tally.requirements, tie_break)
+        minimal.record(tally, ctx.profile, tally.requirements, rid, owner, evidence, document)
+        return True
+    return False
 
 
 @check(
@@ -111,6 +151,8 @@ def counter_based_draws(engine, ctx: Context, requirements: tuple[str, ...]) -> 
                 sample_output(engine, ctx.profile, whole)
             again = [int(t) for t in np.asarray(again)[0, :2]]
             if again != first[1:]:
+                if attributed(engine, ctx, tally, "RS-RNG-1", [whole, rest], n):
+                    break
                 tally.violated(
                     "RS-RNG-1",
                     "draws-depend-on-call-history",
@@ -168,21 +210,30 @@ def _beside_seeded_copies(engine, profile):
     ``[b, K + 1]``."""
 
     def sample(logits, drafts, num, q, temperature, seeds, positions):
-        b, V = len(num), logits.shape[1]
-        K = int(num[0])
-        case = rs.RejectionCase(
-            np.repeat(logits.reshape(b, K + 1, V), 2, axis=0).reshape(-1, V),
-            np.repeat(drafts.reshape(b, K), 2, axis=0).reshape(-1),
-            np.repeat(num, 2),
-            np.repeat(temperature, 2),
-            None if q is None else np.repeat(q.reshape(b, K, V), 2, axis=0).reshape(-1, V),
-            seeds=np.repeat(seeds, 2),
-            positions=np.repeat(positions, 2),
-            seeded=np.tile([False, True], b),
+        case = beside_seeded_copies(
+            rs.RejectionCase(logits, drafts, num, temperature, q, seeds=seeds, positions=positions)
         )
         return np.asarray(sample_output(engine, profile, case)[0])[0::2]
 
     return sample
+
+
+def beside_seeded_copies(trials: rs.RejectionCase) -> rs.RejectionCase:
+    """The requests of ``trials`` (one draft count) each without its seed in slot ``2 i``, beside a seeded copy of
+    itself in slot ``2 i + 1``."""
+    b, V = trials.batch_size, trials.vocab_size
+    K = int(trials.num_draft_tokens[0])
+    q = trials.draft_probs
+    return rs.RejectionCase(
+        np.repeat(trials.target_logits.reshape(b, K + 1, V), 2, axis=0).reshape(-1, V),
+        np.repeat(trials.draft_token_ids.reshape(b, K), 2, axis=0).reshape(-1),
+        np.repeat(trials.num_draft_tokens, 2),
+        np.repeat(trials.temperature, 2),
+        None if q is None else np.repeat(q.reshape(b, K, V), 2, axis=0).reshape(-1, V),
+        seeds=np.repeat(trials.seeds, 2),
+        positions=np.repeat(trials.positions, 2),
+        seeded=np.tile([False, True], b),
+    )
 
 
 def _unseeded_rows_distribution(engine, ctx: Context, tally: Tally) -> list[str]:
@@ -191,10 +242,18 @@ def _unseeded_rows_distribution(engine, ctx: Context, tally: Tally) -> list[str]
     target = stats.Power(ctx.deviation, ctx.power)
     alpha_test = stats.family_alpha_test(ctx.alpha, cases)
     sampler = _beside_seeded_copies(engine, ctx.profile)
-    lines = []
+    lines, seen = [], {}
     for i, case in enumerate(cases):
+        few = beside_seeded_copies(trial_case(case, GATE_TRIALS, ctx.seed + i))
+        if minimal.gate(engine, ctx.profile, few, tally, "RS-PROB-5", seen, f"{case.name} beside seeded copies"):
+            lines.append(f"{case.name}: not tested, its rows fail before the statistics")
+            continue
         trials = stats.planned_trials(case, target, alpha_test, ctx.trials)
         report = stats.distribution_check(sampler, case, trials, alpha_test, ctx.seed + i, target)
+        more = beside_seeded_copies(trial_case(case, minimal.SECOND_LOOK_TRIALS, ctx.seed + i))
+        if report.violations() and minimal.second_look(engine, ctx.profile, more, tally, "RS-PROB-5", seen, case.name):
+            lines.append(f"{case.name}: failed; its trials part from the oracle exactly")
+            continue
         lines += report.position_lines()
         if report.violations():
             judged = [*report.positions, report.accepted_length]  # position_lines' order

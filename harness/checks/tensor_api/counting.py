@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 
+from ... import shrink
 from ...core import Context, Outcome, Tally
 from ...oracle import counting as ac
+from ...oracle import metrics_judge as mj
 from ..catalogue import check
 from .common import REJECTED, accepts, as_ints, device_tensor, rejects
 
@@ -85,7 +87,7 @@ def counting_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outco
     }
     for case, (argument, max_positions, eos) in creation.items():
         rejects(tally, rid, case, argument, lambda m=max_positions, e=eos: api.acceptance_stats(m, e))
-    _metrics_cases(api, tally)
+    _metrics_cases(engine, tally)
     return tally.outcome(
         "counting and metrics arguments outside their legal values are rejected naming the argument, and a rejected "
         "observe changes no metric; rows of width 0 and max_positions 0 are legal"
@@ -109,10 +111,31 @@ def _observe_cases() -> dict[str, tuple[str, tuple]]:
     }
 
 
-def _metrics_cases(api, tally: Tally) -> None:
+def _metrics_judged_canonically(engine, tally: Tally) -> bool:
+    """Whether metrics of ``STEPS`` that part from the oracle's are the engine's rules' and not the entry point's
+    (RUN-FINDING-1): where the engine's canonical ``acceptance_metrics`` parts from the oracle on ``STEPS`` too, the
+    stream is shrunk and judged alone as ``counting/metrics`` judges one, and AC-TENSOR-1 reads BLOCKED."""
+    if not hasattr(engine, "acceptance_metrics"):
+        return False
+    judged = list(mj.METRICS)
+
+    def differs(steps) -> bool:
+        return bool(mj.metric_violations(steps, EOS, engine.acceptance_metrics(list(steps), EOS), judged))
+
+    if not differs(list(STEPS)):
+        return False
+    small = shrink.minimise(list(STEPS), mj.smaller_streams, differs)
+    rid, mode, shown = mj.owner(mj.metric_violations(small, EOS, engine.acceptance_metrics(small, EOS), judged))
+    tally.blocked("AC-TENSOR-1", rid, f"its minimal stream fails {rid} ({mode})")
+    tally.violated(rid, mode, f"through acceptance_metrics as well, minimised to {small}: {shown}", finding=rid)
+    return True
+
+
+def _metrics_cases(engine, tally: Tally) -> None:
     """Each bad ``observe`` after the valid ``STEPS``: rejected naming its argument, every metric then the
     oracle's over ``STEPS``; a step of two rows (one without drafts) and ``max_positions`` 0 are legal."""
     rid = "AC-TENSOR-1"
+    api = engine.tensor_api
     oracle = ac.AcceptanceMetrics(max_positions=2)
     for k, row, limit in STEPS:
         oracle.observe(k, row, EOS, limit)
@@ -139,7 +162,7 @@ def _metrics_cases(api, tally: Tally) -> None:
         return
     if _same_metrics(_metrics_of(stats), expected):
         tally.exercised(rid)
-    else:
+    elif not _metrics_judged_canonically(engine, tally):
         tally.violated(rid, "legal-value-misjudged", f"metrics {_metrics_of(stats)}, expected {expected}")
     for case, (argument, arguments) in _observe_cases().items():
         stats = observed_steps()

@@ -8,6 +8,9 @@ import numpy as np
 from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
 from ..catalogue import check
+from ..rejection import minimal
+from ..rejection.exact import comparable
+from ..rejection.output import describe_case
 from .common import REJECTED, accepts, as_ints, device_tensor, rejects
 
 
@@ -85,7 +88,7 @@ def rejection_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     if observed is not REJECTED:
         if observed == expected:
             tally.exercised(rid)
-        else:
+        elif not judged_canonically(engine, ctx, tally, greedy):
             tally.violated(rid, "omitted-temperature-not-greedy", f"temperature omitted: {observed}, greedy {expected}")
     zero = rs.RejectionCase(logits[2:], [], [0], [0.0])
     expected_tokens, expected_num, _ = rs.sample_case(zero)
@@ -106,6 +109,8 @@ def rejection_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
         expected = [row[: int(n)] for row, n in zip(as_ints(expected_tokens), as_ints(expected_num))]
         if shape == (1, 1) and rows == expected:
             tally.exercised(rid)
+        elif rows != expected and judged_canonically(engine, ctx, tally, zero):
+            pass
         else:
             message = f"max_spec_len 0, no drafts: output of shape {shape}, rows {rows}; expected (1, 1), {expected}"
             tally.violated(rid, "legal-value-misjudged", message)
@@ -126,6 +131,21 @@ def rejection_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
         "num_draft_tokens, max_spec_len and validate outside their legal values are rejected naming them; omitted, "
         "temperature verifies greedily, validate validates and seeds draw fresh"
     )
+
+
+def judged_canonically(engine, ctx: Context, tally: Tally, case: rs.RejectionCase) -> bool:
+    """Whether rows the entry point emitted for the greedy ``case`` that part from the oracle's are the engine's
+    rule's and not the entry point's (RUN-FINDING-1): where the engine's canonical ``rejection_sample`` parts from
+    the oracle on ``case`` too, the case is shrunk and judged alone as the exact checks judge one
+    (``rejection.minimal``) and recorded under its owner, RS-TENSOR-1 reading BLOCKED."""
+    tie_break = ctx.profile.tie_break
+    if not minimal.judge(engine, ctx.profile, case, True, tie_break):
+        return False
+    found = minimal.attribute(engine, ctx.profile, case, True, tie_break, lambda c: comparable(c, tie_break))
+    evidence = f"{found.owner.evidence} ({describe_case(found.minimal)}), through rejection_sample as well"
+    document = minimal.document(case, found, tally.requirements, tie_break)
+    minimal.record(tally, ctx.profile, tally.requirements, "RS-TENSOR-1", found.owner, evidence, document)
+    return True
 
 
 UNSEEDED_CALLS, UNSEEDED_VOCAB = 8, 64
