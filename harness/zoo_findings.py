@@ -1,4 +1,4 @@
-"""The zoo judged as a new user's first run (issue 37: one bug, one finding, under the requirement it breaks).
+"""The zoo judged as a new user's first run: one bug, one finding, under the requirement it breaks.
 
 ``specconform zoo`` judges each mutant by the few checks that can show its bug, with their verdicts on the
 requirement it breaks. A user's first run knows nothing of the bug: it runs every kernel check of the family the

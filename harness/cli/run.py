@@ -270,7 +270,7 @@ def add_zoo_parser(sub) -> None:
         "--findings",
         action="store_true",
         help="judge each mutant as a first run of its family would, with no expectations file, and say whether it "
-        "gives exactly one finding under the requirement it declares (issue 37); the table goes to --findings-out",
+        "gives exactly one finding under the requirement it declares; the table goes to --findings-out",
     )
     zoo.add_argument(
         "--findings-out", default="reports/zoo/findings.md", help="with --findings: where the table is written"
