@@ -55,7 +55,7 @@ def test_a_new_failure_fails_the_gate_and_the_verdict(good_run, broken_run, tmp_
     assert re.search(r"^- gate: \*\*failed\*\* \(exit 1\): [1-9]\d* new failures", text, re.MULTILINE)
     # the run's own summary line counts findings (defects), not failed checks: counting/validated and the counting
     # vectors `hole` and `out-of-vocab` failed
-    assert re.search(r"FAIL: FAIL=3 .*; findings [1-9]\d*, [1-9]\d* unexpected failures? in team-engine", text)
+    assert re.search(r"FAIL: FAIL=[1-9]\d* .*; findings [1-9]\d*, [1-9]\d* unexpected failures? in team-engine", text)
     assert "## specconform conformance report" in text  # the run's summary.md follows the verdict
 
 
