@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         results.add_diff_parser,
         results.add_bench_diff_parser,
         results.add_history_parser,
+        results.add_matrix_parser,
         results.add_pin_parser,
         tools.add_vectors_parser,
         tools.add_schema_parser,

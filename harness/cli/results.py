@@ -67,6 +67,15 @@ def cmd_history(args) -> int:
     return 0
 
 
+def cmd_matrix(args) -> int:
+    from .. import matrix
+
+    products = Path(args.products) if args.products else None
+    md, page = matrix.write(Path(args.engines), Path(args.out), Path(args.root), products)
+    print(f"wrote {md} and {page}")
+    return 0
+
+
 def cmd_pin(args) -> int:
     """Rewrite an expectation file so that it pins today's failures by requirement and fingerprint."""
     path = Path(args.expectations)
@@ -139,6 +148,24 @@ def add_history_parser(sub) -> None:
         "--out", default="reports/history", help="where history.md and history.html go (default: %(default)s)"
     )
     hist.set_defaults(func=cmd_history)
+
+
+def add_matrix_parser(sub) -> None:
+    """``specconform matrix``: engines x releases x conformance classes, from the published runs."""
+    mat = sub.add_parser(
+        "matrix",
+        help="the matrix of engines, releases and conformance classes from the published runs "
+        "(index.html, sortable and filterable, and matrix.md)",
+    )
+    mat.add_argument(
+        "--engines", default="reports/engines", help="the folder of published report folders (default: %(default)s)"
+    )
+    mat.add_argument("--out", default="reports/matrix", help="where index.html and matrix.md go (default: %(default)s)")
+    mat.add_argument("--root", default=".", help="the project root, which proof paths name (default: %(default)s)")
+    mat.add_argument(
+        "--products", help="the product records, which group report folders by engine (default: the harness's)"
+    )
+    mat.set_defaults(func=cmd_matrix)
 
 
 def add_pin_parser(sub) -> None:
