@@ -18,6 +18,19 @@ def cmd_report(args) -> int:
     if not run_dir.is_dir():
         raise UsageError(f"{args.run_dir!r} is not a run folder (one holds results.jsonl)")
     records = runner.read_records(run_dir)
+    if args.html:  # the page alone, on demand: the published data (results.jsonl, summary.md) is left as it is
+        if args.expectations:
+            raise UsageError(
+                "--html renders the page from results.jsonl as it is; --expectations rewrites it: give one"
+            )
+        reports.write_html(
+            run_dir / "report.html",
+            records,
+            checks_module.uncovered_requirements(),
+            runner.missing_records(run_dir, records),
+        )
+        print(f"rendered {run_dir / 'report.html'}")
+        return 0
     if args.expectations:
         try:
             expectations = runner.load_expectations(args.expectations)
@@ -105,6 +118,11 @@ def add_report_parser(sub) -> None:
     rep.add_argument(
         "--expectations",
         help="attach this expectations file's causes anew (rewrites results.jsonl) before rendering",
+    )
+    rep.add_argument(
+        "--html",
+        action="store_true",
+        help="render report.html alone (a published run keeps its data; its page is rendered on demand)",
     )
     rep.set_defaults(func=cmd_report)
 

@@ -10,7 +10,7 @@ re-exports what the rest of the harness uses, the console and the history includ
 from .html_page import html_report
 from .junit_xml import junit
 from .run_diff import _bad_results, diff
-from .run_folder import write_all
+from .run_folder import write_all, write_html
 from .summary import engines_summary, markdown
 from .text import ORDER, _count, _evidence, _first_line, _status_counts
 from .verdicts import engine_verdicts, requirement_status, run_verdict
@@ -31,4 +31,5 @@ __all__ = [
     "requirement_status",
     "run_verdict",
     "write_all",
+    "write_html",
 ]
