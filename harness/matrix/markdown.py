@@ -79,7 +79,8 @@ def markdown(lines: list[Line], items: list[History], links: Links, engines_dir:
         f"Each row is one engine at one release, variant and runner, read from the latest of its published runs under "
         f"`{engines_dir}` ({len(runs)} runs); each cell is its verdict on one conformance class, linking to that run's "
         "`summary.md` (the findings behind each cell: below, and in that summary). The same matrix, sortable and "
-        "filterable: [index.html](index.html). How it is made: docs/reports.md.",
+        "filterable: [index.html](index.html). Verdicts are computed from each run's `results.jsonl` by today's "
+        "harness; a `summary.md` was rendered when its run was published. How it is made: docs/reports.md.",
         "",
         "## Matrix",
         "",
