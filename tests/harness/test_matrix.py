@@ -139,3 +139,31 @@ def test_the_committed_matrix_is_the_one_the_published_runs_make():
     made = dict(zip(("matrix.md", "index.html"), matrix.render(ROOT / "reports/engines", out, ROOT)))
     for name, text in made.items():
         assert (out / name).read_text() == text, f"reports/matrix/{name} is stale: run `specconform matrix`"
+
+
+def test_a_runs_page_is_rendered_on_demand_from_its_data_alone(published, tmp_path, capsys):
+    # beside the published run, at its depth (the page's links to specs/ are relative); not a run's name, so no
+    # matrix reads it
+    folder = published / "reports/engines/toy-0.9"
+    run = shutil.copytree(folder / matrix_runs.STAMPS["0.9.0"], folder / "rendered-on-demand")
+    page = (run / "report.html").read_text()  # as the run was published (matrix_runs.publish)
+    (run / "report.html").unlink()
+    kept = {name: (run / name).read_bytes() for name in ("results.jsonl", "summary.md", "junit.xml")}
+    (run / "junit.xml").unlink()
+    assert cli.main(["report", "--html", str(run)]) == 0
+    assert (run / "report.html").read_text() == page
+    assert not (run / "junit.xml").exists()  # the page alone
+    assert {name: (run / name).read_bytes() for name in ("results.jsonl", "summary.md")} == {
+        name: kept[name] for name in ("results.jsonl", "summary.md")
+    }
+    capsys.readouterr()
+    assert cli.main(["report", "--html", "--expectations", str(tmp_path / "x.yaml"), str(run)]) == 2
+    assert "--html" in capsys.readouterr().err
+
+
+def test_a_folder_of_published_runs_that_is_not_there_is_named(tmp_path, capsys):
+    assert cli.main(["matrix", "--engines", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 2
+    assert "absent" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["matrix", "--engines", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
+    assert "no published run" in capsys.readouterr().err
