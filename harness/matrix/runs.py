@@ -118,7 +118,7 @@ def _run_folders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if _STAMP.match(p.name) and (p / "results.jsonl").is_file())
 
 
-def _products_of(engines_dir: Path, products_dir: Path | None) -> dict[str, str]:
+def _products_of(products_dir: Path | None) -> dict[str, str]:
     """``{report folder: product}`` as the product records list their folders."""
     products = registry.read(products_dir) if products_dir is not None else registry.products()
     return {folder: name for name, product in products.items() for folder in product.record.reports}
@@ -130,7 +130,7 @@ def rows(engines_dir: Path, products_dir: Path | None = None) -> list[Row]:
     holds no run is left out; a folder that is not there is an error naming it."""
     if not engines_dir.is_dir():
         raise FileNotFoundError(f"{str(engines_dir)!r} is not a folder of published runs (reports/engines)")
-    listed = _products_of(engines_dir, products_dir)
+    listed = _products_of(products_dir)
     latest: dict[tuple[str, str, str], tuple[Path, list[dict], list[Path]]] = {}
     for folder in sorted(p for p in engines_dir.iterdir() if p.is_dir()):
         for run in _run_folders(folder):
