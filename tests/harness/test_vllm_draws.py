@@ -85,7 +85,9 @@ def test_acceptance_uniforms_are_bit_exact(device):
         BLOCK=triton.next_power_of_2(len(positions)),
     )
     want = scheme.acceptance_uniform(seeds[:, None], positions[None, :])
-    want_block = scheme.acceptance_uniform(seeds[:, None, None], positions[None, None, :], np.arange(num_steps)[:, None])
+    want_block = scheme.acceptance_uniform(
+        seeds[:, None, None], positions[None, None, :], np.arange(num_steps)[:, None]
+    )
     got, got_block = u.cpu().numpy(), ub.cpu().numpy()
     # bit-exact: the same float32 bits, 64 seeds x 256 positions x (1 + 4 steps) = 81,920 uniforms
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
@@ -127,15 +129,19 @@ def test_gumbel_sample_picks_the_oracle_token(device):
     # a few strong candidates over a flat tail: races decided among several ids, near the noise's scale
     logits = rng.normal(0.0, 1.0, (rows, vocab)).astype(np.float32)
     logits[:, :8] += 3.0
-    sampled = gumbel_sample(
-        torch.from_numpy(logits).to(device),
-        torch.arange(rows, dtype=torch.int32, device=device),
-        torch.from_numpy(temperature).to(device),
-        torch.from_numpy(seeds).to(device),
-        torch.from_numpy(positions).to(device),
-        apply_temperature=True,
-        is_drafting=False,
-    ).cpu().numpy()
+    sampled = (
+        gumbel_sample(
+            torch.from_numpy(logits).to(device),
+            torch.arange(rows, dtype=torch.int32, device=device),
+            torch.from_numpy(temperature).to(device),
+            torch.from_numpy(seeds).to(device),
+            torch.from_numpy(positions).to(device),
+            apply_temperature=True,
+            is_drafting=False,
+        )
+        .cpu()
+        .numpy()
+    )
     judged = 0
     for r in range(rows):
         z = logits[r].astype(np.float64) / np.float64(temperature[r])

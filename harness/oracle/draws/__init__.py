@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import reference, sglang_seeded, vllm_mrv2
+from . import flashinfer_philox, reference, sglang_seeded, vllm_mrv2
 
-SCHEMES: dict[str, ModuleType] = {m.NAME: m for m in (reference, vllm_mrv2, sglang_seeded)}
+SCHEMES: dict[str, ModuleType] = {m.NAME: m for m in (reference, vllm_mrv2, sglang_seeded, flashinfer_philox)}
 
 
 def names() -> tuple[str, ...]:
