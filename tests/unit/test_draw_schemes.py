@@ -121,7 +121,7 @@ def test_curand_stream_follows_skipahead_and_the_philox_kat():
     u = flashinfer_philox.curand_uniform(0, 0, 0, 0)
     assert u == np.float32(np.float32(0x6627E8D5) * np.float32(2.0**-32) + np.float32(2.0**-33))
     uniforms = flashinfer_philox.chain_uniforms([1, 2], [0, 1], [0, 4], 3)
-    assert uniforms.shape == (2, 4) and uniforms[1, 0] == flashinfer_philox.curand_uniform(2, 1, 4, 0)
+    assert uniforms.shape == (2, 5) and uniforms[1, 0] == flashinfer_philox.curand_uniform(2, 1, 4, 0)
 
 
 def test_the_registry_names_every_scheme_and_refuses_an_unknown_one():

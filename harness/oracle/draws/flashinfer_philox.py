@@ -4,10 +4,11 @@ Written from FlashInfer's source and the curand device API it calls, sharing no 
 
 * ``include/flashinfer/sampling.cuh``, ``ChainSpeculativeSampling``: the CUDA block of batch row ``row`` calls
   ``curand_init(seed, row, offset, &state)`` (``seed``, ``offset``: the row's entries of the caller's tensors, or the
-  call's scalars) and then ``curand_uniform`` once per draft, in draft order and for every draft (drafts after the
-  first rejection draw too: they are counted in ``output_accepted_token_num``), then once for the final sample. So
-  draw ``n`` of a row is uniform ``n`` of its stream: draft ``j``'s coin is draw ``j``, the final sample's draw ``K``.
-  A draft is accepted when ``u * draft_prob < target_prob`` (float32).
+  call's scalars), then draws with ``curand_uniform`` in this order. Draft ``j`` takes draw ``j`` until the first
+  rejection, at draft ``pos``; the second loop then tests drafts ``pos .. K - 1`` again, each with a fresh draw
+  (draft ``i`` with draw ``i + 1``), only to count ``output_accepted_token_num``; the final sample takes the next draw:
+  ``K + 1`` after a rejection, ``K`` when every draft was accepted. A draft is accepted when
+  ``u * draft_prob < target_prob`` (float32).
 * curand's ``curandStatePhilox4_32_10_t`` (CUDA's ``curand_kernel.h``, ``curand_philox4x32_x.h``,
   ``curand_uniform.h``): ``curand_init`` sets the key to (seed low, seed high) and the counter to 0, adds the
   subsequence to counter words 2-3 (``skipahead_sequence``) and ``offset / 4`` blocks to words 0-1 with ``offset % 4``
@@ -59,7 +60,8 @@ def curand_uniform(seed, subsequence, offset, n) -> np.ndarray:
 
 
 def chain_uniforms(seed, row, offset, num_speculative_tokens: int) -> np.ndarray:
-    """The uniforms ``[..., K + 1]`` float32 of batch row ``row`` of ``ChainSpeculativeSampling``: the coins of drafts
-    ``0 .. K - 1``, then the final sample's. ``seed``, ``row`` and ``offset`` broadcast (uint64 values)."""
+    """Every draw ``[..., K + 2]`` float32 that batch row ``row`` of ``ChainSpeculativeSampling`` may take, in stream
+    order (the module's docstring says which draw each test and the final sample take). ``seed``, ``row`` and
+    ``offset`` broadcast (uint64 values)."""
     seed, row, offset = (np.asarray(x, dtype=np.uint64)[..., None] for x in (seed, row, offset))
-    return curand_uniform(seed, row, offset, np.arange(num_speculative_tokens + 1))
+    return curand_uniform(seed, row, offset, np.arange(num_speculative_tokens + 2))
