@@ -130,3 +130,12 @@ def test_the_registry_names_every_scheme_and_refuses_an_unknown_one():
     assert all(draws.scheme(name).FOLLOWS for name in draws.names())
     with pytest.raises(ValueError, match="profile x: draws must be one of reference, .*flashinfer-philox; got 'mrv2'"):
         draws.validate("mrv2", "profile x")
+
+
+def test_the_reference_scheme_is_the_oracles_counter_draws():
+    from specconform.harness.oracle import rejection as rs
+    from specconform.harness.oracle.draws import reference
+
+    draws_at = rs.counter_draws(12345, 40, 9)
+    assert reference.acceptance_uniform(12345, 42) == draws_at.uniform(2)
+    assert (reference.exponentials(12345, 42, 9) == draws_at.noise(2)).all()
