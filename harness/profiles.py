@@ -12,6 +12,8 @@ PRECONDITION_FAILED. Profiles load from the built-in table or from a YAML file:
     layout: padded             # variant (RS-LAYOUT-3): ragged (canonical) | padded
     verification: synthetic    # RUN-PROFILE-3: exact (canonical) or the name of a non-exact mode, which
                                # claims none of EXACT_RULE_CLASSES (a lossless one: DISTRIBUTION_CLASSES only)
+    draws: vllm-mrv2           # the draw scheme of its seeded requests (specconform.harness.oracle.draws), versioned
+                               # with the engine; default: reference with the capability reference-draws, else unknown
     forced_end: phrase         # variant (TB-END-1): marker (canonical: F = E) | phrase (F = P + E)
     end_markers: several       # variant (TB-END-3): one (canonical) | several accepted end markers
     capabilities: [budget, rejection, counting]
@@ -31,6 +33,7 @@ from pathlib import Path
 import yaml
 
 from . import contract, schemas, spec
+from .oracle import draws as draw_schemes
 
 CAPABILITIES = (
     "budget",  # a budget-state handle: sync_batch / forced_tokens / update_state
@@ -93,6 +96,8 @@ class Profile:
     forced_logit: str = "one-hot"
     layout: str = "ragged"
     verification: str = "exact"
+    # the named draw scheme of its seeded requests (specconform.harness.oracle.draws); None: not declared
+    draws: str | None = None
     forced_end: str = "marker"
     end_markers: str = "one"
     capabilities: frozenset[str] = field(default_factory=lambda: frozenset(KERNEL_CAPABILITIES))
@@ -125,6 +130,13 @@ class Profile:
             raise ValueError(
                 f"profile {self.name}: verification {self.verification!r} is not exact, so the profile cannot claim "
                 f"{', '.join(exact_claims)} (drop_classes them)"
+            )
+        if self.draws is not None:
+            draw_schemes.validate(self.draws, f"profile {self.name}")
+        if "reference-draws" in self.capabilities and self.draws not in (None, "reference"):
+            raise ValueError(
+                f"profile {self.name}: draws is {self.draws!r}, but the capability reference-draws says its seeded "
+                "requests take the reference draws (draws: reference)"
             )
         for variant, values in VARIANT_CLASSES.items():
             if getattr(self, variant) not in values:
@@ -179,6 +191,7 @@ class Profile:
             "forced_logit": self.forced_logit,
             "layout": self.layout,
             "verification": self.verification,
+            "draws": self.draws,
             "forced_end": self.forced_end,
             "end_markers": self.end_markers,
             "capabilities": sorted(self.capabilities),
@@ -195,7 +208,8 @@ def canonical(scope: str = "request") -> Profile:
     API's classes to engines that declare it (``with_tensor_api``)."""
     other = SCOPE_CLASSES["section" if scope == "request" else "request"]
     kernel = {c for c in spec.classes() if not c.startswith("api.")} - set(variant_classes()) - set(TENSOR_API_CLASSES)
-    return Profile(f"canonical{'' if scope == 'request' else '-section'}", frozenset(kernel - {other}), scope=scope)
+    name = f"canonical{'' if scope == 'request' else '-section'}"
+    return Profile(name, frozenset(kernel - {other}), scope=scope, draws="reference")
 
 
 def variant_classes() -> tuple[str, ...]:
@@ -240,6 +254,9 @@ def load_profile(name_or_path: str) -> Profile:
     scope = _given(data.scope, base.scope)
     if scope != base.scope:
         classes = (classes - {SCOPE_CLASSES[base.scope]}) | {SCOPE_CLASSES[scope]}
+    capabilities = frozenset(_given(data.capabilities, base.capabilities))
+    # a base's reference draws go only with the capability that says so; another scheme is declared, never inherited
+    inherited_draws = base.draws if "reference-draws" in capabilities else None
     declared = {variant: _given(getattr(data, variant), getattr(base, variant)) for variant in VARIANT_CLASSES}
     for variant, value in declared.items():
         values = VARIANT_CLASSES[variant]
@@ -255,7 +272,8 @@ def load_profile(name_or_path: str) -> Profile:
         forced_logit=_given(data.forced_logit, base.forced_logit),
         layout=_given(data.layout, base.layout),
         verification=_given(data.verification, base.verification),
-        capabilities=frozenset(_given(data.capabilities, base.capabilities)),
+        draws=_given(data.draws, inherited_draws),
+        capabilities=capabilities,
         contract=frozenset(_given(data.contract, base.contract)),
         derived=frozenset(_given(data.derived, base.derived)),
         field_names=tuple(sorted((str(k), tuple(v)) for k, v in (data.field_names or dict(base.field_names)).items())),

@@ -87,6 +87,11 @@ class ProfileFile(Strict):
     forced_logit: str | None = Field(None, description="variant (TB-FORCE-6): one-hot (canonical) or large-constant")
     layout: str | None = Field(None, description="variant (RS-LAYOUT-3): ragged (canonical) or padded")
     verification: str | None = Field(None, description="RUN-PROFILE-3: exact (canonical) or a non-exact mode's name")
+    draws: str | None = Field(
+        None,
+        description="the draw scheme of its seeded requests, versioned with the engine "
+        "(specconform.harness.oracle.draws: reference, vllm-mrv2, sglang-seeded, flashinfer-philox)",
+    )
     forced_end: str | None = Field(None, description="variant (TB-END-1): marker (canonical) or phrase")
     end_markers: str | None = Field(None, description="variant (TB-END-3): one (canonical) or several")
     capabilities: list[str] | None = Field(

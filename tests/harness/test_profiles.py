@@ -84,3 +84,26 @@ def test_a_lossless_mode_is_judged_on_the_output_distribution_alone(tmp_path):
     assert outcome.requirements["RS-PROB-6"].status == NOT_APPLICABLE
     assert outcome.requirements["RS-PROB-5"].status == PASS and outcome.status == PASS
     assert runner.judged_on_engine_values(distribution, Outcome(FAIL, "x", judged), canonical()).status == FAIL
+
+
+@pytest.mark.req("RUN-PROFILE-1")
+def test_a_profile_declares_its_draw_scheme_by_a_known_name(tmp_path):
+    """``draws:`` names a scheme of specconform.harness.oracle.draws; an unknown name is an error naming it and the
+    known ones; the reference draws go with the capability reference-draws and are never inherited without it."""
+    from specconform.harness import products
+
+    path = tmp_path / "engine.yaml"
+    path.write_text("capabilities: [rejection, seeded]\ndraws: vllm-mrv2\n")
+    assert load_profile(str(path)).draws == "vllm-mrv2"
+    assert load_profile(str(path)).to_json()["draws"] == "vllm-mrv2"
+    path.write_text("capabilities: [rejection, seeded]\n")
+    assert canonical().draws == "reference" and load_profile(str(path)).draws is None
+    path.write_text("capabilities: [rejection, seeded]\ndraws: vllm-mrv3\n")
+    with pytest.raises(ValueError, match="draws must be one of reference, vllm-mrv2, sglang-seeded.*'vllm-mrv3'"):
+        load_profile(str(path))
+    path.write_text("draws: sglang-seeded\n")  # the canonical capabilities, reference-draws among them
+    with pytest.raises(ValueError, match="reference-draws"):
+        load_profile(str(path))
+    # the engines whose draws the oracle has declare them with the version they were read from
+    declared = {name: products.profile_of(name).draws for name in ("vllm-mrv2", "vllm-mrv2-block", "sglang")}
+    assert declared == {"vllm-mrv2": "vllm-mrv2", "vllm-mrv2-block": "vllm-mrv2", "sglang": "sglang-seeded"}

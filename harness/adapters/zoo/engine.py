@@ -42,7 +42,8 @@ class MutantEngine(CountingMutants, OracleEngine):
         self.profile = profiles.with_variant(profile, "end_markers", mutant.end_markers)
         hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name in _OWN_DRAWS
         if hides_draws:  # its randomness is not the reference's: judged statistically
-            self.profile = replace(self.profile, capabilities=self.profile.capabilities - {"reference-draws"})
+            capabilities = self.profile.capabilities - {"reference-draws"}
+            self.profile = replace(self.profile, capabilities=capabilities, draws=None)
         if mutant.name == "unvalidated-ids-emitted":  # uses the permission RS-INPUT-6
             capabilities = self.profile.capabilities - {"input-validation"} | {"unvalidated-mode"}
             self.profile = replace(self.profile, capabilities=capabilities)
