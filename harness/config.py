@@ -22,8 +22,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from . import stats
-from .adapters import UsageError
-from .core import Check, Context
+from .core import Check, Context, UsageError
 
 # the options that name an OpenAI-compatible server (``--engine openai``), by their command-line names
 API_OPTION_NAMES = (

@@ -19,6 +19,11 @@ if TYPE_CHECKING:  # annotations only: profiles and cases import the core, not t
     from .oracle.rejection import RejectionCase
     from .profiles import Profile
 
+
+class UsageError(ValueError):
+    """A user's mistake (an engine's name, an option, a file): reported as one line, never as a traceback."""
+
+
 PASS = "PASS"
 FAIL = "FAIL"
 NOT_RUN = "NOT_RUN"  # a requirement no case of the check reached (cut short, or never generated)

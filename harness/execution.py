@@ -20,9 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import runner
-from .adapters import UsageError
 from .config import RunConfig, words
-from .core import Check
+from .core import Check, UsageError
 from .isolation import EngineProcess
 
 

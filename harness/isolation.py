@@ -71,7 +71,8 @@ def _load_catalogue(catalogue: str) -> dict:
 
 def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
     """The child: build the engine, then run checks by name until told to stop."""
-    from .adapters import UsageError, make_engine
+    from .adapters import make_engine
+    from .core import UsageError
 
     checks = _load_catalogue(catalogue)
     conn.send(("booted", None))

@@ -21,7 +21,8 @@ import importlib.util
 import json
 from dataclasses import dataclass
 
-from .adapters import UsageError, headers_of
+from .adapters import headers_of
+from .core import UsageError
 
 PROBE_TIMEOUT_S = 10  # how long a server may take to answer one preflight request
 

@@ -32,9 +32,10 @@ import pytest
 
 from . import checks as checks_module
 from . import preflight, reports, runner
-from .adapters import UsageError, check_engine_spec
+from .adapters import check_engine_spec
 from .cli.run import new_run_dir
 from .config import RunConfig, file_options, find_pyproject, option_actions, words
+from .core import UsageError
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
 

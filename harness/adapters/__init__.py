@@ -15,12 +15,7 @@ import importlib.util
 import urllib.parse
 
 from .. import products
-from ..core import missing_methods
-
-
-class UsageError(ValueError):
-    """A user's mistake in naming an engine: reported as one line, never as a traceback."""
-
+from ..core import UsageError, missing_methods
 
 # specconform's extras (pyproject.toml) and the modules each brings that the core install lacks
 EXTRAS = {

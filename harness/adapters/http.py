@@ -26,9 +26,8 @@ import yaml
 from pydantic import model_validator
 
 from .. import products, profiles, schemas, spec
-from ..core import UnparsableResponse
+from ..core import UnparsableResponse, UsageError
 from ..schemas import Strict
-from . import UsageError
 
 PROBE_TIMEOUT_S = 10  # GET /models: how long a live server may take to answer it
 RESTART_LIMIT_S = 600  # how long a restarted server may take to answer GET /models again

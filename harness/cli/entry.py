@@ -10,8 +10,8 @@ import signal
 import sys
 from pathlib import Path
 
-from ..adapters import UsageError
 from ..config import file_options, find_pyproject, option_actions
+from ..core import UsageError
 from ..isolation import EngineUsageError
 from . import export, reproduce, results, run, tools
 from .options import Parser

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..adapters import UsageError
+from ..core import UsageError
 
 
 def cmd_export(args) -> int:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .. import preflight
-from ..adapters import UsageError, check_engine_spec
+from ..adapters import check_engine_spec
 from ..config import RunConfig
+from ..core import UsageError
 from .options import add_api_options
 
 

@@ -9,7 +9,7 @@ import yaml
 
 from .. import checks as checks_module
 from .. import reports, runner
-from ..adapters import UsageError
+from ..core import UsageError
 from .options import bounded
 
 

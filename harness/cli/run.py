@@ -10,8 +10,9 @@ from pathlib import Path
 
 from .. import checks as checks_module
 from .. import console, execution, preflight, reports, runner
-from ..adapters import ENGINE_FORMS, UsageError, check_engine_spec
+from ..adapters import ENGINE_FORMS, check_engine_spec
 from ..config import RunConfig
+from ..core import UsageError
 from ..isolation import EngineUsageError
 from ..profiles import load_profile
 from .options import (

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from ..adapters import UsageError
+from ..core import UsageError
 from .budget import budget_case
 from .idioms import idiom_for
 from .rejection import rejection_case

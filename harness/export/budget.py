@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from specconform.specs.interface import BatchUpdate
 
-from ..adapters import UsageError
+from ..core import UsageError
 from ..oracle import budget as tb
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..adapters import UsageError
+from ..core import UsageError
 from ..oracle import rejection as rs
 from ..vectors import case_from_json
 

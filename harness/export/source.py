@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import reproductions
-from ..adapters import UsageError
+from ..core import UsageError
 
 
 @dataclass

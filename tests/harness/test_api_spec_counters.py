@@ -15,9 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from specconform.harness import checks
-from specconform.harness.adapters import UsageError
 from specconform.harness.adapters import http as api
-from specconform.harness.core import FAIL, PASS, PRECONDITION_FAILED, Context
+from specconform.harness.core import FAIL, PASS, PRECONDITION_FAILED, Context, UsageError
 from specconform.harness.profiles import canonical
 
 START, END, WORD = 50, 51, 7

@@ -8,7 +8,7 @@ import httpx2
 import pytest
 
 from specconform.harness import cli, preflight
-from specconform.harness.adapters import UsageError
+from specconform.harness.core import UsageError
 from tests.harness.served_stand_in import served
 from tests.harness.test_api_spec_counters import SpecServer, fake_vllm, route_clients
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 
 from ... import profiles
+from ...core import UsageError
 from ...oracle import budget as tb
 from ...oracle import rejection as rs
-from .. import UsageError
 from ..oracle import OracleEngine
 from .budget import _BATCH_TYPES, _REQUEST_TYPES, _MutantBudget
 from .counting import CountingMutants

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ...adapters import UsageError
+from ...core import UsageError
 from . import reference, sglang, sglang_strict, vllm_mrv2
 
 IDIOMS: tuple[ModuleType, ...] = (reference, vllm_mrv2, sglang, sglang_strict)
