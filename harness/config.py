@@ -10,6 +10,7 @@ parsed back from a string.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,17 @@ API_OPTION_NAMES = (
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 DEFAULT_ENGINES = ("reference", "oracle", "embedded:single", "embedded:multi")
 DEFAULT_SEED = 20261121
+
+
+def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[Check]:
+    """Checks whose name, class or requirement ids match any ``include`` glob and no ``exclude`` glob."""
+
+    def matches(check: Check, patterns) -> bool:
+        keys = [check.name, check.cls, *check.requirements]
+        return any(fnmatch.fnmatchcase(key, pattern) for pattern in patterns for key in keys)
+
+    include, exclude = list(include), list(exclude)
+    return [c for c in checks if (not include or matches(c, include)) and not matches(c, exclude)]
 
 
 @dataclass(frozen=True)
@@ -165,8 +177,6 @@ class RunConfig:
 
     def selected(self, catalogue: Iterable[Check]) -> list[Check]:
         """The checks this run judges, in catalogue order; a ``UsageError`` when none is left."""
-        from .runner import select
-
         chosen = select(catalogue, self.checks, self.exclude)
         if not chosen:
             raise UsageError(

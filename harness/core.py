@@ -11,12 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from specconform.specs.interface import BatchUpdate
+from specconform.specs.interface import BatchUpdate, RejectionCase
 
 from . import spec
 
 if TYPE_CHECKING:  # annotations only: profiles and cases import the core, not the other way round
-    from .oracle.rejection import RejectionCase
     from .profiles import Profile
 
 

@@ -388,25 +388,6 @@ def prove(entry: ProofEntry, engine: str, timeout: float = 1800, api_options: di
     return judge(entry, unpatched, patched)
 
 
-def cmd_prove(args, api_options: dict | None = None) -> int:
-    """``specconform prove``: one line per entry with a proof; 1 if any is not proven."""
-    from .adapters import check_engine_spec
-
-    check_engine_spec(args.engine, api_options)
-    entries, without = load_proofs(args.expectations, args.entry or "")
-    not_proven = 0
-    for entry in entries:
-        if entry.server is not None and not (api_options or {}).get("base_url"):
-            raise ProofUsageError(f"{entry.label}: its proof starts a server; name it with --base-url (and --model)")
-        ok, why = prove(entry, args.engine, api_options=api_options)
-        not_proven += not ok
-        print(f"{'PROVEN' if ok else 'NOT PROVEN'} {entry.label}: {why}", flush=True)
-    for label in without:
-        print(f"NO PROOF {label}", flush=True)
-    print(f"{len(entries) - not_proven} proven, {not_proven} not proven, {len(without)} FAIL entries without a proof")
-    return 1 if not_proven else 0
-
-
 def _add_vector_fingerprints(document: dict, results: list[dict]) -> None:
     """Give each failed budget scenario the fingerprint the golden-vector check reports for it
     (``checks.vectors``: the scenario's first requirement, mode ``forced-rows-differ`` or

@@ -269,17 +269,6 @@ def pin_expectations(records: list[dict], expectations: list[Expectation]) -> li
     return list(pinned.values())
 
 
-def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[Check]:
-    """Checks whose name, class or requirement ids match any ``include`` glob and no ``exclude`` glob."""
-
-    def matches(check: Check, patterns) -> bool:
-        keys = [check.name, check.cls, *check.requirements]
-        return any(fnmatch.fnmatchcase(key, pattern) for pattern in patterns for key in keys)
-
-    include, exclude = list(include), list(exclude)
-    return [c for c in checks if (not include or matches(c, include)) and not matches(c, exclude)]
-
-
 def run_checks(
     engine: EngineProcess,
     checks: Iterable[Check],

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import torch
 
+from specconform.specs.interface import PLACEHOLDER
+
 from . import rng
 from .kernels import HAS_TRITON
 from .validation import describe, require_int, require_tensor
-
-PLACEHOLDER = -1
 
 
 @dataclass

@@ -1,8 +1,13 @@
-"""The persistent-batch update the specification defines (specs/thinking-budget.md, TB-BATCH-1..5).
+"""The engine protocol's argument types: what the specification hands an engine, shared by the reference
+implementation, the oracle, the golden vectors, the checks and every engine adapter.
 
-One type, shared by the reference implementation, the oracle, the golden vectors and every engine
-adapter. It is plain data: it validates nothing, so a check can hand an engine an invalid budget
-(``1.5``, ``True``) and judge whether the engine rejects it (TB-API-2).
+* ``BatchUpdate``: the persistent-batch update (specs/thinking-budget.md, TB-BATCH-1..5). It is plain data: it
+  validates nothing, so a check can hand an engine an invalid budget (``1.5``, ``True``) and judge whether the
+  engine rejects it (TB-API-2).
+* ``RejectionCase``: one batch of speculative-decoding verification in the canonical ragged layout
+  (specs/rejection-sampling.md, RS-LAYOUT-1); ``validate`` raises ``InvalidCase`` for the input the spec
+  requires an implementation to reject (RS-INPUT-*).
+* ``PLACEHOLDER``: the id that pads an output row past its emitted tokens (AC-COUNT-1).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 
 class Move(enum.Enum):
@@ -68,3 +75,136 @@ class BatchUpdate:
             ),
             moved=tuple(moved),
         )
+
+
+PLACEHOLDER = -1
+
+
+class InvalidCase(ValueError):
+    """Input that the spec requires an implementation to reject (RS-INPUT-*)."""
+
+
+@dataclass
+class RejectionCase:
+    """The canonical ragged layout (RS-LAYOUT-1).
+
+    ``target_logits``: ``[sum(K_i + 1), V]``; request ``i`` owns ``K_i`` draft rows then its bonus
+    row. ``draft_token_ids``: ``[sum(K_i)]``. ``num_draft_tokens``: ``[B]``. ``draft_probs``:
+    ``[sum(K_i), V]`` or None (one-hot drafts). ``temperature``: ``[B]``, 0 = greedy.
+    ``forced_token_ids``: ``[sum(K_i + 1)]``, -1 = free. ``seeds``: ``[B]`` int64 or None (no request has a
+    seed). ``seeded``: ``[B]`` bool beside ``seeds``, False where a request has no seed (its entry in ``seeds`` is
+    then unused), or None (every request has its seed): a batch may mix seeded and unseeded requests (section 6,
+    mixed batches).
+    ``positions``: ``[B]`` int64.
+    """
+
+    target_logits: np.ndarray
+    draft_token_ids: np.ndarray
+    num_draft_tokens: np.ndarray
+    temperature: np.ndarray
+    draft_probs: np.ndarray | None = None
+    forced_token_ids: np.ndarray | None = None
+    seeds: np.ndarray | None = None
+    positions: np.ndarray | None = None
+    seeded: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.target_logits = np.asarray(self.target_logits, dtype=np.float64)
+        self.draft_token_ids = np.asarray(self.draft_token_ids, dtype=np.int64).reshape(-1)
+        self.num_draft_tokens = np.asarray(self.num_draft_tokens, dtype=np.int64).reshape(-1)
+        self.temperature = np.asarray(self.temperature, dtype=np.float64).reshape(-1)
+        if self.draft_probs is not None:
+            self.draft_probs = np.asarray(self.draft_probs, dtype=np.float64)
+        if self.forced_token_ids is not None:
+            self.forced_token_ids = np.asarray(self.forced_token_ids, dtype=np.int64).reshape(-1)
+        if self.seeds is not None:
+            self.seeds = np.asarray(self.seeds, dtype=np.int64).reshape(-1)
+        if self.positions is not None:
+            self.positions = np.asarray(self.positions, dtype=np.int64).reshape(-1)
+        if self.seeded is not None:
+            self.seeded = np.asarray(self.seeded).reshape(-1)
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.num_draft_tokens)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.target_logits.shape[1]
+
+    def row_offsets(self) -> np.ndarray:
+        """First logits row of each request, ``[B + 1]`` (exclusive prefix sum of K_i + 1)."""
+        return np.concatenate([[0], np.cumsum(self.num_draft_tokens + 1)])
+
+    def draft_offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.num_draft_tokens)])
+
+    def seed_of(self, i: int) -> int | None:
+        """Request ``i``'s seed, or None where it has none (mixed batches, spec section 6)."""
+        if self.seeds is None or (self.seeded is not None and not self.seeded[i]):
+            return None
+        return int(self.seeds[i])
+
+    @property
+    def marks_unseeded(self) -> bool:
+        """Whether ``seeded`` marks a request without a seed: the batch mixes seeded and unseeded requests, or
+        (all marked) holds unseeded requests alone (mixed batches, spec section 6)."""
+        return self.seeds is not None and self.seeded is not None and not self.seeded.all()
+
+    def validate(self) -> None:
+        """Raise ``InvalidCase`` naming the field for input the spec rejects (RS-INPUT-1..5)."""
+        B, V = self.batch_size, self.vocab_size
+        if (self.num_draft_tokens < 0).any():
+            raise InvalidCase(f"num_draft_tokens must be >= 0; got {self.num_draft_tokens.tolist()}")
+        rows = int((self.num_draft_tokens + 1).sum())
+        if self.target_logits.shape[0] != rows:
+            raise InvalidCase(f"target_logits has {self.target_logits.shape[0]} rows; sum(K_i + 1) is {rows}")
+        if len(self.draft_token_ids) != int(self.num_draft_tokens.sum()):
+            raise InvalidCase(
+                f"draft_token_ids has {len(self.draft_token_ids)} entries; sum(K_i) is "
+                f"{int(self.num_draft_tokens.sum())}"
+            )
+        if len(self.temperature) != B:
+            raise InvalidCase(f"temperature has {len(self.temperature)} entries; B is {B}")
+        if self.seeded is not None:
+            if self.seeds is None:
+                raise InvalidCase(f"seeded is {self.seeded.tolist()} but seeds is None; seeded marks entries of seeds")
+            if self.seeded.dtype != np.bool_:
+                raise InvalidCase(f"seeded must hold booleans; got {self.seeded.tolist()} ({self.seeded.dtype})")
+            if len(self.seeded) != len(self.seeds):
+                raise InvalidCase(f"seeded has {len(self.seeded)} entries; seeds has {len(self.seeds)}")
+        if not np.isfinite(self.temperature).all() or (self.temperature < 0).any():
+            raise InvalidCase(f"temperature must be finite and >= 0; got {self.temperature.tolist()}")
+        bad = (self.draft_token_ids < 0) | (self.draft_token_ids >= V)
+        if bad.any():
+            raise InvalidCase(f"draft_token_ids must lie in [0, {V}); got {self.draft_token_ids[bad].tolist()}")
+        forced = self.forced_token_ids
+        if forced is not None:
+            if len(forced) != rows:
+                raise InvalidCase(f"forced_token_ids has {len(forced)} entries; expected {rows}")
+            bad = (forced < -1) | (forced >= V)
+            if bad.any():
+                raise InvalidCase(f"forced_token_ids must be -1 or in [0, {V}); got {forced[bad].tolist()}")
+        free = np.ones(rows, dtype=bool) if forced is None else forced == -1
+        logits = self.target_logits[free]
+        if np.isnan(logits).any():
+            raise InvalidCase("target_logits contains NaN")
+        if np.isposinf(logits).any():
+            raise InvalidCase("target_logits contains +inf")
+        no_finite = ~np.isfinite(logits).any(axis=1)
+        if no_finite.any():
+            row = int(np.flatnonzero(free)[np.flatnonzero(no_finite)[0]])
+            raise InvalidCase(f"target_logits row {row} has no finite logit")
+        if self.draft_probs is not None:
+            q = self.draft_probs
+            if q.shape != (len(self.draft_token_ids), V):
+                raise InvalidCase(f"draft_probs has shape {q.shape}; expected {(len(self.draft_token_ids), V)}")
+            if not np.isfinite(q).all() or (q < 0).any():
+                raise InvalidCase("draft_probs must be finite and >= 0")
+            sums = q.sum(axis=1)
+            bad = np.abs(sums - 1.0) > 1e-3
+            if bad.any():
+                raise InvalidCase(
+                    f"draft_probs row {int(np.flatnonzero(bad)[0])} sums to "
+                    f"{float(sums[bad][0])!r}; rows must sum to 1 within 1e-3"
+                )

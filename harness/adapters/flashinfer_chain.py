@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from .. import products
-from ..oracle import rejection as rs
 
 
 def make():
@@ -56,7 +57,7 @@ class DraftGroup:
     offsets: np.ndarray | None
 
 
-def draft_groups(case: rs.RejectionCase) -> list[DraftGroup]:
+def draft_groups(case: RejectionCase) -> list[DraftGroup]:
     """Split a canonical case into FlashInfer calls, one per distinct ``K`` (ascending)."""
     greedy = np.flatnonzero(case.temperature <= 0)
     if len(greedy):
@@ -96,12 +97,12 @@ def draft_groups(case: rs.RejectionCase) -> list[DraftGroup]:
     return groups
 
 
-def _positions(case: rs.RejectionCase) -> np.ndarray:
+def _positions(case: RejectionCase) -> np.ndarray:
     return np.zeros(case.batch_size, dtype=np.int64) if case.positions is None else case.positions
 
 
 def gather_outputs(
-    case: rs.RejectionCase, groups: list[DraftGroup], outputs: list[tuple[np.ndarray, np.ndarray]]
+    case: RejectionCase, groups: list[DraftGroup], outputs: list[tuple[np.ndarray, np.ndarray]]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Put each group's ``(output_token_ids [b, K + 1], output_emitted_draft_token_num [b])`` back in
     request order: ``(token_ids [B, max K + 1] int64, -1-padded; num_emitted [B] int64)``."""
@@ -133,7 +134,7 @@ class FlashInferChainEngine:
         )
         self.profile = products.profile_of("flashinfer")  # with its reasons: harness/products/flashinfer/profile.yaml
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         torch = self.torch
         if case.marks_unseeded:  # the profile declares no mixed-seeding: its checks never hand it such a batch
             raise ValueError(

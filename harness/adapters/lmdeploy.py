@@ -47,8 +47,9 @@ from dataclasses import fields
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from .. import products
-from ..oracle import rejection as rs
 
 # namespace packages whose __init__ would import the whole engine
 _NAMESPACES = (
@@ -204,7 +205,7 @@ class LmdeployEngine:
 
     # -- sampling inputs, as the engine builds them -----------------------------------------------
 
-    def sampling_inputs(self, case: rs.RejectionCase, requests: np.ndarray, num_tokens: int):
+    def sampling_inputs(self, case: RejectionCase, requests: np.ndarray, num_tokens: int):
         """lmdeploy's ``SamplingInputs`` for ``requests``, expanded to ``num_tokens`` rows each as
         ``spec_agent._expand_sampling_inputs`` expands them."""
         torch = self.torch
@@ -234,7 +235,7 @@ class LmdeployEngine:
 
     # -- rejection sampling -----------------------------------------------------------------------
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         torch = self.torch
         if case.forced_token_ids is not None and (case.forced_token_ids != -1).any():
             row = int(np.flatnonzero(case.forced_token_ids != -1)[0])

@@ -6,6 +6,8 @@ import platform
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from .. import profiles
 from ..oracle import budget as tb
 from ..oracle import counting as ac
@@ -35,7 +37,7 @@ class OracleEngine:
         ``other_end_token_ids``: end markers accepted beside ``end`` (TB-END-3, ``end_markers: several``)."""
         return OracleBudget(tb.BudgetBatch(start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids))
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         tokens, num, _ = rs.sample_case(case)
         return tokens, num
 

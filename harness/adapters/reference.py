@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from .. import profiles
-from ..oracle import rejection as rs
 
 
 class ReferenceEngine:
@@ -32,7 +33,7 @@ class ReferenceEngine:
     def budget_state(self, start, end, max_num_reqs, scope="request", max_spec_len=0):
         return ReferenceBudget(self, start, end, max_num_reqs, scope, max_spec_len)
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         torch = self.torch
         tokens, num_emitted = self.rejection_sample_tensors(
             self._tensor(case.target_logits, torch.float32),

@@ -61,9 +61,10 @@ import types
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from .. import products
 from ..contract import OutsideContract
-from ..oracle import rejection as rs
 from .sglang_eagle import EagleVerifyHelpers
 
 # what its modules import beyond torch, Triton and transformers, installed without their dependencies (SGLang pins
@@ -126,7 +127,7 @@ class SglangEngine:
 
     # -- verification ---------------------------------------------------------------------------
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         if case.forced_token_ids is not None and (case.forced_token_ids != -1).any():
             row = int(np.flatnonzero(case.forced_token_ids != -1)[0])
             raise ValueError(

@@ -37,8 +37,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from .. import products
-from ..oracle import rejection as rs
 
 FORCED_LOGIT = 1e9  # what vLLM writes into a forced cell (both model runners)
 SAMPLED_TOKENS_PER_STEP = 1  # Scheduler.num_sampled_tokens_per_step without multi-token prediction
@@ -204,7 +205,7 @@ class VllmEngine:
             logits_indices=torch.arange(int(rows[-1]), dtype=torch.int32, device=device),
         )
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         torch = self.torch
         logits = torch.tensor(case.target_logits, dtype=torch.float32, device=self.device)
         if case.forced_token_ids is not None:  # what vLLM's budget holder writes before sampling

@@ -40,8 +40,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from .. import products
-from ..oracle import rejection as rs
 from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget, vllm_commit
 
 MAX_MODEL_LEN = 4096
@@ -158,7 +159,7 @@ class VllmMrv2Engine:
 
     # -- rejection sampling --------------------------------------------------------------------
 
-    def _sampling_states(self, case: rs.RejectionCase):
+    def _sampling_states(self, case: RejectionCase):
         """vLLM's ``SamplingStates`` with request ``i`` at state index ``i``."""
         B, V = case.batch_size, case.vocab_size
         sampling = self.vllm.SamplingStates(B, V)
@@ -169,7 +170,7 @@ class VllmMrv2Engine:
         sampling.apply_staged_writes()
         return sampling
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         torch = self.torch
         B, V = case.batch_size, case.vocab_size
         K = case.num_draft_tokens.astype(np.int64)

@@ -1,4 +1,4 @@
-"""Rejection-sampling cases in the canonical ragged layout (``specconform.harness.oracle.rejection.RejectionCase``).
+"""Rejection-sampling cases in the canonical ragged layout (``specconform.specs.interface.RejectionCase``).
 
 Hypothesis draws the structure every rule branches on: the vocabulary size, the batch, each
 request's draft count and temperature, whether draft probabilities are given, how each draft row's
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from ..oracle import rejection as rs
+from specconform.specs.interface import RejectionCase
 
 VOCABS = (1, 2, 3, 5, 37, 64, 100, 257, 1000, 4097, 8193, 131_071, 151_936, 262_144)
 WIDE_VOCAB = 8193  # above it a case holds at most 2 requests of at most one draft, and is drawn 1 time in 10
@@ -112,7 +112,7 @@ def _draft_row(rng, kind: str, logits: np.ndarray, row: int, temperature: float,
     return np.concatenate([np.zeros(first), q]), first + int(rng.choice(n, p=q))
 
 
-def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCase]:
+def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[RejectionCase]:
     """Valid cases of ``family`` (see the module docstring)."""
     drafts_per_request = st.integers(0, family.max_drafts)
     if family.zero_drafts == "most":
@@ -169,7 +169,7 @@ def rejection_cases(family: RejectionFamily) -> st.SearchStrategy[rs.RejectionCa
             forced = np.where(np.array(forced_rows), rng.integers(0, V, rows), -1)
             if family.forced_logits == "non-finite":
                 _non_finite_forced_rows(rng, logits, forced)
-        return rs.RejectionCase(
+        return RejectionCase(
             logits,
             drafts,
             K,
@@ -206,7 +206,7 @@ def _non_finite_forced_rows(rng, logits: np.ndarray, forced: np.ndarray) -> None
             logits[row, token], logits[row, other] = np.nan, np.inf
 
 
-def draft_kind(case: rs.RejectionCase, draft: int) -> str:
+def draft_kind(case: RejectionCase, draft: int) -> str:
     """Which ``DRAFT_KINDS`` class draft row ``draft`` of a case belongs to, read from the case itself
     (for tests that assert a class is generated)."""
     if case.draft_probs is None:
@@ -226,16 +226,16 @@ def draft_kind(case: rs.RejectionCase, draft: int) -> str:
     return "q-with-zeros" if (q == 0).any() else "from-q"
 
 
-def case_size(case: rs.RejectionCase) -> int:
+def case_size(case: RejectionCase) -> int:
     """Logits rows: what a shrinker lowers."""
     return int(case.target_logits.shape[0])
 
 
-def _subset(case: rs.RejectionCase, rows: list[int], drafts: list[int], requests: list[int], num) -> rs.RejectionCase:
+def _subset(case: RejectionCase, rows: list[int], drafts: list[int], requests: list[int], num) -> RejectionCase:
     def pick(values, index):
         return None if values is None else np.asarray(values)[index]
 
-    return rs.RejectionCase(
+    return RejectionCase(
         case.target_logits[rows],
         case.draft_token_ids[drafts],
         num,
@@ -248,7 +248,7 @@ def _subset(case: rs.RejectionCase, rows: list[int], drafts: list[int], requests
     )
 
 
-def reordered(case: rs.RejectionCase, order: list[int]) -> rs.RejectionCase:
+def reordered(case: RejectionCase, order: list[int]) -> RejectionCase:
     """``case`` with its requests in ``order`` (request ``order[s]`` in slot ``s``), each with its own rows, drafts,
     temperature, seed and position: the same batch after a scheduler moved its requests."""
     offsets, draft_offsets = case.row_offsets(), case.draft_offsets()
@@ -257,7 +257,7 @@ def reordered(case: rs.RejectionCase, order: list[int]) -> rs.RejectionCase:
     return _subset(case, rows, drafts, list(order), [int(case.num_draft_tokens[i]) for i in order])
 
 
-def smaller_cases(case: rs.RejectionCase):
+def smaller_cases(case: RejectionCase):
     """Candidate reductions of a case: one request fewer, then one draft fewer (a request's last)."""
     offsets, draft_offsets = case.row_offsets(), case.draft_offsets()
     K = case.num_draft_tokens.tolist()

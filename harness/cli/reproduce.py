@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import preflight
+from .. import preflight, proofs
 from ..adapters import check_engine_spec
 from ..config import RunConfig
 from ..core import UsageError
@@ -39,10 +39,24 @@ def cmd_replay(args) -> int:
 
 
 def cmd_prove(args) -> int:
-    """Prove each published cause that has a proof (``specconform.harness.proofs``)."""
-    from .. import proofs
-
-    return proofs.cmd_prove(args, dict(RunConfig.from_options(vars(args)).api_options))
+    """``specconform prove``: prove each published cause that has a proof (``specconform.harness.proofs``), one
+    line per entry; 1 if any is not proven."""
+    api_options = dict(RunConfig.from_options(vars(args)).api_options)
+    check_engine_spec(args.engine, api_options)
+    entries, without = proofs.load_proofs(args.expectations, args.entry or "")
+    not_proven = 0
+    for entry in entries:
+        if entry.server is not None and not api_options.get("base_url"):
+            raise proofs.ProofUsageError(
+                f"{entry.label}: its proof starts a server; name it with --base-url (and --model)"
+            )
+        ok, why = proofs.prove(entry, args.engine, api_options=api_options)
+        not_proven += not ok
+        print(f"{'PROVEN' if ok else 'NOT PROVEN'} {entry.label}: {why}", flush=True)
+    for label in without:
+        print(f"NO PROOF {label}", flush=True)
+    print(f"{len(entries) - not_proven} proven, {not_proven} not proven, {len(without)} FAIL entries without a proof")
+    return 1 if not_proven else 0
 
 
 def add_replay_parser(sub) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-PLACEHOLDER = -1
+from specconform.specs.interface import PLACEHOLDER
 
 
 def num_emitted(row: Sequence[int], placeholder: int = PLACEHOLDER) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..oracle import rejection as rs
+from specconform.specs.interface import RejectionCase
 
 FORMAT_VERSION = 1
 
@@ -33,7 +33,7 @@ def encode_matrix(rows) -> list:
 # Rejection cases and output distributions
 
 
-def _case_json(case: rs.RejectionCase) -> dict:
+def _case_json(case: RejectionCase) -> dict:
     out = {
         "target_logits": encode_matrix(case.target_logits),
         "draft_token_ids": case.draft_token_ids.tolist(),
@@ -49,11 +49,11 @@ def _case_json(case: rs.RejectionCase) -> dict:
     return out
 
 
-def case_from_json(data: dict) -> rs.RejectionCase:
+def case_from_json(data: dict) -> RejectionCase:
     def matrix(rows):
         return None if rows is None else np.array([[decode_float(v) for v in r] for r in rows])
 
-    return rs.RejectionCase(
+    return RejectionCase(
         target_logits=matrix(data["target_logits"]),
         draft_token_ids=np.array(data["draft_token_ids"], dtype=np.int64),
         num_draft_tokens=np.array(data["num_draft_tokens"], dtype=np.int64),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from specconform.specs.interface import RejectionCase
+
 from ..oracle import rejection as rs
 from .codec import FORMAT_VERSION, _case_json, _dist_json, encode_float, encode_matrix
 from .schema import (
@@ -35,7 +37,7 @@ def rejection_vectors() -> dict:
     }
 
 
-def exact_case(name, reqs, case: rs.RejectionCase, description="") -> dict:
+def exact_case(name, reqs, case: RejectionCase, description="") -> dict:
     tokens, num, _ = rs.sample_case(case)
     return {
         "name": name,
@@ -57,7 +59,7 @@ def _exact(source: ExactVector) -> dict:
     return exact_case(source.name, source.requirements, case, source.description)
 
 
-def _seed_where(source: ExactVector, search: SeedSearch) -> rs.RejectionCase:
+def _seed_where(source: ExactVector, search: SeedSearch) -> RejectionCase:
     """The case under the first seed (1, 2, ...) that gives the output ``search`` wants."""
     for seed in range(1, 10_000):
         case = source.case.rejection_case(seeds=[seed])
@@ -72,7 +74,7 @@ def _seed_where(source: ExactVector, search: SeedSearch) -> rs.RejectionCase:
     raise ValueError(f"golden vector {source.name!r}: no seed gives the wanted output")
 
 
-def _assert_premise(name: str, case: rs.RejectionCase, premise: Premise) -> None:
+def _assert_premise(name: str, case: RejectionCase, premise: Premise) -> None:
     if premise.acceptance_uniform is not None:
         uniform = rs.rng.uniform(int(case.seeds[0]), int(case.positions[0]))
         if uniform != premise.acceptance_uniform:

@@ -16,9 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, model_validator
 
-from specconform.specs.interface import AddedRequest, BatchUpdate, Move
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move, RejectionCase
 
-from ..oracle import rejection as rs
 from ..schemas import Strict, parse
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
@@ -142,8 +141,8 @@ class Case(CaseFields):
     num_draft_tokens: list[int]
     temperature: list[float]
 
-    def rejection_case(self, **replace) -> rs.RejectionCase:
-        return rs.RejectionCase(**{**self.model_dump(), **replace})
+    def rejection_case(self, **replace) -> RejectionCase:
+        return RejectionCase(**{**self.model_dump(), **replace})
 
 
 class SeedSearch(Strict):

@@ -21,13 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from specconform.harness.adapters.sglang import make
-from specconform.harness.oracle import rejection as rs
+from specconform.specs.interface import RejectionCase
 
 
 def degenerate_residual(engine) -> None:
     logits = np.array([[0.0, 0.0, -np.inf, -np.inf], [0.0, 0.0, 0.0, 0.0]])  # p = [1/2, 1/2, 0, 0] at the draft row
     q = np.array([[0.5, 0.5, 0.0, 0.0]])  # q = p; the draft, id 2, lies outside both supports
-    case = rs.RejectionCase(logits, draft_token_ids=[2], num_draft_tokens=[1], temperature=[1.0], draft_probs=q)
+    case = RejectionCase(logits, draft_token_ids=[2], num_draft_tokens=[1], temperature=[1.0], draft_probs=q)
     tokens, _ = engine.rejection_sample(case)
     print(f"degenerate residual: emitted {tokens[0].tolist()} (vocabulary size {case.vocab_size})")
 

@@ -1,7 +1,7 @@
 """FlashInfer's chain speculative sampling through its adapter (``specconform.harness.adapters.flashinfer_chain``).
 
 The glue (a canonical case split into FlashInfer's one-``K`` calls and put back in request order) runs
-on a CPU, judged against the canonical layout of ``specconform.harness.oracle.rejection.RejectionCase``; the
+on a CPU, judged against the canonical layout of ``specconform.specs.interface.RejectionCase``; the
 kernel itself runs only where FlashInfer and a CUDA GPU are (``scripts/judge-flashinfer-gpu.sh``).
 """
 

@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from specconform.specs.interface import InvalidCase, RejectionCase
+
 from ... import profiles
 from ...core import UsageError
 from ...oracle import budget as tb
@@ -68,7 +70,7 @@ class MutantEngine(CountingMutants, OracleEngine):
         batch.request_type = _REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
         return _MutantBudget(batch, self.mutant.name)
 
-    def rejection_sample(self, case: rs.RejectionCase):
+    def rejection_sample(self, case: RejectionCase):
         if self.mutant.name in _VERIFY_MUTATIONS:
             return _mutant_sample_case(case, self.mutant.name, self.draws_for)
         if self.mutant.name == "num-emitted-is-k-plus-one":
@@ -77,7 +79,7 @@ class MutantEngine(CountingMutants, OracleEngine):
         if self.mutant.name == "unvalidated-ids-emitted":
             try:
                 case.validate()
-            except rs.InvalidCase:
+            except InvalidCase:
                 return _ids_as_given(case)
         case.validate()
         uniform = (

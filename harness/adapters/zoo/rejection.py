@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from specconform.specs.interface import InvalidCase, RejectionCase
+
 from ...oracle import rejection as rs
 from ...oracle import rng as reference_rng
 
@@ -140,7 +142,7 @@ def _shifted_draws(seed: int, position: int, vocab_size: int) -> rs.Draws:
     return rs.counter_draws(seed + 1, position, vocab_size)
 
 
-def _unseeded_draws(case: rs.RejectionCase, K: int, V: int, mutation: str) -> rs.Draws:
+def _unseeded_draws(case: RejectionCase, K: int, V: int, mutation: str) -> rs.Draws:
     """Fresh draws of a request without a seed (spec section 6, mixed batches). Under ``unseeded-noise-not-drawn``,
     in a batch that holds a seeded request, its recovery noise (the rows before its bonus row) is all zeros: what
     vLLM's ``_multinomial`` left in ``torch.empty_like``'s tensor when it filled a copy (PR 10863). ``residual / 0``
@@ -151,7 +153,7 @@ def _unseeded_draws(case: rs.RejectionCase, K: int, V: int, mutation: str) -> rs
     return rs.Draws(uniform=fresh.uniform, noise=lambda j: np.zeros(V) if j < K else fresh.noise(j))
 
 
-def _sanitise(case: rs.RejectionCase, mutation: str) -> rs.RejectionCase:
+def _sanitise(case: RejectionCase, mutation: str) -> RejectionCase:
     """Turn invalid input into valid input instead of rejecting it (RS-INPUT-3..5 mutants)."""
     V = case.vocab_size
     if mutation == "invalid-logits-sanitised":
@@ -173,10 +175,10 @@ def _sanitise(case: rs.RejectionCase, mutation: str) -> rs.RejectionCase:
     return case
 
 
-def _mutant_sample_case(case: rs.RejectionCase, mutation: str, draws_for) -> tuple[np.ndarray, np.ndarray]:
+def _mutant_sample_case(case: RejectionCase, mutation: str, draws_for) -> tuple[np.ndarray, np.ndarray]:
     """``rs.sample_case`` with one rule broken: ``draws_for(seed, position, V)`` gives each request's draws."""
     if mutation == "neg-inf-rejected" and np.isneginf(case.target_logits).any():
-        raise rs.InvalidCase("target_logits holds -inf")
+        raise InvalidCase("target_logits holds -inf")
     case = _sanitise(case, mutation)
     case.validate()
     B, V = case.batch_size, case.vocab_size
@@ -222,7 +224,7 @@ def _mutant_sample_case(case: rs.RejectionCase, mutation: str, draws_for) -> tup
     return out, num
 
 
-def _ids_as_given(case: rs.RejectionCase) -> tuple[np.ndarray, np.ndarray]:
+def _ids_as_given(case: RejectionCase) -> tuple[np.ndarray, np.ndarray]:
     """``(token_ids [B, max K + 1], num_emitted [B])`` int64 of a sampler that skips validation: every draft
     accepted as given, every forced id emitted as given, the bonus row's argmax last (ids outside ``[0, V)``
     included)."""
