@@ -51,9 +51,10 @@ def build_app(
     from transformers import AutoTokenizer
 
     from . import model as tiny_model
-    from .app import ServedModel, create_app
+    from .app import create_app
     from .engine import Engine
     from .process import EngineProcess, EngineReplicas
+    from .served import ServedModel
 
     if engine_replicas != 1 and not engine_processes:
         raise ValueError(f"engine_replicas = {engine_replicas!r} needs engine_processes (replicas are processes)")

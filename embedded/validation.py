@@ -4,23 +4,11 @@
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
 
 from specconform import impl
 
 from .engine import Request as EngineRequest
-
-if TYPE_CHECKING:
-    from .app import ServedModel
-
-
-class BadRequest(Exception):
-    """A request refused with HTTP 400: ``param`` names the field, ``message`` says what is wrong with it."""
-
-    def __init__(self, param: str, message: str):
-        super().__init__(message)
-        self.param = param
-        self.message = message
+from .served import BadRequest, ServedModel
 
 
 def _int(body, name, default, low=None, high=None):

@@ -1,7 +1,8 @@
 """The harness's core types: statuses, per-requirement results, checks, and the engine interface.
 
 Every other module of the harness imports these; this module imports none of them but the registry (``spec``,
-which imports none), so the flow spec → cases → checks → adapters → runner → reports has no cycle. Scoring rules:
+which imports none), the statuses (``statuses``, which import none) and, for annotations, the profile (which imports
+neither the core nor anything above it), so the layers of docs/architecture.md have no cycle. Scoring rules:
 specs/INTERPRETING.md.
 """
 
@@ -15,45 +16,29 @@ from specconform.specs.interface import BatchUpdate, RejectionCase
 
 from . import spec
 
+# the statuses sit below the core (the schemas validate records against them); the core exports them
+from .statuses import (  # noqa: F401
+    BAD,
+    BLOCKED,
+    ERROR,
+    FAIL,
+    NOT_APPLICABLE,
+    NOT_CLAIMED,
+    NOT_RUN,
+    PASS,
+    PRECONDITION_FAILED,
+    SEVERITY,
+    STATUSES,
+    TIMEOUT,
+    worst,
+)
+
 if TYPE_CHECKING:  # annotations only: profiles and cases import the core, not the other way round
     from .profiles import Profile
 
 
 class UsageError(ValueError):
     """A user's mistake (an engine's name, an option, a file): reported as one line, never as a traceback."""
-
-
-PASS = "PASS"
-FAIL = "FAIL"
-NOT_RUN = "NOT_RUN"  # a requirement no case of the check reached (cut short, or never generated)
-NOT_CLAIMED = "NOT_CLAIMED"
-PRECONDITION_FAILED = "PRECONDITION_FAILED"
-# the check's cases lie outside the engine's declared contract (inputs its own callers never produce), or the
-# requirement could be judged only on values the adapter derives: neither PASS nor FAIL (specs/INTERPRETING.md)
-NOT_APPLICABLE = "NOT_APPLICABLE"
-# a case of the requirement failed, but its minimal case needs none of the requirement's features: the failure
-# is a finding of another requirement, which this one cannot be certified past (specs/INTERPRETING.md)
-BLOCKED = "BLOCKED"
-ERROR = "ERROR"
-TIMEOUT = "TIMEOUT"
-STATUSES = (PASS, FAIL, BLOCKED, NOT_RUN, NOT_CLAIMED, NOT_APPLICABLE, PRECONDITION_FAILED, ERROR, TIMEOUT)
-BAD = (FAIL, ERROR, TIMEOUT)
-# Reports list the worst first; a roll-up takes the worst of its parts.
-SEVERITY = {
-    FAIL: 0,
-    ERROR: 1,
-    TIMEOUT: 2,
-    BLOCKED: 3,
-    NOT_RUN: 4,
-    PRECONDITION_FAILED: 5,
-    NOT_APPLICABLE: 6,
-    NOT_CLAIMED: 7,
-    PASS: 8,
-}
-
-
-def worst(statuses: Sequence[str], default: str = NOT_RUN) -> str:
-    return min(statuses, key=SEVERITY.__getitem__, default=default)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from pathlib import Path
 from . import runner
 from .config import RunConfig, words
 from .core import Check, UsageError
+from .expectations import Expectation
 from .isolation import EngineProcess
 
 
@@ -47,7 +48,7 @@ def run_engine(
     config: RunConfig,
     *,
     profile,
-    expectations: list[runner.Expectation],
+    expectations: list[Expectation],
     on_record: Callable[[runner.Record], None],
     limit: FailureLimit,
     run_dir: Path,

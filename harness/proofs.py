@@ -40,9 +40,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PROOF_KEYS = ("patch", "reproduction", "server", "defects")
-PATH_KEYS = ("patch", "reproduction", "server")
-REQUIRED_PROOF_KEYS = ("patch", "reproduction")
+from .expectations import load_expectations, validate_proof
+
 RESULT_PREFIX = "specconform-proof-result: "  # the child's last line of stdout that carries its verdicts
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -226,49 +225,10 @@ class ProofEntry:
         return self.check + (f" {self.requirement}" if self.requirement else "")
 
 
-def root_of(expectations: str | Path) -> Path:
-    """The repository root proof paths are relative to: the nearest folder above the expectations file that holds a
-    ``proofs`` folder, else the folder above the file's folder."""
-    folder = Path(expectations).resolve().parent
-    return next((above for above in folder.parents if (above / "proofs").is_dir()), folder.parent)
-
-
-def validate_proof(proof, expectations: str | Path, where: str) -> tuple[Path, Path, Path | None]:
-    """The resolved ``(patch, reproduction, server or None)`` of an entry's ``proof`` mapping; ``ValueError``
-    names an unknown key, a missing key or a path that does not exist."""
-    if not isinstance(proof, dict):
-        raise ValueError(f"{where}: proof must be a mapping with {list(PROOF_KEYS)}")
-    unknown = sorted(set(proof) - set(PROOF_KEYS))
-    if unknown:
-        raise ValueError(f"{where}: proof has unknown keys {unknown}; allowed: {list(PROOF_KEYS)}")
-    defects = proof.get("defects", [])
-    if "defects" in proof and (
-        not isinstance(defects, list) or len(defects) < 2 or not all(isinstance(d, str) and d for d in defects)
-    ):
-        raise ValueError(f"{where}: proof defects must list the two or more single-defect patches it joins")
-    for defect in defects:
-        if not (root_of(expectations) / defect).is_file():
-            raise ValueError(f"{where}: proof defect {defect!r} does not exist")
-    paths = []
-    for key in PATH_KEYS:
-        if key not in REQUIRED_PROOF_KEYS and key not in proof:
-            paths.append(None)
-            continue
-        if not isinstance(proof.get(key), str) or not proof[key]:
-            raise ValueError(f"{where}: proof lacks {key!r}")
-        path = root_of(expectations) / proof[key]
-        if not path.is_file():
-            raise ValueError(f"{where}: proof {key} {proof[key]!r} does not exist (looked for {path})")
-        paths.append(path)
-    return paths[0], paths[1], paths[2]
-
-
 def load_proofs(expectations: str | Path, selector: str = "") -> tuple[list[ProofEntry], list[str]]:
     """The entries of ``expectations`` with a proof (those ``selector``, ``CHECK[:REQUIREMENT]``, names)
     and the labels of the selected FAIL entries without one."""
     import yaml
-
-    from .runner import load_expectations
 
     validated = load_expectations(expectations)  # raises ValueError naming a bad entry or proof
     raw = (yaml.safe_load(Path(expectations).read_text()) or {}).get("expectations", [])

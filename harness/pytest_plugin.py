@@ -36,6 +36,7 @@ from .adapters import check_engine_spec
 from .cli.run import new_run_dir
 from .config import RunConfig, file_options, find_pyproject, option_actions, words
 from .core import UsageError
+from .expectations import load_expectations
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
 from .profiles import load_profile
 
@@ -93,7 +94,7 @@ def pytest_configure(config):
         (engine_spec,) = run.engines
         check_engine_spec(engine_spec, dict(run.api_options))
         profile = load_profile(run.profile) if run.profile else None
-        expectations = runner.load_expectations(run.expectations)
+        expectations = load_expectations(run.expectations)
         if not runner.select(checks_module.all_checks(), run.checks, run.exclude):
             raise UsageError(
                 f"--specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"

@@ -9,15 +9,12 @@ is given up on, its remaining checks recorded as ERROR.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import shlex
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-
-import yaml
 
 from . import public, schemas
 from .contract import derived_only
@@ -39,79 +36,10 @@ from .core import (
     check_outcome,
     uniform_outcome,
 )
+from .expectations import Expectation
 from .isolation import EngineFailure, EngineInfo, EngineProcess
 
 GIVE_UP_AFTER = 3  # consecutive deaths or timeouts of one engine
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """A known result (RUN-EXPECT-1), keyed like web-platform-tests' metadata.
-
-    ``check`` is a name or glob; ``requirement`` narrows it to one requirement's result (absent: the
-    check's own status); ``fingerprints`` pin the ways of failing (``<requirement>/<mode>``; one or a
-    list in YAML), so that a different failure under an expected FAIL is reported as unexpected;
-    ``conditions`` are globs on the record's ``engine``, ``engine_version`` and ``device``."""
-
-    check: str
-    status: str
-    reason: str
-    link: str = ""
-    requirement: str = ""
-    fingerprints: tuple[str, ...] = ()
-    conditions: tuple[tuple[str, str], ...] = ()
-    # the patch that proves the cause (``specconform.harness.proofs``); entries that share one are one defect
-    proof: str = ""
-    defects: tuple[str, ...] = ()  # a combined patch's single-defect patches: its failures are each of those defects
-
-    def applies(self, record: dict, requirement: str = "") -> bool:
-        return (
-            fnmatch.fnmatchcase(record["check"], self.check)
-            and self.requirement == requirement
-            and all(fnmatch.fnmatchcase(str(record.get(key, "")), pattern) for key, pattern in self.conditions)
-        )
-
-    def met_by(self, status: str, fingerprint: str) -> bool:
-        return status == self.status and (not self.fingerprints or fingerprint in self.fingerprints)
-
-
-def load_expectations(path: str | Path | None) -> list[Expectation]:
-    """An engine's expectation file (``specconform.harness.schemas.ExpectationsFile``: ``expectations: [{check, status,
-    reason, link?, requirement?, fingerprint?: one or a list, if?: {engine|engine_version|device: glob}, proof?: {patch,
-    reproduction}}]``); a bad entry is an error naming it and its key (a proof's paths are checked by
-    ``specconform.harness.proofs``)."""
-    if not path:
-        return []
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"expectations file {str(path)!r} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
-    # the file's own keys first, then each entry, so that an error says which entry it is in
-    schemas.parse(schemas.ExpectationsFile, {**data, "expectations": []} if isinstance(data, dict) else data, str(path))
-    entries = [
-        schemas.parse(schemas.ExpectationEntry, entry, f"{path}: expectation {i}")
-        for i, entry in enumerate(data.get("expectations") or [])
-    ]
-    out = []
-    for i, entry in enumerate(entries):
-        if entry.proof is not None:
-            from .proofs import validate_proof
-
-            validate_proof(entry.proof, path, f"{path}: expectation {i}")
-        out.append(
-            Expectation(
-                entry.check,
-                entry.status,
-                entry.reason,
-                entry.link,
-                entry.requirement,
-                tuple(entry.fingerprint),
-                tuple(sorted(entry.conditions.model_dump(exclude_none=True).items())),
-                (entry.proof or {}).get("patch", ""),
-                tuple((entry.proof or {}).get("defects", ())),
-            )
-        )
-    return out
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The schemas of the project's data files, as pydantic models: profile files (``specconform.harness.profiles``),
-expectation files (``specconform.harness.runner.load_expectations``), run records (``results.jsonl``, docs/records.md)
-and product records (``specconform.harness.products``). A key that no model field names is an error that names it;
+expectation files (``specconform.harness.expectations``), run records (``results.jsonl``, docs/records.md) and product
+records (``specconform.harness.products``). A key that no model field names is an error that names it;
 ``specconform schema`` writes each model's JSON Schema to ``specs/schemas/`` for editors.
 
 The models say what a file may hold; what its values mean stays with the code that reads them (a profile's
@@ -17,7 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .core import STATUSES
+from .statuses import STATUSES
 
 Status = Literal[STATUSES]  # type: ignore[valid-type]
 
@@ -105,7 +105,7 @@ class ProfileFile(Strict):
 
 
 # ---------------------------------------------------------------------------------------------
-# Expectation files (specconform.harness.runner.load_expectations)
+# Expectation files (specconform.harness.expectations.load_expectations)
 
 
 class Conditions(Strict):
@@ -241,7 +241,7 @@ class ProductFile(Strict):
         None, description="its profile file (specconform.harness.profiles); none: the adapter's built-in"
     )
     expectations: str | None = Field(
-        None, description="its expectation file (specconform.harness.runner.load_expectations)"
+        None, description="its expectation file (specconform.harness.expectations.load_expectations)"
     )
     install: ProductInstall = ProductInstall()
     judge: list[str] = Field(description="the commands that judge it into its published report folders")

@@ -25,7 +25,7 @@ from ..oracle import rejection as rs
 from . import budget, counting, rejection
 from .rejection import minimal as rejection_minimal
 from .rejection.distribution import GATE_TRIALS, trial_case
-from .rejection.exact import comparable
+from .rejection.minimal import comparable
 
 
 def _budget_scenario(engine, ctx: Context, entry, requirements) -> Outcome:

@@ -10,6 +10,7 @@ import yaml
 from .. import checks as checks_module
 from .. import reports, runner
 from ..core import UsageError
+from ..expectations import load_expectations
 from .options import bounded
 
 
@@ -33,7 +34,7 @@ def cmd_report(args) -> int:
         return 0
     if args.expectations:
         try:
-            expectations = runner.load_expectations(args.expectations)
+            expectations = load_expectations(args.expectations)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         records = runner.reexpect(records, expectations)
@@ -93,7 +94,7 @@ def cmd_pin(args) -> int:
     """Rewrite an expectation file so that it pins today's failures by requirement and fingerprint."""
     path = Path(args.expectations)
     records = [r for run_dir in args.run_dirs for r in runner.read_records(run_dir)]
-    entries = runner.pin_expectations(records, runner.load_expectations(path))
+    entries = runner.pin_expectations(records, load_expectations(path))
     text = path.read_text()
     header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
     engine = (yaml.safe_load(text) or {}).get("engine")

@@ -13,6 +13,7 @@ from .. import console, execution, preflight, reports, runner
 from ..adapters import ENGINE_FORMS, check_engine_spec
 from ..config import RunConfig
 from ..core import UsageError
+from ..expectations import load_expectations
 from ..isolation import EngineUsageError
 from ..profiles import load_profile
 from .options import (
@@ -48,7 +49,7 @@ def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None)
     if plan is None:
         selected = config.selected(checks_module.all_checks())
         plan = {engine_spec: selected for engine_spec in config.planned_engines(selected)}
-    expectations = runner.load_expectations(config.expectations)
+    expectations = load_expectations(config.expectations)
     profile = load_profile(config.profile) if config.profile else None
     for engine_spec, checks in plan.items():
         runner.write_manifest(run_dir, [engine_spec], checks)
@@ -93,7 +94,7 @@ def cmd_run(args) -> int:
     if config.profile:
         load_profile(config.profile)
     selected = config.selected(checks_module.all_checks())
-    runner.load_expectations(config.expectations)
+    load_expectations(config.expectations)
     plan, last = execution.plan(config, selected)
     if not plan:
         print(f"nothing to re-run: the last run ({last}) has no unexpected failure among the selected checks")

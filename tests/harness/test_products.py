@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from specconform.harness import products, runner
+from specconform.harness import products
 from specconform.harness.adapters.http import API_PROFILES
+from specconform.harness.expectations import load_expectations
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).with_name("product_profiles_snapshot.json")
@@ -46,7 +47,7 @@ def test_what_a_record_names_exists(name):
     for path in (product.profile_path, product.expectations_path):
         assert path is None or path.is_file(), path
     if product.expectations_path:
-        assert runner.load_expectations(product.expectations_path)  # checks each proof's files too
+        assert load_expectations(product.expectations_path)  # checks each proof's files too
     for folder in record.reports:
         assert (ROOT / "reports/engines" / folder).is_dir(), folder
     for command in record.judge:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specconform.harness import cli, proofs, runner
+from specconform.harness import cli, proofs
+from specconform.harness.expectations import load_expectations
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,12 +154,12 @@ def test_load_expectations_checks_the_proof(project):
     data["expectations"][0]["proof"]["command"] = "make it so"
     expectations.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match=r"proof has unknown keys \['command'\]"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
     del data["expectations"][0]["proof"]["command"]
     data["expectations"][0]["proof"]["patch"] = "proofs/toy/none.diff"
     expectations.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="proof patch 'proofs/toy/none.diff' does not exist"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
 
 
 def test_a_combined_proof_names_the_defects_it_joins(project):
@@ -168,13 +169,13 @@ def test_a_combined_proof_names_the_defects_it_joins(project):
     proof["defects"] = [proof["patch"]]
     expectations.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="proof defects must list the two or more single-defect patches"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
     proof["defects"] = [proof["patch"], "proofs/toy/other.diff"]
     expectations.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="proof defect 'proofs/toy/other.diff' does not exist"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
     (root / "proofs/toy/other.diff").write_text((root / proof["patch"]).read_text())
-    (loaded,) = runner.load_expectations(expectations)
+    (loaded,) = load_expectations(expectations)
     assert loaded.defects == (proof["patch"], "proofs/toy/other.diff")
 
 

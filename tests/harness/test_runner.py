@@ -8,6 +8,7 @@ import pytest
 
 from specconform.harness import cli, reports, runner
 from specconform.harness.core import Context
+from specconform.harness.expectations import load_expectations
 from specconform.harness.isolation import EngineProcess
 from specconform.harness.profiles import canonical
 
@@ -60,7 +61,7 @@ def test_a_check_that_records_an_id_outside_the_registry_errs_instead_of_failing
 def _expectations(tmp_path, text):
     path = tmp_path / "known.yaml"
     path.write_text("expectations:\n" + text)
-    return runner.load_expectations(path)
+    return load_expectations(path)
 
 
 @pytest.mark.req("RUN-EXPECT-1", "RUN-EXPECT-2")
@@ -115,7 +116,7 @@ def test_pinning_turns_check_level_expectations_into_fingerprints_and_never_move
     }
     path = tmp_path / "pinned.yaml"
     path.write_text("expectations:\n" + "".join(f"  - {json.dumps(entry)}\n"))
-    (failed,) = _run(["fail"], expectations=runner.load_expectations(path))
+    (failed,) = _run(["fail"], expectations=load_expectations(path))
     assert not failed.regression
     other_mode = _expectations(
         tmp_path,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from specconform.harness import cli, runner, schemas, spec
+from specconform.harness.expectations import load_expectations
 
 from .test_reports import _record
 
@@ -39,23 +40,23 @@ def test_a_misspelt_expectation_key_is_a_usage_error_naming_it_and_its_entry(tmp
     assert "expectation 1: unknown key 'requirment'" in err and "'requirement'" in err
     expectations.write_text("expectations:\n  - {check: budget/api, status: FAIL, reason: r, if: {engin: x}}\n")
     with pytest.raises(ValueError, match=r"unknown key 'if\.engin'; known keys: \['device', 'engine', 'engine_ver"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
     expectations.write_text("expectation:\n  - {check: budget/api, status: FAIL, reason: r}\n")
     with pytest.raises(ValueError, match="unknown key 'expectation'"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
 
 
 def test_an_expectation_entry_with_a_bad_value_names_the_key(tmp_path):
     expectations = tmp_path / "e.yaml"
     expectations.write_text("expectations:\n  - {check: a, status: FAILED, reason: r}\n")
     with pytest.raises(ValueError, match="expectation 0: status: .*got 'FAILED'"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
     expectations.write_text("expectations:\n  - {check: a, status: FAIL, reason: r, fingerprint: TB-API-1/x}\n")
     with pytest.raises(ValueError, match="a fingerprint needs a requirement"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
     expectations.write_text("expectations:\n  - {check: a, status: FAIL}\n")
     with pytest.raises(ValueError, match="expectation 0: lacks 'reason'"):
-        runner.load_expectations(expectations)
+        load_expectations(expectations)
 
 
 def test_a_record_with_an_unknown_key_is_a_usage_error_naming_it_and_its_line(tmp_path, capsys):

@@ -22,12 +22,8 @@ from ...oracle import rejection as rs
 from ...oracle import rejection_judge as rj
 from ..catalogue import declare
 from . import minimal
+from .minimal import comparable, has_tie
 from .output import describe_case, outside_contract
-
-
-def has_tie(logits: np.ndarray) -> bool:
-    finite = np.where(np.isneginf(logits), -np.inf, logits)
-    return bool(((finite == finite.max(axis=-1, keepdims=True)).sum(axis=-1) > 1).any())
 
 
 def outside_variant(profile, case: rs.RejectionCase) -> str | None:
@@ -119,17 +115,6 @@ def own_requirement(case: rs.RejectionCase, request: int, requirements: tuple[st
     _, num, _ = rs.sample_case(case)
     tags = request_requirements(case, request, int(num[request]), tie_break) & set(requirements)
     return next((r for r in (*_BLAME_ORDER, *requirements) if r in tags), requirements[0])
-
-
-def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
-    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3) of a request compared exactly (an
-    unseeded request's fresh draws decide nothing that is compared), or with a tie that the profile lets the engine
-    break either way."""
-    _, _, traces = rs.sample_case(case)
-    traces = [t for i, t in enumerate(traces) if rj.compared(case, i)]
-    if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
-        return False
-    return not (tie_break == "any" and has_tie(case.target_logits))
 
 
 def drawn_cases(seed: int, *families: tuple[RejectionFamily, int]):

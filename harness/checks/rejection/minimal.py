@@ -20,6 +20,22 @@ from .. import attribution
 from .output import outside_contract, sample_output
 
 
+def has_tie(logits: np.ndarray) -> bool:
+    finite = np.where(np.isneginf(logits), -np.inf, logits)
+    return bool(((finite == finite.max(axis=-1, keepdims=True)).sum(axis=-1) > 1).any())
+
+
+def comparable(case: rs.RejectionCase, tie_break: str) -> bool:
+    """False for a case within 1e-5 of a floating-point decision (RS-RNG-3) of a request compared exactly (an
+    unseeded request's fresh draws decide nothing that is compared), or with a tie that the profile lets the engine
+    break either way."""
+    _, _, traces = rs.sample_case(case)
+    traces = [t for i, t in enumerate(traces) if rj.compared(case, i)]
+    if any(min(t.accept_margins, default=np.inf) < 1e-5 or t.sample_margin < 1e-5 for t in traces):
+        return False
+    return not (tie_break == "any" and has_tie(case.target_logits))
+
+
 def judge(
     engine, profile, case: rs.RejectionCase, compare, tie_break: str, batch_needed: bool = False, misread: bool = True
 ):
@@ -246,8 +262,6 @@ def gate(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: 
     case is shrunk and judged alone (``attribute``) and recorded under its owner, ``own`` reading BLOCKED where that
     is another: the statistics would only count the broken rows as samples. ``seen`` keeps, per first violation met,
     where it went, so that later cases failing the same way are not shrunk again."""
-    from .exact import comparable  # exact judges its cases through this module
-
     tie_break = profile.tie_break
     compare = exactly_compared(profile) if comparable(case, tie_break) else False
     if not (found := judge(engine, profile, case, compare, tie_break)):

@@ -12,7 +12,7 @@ from ...oracle import rejection as rs
 from ..catalogue import check
 from . import minimal
 from .distribution import GATE_TRIALS, trial_case
-from .exact import comparable
+from .minimal import comparable
 from .output import describe_case, outside_contract, sample_output
 
 

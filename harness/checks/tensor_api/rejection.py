@@ -9,7 +9,7 @@ from ...core import Context, Outcome, Tally
 from ...oracle import rejection as rs
 from ..catalogue import check
 from ..rejection import minimal
-from ..rejection.exact import comparable
+from ..rejection.minimal import comparable
 from ..rejection.output import describe_case
 from .common import REJECTED, accepts, as_ints, device_tensor, rejects
 
