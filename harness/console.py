@@ -31,10 +31,10 @@ def why(record) -> str:
     if status == FAIL and failed:
         evidence = results[failed[0]].get("evidence") or _get(record, "message", "")
         named = failed[0] + (f" (and {', '.join(failed[1:])})" if failed[1:] else "")
-        return f"{named}: {reports._first_line(evidence, EVIDENCE_CHARS)}"
+        return f"{named}: {reports.first_line(evidence, EVIDENCE_CHARS)}"
     own = [rid for rid, result in results.items() if result["status"] == status]
     requirements = own or list(_get(record, "requirements", []) or [])
-    message = reports._first_line(_get(record, "message", "") or "", EVIDENCE_CHARS)
+    message = reports.first_line(_get(record, "message", "") or "", EVIDENCE_CHARS)
     return ": ".join(part for part in (", ".join(requirements), message) if part)
 
 
@@ -60,7 +60,7 @@ def closing(
     lines = []
     if found:
         unexpected = sum(not f.expected for f in found)
-        lines.append(f"findings ({reports._count(len(found), 'defect')}, {unexpected} unexpected):")
+        lines.append(f"findings ({reports.count_of(len(found), 'defect')}, {unexpected} unexpected):")
         for f in found:
             record, rid = f.first
             checks = sorted(set(f.checks))
@@ -68,7 +68,7 @@ def closing(
             requirement = "" if f.name.startswith(rid) else f"{rid}; "
             lines.append(
                 f"  {'UNEXPECTED' if not f.expected else 'known':10} {f.engine}: {f.title} ({requirement}seen by "
-                f"{seen}): {reports._evidence(record, rid, EVIDENCE_CHARS)}"
+                f"{seen}): {reports.evidence_of(record, rid, EVIDENCE_CHARS)}"
             )
     errors = [r for r in records if r["status"] in ("ERROR", "TIMEOUT")]
     if errors:

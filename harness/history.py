@@ -85,8 +85,7 @@ def _requirement_statuses(run: Run) -> dict[str, str]:
 def _bad(run: Run) -> dict[tuple[str, str], bool]:
     """``{(check, requirement or "check"): unexpected}`` for every failure of the run."""
     return {
-        (r["check"], rid): rid in r.get("unexpected", ())
-        for (_, _, rid), r in reports._bad_results(run.records).items()
+        (r["check"], rid): rid in r.get("unexpected", ()) for (_, _, rid), r in reports.bad_results(run.records).items()
     }
 
 
@@ -101,7 +100,7 @@ def conformance_markdown(runs: list[Run]) -> list[str]:
         for run in mine:
             (verdict,) = reports.engine_verdicts(run.records)
             lines.append(
-                f"| {run.label} | {verdict.verdict} | {reports._status_counts(verdict.counts)} | "
+                f"| {run.label} | {verdict.verdict} | {reports.status_counts_text(verdict.counts)} | "
                 f"{len(verdict.unexpected)} | {len(verdict.known)} |"
             )
         lines.append("")

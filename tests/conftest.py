@@ -61,9 +61,9 @@ def _examples_independent_of_imports():
     """Under ``ci``, Hypothesis draws no constants from the loaded modules' source (as
     ``specconform.harness.cases.draw`` never does), so a derandomised test draws the same examples whichever tests
     were collected beside it; ``explore`` keeps them, for finding bugs."""
-    from specconform.harness.cases import _without_local_constants
+    from specconform.harness.cases import without_local_constants
 
-    with _without_local_constants():
+    with without_local_constants():
         yield
 
 

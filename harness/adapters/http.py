@@ -127,7 +127,7 @@ def ids_from_logprobs(request: dict, choice: dict) -> list[int] | None:
     return [entry["id"] for entry in entries]
 
 
-def _declared_api_profiles() -> dict[str, dict]:
+def declared_api_profiles() -> dict[str, dict]:
     """The API profiles the products declare (``--api-profile``): name -> the fields its ``api-profile.yaml`` sets
     (harness/products/<product>/), each checked as an ``ApiProfile``: an unknown key is an error that names it."""
     declared = {}
@@ -140,7 +140,7 @@ def _declared_api_profiles() -> dict[str, dict]:
     return declared
 
 
-API_PROFILES = _declared_api_profiles()
+API_PROFILES = declared_api_profiles()
 
 
 def embedded_profile(variant: str) -> ApiProfile:

@@ -14,7 +14,7 @@ Cases are a function of the seed and the harness version alone (its code and the
 pins), not of which modules happen to be imported: Hypothesis (6.131.1 on) also draws, now and
 then, constants it collects from the source of every loaded local module, so the pytest plugin, the
 mutation harness or one more import would draw other cases for the same ``--seed``.
-``_without_local_constants`` pins that pool to empty while ``draw`` runs, and the per-case seeds are
+``without_local_constants`` pins that pool to empty while ``draw`` runs, and the per-case seeds are
 derived with SHA-256 rather than Python's ``hash``.
 
 Failing cases are minimised by ``specconform.harness.shrink`` (delta debugging over the case's steps, requests
@@ -45,7 +45,7 @@ _pinned_saved: Any = None
 
 
 @contextmanager
-def _without_local_constants() -> Iterator[None]:
+def without_local_constants() -> Iterator[None]:
     """Hypothesis with no constants from the loaded modules' source, so that generated cases do not
     depend on what was imported before them.
 
@@ -123,7 +123,7 @@ def _run(strategy: st.SearchStrategy, run_seed: int, examples: int) -> list[Any]
     def collect(example):
         drawn.append(example)
 
-    with _without_local_constants():
+    with without_local_constants():
         collect()
     return drawn
 

@@ -15,7 +15,7 @@ from specconform.harness.mutation.mutator import Mutant
 PACKAGE_FOLDERS = ("harness", "impl", "embedded", "specs")
 
 
-def _module(path: str) -> str:
+def module_of(path: str) -> str:
     """The module name of the file at ``path`` (relative to the source root): ``impl/markers.py`` is
     ``specconform.impl.markers``; a file outside the project's folders keeps its own name."""
     name = path[: -len(".py")].replace("/", ".")
@@ -55,7 +55,7 @@ def _project_modules(source_root: Path) -> list[str]:
     ]
 
 
-def _reimport(mutant: Mutant | None, source_root: Path) -> None:
+def reimport(mutant: Mutant | None, source_root: Path) -> None:
     """Forget the project's modules so that they are imported again, ``mutant``'s file from its mutated
     text (an import hook serves it)."""
     for name in _project_modules(source_root):
@@ -63,15 +63,15 @@ def _reimport(mutant: Mutant | None, source_root: Path) -> None:
     sys.path.insert(0, str(source_root))
     if mutant is not None:
         path = str(source_root / mutant.path)
-        sys.meta_path.insert(0, _MutantFinder(_module(mutant.path), path, mutant.apply(Path(path).read_text())))
+        sys.meta_path.insert(0, _MutantFinder(module_of(mutant.path), path, mutant.apply(Path(path).read_text())))
 
 
-def _patch(mutant: Mutant, source_root: Path) -> bool:
+def patch_in_place(mutant: Mutant, source_root: Path) -> bool:
     """Give the already imported function that encloses ``mutant`` the mutated code, in place, so that every
     reference to it runs the mutant; False when that cannot be done (the module is not imported, the change
     lies outside a function's body, as a default argument or module-level code, or the function is not
     found), and the module must be imported again."""
-    module = sys.modules.get(_module(mutant.path))
+    module = sys.modules.get(module_of(mutant.path))
     if module is None or mutant.function == "<module>":
         return False
     original = (source_root / mutant.path).read_text()

@@ -6,13 +6,13 @@ from __future__ import annotations
 import importlib
 import time
 
-from specconform.harness.mutation.apply import _patch, _reimport
+from specconform.harness.mutation.apply import patch_in_place, reimport
 from specconform.harness.mutation.jobs import IMPORT, KILLING, Job, Setup
 
 _CATALOGUES: dict[str, dict] = {}  # built once in the parent (it parses the requirements for each check)
 
 
-def _catalogue(spec: str, fresh: bool = False) -> dict:
+def catalogue_by_name(spec: str, fresh: bool = False) -> dict:
     """The checks by name of the catalogue ``spec`` (``module:function``); ``fresh``: built again from the
     modules imported now, not taken from the parent's."""
     if fresh or spec not in _CATALOGUES:
@@ -21,7 +21,7 @@ def _catalogue(spec: str, fresh: bool = False) -> dict:
     return _CATALOGUES[spec]
 
 
-def _child(job: Job, setup: Setup, send) -> None:
+def run_child(job: Job, setup: Setup, send) -> None:
     """(In the forked child) apply ``job.mutant`` (its function's code patched in place, or the project
     imported again), build the engine and run the checks, reporting each as an event: ``plan``, ``start``,
     ``result``, ``lines``."""
@@ -32,16 +32,16 @@ def _child(job: Job, setup: Setup, send) -> None:
         tracer = coverage.Coverage(data_file=None, include=list(job.trace), config_file=False)
         tracer.start()
         tracer.switch_context(IMPORT)
-    reimported = job.mutant is None or not _patch(job.mutant, setup.source_root)
+    reimported = job.mutant is None or not patch_in_place(job.mutant, setup.source_root)
     if reimported:
-        _reimport(job.mutant, setup.source_root)
+        reimport(job.mutant, setup.source_root)
     if setup.max_cases:  # the first cases of each check's seeded sequence, the simplest first
         cases = importlib.import_module("specconform.harness.cases")
         every = cases.draw
         cases.draw = lambda strategy, case_seed, count: every(strategy, case_seed, min(count, setup.max_cases))
     first = job.checks[0] if job.checks else None
     try:
-        catalogue = _catalogue(setup.catalogue, fresh=reimported)
+        catalogue = catalogue_by_name(setup.catalogue, fresh=reimported)
         runner = importlib.import_module("specconform.harness.runner")
         core = importlib.import_module("specconform.harness.core")
         engine = importlib.import_module("specconform.harness.adapters").make_engine(job.engine)

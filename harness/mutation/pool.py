@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from specconform.harness.mutation.child import _child
+from specconform.harness.mutation.child import run_child
 from specconform.harness.mutation.jobs import KILLING, Job, Setup, Verdict
 
 
@@ -66,7 +66,7 @@ def _fork(job: Job, setup: Setup) -> _Running:
                 out.write(json.dumps(event) + "\n")
                 out.flush()
 
-            _child(job, setup, send)
+            run_child(job, setup, send)
             send(event="done")
         except BaseException:
             code = 1

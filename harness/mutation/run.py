@@ -14,12 +14,12 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
-from specconform.harness.mutation.apply import _module
-from specconform.harness.mutation.child import _catalogue
+from specconform.harness.mutation.apply import module_of
+from specconform.harness.mutation.child import catalogue_by_name
 from specconform.harness.mutation.jobs import IMPORT, Job, Setup, Verdict
 from specconform.harness.mutation.mutator import Mutant, mutants_of
 from specconform.harness.mutation.pool import judge
-from specconform.harness.mutation.summary import _read, load_classified, report
+from specconform.harness.mutation.summary import load_classified, read_mutants, report
 from specconform.harness.mutation.targets import FAST_EXCLUDE, REPO, TARGETS, Target
 
 
@@ -41,9 +41,9 @@ def _preload(setup: Setup, targets) -> None:
     """Import the project's modules and their libraries in the parent, once: every forked child starts
     with torch, NumPy, SciPy and Hypothesis loaded, on one thread each."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    for name in ("specconform.harness.adapters", *(_module(t.path) for t in targets)):
+    for name in ("specconform.harness.adapters", *(module_of(t.path) for t in targets)):
         importlib.import_module(name)
-    _catalogue(setup.catalogue)
+    catalogue_by_name(setup.catalogue)
 
 
 def plan_mutant(target: Target, mutant: Mutant, baseline: Job, source: str, args) -> Job:
@@ -76,11 +76,11 @@ def _choose(args, targets: list[Target], sources: dict[str, str]) -> tuple[list[
     stopped early has judged a random sample of each file's mutants."""
     planned: list[tuple[Target, Mutant]] = []
     generated = 0
-    judged = {entry["key"] for run_dir in args.skip_judged or () for entry in _read(Path(run_dir))}
+    judged = {entry["key"] for run_dir in args.skip_judged or () for entry in read_mutants(Path(run_dir))}
     keys = set(args.key or ()) | {
         entry["key"]
         for run_dir in args.survivors_of or ()
-        for entry in _read(Path(run_dir))
+        for entry in read_mutants(Path(run_dir))
         if entry["status"] != "KILLED"
     }
     for target in targets:

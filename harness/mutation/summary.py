@@ -119,14 +119,14 @@ def summary(results: list[dict], classified: dict[str, dict], meta: dict) -> str
     return "\n".join(lines) + "\n"
 
 
-def _read(run_dir: Path) -> list[dict]:
+def read_mutants(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "mutants.jsonl").read_text().splitlines() if line]
 
 
 def _describe_run(run_dir: Path) -> str:
     """One line on a run: what it judged, how, and whether it finished (``run.json`` is written at its end)."""
     meta_path = run_dir / "run.json"
-    judged = len(_read(run_dir))
+    judged = len(read_mutants(run_dir))
     if not meta_path.exists():
         return f"`{run_dir.name}`: {judged} mutants judged, then stopped (no run.json; its log is log.txt)"
     meta = json.loads(meta_path.read_text())
@@ -154,9 +154,9 @@ def report(
     ``summary.md``)."""
     judged: dict[str, dict] = {}
     for run_dir in run_dirs:  # a mutant judged by two runs counts once, with its first verdict
-        for entry in _read(run_dir):
+        for entry in read_mutants(run_dir):
             judged.setdefault(entry["key"], entry)
-    newer = {entry["key"]: {**entry, "rerun": rerun.name} for rerun in reruns for entry in _read(rerun)}
+    newer = {entry["key"]: {**entry, "rerun": rerun.name} for rerun in reruns for entry in read_mutants(rerun)}
     results = [newer.get(key, entry) for key, entry in judged.items()]
     metas = [json.loads((d / "run.json").read_text()) for d in run_dirs if (d / "run.json").exists()]
     meta = {

@@ -189,7 +189,7 @@ def _sampled(case, i: int, j: int, got: list[int], expected: list[int]) -> tuple
     return ("RS-ONEHOT-1" if one_hot else "RS-PROB-2"), "residual-sample-differs"
 
 
-def _oracle_row(case: rs.RejectionCase, i: int, q_rows, noise_purpose: int) -> list[int]:
+def oracle_row(case: rs.RejectionCase, i: int, q_rows, noise_purpose: int) -> list[int]:
     """Request ``i``'s oracle row (``-1`` padded) under the reference draws, with ``q_rows`` as its draft
     probabilities and its tokens sampled from the ``noise_purpose`` stream."""
     row_slice, draft_slice = rs.request_slices(case, i)
@@ -216,7 +216,7 @@ def misreading(case: rs.RejectionCase, i: int, row: list[int], batch_needed: boo
         return None
     _, draft_slice = rs.request_slices(case, i)
     own_q = None if case.draft_probs is None else case.draft_probs[draft_slice]
-    if not batch_needed and row == _oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
+    if not batch_needed and row == oracle_row(case, i, own_q, reference_rng.PURPOSE_ACCEPT):
         evidence = "the oracle emits this row when the token is sampled from the acceptance stream"
         return Violation("RS-RNG-2", "acceptance-draw-reused", evidence)
     if own_q is None or not case.num_draft_tokens[i]:
@@ -228,7 +228,7 @@ def misreading(case: rs.RejectionCase, i: int, row: list[int], batch_needed: boo
         "one row late": [min(first + j + 1, total - 1) for j in range(K)],
     }
     for name, rows in readings.items():
-        if rows != list(range(first, first + K)) and row == _oracle_row(
+        if rows != list(range(first, first + K)) and row == oracle_row(
             case, i, case.draft_probs[rows], reference_rng.PURPOSE_SAMPLE
         ):
             evidence = f"the oracle emits this row when draft_probs is read {name}"

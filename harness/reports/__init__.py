@@ -9,19 +9,19 @@ re-exports what the rest of the harness uses, the console and the history includ
 
 from .html_page import html_report
 from .junit_xml import junit
-from .run_diff import _bad_results, diff
+from .run_diff import bad_results, diff
 from .run_folder import write_all, write_html
 from .summary import engines_summary, markdown
-from .text import ORDER, _count, _evidence, _first_line, _status_counts
+from .text import ORDER, count_of, evidence_of, first_line, status_counts_text
 from .verdicts import engine_verdicts, requirement_status, run_verdict
 
 __all__ = [
     "ORDER",
-    "_bad_results",
-    "_count",
-    "_evidence",
-    "_first_line",
-    "_status_counts",
+    "bad_results",
+    "count_of",
+    "evidence_of",
+    "first_line",
+    "status_counts_text",
     "diff",
     "engine_verdicts",
     "engines_summary",

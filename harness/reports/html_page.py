@@ -11,21 +11,21 @@ from jinja2.ext import Extension
 from markupsafe import Markup
 
 from .. import findings, spec
-from .svg import _plots
-from .tables import _cell_text, _requirement_rows, _uncovered_lines
+from .svg import plots_html
+from .tables import cell_text, requirement_rows, uncovered_lines
 from .text import (
     ORDER,
-    _check_status,
-    _count,
-    _evidence,
-    _first_line,
-    _incomplete,
-    _own_reproduction,
-    _sorted,
-    _status_counts,
+    check_status_text,
+    count_of,
+    evidence_of,
+    first_line,
+    incomplete_lines,
+    own_reproduction,
+    sorted_records,
+    status_counts_text,
     also_failing,
 )
-from .verdicts import _class_cells, _not_claimed_line, engine_verdicts, run_verdict
+from .verdicts import class_cells, not_claimed_line, engine_verdicts, run_verdict
 
 _COLOURS = {
     "PASS": "#d4edda",
@@ -91,7 +91,7 @@ _ENVIRONMENT.filters.update(
 
 
 def _class_rows(records: list[dict], engines: list[str], cells: dict, classes: list[str]) -> list[dict]:
-    """Per class: its cells (an engine's ``ClassVerdict`` or ``None``, from ``_class_cells``), the statuses and
+    """Per class: its cells (an engine's ``ClassVerdict`` or ``None``, from ``class_cells``), the statuses and
     requirements the filters match."""
     registered = spec.classes()
     return [
@@ -114,10 +114,10 @@ def _requirement_page_rows(records: list[dict], engines: list[str], uncovered: l
             "rid": rid,
             "level": level,
             "cls": cls,
-            "cells": [(_COLOURS.get(c[0], "#fff") if isinstance(c, tuple) else "#fff", _cell_text(c)) for c in row],
+            "cells": [(_COLOURS.get(c[0], "#fff") if isinstance(c, tuple) else "#fff", cell_text(c)) for c in row],
             "statuses": [c[0] for c in row if isinstance(c, tuple)] or ["NOT_RUN"],
         }
-        for rid, level, cls, _, row in _requirement_rows(records, engines, uncovered)
+        for rid, level, cls, _, row in requirement_rows(records, engines, uncovered)
     ]
 
 
@@ -130,7 +130,7 @@ def _check_rows(ordered: list[dict]) -> list[dict]:
             "statistic": ""
             if r.get("p_value") is None
             else f"p = {r['p_value']:.3g}, α = {r['alpha']:.2g}, N = {r['trials']}",
-            "plots": Markup(_plots(r)),
+            "plots": Markup(plots_html(r)),
             "statuses": [r["status"], *(result["status"] for result in r["results"].values())],
             "requirements": list(r["results"]) or r["requirements"],
         }
@@ -154,17 +154,17 @@ def html_report(
     verdicts = engine_verdicts(records, uncovered)
     engines = [v.engine for v in verdicts]
     passed, line = run_verdict(verdicts, list(missing))
-    ordered = _sorted(records)
+    ordered = sorted_records(records)
     index = {id(r): i for i, r in enumerate(ordered)}
     texts = requirement_texts()
-    cells = _class_cells(records, engines, uncovered)
+    cells = class_cells(records, engines, uncovered)
     classes = sorted({cls for cls, _ in cells})
     cited = sorted({rid for r in records for rid in [*r["requirements"], *r["results"]]} | set(uncovered))
     return _ENVIRONMENT.get_template("report.html.j2").render(
         passed=passed,
         line=line,
         verdicts=verdicts,
-        incomplete=[text for text in _incomplete(list(missing)) if text],
+        incomplete=[text for text in incomplete_lines(list(missing)) if text],
         found=findings.findings(records),
         errors=[r for r in ordered if r["status"] in ("ERROR", "TIMEOUT")],
         outside=[(e, rid, why) for e, pairs in sorted(findings.not_applicable(records).items()) for rid, why in pairs],
@@ -175,20 +175,20 @@ def html_report(
         engines=engines,
         class_rows=_class_rows(records, engines, cells, classes),
         requirement_rows=_requirement_page_rows(records, engines, uncovered),
-        uncovered_lines=[text for text in _uncovered_lines(uncovered) if text],
+        uncovered_lines=[text for text in uncovered_lines(uncovered) if text],
         check_rows=_check_rows(ordered),
         spec_items=[(rid, *texts[rid]) for rid in cited if rid in texts],
         spec_href=spec_href,
         anchor=lambda record: index[id(record)],
         colour=lambda status: _COLOURS.get(status, "#fff"),
         also_failing=also_failing,
-        check_status=_check_status,
-        count=_count,
-        evidence=_evidence,
-        first_line=_first_line,
-        not_claimed_line=_not_claimed_line,
-        own_reproduction=_own_reproduction,
-        status_counts=_status_counts,
+        check_status=check_status_text,
+        count=count_of,
+        evidence=evidence_of,
+        first_line=first_line,
+        not_claimed_line=not_claimed_line,
+        own_reproduction=own_reproduction,
+        status_counts=status_counts_text,
     )
 
 

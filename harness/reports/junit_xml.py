@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from xml.sax.saxutils import escape, quoteattr
 
-from .text import _first_line, _own_reproduction
+from .text import first_line, own_reproduction
 
 
 def junit(records: list[dict], missing: list[str] = ()) -> str:
@@ -27,15 +27,15 @@ def junit(records: list[dict], missing: list[str] = ()) -> str:
             detail = result.get("evidence") or r["message"]
             body = ""
             if status == "FAIL":
-                own = _own_reproduction(r, rid)
+                own = own_reproduction(r, rid)
                 text = escape(detail + (f"\nminimal reproduction: {own}" if own else "") + "\n" + r["reproduce"])
-                body = f"<failure message={quoteattr(_first_line(detail))}>{text}</failure>"
+                body = f"<failure message={quoteattr(first_line(detail))}>{text}</failure>"
                 counts["failures"] += 1
             elif status in ("ERROR", "TIMEOUT"):
-                body = f"<error message={quoteattr(status + ': ' + _first_line(detail))}>{escape(detail)}</error>"
+                body = f"<error message={quoteattr(status + ': ' + first_line(detail))}>{escape(detail)}</error>"
                 counts["errors"] += 1
             elif status != "PASS":
-                body = f"<skipped message={quoteattr(status + ': ' + _first_line(detail))}/>"
+                body = f"<skipped message={quoteattr(status + ': ' + first_line(detail))}/>"
                 counts["skipped"] += 1
             cases.append(
                 f"  <testcase classname={quoteattr(r['engine'] + '.' + r['check'])} name={quoteattr(rid)} "

@@ -4,7 +4,7 @@ statistics."""
 from __future__ import annotations
 
 
-def _bad_results(records: list[dict]) -> dict[tuple[str, str, str], dict]:
+def bad_results(records: list[dict]) -> dict[tuple[str, str, str], dict]:
     """``{(engine, check, requirement or "check"): record}`` for every failed requirement and every
     check that ended in ERROR or TIMEOUT."""
     out = {}
@@ -23,7 +23,7 @@ def diff(old: list[dict], new: list[dict]) -> tuple[str, int]:
     key = lambda r: (r["engine"], r["check"])  # noqa: E731
     before = {key(r): r for r in old}
     after = {key(r): r for r in new}
-    bad_before, bad_after = _bad_results(old), _bad_results(new)
+    bad_before, bad_after = bad_results(old), bad_results(new)
     new_failures = [(k, r) for k, r in bad_after.items() if k not in bad_before]
     fixes = [(k, r) for k, r in bad_before.items() if k not in bad_after and (k[0], k[1]) in after]
     changed = {(k[0], k[1]) for k, _ in new_failures + fixes}

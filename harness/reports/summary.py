@@ -4,19 +4,19 @@
 from __future__ import annotations
 
 from .. import findings
-from .tables import _class_table, _requirement_table, _uncovered_lines
+from .tables import class_table, requirement_table, uncovered_lines
 from .text import (
-    _check_status,
-    _count,
-    _evidence,
-    _first_line,
-    _incomplete,
-    _own_reproduction,
-    _sorted,
-    _status_counts,
+    check_status_text,
+    count_of,
+    evidence_of,
+    first_line,
+    incomplete_lines,
+    own_reproduction,
+    sorted_records,
+    status_counts_text,
     also_failing,
 )
-from .verdicts import _not_claimed_line, engine_verdicts, run_verdict
+from .verdicts import not_claimed_line, engine_verdicts, run_verdict
 
 
 def _requirement_cells(r: dict) -> str:
@@ -31,10 +31,10 @@ def _requirement_cells(r: dict) -> str:
 
 def _failure_line(record: dict, rid: str) -> str:
     what = f"{record['status']} on {rid}" if rid != "check" else record["status"]
-    own = _own_reproduction(record, rid)
+    own = own_reproduction(record, rid)
     reproduction = f" Minimal case: `{own}`." if own else ""
     return (
-        f"- **{record['engine']}** `{record['check']}` {what}: {_evidence(record, rid, 160).replace('|', '/')}."
+        f"- **{record['engine']}** `{record['check']}` {what}: {evidence_of(record, rid, 160).replace('|', '/')}."
         f"{reproduction} Reproduce: `{record['reproduce']}`"
     )
 
@@ -47,13 +47,13 @@ def _findings_lines(records: list[dict]) -> list[str]:
     operation = [f for f in found if not f.robustness]
     if operation:
         unexpected = sum(not f.expected for f in operation)
-        lines += [f"## Findings ({_count(len(operation), 'defect')}, {unexpected} unexpected)", ""]
+        lines += [f"## Findings ({count_of(len(operation), 'defect')}, {unexpected} unexpected)", ""]
         lines += [_finding_line(f) for f in operation] + [""]
     robustness = [f for f in found if f.robustness]
     if robustness:
         unexpected = sum(not f.expected for f in robustness)
         lines += [
-            f"## Robustness findings ({_count(len(robustness), 'defect')}, {unexpected} unexpected)",
+            f"## Robustness findings ({count_of(len(robustness), 'defect')}, {unexpected} unexpected)",
             "",
             "Requirements on input that the engine's normal callers never give (`binds: robustness`), reported "
             "beside the findings of normal operation.",
@@ -74,8 +74,8 @@ def _finding_line(f: findings.Finding) -> str:
     return (
         f"- **{f.engine}** {'known' if f.expected else '**unexpected**'} finding **{f.name}**{f' `{f.mode}`' if f.mode else ''} ({f.seen_by}: "
         f"{', '.join(f'`{c}`' for c in sorted(set(f.checks)))}{also_failing(f)}): "
-        f"{_evidence(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
-        + (f" Cause: {_first_line(f.cause, 200)}" if f.cause else "")
+        f"{evidence_of(record, rid, 200).replace('|', '/')}.{minimal}{blocked} Reproduce: `{record['reproduce']}`"
+        + (f" Cause: {first_line(f.cause, 200)}" if f.cause else "")
     )
 
 
@@ -86,7 +86,7 @@ def _not_applicable_lines(records: list[dict]) -> list[str]:
         return []
     lines = ["## Outside the engine's contract (NOT_APPLICABLE: neither PASS nor FAIL)", ""]
     for engine, pairs in sorted(outside.items()):
-        lines += [f"- **{engine}** {rid}: {_first_line(why, 200)}" for rid, why in pairs]
+        lines += [f"- **{engine}** {rid}: {first_line(why, 200)}" for rid, why in pairs]
     return lines + [""]
 
 
@@ -105,10 +105,10 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
         "| engine | verdict | checks by status |",
         "| --- | --- | --- |",
     ]
-    lines += [f"| {v.engine} | {v.headline} | {_status_counts(v.counts)} |" for v in verdicts]
+    lines += [f"| {v.engine} | {v.headline} | {status_counts_text(v.counts)} |" for v in verdicts]
     lines.append("")
     lines += _findings_lines(records)
-    lines += _incomplete(list(missing))
+    lines += incomplete_lines(list(missing))
     errors = [(r, rid) for v in verdicts for r, rid in v.unexpected + v.known if rid == "check"]
     if errors:
         lines += ["## Checks that ended in ERROR or TIMEOUT", ""] + [_failure_line(r, rid) for r, rid in errors] + [""]
@@ -123,24 +123,24 @@ def markdown(records: list[dict], uncovered: list[str], missing: list[str] = ())
             f"## {v.engine}",
             "",
             f"{v.headline}. Version {v.version}; device {v.device}; profile {v.profile}.",
-            f"Checks: {_status_counts(v.counts)} · unexpected failures {findings.distinct(v.unexpected)} · "
+            f"Checks: {status_counts_text(v.counts)} · unexpected failures {findings.distinct(v.unexpected)} · "
             f"unexpected passes {len(v.unexpected_passes)}.",
             "",
         ]
         lines += [f"- {c.cls}: **{c.verdict}** ({c.why})" for c in v.claimed]
-        lines += [f"- {line}" for line in _not_claimed_line(v)]
+        lines += [f"- {line}" for line in not_claimed_line(v)]
         lines.append("")
-    lines += ["## Per conformance class", ""] + _class_table(records, engines, uncovered)
-    lines += ["", "## Per requirement", ""] + _requirement_table(records, engines, uncovered)
-    lines += [""] + _uncovered_lines(uncovered)
+    lines += ["## Per conformance class", ""] + class_table(records, engines, uncovered)
+    lines += ["", "## Per requirement", ""] + requirement_table(records, engines, uncovered)
+    lines += [""] + uncovered_lines(uncovered)
     lines += ["", "## Checks judged", "", "NOT_CLAIMED checks are summed up per class above.", ""]
     lines += ["| status | engine | check | class | requirements | evidence |", "| --- | --- | --- | --- | --- | --- |"]
-    for r in _sorted(records):
+    for r in sorted_records(records):
         if r["status"] == "NOT_CLAIMED":
             continue
-        evidence = _first_line(r["message"]).replace("|", "/")
+        evidence = first_line(r["message"]).replace("|", "/")
         lines.append(
-            f"| {_check_status(r)} | {r['engine']} | `{r['check']}` | {r['cls']} | {_requirement_cells(r)} "
+            f"| {check_status_text(r)} | {r['engine']} | `{r['check']}` | {r['cls']} | {_requirement_cells(r)} "
             f"| {evidence} |"
         )
     return "\n".join(lines) + "\n"
@@ -153,18 +153,18 @@ def engines_summary(records: list[dict]) -> str:
     versions = {r["engine"]: r["engine_version"] for r in records}
     lines = ["# Engines judged by specconform", "", "| engine | version | profile |", "| --- | --- | --- |"]
     lines += [f"| {e} | {versions[e]} | {next(r['profile'] for r in records if r['engine'] == e)} |" for e in engines]
-    lines += ["", "## Conformance classes (worst status of the class's checks)", ""] + _class_table(records, engines)
-    lines += ["", "## Requirements", ""] + _requirement_table(records, engines, [])
+    lines += ["", "## Conformance classes (worst status of the class's checks)", ""] + class_table(records, engines)
+    lines += ["", "## Requirements", ""] + requirement_table(records, engines, [])
     found = findings.findings(records)
-    lines += ["", f"## Findings ({_count(len(found), 'defect')}, one per defect, whatever checks saw it)", ""]
+    lines += ["", f"## Findings ({count_of(len(found), 'defect')}, one per defect, whatever checks saw it)", ""]
     for f in found:
         record, rid = f.first
         result = record["results"][rid]
         link = f" ({result['expectation_link']})" if result.get("expectation_link") else ""
         proof = f" Proof: `{result['expectation_proof']}`." if result.get("expectation_proof") else ""
         lines.append(_finding_line(f) + f"{link}{proof}")
-    errors = [r for r in _sorted(records) if r["status"] in ("ERROR", "TIMEOUT")]
+    errors = [r for r in sorted_records(records) if r["status"] in ("ERROR", "TIMEOUT")]
     if errors:
         lines += ["", "## Checks that ended in ERROR or TIMEOUT", ""]
-        lines += [f"- **{r['engine']}** `{r['check']}` {r['status']}: {_first_line(r['message'])}" for r in errors]
+        lines += [f"- **{r['engine']}** `{r['check']}` {r['status']}: {first_line(r['message'])}" for r in errors]
     return "\n".join(lines) + "\n"

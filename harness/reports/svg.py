@@ -62,7 +62,7 @@ def _trace(title: str, values: list[int], budget: int, forced: list[int], width=
     )
 
 
-def _plots(record: dict) -> str:
+def plots_html(record: dict) -> str:
     out = []
     for plot in record.get("plots") or []:
         if plot["kind"] == "distribution":

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from .. import spec
 from .text import ORDER
-from .verdicts import NOT_CLAIMED_VERDICT, NOT_JUDGED_VERDICT, _class_cells, engine_requirements, requirement_status
+from .verdicts import NOT_CLAIMED_VERDICT, NOT_JUDGED_VERDICT, class_cells, engine_requirements, requirement_status
 
 
-def _class_table(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> list[str]:
+def class_table(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> list[str]:
     """Rows: conformance classes, each that an engine claims or has a record of; cells: each engine's verdict on
     the class (the worst status of its requirements, NOT_RUN for one no check of the run reached). A class judged
     in part or not at all is explained below the table."""
-    cells = _class_cells(records, engines, uncovered)
+    cells = class_cells(records, engines, uncovered)
     lines = ["| class | " + " | ".join(engines) + " |", "| --- |" + " --- |" * len(engines)]
     notes = []
     for cls in sorted({cls for cls, _ in cells}):
@@ -33,7 +33,7 @@ def _class_table(records: list[dict], engines: list[str], uncovered: list[str] =
     return lines
 
 
-def _requirement_rows(records: list[dict], engines: list[str], uncovered: list[str]):
+def requirement_rows(records: list[dict], engines: list[str], uncovered: list[str]):
     """``(requirement, level, class, rank, [cell per engine])`` rows, failures first. A cell is
     ``(status, cases, expected)``, ``None`` when no check of the run reached it for that engine, or
     ``"not covered"`` when no check covers it at all."""
@@ -61,7 +61,7 @@ def _requirement_rows(records: list[dict], engines: list[str], uncovered: list[s
     return sorted(rows, key=lambda row: (row[3], row[0]))
 
 
-def _cell_text(cell) -> str:
+def cell_text(cell) -> str:
     if cell is None:
         return "-"
     if isinstance(cell, str):
@@ -72,16 +72,16 @@ def _cell_text(cell) -> str:
     return status
 
 
-def _requirement_table(records: list[dict], engines: list[str], uncovered: list[str]) -> list[str]:
+def requirement_table(records: list[dict], engines: list[str], uncovered: list[str]) -> list[str]:
     """Rows: the requirements an engine is judged on, failures first; cells: each engine's status with
     the cases that exercised it; ``not covered`` where no check covers it, ``-`` where none ran here."""
     lines = ["| requirement | level | " + " | ".join(engines) + " |", "| --- | --- |" + " --- |" * len(engines)]
-    for rid, level, _, _, cells in _requirement_rows(records, engines, uncovered):
-        lines.append(f"| {rid} | {level} | " + " | ".join(_cell_text(c) for c in cells) + " |")
+    for rid, level, _, _, cells in requirement_rows(records, engines, uncovered):
+        lines.append(f"| {rid} | {level} | " + " | ".join(cell_text(c) for c in cells) + " |")
     return lines
 
 
-def _uncovered_lines(uncovered: list[str]) -> list[str]:
+def uncovered_lines(uncovered: list[str]) -> list[str]:
     runner_reqs = [rid for rid in spec.load_registry() if rid.startswith("RUN-")]
     lines = []
     if uncovered:

@@ -15,7 +15,7 @@ REPRODUCTION_NOTE = " [minimal reproduction: "
 _CLOSERS = {"[": "]", "(": ")", "{": "}"}
 
 
-def _first_line(text: str, limit: int = 240) -> str:
+def first_line(text: str, limit: int = 240) -> str:
     """The first line of ``text`` shortened to ``limit`` characters by dropping whole clauses, for every front end
     (summary.md, report.html, the console): a cut in the middle of a clause or bracket misleads, and a replay command
     cut short cannot be run.
@@ -97,37 +97,37 @@ def _unclosed(text: str) -> str:
     return "".join(_CLOSERS[char] for char in reversed(opened))
 
 
-def _sorted(records):
+def sorted_records(records):
     return sorted(records, key=lambda r: (ORDER.get(r["status"], 9), r["engine"], r["check"]))
 
 
-def _count(n: int, noun: str) -> str:
+def count_of(n: int, noun: str) -> str:
     plural = noun + ("es" if noun.endswith("s") else "s")
     return f"{n} {noun if n == 1 else plural}"
 
 
-def _evidence(record: dict, rid: str, limit: int = 240) -> str:
+def evidence_of(record: dict, rid: str, limit: int = 240) -> str:
     result = record["results"].get(rid, {})
-    return _first_line(result.get("evidence") or record["message"], limit)
+    return first_line(result.get("evidence") or record["message"], limit)
 
 
-def _status_counts(counts: dict[str, int]) -> str:
+def status_counts_text(counts: dict[str, int]) -> str:
     return " · ".join(f"{status} {n}" for status, n in counts.items())
 
 
-def _unexpected_pass(r: dict) -> bool:
+def unexpected_pass(r: dict) -> bool:
     return r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")
 
 
-def _check_status(r: dict) -> str:
-    if _unexpected_pass(r):
+def check_status_text(r: dict) -> str:
+    if unexpected_pass(r):
         return "PASS (unexpected)"
     if r["status"] in BAD:
         return r["status"] + (" (unexpected)" if r.get("unexpected") else " (expected)")
     return r["status"]
 
 
-def _own_reproduction(record: dict, rid: str) -> str:
+def own_reproduction(record: dict, rid: str) -> str:
     """The minimal reproduction of requirement ``rid`` of ``record`` ("" when it has none, or for ``"check"``)."""
     found = record["results"].get(rid, {}).get("reproduction") if rid != "check" else None
     return found if isinstance(found, str) else ""
@@ -139,7 +139,7 @@ def also_failing(f: findings.Finding) -> str:
     return f"; also failing {', '.join(f.also)} (the same defect)" if f.also else ""
 
 
-def _incomplete(missing: list[str]) -> list[str]:
+def incomplete_lines(missing: list[str]) -> list[str]:
     if not missing:
         return []
     shown = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .. import findings, requirement_order, spec
 from ..core import worst
-from .text import ORDER, _count, _evidence, _first_line, _sorted, _unexpected_pass
+from .text import ORDER, count_of, evidence_of, first_line, sorted_records, unexpected_pass
 
 
 def _renamed(records: list[dict]) -> list[dict]:
@@ -102,7 +102,7 @@ class EngineVerdict:
         conforming = sum(c.verdict == "conforms" for c in self.claimed)
         claimed = f"{conforming} of {len(self.claimed)} claimed classes conform"
         if self.unexpected:
-            return f"**FAILS**: {_count(findings.distinct(self.unexpected), 'unexpected failure')}; {claimed}"
+            return f"**FAILS**: {count_of(findings.distinct(self.unexpected), 'unexpected failure')}; {claimed}"
         if self.known:
             return f"**KNOWN FAILURES** only ({findings.distinct(self.known)}, all expected); {claimed}"
         if self.verdict == "CONFORMS WHERE JUDGED":  # nothing failed: what falls short is what was judged
@@ -130,7 +130,7 @@ def _bad_pairs(records: list[dict]) -> list[tuple[dict, str]]:
     """Every failed requirement and every check that ended in ERROR or TIMEOUT: (record, requirement
     or ``"check"``)."""
     out = []
-    for r in _sorted(records):
+    for r in sorted_records(records):
         out += [(r, rid) for rid, result in r["results"].items() if result["status"] == "FAIL"]
         if r["status"] in ("ERROR", "TIMEOUT"):
             out.append((r, "check"))
@@ -169,7 +169,7 @@ def class_verdict(run: _EngineRun, cls: str, claimed: bool) -> ClassVerdict:
     records, registry = run.records, run.registry
     if not claimed:
         own_checks = [r for r in records if r["cls"] == cls]
-        return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", _first_line(own_checks[0]["message"]))
+        return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", first_line(own_checks[0]["message"]))
     ids = [rid for rid in engine_requirements(registry) if registry[rid].cls == cls and rid not in run.other_variant]
     outside = sorted(rid for rid in ids if run.merged.get(rid, ("",))[0] == "NOT_APPLICABLE")
     per_req = {rid: run.merged.get(rid) for rid in ids if rid not in outside}  # the verdict rests on these
@@ -188,18 +188,18 @@ def class_verdict(run: _EngineRun, cls: str, claimed: bool) -> ClassVerdict:
             cls,
             "fails" if unexpected else "known failure",
             status,
-            f"{what} in `{record['check']}`{more}: {_evidence(record, rid)}",
+            f"{what} in `{record['check']}`{more}: {evidence_of(record, rid)}",
         )
     blocked = sorted(rid for rid, value in per_req.items() if value and value[0] == "BLOCKED")
     if blocked:
         record = next(r for r in records if r["results"].get(blocked[0], {}).get("status") == "BLOCKED")
-        return ClassVerdict(cls, "blocked", "BLOCKED", f"{', '.join(blocked)} {_evidence(record, blocked[0])}")
+        return ClassVerdict(cls, "blocked", "BLOCKED", f"{', '.join(blocked)} {evidence_of(record, blocked[0])}")
     passed = [rid for rid, value in per_req.items() if value and value[0] == "PASS"]
     if len(passed) == len(per_req):
         cases = sum(per_req[rid][1] for rid in passed)
         besides = f"; {', '.join(outside)} {_OUTSIDE}" if outside else ""
         return ClassVerdict(
-            cls, "conforms", status, f"{_count(len(per_req), 'requirement')}, {_count(cases, 'case')}{besides}"
+            cls, "conforms", status, f"{count_of(len(per_req), 'requirement')}, {count_of(cases, 'case')}{besides}"
         )
     unjudged = _not_judged(records, {rid: value for rid, value in per_req.items() if rid not in passed}, run.uncovered)
     return ClassVerdict(
@@ -220,7 +220,7 @@ def _not_judged(records: list[dict], unjudged: dict[str, tuple[str, int] | None]
             reason = "no check covers it" if rid in uncovered else LEFT_OUT
         else:
             record = next(r for r in records if r["results"].get(rid, {}).get("status") == value[0])
-            reason = f"{value[0]} ({_evidence(record, rid)})"
+            reason = f"{value[0]} ({evidence_of(record, rid)})"
         reasons.setdefault(reason, []).append(rid)
     return [f"{', '.join(rids)} {reason}" for reason, rids in reasons.items()]
 
@@ -250,7 +250,7 @@ def engine_verdicts(records: list[dict], uncovered: list[str] = ()) -> list[Engi
                 classes=_engine_class_verdicts(mine, uncovered),
                 unexpected=unexpected,
                 known=[pair for pair in bad if pair not in unexpected],
-                unexpected_passes=[r for r in mine if _unexpected_pass(r)],
+                unexpected_passes=[r for r in mine if unexpected_pass(r)],
             )
         )
     return out
@@ -263,7 +263,7 @@ def run_verdict(verdicts: list[EngineVerdict], missing: list[str]) -> tuple[bool
     known = findings.distinct(pair for v in verdicts for pair in v.known)
     passes = sum(len(v.unexpected_passes) for v in verdicts)
     failing = [v.engine for v in verdicts if v.unexpected]
-    tail = f"{_count(known, 'known failure')} (expected), {_count(passes, 'unexpected pass')}"
+    tail = f"{count_of(known, 'known failure')} (expected), {count_of(passes, 'unexpected pass')}"
     if missing:
         tail += f"; INCOMPLETE: {len(missing)} selected checks have no record"
     if unexpected:
@@ -273,21 +273,21 @@ def run_verdict(verdicts: list[EngineVerdict], missing: list[str]) -> tuple[bool
             key=lambda pair: (pair[1] == "check", requirement_order.sort_key(pair[1])),
         )
         first = f"`{record['check']}` on {rid}" if rid != "check" else f"`{record['check']}` {record['status']}"
-        return False, f"{_count(unexpected, 'unexpected failure')} in {', '.join(failing)} (first: {first}); {tail}"
+        return False, f"{count_of(unexpected, 'unexpected failure')} in {', '.join(failing)} (first: {first}); {tail}"
     conforming = sum(v.verdict == "CONFORMS" for v in verdicts)
     line = f"no unexpected failure; engines conforming in every claimed class: {conforming} of {len(verdicts)}; "
     return not missing, line + tail
 
 
-def _not_claimed_line(verdict: EngineVerdict) -> list[str]:
+def not_claimed_line(verdict: EngineVerdict) -> list[str]:
     """The classes an engine's profile does not claim, in one line (none when it claims every class judged)."""
     classes = [c.cls for c in verdict.classes if c.verdict == NOT_CLAIMED_VERDICT]
     if not classes:
         return []
-    return [f"not claimed by profile {verdict.profile} ({_count(len(classes), 'class')}): {', '.join(classes)}"]
+    return [f"not claimed by profile {verdict.profile} ({count_of(len(classes), 'class')}): {', '.join(classes)}"]
 
 
-def _class_cells(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> dict[tuple[str, str], ClassVerdict]:
+def class_cells(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> dict[tuple[str, str], ClassVerdict]:
     """``{(class, engine): verdict}`` for every class each engine claims or has a record of."""
     return {
         (verdict.cls, engine): verdict

@@ -33,7 +33,7 @@ def encode_matrix(rows) -> list:
 # Rejection cases and output distributions
 
 
-def _case_json(case: RejectionCase) -> dict:
+def case_json(case: RejectionCase) -> dict:
     out = {
         "target_logits": encode_matrix(case.target_logits),
         "draft_token_ids": case.draft_token_ids.tolist(),
@@ -66,5 +66,5 @@ def case_from_json(data: dict) -> RejectionCase:
     )
 
 
-def _dist_json(dist: dict) -> list:
+def dist_json(dist: dict) -> list:
     return [{"emitted": list(key), "probability": encode_float(prob)} for key, prob in sorted(dist.items())]

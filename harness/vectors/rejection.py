@@ -9,7 +9,7 @@ import numpy as np
 from specconform.specs.interface import RejectionCase
 
 from ..oracle import rejection as rs
-from .codec import FORMAT_VERSION, _case_json, _dist_json, encode_float, encode_matrix
+from .codec import FORMAT_VERSION, case_json, dist_json, encode_float, encode_matrix
 from .schema import (
     DistributionFile,
     DistributionVector,
@@ -43,7 +43,7 @@ def exact_case(name, reqs, case: RejectionCase, description="") -> dict:
         "name": name,
         "description": description,
         "requirements": reqs,
-        "case": _case_json(case),
+        "case": case_json(case),
         "expected_token_ids": tokens.tolist(),
         "expected_num_emitted": num.tolist(),
     }
@@ -95,7 +95,7 @@ def _distribution(source: DistributionVector) -> dict:
         "p": encode_matrix(p),
         "q": None if q is None else encode_matrix(q),
         "drafts": source.drafts,
-        "expected_distribution": _dist_json(rs.output_distribution(p, q, source.drafts)),
+        "expected_distribution": dist_json(rs.output_distribution(p, q, source.drafts)),
     }
 
 
@@ -130,7 +130,7 @@ def _errors(source: RejectionErrorFile) -> list[dict]:
             {
                 "name": vector.name,
                 "requirements": vector.requirements,
-                "case": _case_json(case),
+                "case": case_json(case),
                 "expected_error_field": vector.expected_error_field,
             }
         )

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.harness.test_history import NOISY, SHAPE, _slowed, baseline  # noqa: F401 - the fixture
+from tests.harness.test_history import NOISY, SHAPE, baseline, slowed_copy  # noqa: F401 - the fixture
 
 from .conftest import ci_env, run_script, state
 
@@ -40,7 +40,7 @@ def _bench(tmp_path, results, baseline_results=None):
 
 
 def test_a_regression_beyond_the_spread_fails_the_bench_step(tmp_path, baseline):  # noqa: F811
-    done, report_dir = _bench(tmp_path, _slowed(baseline, 1.3), baseline)
+    done, report_dir = _bench(tmp_path, slowed_copy(baseline, 1.3), baseline)
     assert done.returncode == 1, done.stdout + done.stderr
     assert state(report_dir, "bench.line").startswith("1 regression, 0 improvements beyond the measured spread")
     assert f"| {SHAPE} | ours |" in state(report_dir, "bench.md")
@@ -48,7 +48,7 @@ def test_a_regression_beyond_the_spread_fails_the_bench_step(tmp_path, baseline)
 
 
 def test_a_change_within_the_spread_passes(tmp_path, baseline):  # noqa: F811
-    done, report_dir = _bench(tmp_path, _slowed(baseline, 1.3, "ours_eager", NOISY), baseline)  # spread 1.43
+    done, report_dir = _bench(tmp_path, slowed_copy(baseline, 1.3, "ours_eager", NOISY), baseline)  # spread 1.43
     assert done.returncode == 0, done.stdout + done.stderr
     assert state(report_dir, "bench.line").startswith("0 regressions")
 

@@ -7,7 +7,7 @@ import pytest
 
 from specconform.harness import adapters, checks, cli, reports, spec
 
-from .test_reports import _record
+from .test_reports import make_record
 
 
 def _engine_classes(classes) -> list[str]:
@@ -75,7 +75,7 @@ def _claiming(records: list[dict], classes: list[str]) -> list[dict]:
 
 
 def test_a_claimed_class_without_any_record_is_not_judged_and_counted():
-    judged = [_record("a", "PASS", reqs=spec.classes()["tb.core"])]
+    judged = [make_record("a", "PASS", reqs=spec.classes()["tb.core"])]
     (alone,) = reports.engine_verdicts(_claiming(judged, ["tb.core"]))
     assert alone.verdict == "CONFORMS" and alone.headline == "**CONFORMS**: 1 of 1 claimed classes conform"
     (verdict,) = reports.engine_verdicts(_claiming(judged, ["rs.greedy", "tb.core"]))
@@ -88,7 +88,7 @@ def test_a_claimed_class_without_any_record_is_not_judged_and_counted():
 
 def test_a_requirement_no_check_covers_is_named_so_and_denies_conforms():
     tb_core = spec.classes()["tb.core"]
-    judged = [_record("a", "PASS", reqs=tb_core[1:])]
+    judged = [make_record("a", "PASS", reqs=tb_core[1:])]
     (verdict,) = reports.engine_verdicts(_claiming(judged, ["tb.core"]), uncovered=[tb_core[0]])
     assert verdict.verdict == "CONFORMS WHERE JUDGED"
     assert verdict.classes[0].why.endswith(f"; {tb_core[0]} no check covers it")
@@ -99,9 +99,9 @@ def test_a_requirement_of_a_variant_the_profile_does_not_declare_is_not_claimed(
     other is no requirement of this engine, and does not hold back its class."""
     tb_core = spec.classes()["tb.core"]
     covered = sorted(_covered("budget/forced-logits"))
-    record = _record("budget/forced-logits", "PASS", reqs=covered)
+    record = make_record("budget/forced-logits", "PASS", reqs=covered)
     del record["results"]["TB-FORCE-6"]  # a one-hot engine's: TB-FORCE-5 judged instead
-    rest = _record("b", "PASS", reqs=[rid for rid in tb_core if rid not in covered])
+    rest = make_record("b", "PASS", reqs=[rid for rid in tb_core if rid not in covered])
     (verdict,) = reports.engine_verdicts(_claiming([record, rest], ["tb.core"]))
     assert verdict.verdict == "CONFORMS", verdict.classes[0].why
 
@@ -110,14 +110,14 @@ def test_a_record_of_another_class_judges_a_requirement_of_this_one():
     """A requirement has one status per engine, merged across checks (RUN-STATUS-4): a class conforms on what any
     check of the run judged of it."""
     tb_core = spec.classes()["tb.core"]
-    own = _record("a", "PASS", reqs=tb_core[1:])
-    other = _record("b", "PASS", cls="tb.spec-decode", reqs=[tb_core[0]])
+    own = make_record("a", "PASS", reqs=tb_core[1:])
+    other = make_record("b", "PASS", cls="tb.spec-decode", reqs=[tb_core[0]])
     (verdict,) = reports.engine_verdicts(_claiming([own, other], ["tb.core"]))
     assert verdict.classes[0].verdict == "conforms"
 
 
 def test_a_class_the_registry_no_longer_names_is_not_judged():
     """A record of an earlier specification's class shows nothing the registry requires as passed."""
-    (verdict,) = reports.engine_verdicts([_record("a", "PASS", cls="tb.gone", reqs=("TB-GONE-1",))])
+    (verdict,) = reports.engine_verdicts([make_record("a", "PASS", cls="tb.gone", reqs=("TB-GONE-1",))])
     assert [(c.cls, c.verdict) for c in verdict.classes] == [("tb.gone", "not judged")]
     assert verdict.verdict == "CONFORMS WHERE JUDGED"

@@ -17,7 +17,7 @@ import pytest
 from specconform.harness import cli
 from specconform.harness.adapters import make_engine
 from tests.harness.test_api_spec_counters import fake_vllm, route_clients
-from tests.harness.test_reports import _record
+from tests.harness.test_reports import make_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,10 +36,10 @@ def invoke(argv, capsys) -> tuple[int, str, str]:
 def run_folders(tmp_path):
     """Two run folders: ``old`` where every check passes, ``new`` where one fails with long evidence."""
     evidence = "ids " + str(list(range(200)))  # longer than any one-line cut
-    old = [_record("a", "PASS"), _record("b", "PASS")]
-    failed = _record("a", "FAIL")
+    old = [make_record("a", "PASS"), make_record("b", "PASS")]
+    failed = make_record("a", "FAIL")
     failed["results"]["TB-FORCE-1"]["evidence"] = evidence
-    new = [failed, _record("b", "PASS")]
+    new = [failed, make_record("b", "PASS")]
     for name, records in (("old", old), ("new", new)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

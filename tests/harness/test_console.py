@@ -7,28 +7,28 @@ import re
 import pytest
 
 from specconform.harness import cli, console
-from tests.harness.test_reports import _record
+from tests.harness.test_reports import make_record
 
 
 def test_a_failed_check_names_its_requirement_and_the_first_line_of_evidence():
-    record = _record("budget/x", "FAIL", reqs=("TB-FORCE-1", "TB-FORCE-2"), violated=("TB-FORCE-2",))
+    record = make_record("budget/x", "FAIL", reqs=("TB-FORCE-1", "TB-FORCE-2"), violated=("TB-FORCE-2",))
     record["results"]["TB-FORCE-2"]["evidence"] = "position 3 carried 7, not the end marker 9\ncase: [...]"
     assert console.why(record) == "TB-FORCE-2: position 3 carried 7, not the end marker 9"
 
 
 @pytest.mark.parametrize("status", ["ERROR", "TIMEOUT", "PRECONDITION_FAILED"])
 def test_a_check_not_judged_names_its_requirements_and_why(status):
-    record = _record("api/x", status, reqs=("API-SPEC-1",))
+    record = make_record("api/x", status, reqs=("API-SPEC-1",))
     record["message"] = "the engine lacks spec-model\nmore"
     assert console.why(record) == "API-SPEC-1: the engine lacks spec-model"
 
 
 @pytest.mark.parametrize("status", ["PASS", "NOT_CLAIMED"])
 def test_a_pass_needs_no_reason(status):
-    assert console.why(_record("budget/x", status)) == ""
+    assert console.why(make_record("budget/x", status)) == ""
 
 
-def _summary_counts(summary: str) -> dict[str, int]:
+def summary_counts(summary: str) -> dict[str, int]:
     """The checks by status of summary.md's engine rows, summed over the engines."""
     counts: dict[str, int] = {}
     for row in re.findall(r"^\| [^|]+ \| \*\*[^|]+ \| ([^|]+) \|$", summary, re.MULTILINE):
@@ -57,7 +57,7 @@ def test_a_run_says_why_on_the_console_and_ends_with_its_word(tmp_path, capsys):
     assert any("UNEXPECTED" in line and "TB-FORCE-1" in line for line in closing)
     shown = dict((s, int(n)) for s, n in re.findall(r"([A-Z_]+)=(\d+)", closing[-1]))
     summary = (run_dir / "summary.md").read_text()
-    assert shown == _summary_counts(summary)
+    assert shown == summary_counts(summary)
     assert summary.count("**Verdict: FAIL**") == 1
     defects = re.search(r"findings (\d+)", closing[-1]).group(1)
     assert f"## Findings ({defects} defect" in summary

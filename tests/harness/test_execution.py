@@ -187,7 +187,7 @@ def test_a_context_follows_the_config():
 def test_a_run_stopped_by_maxfail_says_so_in_its_closing_lines(tmp_path, capsys):
     """An engine team's adapter that ignores the budget (tests/unit/team_adapter.py), stopped at its first failure:
     the closing lines say why checks have no record, and the last line counts as summary.md does."""
-    from .test_console import _summary_counts
+    from .test_console import summary_counts
 
     argv = ["run", "--engine", "tests.unit.team_adapter:make", "--check", "TB-FORCE-*", "-x", "--quiet"]
     assert cli.main([*argv, "--report-dir", str(tmp_path)]) == 1
@@ -200,4 +200,4 @@ def test_a_run_stopped_by_maxfail_says_so_in_its_closing_lines(tmp_path, capsys)
     assert stopped.startswith(f"stopped after 1 failing checks (--maxfail): {len(missing)} selected checks have NO")
     assert closing[-1].startswith("FAIL: ") and f"INCOMPLETE: {len(missing)} selected checks" in closing[-1]
     shown = {s: int(n) for s, n in re.findall(r"([A-Z_]+)=(\d+)", closing[-1])}
-    assert shown == _summary_counts((run_dir / "summary.md").read_text())
+    assert shown == summary_counts((run_dir / "summary.md").read_text())

@@ -9,7 +9,7 @@ import pytest
 
 from specconform.harness import benchdiff, cli, history
 
-from .test_reports import _record
+from .test_reports import make_record
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "reports" / "perf" / "NVIDIA-H100-80GB-HBM3"
 SHAPE = "batch B=256 K=4 V=151936 float32 q random"
@@ -21,7 +21,7 @@ def baseline() -> dict:
     return json.loads((PUBLISHED / "bench-20261122-055144.json").read_text())
 
 
-def _slowed(results: dict, factor: float, implementation: str = "ours", shape: str = SHAPE) -> dict:
+def slowed_copy(results: dict, factor: float, implementation: str = "ours", shape: str = SHAPE) -> dict:
     """A copy of ``results`` whose ``implementation`` on ``shape`` took ``factor`` times as long."""
     out = copy.deepcopy(results)
     for row in out["rejection"]:
@@ -40,7 +40,7 @@ def _store(folder: Path, name: str, results: dict) -> Path:
 
 def test_a_regression_beyond_the_measured_spread_fails_the_gate(baseline, tmp_path, capsys):
     old = _store(tmp_path, "20260101-000000", baseline)
-    new = _store(tmp_path, "20260102-000000", _slowed(baseline, 1.3))
+    new = _store(tmp_path, "20260102-000000", slowed_copy(baseline, 1.3))
     assert cli.main(["bench-diff", str(old), str(new)]) == 1
     out = capsys.readouterr().out
     assert out.startswith("# specconform bench-diff: 1 regression,")
@@ -56,20 +56,20 @@ def test_a_change_within_the_measured_spread_passes(baseline, tmp_path, capsys):
     (row,) = [r for r in baseline["rejection"] if benchdiff.shape_name(r) == NOISY]
     assert row["spread"]["ours_eager"] > 1.4 and row["spread"]["ours"] < 1.01
     old = _store(tmp_path, "20260101-000000", baseline)
-    new = _store(tmp_path, "20260102-000000", _slowed(baseline, 1.3, "ours_eager", NOISY))
+    new = _store(tmp_path, "20260102-000000", slowed_copy(baseline, 1.3, "ours_eager", NOISY))
     assert cli.main(["bench-diff", str(old), str(new)]) == 0
     assert "No regression beyond the measured spread." in capsys.readouterr().out
     # the same slowdown of the graph replay, whose repeats agreed within 1 %, is a regression
     (change,) = [
         c
-        for c in benchdiff.compare(baseline, _slowed(baseline, 1.3, "ours", NOISY))
+        for c in benchdiff.compare(baseline, slowed_copy(baseline, 1.3, "ours", NOISY))
         if c.gated and c.verdict == "regressed"
     ]
     assert (change.shape, change.implementation) == (NOISY, "ours")
 
 
 def test_a_peer_that_slowed_down_is_context_not_a_regression(baseline):
-    slowed = _slowed(baseline, 2.0, implementation="vllm_v2")
+    slowed = slowed_copy(baseline, 2.0, implementation="vllm_v2")
     changes = [c for c in benchdiff.compare(baseline, slowed) if c.verdict == "regressed"]
     assert [(c.implementation, c.gated) for c in changes] == [("vllm_v2", False)]
 
@@ -78,7 +78,7 @@ def test_a_folder_compares_its_two_newest_runs_and_says_when_there_is_no_baselin
     _store(tmp_path, "20260101-000000", baseline)
     assert cli.main(["bench-diff", str(tmp_path), str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith("no baseline yet:")
-    _store(tmp_path, "20260102-000000", _slowed(baseline, 1.3))
+    _store(tmp_path, "20260102-000000", slowed_copy(baseline, 1.3))
     assert cli.main(["bench-diff", str(tmp_path), str(tmp_path)]) == 1
     assert cli.main(["bench-diff", str(tmp_path / "nothing-here"), str(tmp_path)]) == 0
 
@@ -98,14 +98,15 @@ def _conformance_run(folder: Path, records: list[dict]) -> None:
 
 def test_history_shows_new_failures_fixes_and_perf_trends(baseline, tmp_path):
     _conformance_run(
-        tmp_path / "runs" / "20260101-000000", [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",))]
+        tmp_path / "runs" / "20260101-000000",
+        [make_record("a", "PASS"), make_record("b", "FAIL", violated=("TB-FORCE-1",))],
     )
     _conformance_run(
         tmp_path / "runs" / "20260102-000000",
-        [_record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",)), _record("b", "PASS")],
+        [make_record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",)), make_record("b", "PASS")],
     )
     _store(tmp_path / "perf", "20260101-000000", baseline)
-    _store(tmp_path / "perf", "20260102-000000", _slowed(baseline, 1.3))
+    _store(tmp_path / "perf", "20260102-000000", slowed_copy(baseline, 1.3))
     md, page = history.write([tmp_path / "runs", tmp_path / "perf"], tmp_path / "out")
     text = md.read_text()
     assert "20260101-000000 → 20260102-000000: 1 new failures, 1 fixes" in text

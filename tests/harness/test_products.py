@@ -91,7 +91,7 @@ def test_a_misspelt_key_in_an_api_profile_is_an_error_that_names_it(tmp_path, mo
     stand_in = products.Product(PRODUCTS["vllm-cpu-api"].record, tmp_path)
     monkeypatch.setattr(products, "products", lambda: {"vllm-cpu-api": stand_in})
     with pytest.raises(ValueError, match=r"api-profile.yaml.*unknown key 'budget_feld'"):
-        http._declared_api_profiles()
+        http.declared_api_profiles()
 
 
 def test_a_misspelt_key_in_a_record_is_an_error_that_names_it(tmp_path):

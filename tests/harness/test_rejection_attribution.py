@@ -92,7 +92,7 @@ def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
     # come from other draws (RS-RNG-3), one p forbids is RS-PROB-3's
     case = rs.RejectionCase(np.array([[0.0, 0.0, 0.0, 0.0, NEG]]), [], [0], [1.0], seeds=[3], positions=[0])
     want = int(rs.sample_case(case)[0][0, 0])
-    from_acceptance_stream = rj._oracle_row(case, 0, None, reference_rng.PURPOSE_ACCEPT)[0]
+    from_acceptance_stream = rj.oracle_row(case, 0, None, reference_rng.PURPOSE_ACCEPT)[0]
     other = next(t for t in range(4) if t not in (want, from_acceptance_stream))
     assert rj.violations(case, [[want]], [1]) == []
     assert _names(rj.violations(case, [[other]], [1])) == [("RS-RNG-3", "draws-not-the-reference")]

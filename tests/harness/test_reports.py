@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from specconform.harness import reports, spec
 
 
-def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), violated=(), p=None, plots=()):
+def make_record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), violated=(), p=None, plots=()):
     return {
         "check": check,
         "cls": cls,
@@ -44,7 +44,7 @@ def _record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), viol
 
 
 def test_markdown_lists_checks_failures_first_with_classes_requirements_and_uncovered():
-    records = [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",)), _record("c", "ERROR")]
+    records = [make_record("a", "PASS"), make_record("b", "FAIL", violated=("TB-FORCE-1",)), make_record("c", "ERROR")]
     text = reports.markdown(records, ["API-BUDGET-1"])
     checks = text.split("## Checks judged")[1]
     assert checks.index("`b`") < checks.index("`c`") < checks.index("`a`")  # FAIL, ERROR, PASS
@@ -59,12 +59,12 @@ def _first_ten(records, missing=()) -> str:
 
 def _whole_class(check, cls, engine="e") -> dict:
     """A passing record of a check that covers every requirement of ``cls`` (as the registry has them)."""
-    return _record(check, "PASS", engine=engine, cls=cls, reqs=spec.classes()[cls])
+    return make_record(check, "PASS", engine=engine, cls=cls, reqs=spec.classes()[cls])
 
 
 def test_the_first_ten_lines_of_a_passing_run_give_the_verdict_per_engine():
     records = [_whole_class("a", "tb.core"), _whole_class("b", "rs.greedy", engine="f")]
-    records.append(_record("c", "NOT_CLAIMED", engine="f"))
+    records.append(make_record("c", "NOT_CLAIMED", engine="f"))
     head = _first_ten(records)
     assert "**Verdict: PASS**: no unexpected failure" in head
     assert "| e | **CONFORMS**: 1 of 1 claimed classes conform |" in head
@@ -72,7 +72,11 @@ def test_the_first_ten_lines_of_a_passing_run_give_the_verdict_per_engine():
 
 
 def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
-    records = [_record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",)), _whole_class("c", "tb.core", "f")]
+    records = [
+        make_record("a", "PASS"),
+        make_record("b", "FAIL", violated=("TB-FORCE-1",)),
+        _whole_class("c", "tb.core", "f"),
+    ]
     head = _first_ten(records)
     assert "**Verdict: FAIL**: 1 unexpected failure in e (first: `b` on TB-FORCE-1);" in head
     assert "| e | **FAILS**: 1 unexpected failure; 0 of 1 claimed classes conform |" in head
@@ -86,26 +90,26 @@ def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
 
 
 def test_the_first_ten_lines_of_a_run_with_expected_failures_say_they_are_known():
-    failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
+    failed = make_record("b", "FAIL", violated=("TB-FORCE-1",))
     failed.update(unexpected=[], expected_status="FAIL", expectation_reason="the engine's design")
-    head = _first_ten([_record("a", "PASS"), failed])
+    head = _first_ten([make_record("a", "PASS"), failed])
     assert "**Verdict: PASS**: no unexpected failure" in head and "1 known failure (expected)" in head
     assert "| e | **KNOWN FAILURES** only (1, all expected); 0 of 1 claimed classes conform |" in head
-    known = reports.markdown([_record("a", "PASS"), failed], []).split("## Findings (1 defect, 0 unexpected)")[1]
+    known = reports.markdown([make_record("a", "PASS"), failed], []).split("## Findings (1 defect, 0 unexpected)")[1]
     assert "known finding **TB-FORCE-1** `mode` (1 defect, seen by 1 check: `b`): FAIL msg." in known
     assert "Cause: the engine's design" in known
 
 
 def test_an_incomplete_run_fails_its_verdict():
-    assert "**Verdict: FAIL**" in _first_ten([_record("a", "PASS")], missing=["e: b"])
+    assert "**Verdict: FAIL**" in _first_ten([make_record("a", "PASS")], missing=["e: b"])
 
 
 def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_per_engine():
-    blocked = _record("b", "PRECONDITION_FAILED", cls="api.budget", reqs=("API-BUDGET-7",))
+    blocked = make_record("b", "PRECONDITION_FAILED", cls="api.budget", reqs=("API-BUDGET-7",))
     blocked["results"]["API-BUDGET-7"]["evidence"] = "'</think>' is one token"
-    records = [_record("a", "PASS", cls="api.budget", reqs=("API-BUDGET-1",)), blocked]
-    records += [_record(f"n{i}", "NOT_CLAIMED", cls="tb.core", reqs=(f"TB-FORCE-{i}",)) for i in (1, 2)]
-    records += [_record("r", "NOT_CLAIMED", cls="rs.greedy", reqs=("RS-GREEDY-1",))]
+    records = [make_record("a", "PASS", cls="api.budget", reqs=("API-BUDGET-1",)), blocked]
+    records += [make_record(f"n{i}", "NOT_CLAIMED", cls="tb.core", reqs=(f"TB-FORCE-{i}",)) for i in (1, 2)]
+    records += [make_record("r", "NOT_CLAIMED", cls="rs.greedy", reqs=("RS-GREEDY-1",))]
     text = reports.markdown(records, [])
     left_out = ", ".join(
         rid for rid in sorted(spec.classes()["api.budget"]) if rid not in ("API-BUDGET-1", "API-BUDGET-7")
@@ -124,7 +128,7 @@ def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_p
 
 def test_the_uncovered_count_agrees_with_the_requirement_table():
     uncovered = ["RS-INPUT-7", "TB-FORCE-6"]
-    text = reports.markdown([_record("a", "PASS")], uncovered)
+    text = reports.markdown([make_record("a", "PASS")], uncovered)
     table = text.split("## Per requirement")[1].split("**Not yet covered")[0]
     assert sum("| not covered |" in line for line in table.splitlines()) == len(uncovered)
     assert f"Not yet covered by any check** ({len(uncovered)})" in text
@@ -132,7 +136,12 @@ def test_the_uncovered_count_agrees_with_the_requirement_table():
 
 
 def test_junit_parses_and_counts():
-    records = [_record("a", "PASS"), _record("b", "FAIL"), _record("c", "ERROR"), _record("d", "NOT_CLAIMED")]
+    records = [
+        make_record("a", "PASS"),
+        make_record("b", "FAIL"),
+        make_record("c", "ERROR"),
+        make_record("d", "NOT_CLAIMED"),
+    ]
     root = ET.fromstring(reports.junit(records))
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("4", "1", "1", "1")
 
@@ -150,7 +159,7 @@ def test_html_is_self_contained_with_plots():
     }
     trace = {"kind": "budget-trace", "title": "t", "thinking": [0, 1, 2, 2], "budget": 2, "forced": [3]}
     page = reports.html_report(
-        [_record("a", "PASS", p=0.3, plots=[plot, trace])],
+        [make_record("a", "PASS", p=0.3, plots=[plot, trace])],
         [],
         zoo_table=[{"mutant": "m", "description": "d", "breaks": "TB-FORCE-1", "caught": True, "caught_by": ["a"]}],
     )
@@ -159,9 +168,9 @@ def test_html_is_self_contained_with_plots():
 
 
 def test_html_filters_and_links_each_failure_to_evidence_reproduction_and_spec_text():
-    failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
+    failed = make_record("b", "FAIL", violated=("TB-FORCE-1",))
     failed["reproduction"] = failed["results"]["TB-FORCE-1"]["reproduction"] = "repro/b-TB-FORCE-1.json"
-    page = reports.html_report([_record("a", "PASS"), failed, _record("c", "NOT_CLAIMED", cls="rs.greedy")], [])
+    page = reports.html_report([make_record("a", "PASS"), failed, make_record("c", "NOT_CLAIMED", cls="rs.greedy")], [])
     assert page.index("Verdict: FAIL") < page.index("<h2>Findings (1 defect)</h2>") < page.index("Per requirement")
     failures = page.split("<h2>Findings (1 defect)</h2>")[1].split("</ul>")[0]
     assert "<b>unexpected</b> finding <b>TB-FORCE-1</b>" in failures
@@ -180,7 +189,7 @@ def test_html_escapes_text_as_the_published_pages_do_and_adds_no_line_break_of_i
     """Text is escaped as ``html.escape`` escapes it (the published pages were written so: ``&#x27;``, ``&quot;``),
     also inside an attribute; the template's own layout adds no line break to the page, a message keeps its own."""
     message = 'it\'s <b>"bad"</b> & cut\nsecond line'
-    failed = _record("b", "FAIL", violated=("TB-FORCE-1",))
+    failed = make_record("b", "FAIL", violated=("TB-FORCE-1",))
     failed["message"] = failed["results"]["TB-FORCE-1"]["evidence"] = message
     page = reports.html_report([failed], [])
     assert f'<pre style="white-space:pre-wrap;margin:0">{html.escape(message)}</pre>' in page
@@ -192,7 +201,7 @@ def test_html_escapes_text_as_the_published_pages_do_and_adds_no_line_break_of_i
 
 def test_each_failed_requirement_links_its_own_reproduction():
     """A check that fails two requirements, each with its own minimal case (the record keeps the first's)."""
-    failed = _record("b", "FAIL", reqs=("TB-FORCE-1", "TB-COUNT-1"))
+    failed = make_record("b", "FAIL", reqs=("TB-FORCE-1", "TB-COUNT-1"))
     for rid in ("TB-FORCE-1", "TB-COUNT-1"):
         failed["results"][rid]["reproduction"] = f"reproductions/e--b--{rid}.json"
     failed["reproduction"] = "reproductions/e--b--TB-FORCE-1.json"
@@ -212,8 +221,8 @@ def test_each_failed_requirement_links_its_own_reproduction():
 
 
 def test_diff_lists_new_failures_first_then_fixes_then_statistics():
-    old = [_record("a", "PASS", p=0.5), _record("b", "FAIL"), _record("c", "PASS")]
-    new = [_record("a", "FAIL", p=1e-9), _record("b", "PASS"), _record("c", "PASS")]
+    old = [make_record("a", "PASS", p=0.5), make_record("b", "FAIL"), make_record("c", "PASS")]
+    new = [make_record("a", "FAIL", p=1e-9), make_record("b", "PASS"), make_record("c", "PASS")]
     text, new_failures = reports.diff(old, new)
     assert new_failures == 1
     assert text.index("## New failures") < text.index("`a`") < text.index("## Fixes") < text.index("`b`")
@@ -221,13 +230,13 @@ def test_diff_lists_new_failures_first_then_fixes_then_statistics():
 
 
 def test_a_record_naming_an_alias_counts_for_its_successor():
-    old = _record("budget/whole-generations", "FAIL", reqs=("TB-FORCE-3",))  # a record of specification 0.1
-    statuses = reports.requirement_status([old, _record("budget/sequential", "PASS", reqs=("TB-FORCE-1",))])
+    old = make_record("budget/whole-generations", "FAIL", reqs=("TB-FORCE-3",))  # a record of specification 0.1
+    statuses = reports.requirement_status([old, make_record("budget/sequential", "PASS", reqs=("TB-FORCE-1",))])
     assert statuses == {("e", "TB-FORCE-1"): ("FAIL", 2)}
 
 
 def test_the_report_names_the_permissions_and_how_they_are_declared():
-    text = reports.markdown([_record("a", "PASS")], [])
+    text = reports.markdown([make_record("a", "PASS")], [])
     assert "Permissions are no requirements" in text
     assert "RS-LAYOUT-3 (layout: padded)" in text
     assert "RS-INPUT-6 (capabilities without input-validation, with unvalidated-mode)" in text
@@ -235,8 +244,8 @@ def test_the_report_names_the_permissions_and_how_they_are_declared():
 
 
 def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails():
-    first = _record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
-    second = _record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
+    first = make_record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
+    second = make_record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
     for record in (first, second):
         next(iter(record["results"].values()))["expectation_proof"] = "proofs/e/restart.diff"
     text = reports.markdown([first, second], [])
@@ -246,9 +255,9 @@ def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails()
 
 
 def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
-    single_a = _record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
-    single_b = _record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
-    both = _record("c", "FAIL", reqs=("TB-FORCE-1",), violated=("TB-FORCE-1",))
+    single_a = make_record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
+    single_b = make_record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
+    both = make_record("c", "FAIL", reqs=("TB-FORCE-1",), violated=("TB-FORCE-1",))
     single_a["results"]["TB-FORCE-2"]["expectation_proof"] = "proofs/e/a.diff"
     single_b["results"]["TB-MARK-2"]["expectation_proof"] = "proofs/e/b.diff"
     both["results"]["TB-FORCE-1"].update(
@@ -265,8 +274,8 @@ def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
 
 
 def test_two_defects_under_one_name_each_say_the_patch_that_fixes_it():
-    first = _record("a", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
-    second = _record("b", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
+    first = make_record("a", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
+    second = make_record("b", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
     first["results"]["TB-MARK-1"]["expectation_proof"] = "proofs/e/stray-end-kept.diff"
     second["results"]["TB-MARK-1"]["expectation_proof"] = "proofs/e/last-start-taken.diff"
     text = reports.markdown([first, second], [])

@@ -12,7 +12,7 @@ import pytest
 from specconform.harness import cli, runner, schemas, spec
 from specconform.harness.expectations import load_expectations
 
-from .test_reports import _record
+from .test_reports import make_record
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "reports" / "engines"
 
@@ -60,7 +60,7 @@ def test_an_expectation_entry_with_a_bad_value_names_the_key(tmp_path):
 
 
 def test_a_record_with_an_unknown_key_is_a_usage_error_naming_it_and_its_line(tmp_path, capsys):
-    good, bad = _record("a", "PASS"), _record("b", "FAIL", violated=("TB-FORCE-1",))
+    good, bad = make_record("a", "PASS"), make_record("b", "FAIL", violated=("TB-FORCE-1",))
     bad["results"]["TB-FORCE-1"]["fingrprint"] = ""
     (tmp_path / "results.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     err = _usage_error(["report", str(tmp_path)], capsys)

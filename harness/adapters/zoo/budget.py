@@ -1,6 +1,6 @@
 """Budget mutants: the oracle's thinking-budget state (``specconform.harness.oracle.budget``) with one rule broken,
-per request (``_REQUEST_TYPES``), per batch (``_BATCH_TYPES``) or in the engine's budget entry points
-(``_MutantBudget``)."""
+per request (``REQUEST_TYPES``), per batch (``BATCH_TYPES``) or in the engine's budget entry points
+(``MutantBudget``)."""
 
 from __future__ import annotations
 
@@ -236,7 +236,7 @@ class _MoveKeepsOccupiedDestination(tb.BudgetBatch):
                 self.slots[dst] = kept
 
 
-_BATCH_TYPES = {
+BATCH_TYPES = {
     "swap-leaves-vacated-tracked": _SwapKeepsVacated,
     "moves-before-additions": _MovesBeforeAdditions,
     "move-keeps-occupied-destination": _MoveKeepsOccupiedDestination,
@@ -244,7 +244,7 @@ _BATCH_TYPES = {
     "other-end-markers-ignored": _OtherEndMarkersIgnored,
 }
 
-_REQUEST_TYPES = {
+REQUEST_TYPES = {
     "budget-off-by-one": _LateByOne,
     "end-marker-restarted": _RestartsEnd,
     "multi-token-start-undercounted": _ShortPromptStart,
@@ -263,7 +263,7 @@ _REQUEST_TYPES = {
 }
 
 
-class _MutantBudget(OracleBudget):
+class MutantBudget(OracleBudget):
     def __init__(self, batch, mutation):
         super().__init__(batch)
         self.mutation = mutation

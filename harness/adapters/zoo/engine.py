@@ -13,20 +13,20 @@ from ...core import UsageError
 from ...oracle import budget as tb
 from ...oracle import rejection as rs
 from ..oracle import OracleEngine
-from .budget import _BATCH_TYPES, _REQUEST_TYPES, _MutantBudget
+from .budget import BATCH_TYPES, REQUEST_TYPES, MutantBudget
 from .counting import CountingMutants
-from .registry import _SAMPLER_MUTATIONS, MUTANTS, Mutant
+from .registry import MUTANTS, SAMPLER_MUTATIONS, Mutant
 from .rejection import (
-    _VERIFY_MUTATIONS,
-    _ids_as_given,
-    _mutant_sample_case,
-    _noise_from_acceptance_stream,
-    _ProcessWideDraws,
-    _shifted_draws,
-    _StatefulDraws,
+    VERIFY_MUTATIONS,
+    ProcessWideDraws,
+    StatefulDraws,
+    ids_as_given,
+    mutant_sample_case,
+    noise_from_acceptance_stream,
+    shifted_draws,
 )
 from .sampler import mutant_sampler
-from .tensor_api import _TENSOR_API_MUTATIONS, _tensor_api_mutant
+from .tensor_api import TENSOR_API_MUTATIONS, tensor_api_mutant
 
 # Mutants whose draws are their own (not the reference draws): their profile leaves out ``reference-draws``.
 _OWN_DRAWS = ("stateful-generator", "generator-seeded-per-call", "seed-ignored")
@@ -42,21 +42,21 @@ class MutantEngine(CountingMutants, OracleEngine):
         profile = replace(profiles.canonical(mutant.scope), forced_logit=mutant.forced_logit)
         profile = profiles.with_variant(profile, "forced_end", mutant.forced_end)
         self.profile = profiles.with_variant(profile, "end_markers", mutant.end_markers)
-        hides_draws = mutant.name in _SAMPLER_MUTATIONS or mutant.name in _OWN_DRAWS
+        hides_draws = mutant.name in SAMPLER_MUTATIONS or mutant.name in _OWN_DRAWS
         if hides_draws:  # its randomness is not the reference's: judged statistically
             capabilities = self.profile.capabilities - {"reference-draws"}
             self.profile = replace(self.profile, capabilities=capabilities, draws=None)
         if mutant.name == "unvalidated-ids-emitted":  # uses the permission RS-INPUT-6
             capabilities = self.profile.capabilities - {"input-validation"} | {"unvalidated-mode"}
             self.profile = replace(self.profile, capabilities=capabilities)
-        if mutant.name in _SAMPLER_MUTATIONS:
-            self.sampler = mutant_sampler(_SAMPLER_MUTATIONS[mutant.name])
+        if mutant.name in SAMPLER_MUTATIONS:
+            self.sampler = mutant_sampler(SAMPLER_MUTATIONS[mutant.name])
         self.draws_for = {
-            "stateful-generator": _StatefulDraws(),
-            "generator-seeded-per-call": _StatefulDraws(per_call=True),
-            "seed-ignored": _ProcessWideDraws(),
-            "draws-not-the-reference": _shifted_draws,
-            "sampling-noise-from-acceptance-stream": _noise_from_acceptance_stream,
+            "stateful-generator": StatefulDraws(),
+            "generator-seeded-per-call": StatefulDraws(per_call=True),
+            "seed-ignored": ProcessWideDraws(),
+            "draws-not-the-reference": shifted_draws,
+            "sampling-noise-from-acceptance-stream": noise_from_acceptance_stream,
         }.get(mutant.name, rs.counter_draws)
 
     def budget_state(
@@ -64,15 +64,15 @@ class MutantEngine(CountingMutants, OracleEngine):
     ):
         if self.mutant.name == "empty-marker-accepted":
             start, end = list(start) or [2**31 - 1], list(end) or [2**31 - 1]
-        batch = _BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(
+        batch = BATCH_TYPES.get(self.mutant.name, tb.BudgetBatch)(
             start, end, max_num_reqs, scope, forced_token_ids, other_end_token_ids
         )
-        batch.request_type = _REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
-        return _MutantBudget(batch, self.mutant.name)
+        batch.request_type = REQUEST_TYPES.get(self.mutant.name, tb.RequestBudget)
+        return MutantBudget(batch, self.mutant.name)
 
     def rejection_sample(self, case: RejectionCase):
-        if self.mutant.name in _VERIFY_MUTATIONS:
-            return _mutant_sample_case(case, self.mutant.name, self.draws_for)
+        if self.mutant.name in VERIFY_MUTATIONS:
+            return mutant_sample_case(case, self.mutant.name, self.draws_for)
         if self.mutant.name == "num-emitted-is-k-plus-one":
             tokens, _ = super().rejection_sample(case)
             return tokens, np.asarray(case.num_draft_tokens) + 1
@@ -80,7 +80,7 @@ class MutantEngine(CountingMutants, OracleEngine):
             try:
                 case.validate()
             except InvalidCase:
-                return _ids_as_given(case)
+                return ids_as_given(case)
         case.validate()
         uniform = (
             case.forced_token_ids is None
@@ -88,7 +88,7 @@ class MutantEngine(CountingMutants, OracleEngine):
             and len(set(case.temperature.tolist())) == 1
             and case.temperature[0] > 0
         )
-        if self.mutant.name not in _SAMPLER_MUTATIONS or not uniform:
+        if self.mutant.name not in SAMPLER_MUTATIONS or not uniform:
             return super().rejection_sample(case)
         tokens = self.sampler(
             case.target_logits,
@@ -104,7 +104,7 @@ class MutantEngine(CountingMutants, OracleEngine):
 
 def needs_torch(name: str) -> bool:
     """Whether mutant ``name`` is the reference engine (torch) rather than the oracle (numpy)."""
-    return name in _TENSOR_API_MUTATIONS
+    return name in TENSOR_API_MUTATIONS
 
 
 def make_mutant(name: str):
@@ -112,5 +112,5 @@ def make_mutant(name: str):
     reference engine whose own entry points carry it."""
     for mutant in MUTANTS:
         if mutant.name == name:
-            return _tensor_api_mutant(mutant) if name in _TENSOR_API_MUTATIONS else MutantEngine(mutant)
+            return tensor_api_mutant(mutant) if name in TENSOR_API_MUTATIONS else MutantEngine(mutant)
     raise UsageError(f"unknown mutant {name!r}; the zoo holds: {', '.join(m.name for m in MUTANTS)}")

@@ -47,7 +47,7 @@ class Mutant:
         the requirement it breaks, and for sampler mutants the distribution checks; ``shown_by`` where given."""
         if self.shown_by:
             return self.shown_by
-        if self.name in _SAMPLER_MUTATIONS:
+        if self.name in SAMPLER_MUTATIONS:
             return ("rs.probabilistic", "rs.one-hot", "rs.input", self.breaks)
         return (self.breaks,)
 
@@ -342,7 +342,7 @@ MUTANTS = (
     ),
     Mutant("vocab-size-cast-to-int", "AC-TENSOR-1", "the validating count reads vocab_size with int(), so True passes"),
 )
-_SAMPLER_MUTATIONS = {
+SAMPLER_MUTATIONS = {
     "draft-probs-ignored": "ignore-draft-probs",
     "always-accept": "always-accept",
     "recover-from-p": "recover-from-p",
@@ -352,4 +352,4 @@ _SAMPLER_MUTATIONS = {
     "draft-rows-read-next-logits": "next-row-logits",
 }
 # Mutants whose randomness is their own: judged statistically, at full trials, in their own process.
-SAMPLER_MUTANTS = tuple(m for m in MUTANTS if m.name in _SAMPLER_MUTATIONS)
+SAMPLER_MUTANTS = tuple(m for m in MUTANTS if m.name in SAMPLER_MUTATIONS)

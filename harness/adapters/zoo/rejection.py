@@ -11,9 +11,9 @@ from specconform.specs.interface import InvalidCase, RejectionCase
 from ...oracle import rejection as rs
 from ...oracle import rng as reference_rng
 
-# Rejection mutants built on the oracle's verification (``_mutant_sample_case``); the others use
+# Rejection mutants built on the oracle's verification (``mutant_sample_case``); the others use
 # the reference draws unchanged.
-_VERIFY_MUTATIONS = {
+VERIFY_MUTATIONS = {
     "residual-from-p",
     "padded-row-reading",
     "tail-filled-with-zero",
@@ -100,7 +100,7 @@ def _verify(logits_rows, drafts, q_rows, temperature, forced, draws, mutation):
     raise AssertionError("unreachable")
 
 
-class _StatefulDraws:
+class StatefulDraws:
     """Draws from one ``numpy`` generator per seed, advanced by its draws: created on first use and
     kept (``per_call=False``: the same ``(seed, position)`` differs on a replay), or created afresh at
     every call (``per_call=True``: batch-independent and repeatable, but blind to the position)."""
@@ -118,7 +118,7 @@ class _StatefulDraws:
         )
 
 
-class _ProcessWideDraws:
+class ProcessWideDraws:
     """Draws from one generator for the whole process, whatever the request's seed: every request's draws
     depend on every draw made before them (``seed-ignored``)."""
 
@@ -132,12 +132,12 @@ class _ProcessWideDraws:
         )
 
 
-def _noise_from_acceptance_stream(seed: int, position: int, vocab_size: int) -> rs.Draws:
+def noise_from_acceptance_stream(seed: int, position: int, vocab_size: int) -> rs.Draws:
     """The reference draws with the emitted token's noise keyed by the acceptance purpose (RS-RNG-2)."""
     return rs.counter_draws(seed, position, vocab_size, reference_rng.PURPOSE_ACCEPT)
 
 
-def _shifted_draws(seed: int, position: int, vocab_size: int) -> rs.Draws:
+def shifted_draws(seed: int, position: int, vocab_size: int) -> rs.Draws:
     """Counter-based draws keyed off by one seed: deterministic and batch-independent, not the reference's."""
     return rs.counter_draws(seed + 1, position, vocab_size)
 
@@ -175,7 +175,7 @@ def _sanitise(case: RejectionCase, mutation: str) -> RejectionCase:
     return case
 
 
-def _mutant_sample_case(case: RejectionCase, mutation: str, draws_for) -> tuple[np.ndarray, np.ndarray]:
+def mutant_sample_case(case: RejectionCase, mutation: str, draws_for) -> tuple[np.ndarray, np.ndarray]:
     """``rs.sample_case`` with one rule broken: ``draws_for(seed, position, V)`` gives each request's draws."""
     if mutation == "neg-inf-rejected" and np.isneginf(case.target_logits).any():
         raise InvalidCase("target_logits holds -inf")
@@ -224,7 +224,7 @@ def _mutant_sample_case(case: RejectionCase, mutation: str, draws_for) -> tuple[
     return out, num
 
 
-def _ids_as_given(case: RejectionCase) -> tuple[np.ndarray, np.ndarray]:
+def ids_as_given(case: RejectionCase) -> tuple[np.ndarray, np.ndarray]:
     """``(token_ids [B, max K + 1], num_emitted [B])`` int64 of a sampler that skips validation: every draft
     accepted as given, every forced id emitted as given, the bonus row's argmax last (ids outside ``[0, V)``
     included)."""

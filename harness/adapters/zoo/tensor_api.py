@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .registry import Mutant
 
-_TENSOR_API_MUTATIONS = (
+TENSOR_API_MUTATIONS = (
     "spec-len-cast-to-int",
     "step-commits-after-its-rows",
     "sampler-spec-len-cast-to-int",
@@ -36,7 +36,7 @@ class _CommitsAfterRows:
         return logits
 
 
-def _tensor_api_mutant(mutant: Mutant):
+def tensor_api_mutant(mutant: Mutant):
     """The reference engine (capability ``tensor-api``) whose tensor entry points carry one bug."""
     from ..reference import ReferenceEngine, ReferenceTensorApi
 

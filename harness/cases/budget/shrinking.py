@@ -10,7 +10,7 @@ from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 from ...vectors import SlotStep
 from .scenario import BudgetScenario
-from .strategies import _condense
+from .strategies import condense_slots
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _compile(program: _Program, kept: set[int]) -> BudgetScenario | None:
                 at[src], at[dst] = at[dst], at[src]
             else:
                 at[dst] = at.pop(src)
-        _condense(at, moved)
+        condense_slots(at, moved)
         if not at:
             return None
         changed = removed or added or moved or len(at) != (len(steps[-1][1]) if steps else 0)

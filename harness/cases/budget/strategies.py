@@ -97,7 +97,7 @@ def prompts(family: BudgetFamily, start, end) -> st.SearchStrategy[tuple[int, ..
     )
 
 
-def _condense(slots: dict[int, int], moved: list) -> None:
+def condense_slots(slots: dict[int, int], moved: list) -> None:
     """Move the last live request into the lowest hole until the live slots are ``[0, n)``."""
     while slots and max(slots) >= len(slots):
         hole = min(set(range(len(slots))) - set(slots))
@@ -134,7 +134,7 @@ def _update(draw, family, requests, ages: list[int], max_num_reqs: int, must_add
         unannounced = {a.index for a in added if a.index in removed and rng.random() < 0.5} or {added[0].index}
         removed = [s for s in removed if s not in unannounced]
     moved: list = []
-    _condense(slots, moved)
+    condense_slots(slots, moved)
     if family.batch_ops and len(slots) >= 2:
         live = st.sampled_from(sorted(slots))
         for src, dst, swap in draw(st.lists(st.tuples(live, live, st.booleans()), max_size=2)):
@@ -146,7 +146,7 @@ def _update(draw, family, requests, ages: list[int], max_num_reqs: int, must_add
             else:  # onto an occupied slot: the moved request replaces the one there
                 moved.append((src, dst, Move.UNIDIRECTIONAL))
                 slots[dst] = slots.pop(src)
-                _condense(slots, moved)
+                condense_slots(slots, moved)
     update = BatchUpdate(len(slots), tuple(removed), tuple(added), tuple(moved))
     return update, [slots[s] for s in range(len(slots))]
 

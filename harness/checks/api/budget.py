@@ -10,8 +10,8 @@ import concurrent.futures
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
 from . import twins
-from .needs import BUDGET_SPEC, IDS, _precondition
-from .replay import _fields, _judged, _thinking, _violation
+from .needs import BUDGET_SPEC, IDS, unmet_precondition
+from .replay import judged_choice, thinking_span, violation, with_logprobs
 from .reproduction import reproduction_document
 
 
@@ -21,7 +21,7 @@ def _judge_budgets(engine, ctx: Context, tally: Tally, check_name: str, model: s
     response. A request that fails ``holds`` and is not reproducible is tried again (``twins``)."""
     for budget in budgets:
         for seed in range(3):
-            request = twins.SeededRequest(model, budget, budget + 12, 1.0, ctx.seed + seed, _fields(engine))
+            request = twins.SeededRequest(model, budget, budget + 12, 1.0, ctx.seed + seed, with_logprobs(engine))
             response = engine.complete(
                 model,
                 budget,
@@ -34,7 +34,7 @@ def _judge_budgets(engine, ctx: Context, tally: Tally, check_name: str, model: s
             case = f"{model} budget {budget} seed {ctx.seed + seed}"
             if "API-BUDGET-1" in tally.requirements:
                 tally.exercised("API-BUDGET-1")
-            problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
+            problem = violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
             if problem:
                 if not twins.alone(engine, ctx, tally, check_name, holds, request).attributed:
                     tally.violated(holds, "forced-position-not-honoured", f"{case}: {problem}")
@@ -42,7 +42,7 @@ def _judge_budgets(engine, ctx: Context, tally: Tally, check_name: str, model: s
                 tally.exercised(holds)
             if "API-REASON-1" not in tally.requirements:
                 continue
-            _, _, closed = _thinking(engine, response["prompt_token_ids"], ids)
+            _, _, closed = thinking_span(engine, response["prompt_token_ids"], ids)
             if closed:
                 _judge_end_marker_apart(engine, tally, response["choices"][0]["message"], ids, case)
 
@@ -75,7 +75,7 @@ def _judge_end_marker_apart(engine, tally: Tally, message: dict, ids: list[int],
     description="every position the budget forces carries the forced token (oracle replay over returned ids)",
 )
 def holds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     _judge_budgets(engine, ctx, tally, "api/budget-holds", engine.api.model, (2, 5, 9), "API-BUDGET-2")
@@ -90,7 +90,7 @@ def holds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     description="budgets 0 and 1",
 )
 def zero_and_one(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     _judge_budgets(engine, ctx, tally, "api/budget-zero-and-one", engine.api.model, (0, 1), "API-BUDGET-4")
@@ -105,11 +105,11 @@ def zero_and_one(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome
     description="a positive control thinks longer",
 )
 def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     budget = 3
     response = engine.complete(engine.api.model, None, max_tokens=24, temperature=1.0, seed=ctx.seed)
-    thinking, _, _ = _thinking(engine, response["prompt_token_ids"], response["choices"][0]["token_ids"])
+    thinking, _, _ = thinking_span(engine, response["prompt_token_ids"], response["choices"][0]["token_ids"])
     if thinking <= budget:
         return uniform_outcome(
             PRECONDITION_FAILED,
@@ -119,12 +119,12 @@ def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
         )
     tally = Tally(requirements)
     bounded = engine.complete(
-        engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed, fields=_fields(engine)
+        engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed, fields=with_logprobs(engine)
     )
     prompt, ids = bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"]
-    t2, _, closed = _thinking(engine, prompt, ids)
+    t2, _, closed = thinking_span(engine, prompt, ids)
     phrase = len(engine.forced_ids) - len(engine.end_ids)  # TB-END-1: thinking tokens too
-    late = _judged(engine, prompt, ids, budget, bounded["choices"][0]).late  # a declared wait's (API-UTF-1)
+    late = judged_choice(engine, prompt, ids, budget, bounded["choices"][0]).late  # a declared wait's (API-UTF-1)
     if t2 > budget + phrase + late or not closed:
         tally.violated(
             "API-BUDGET-3", "budget-did-not-bind", f"with budget {budget}: {t2} thinking tokens, closed {closed}"
@@ -142,7 +142,7 @@ def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     description="the budget holds with speculative decoding on",
 )
 def spec_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements, spec_model=True):
+    if blocked := unmet_precondition(engine, requirements, spec_model=True):
         return blocked
     tally = Tally(requirements)
     _judge_budgets(
@@ -159,7 +159,7 @@ def spec_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     description="a multi-token end marker arrives whole and contiguous",
 )
 def multitoken_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     if len(engine.end_ids) < 2:
         return uniform_outcome(
@@ -172,7 +172,7 @@ def multitoken_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outco
     for seed in range(4):
         response = engine.complete(engine.api.model, 3, max_tokens=20, temperature=1.0, seed=ctx.seed + seed)
         prompt, ids = response["prompt_token_ids"], response["choices"][0]["token_ids"]
-        _, generated, closed = _thinking(engine, prompt, ids)
+        _, generated, closed = thinking_span(engine, prompt, ids)
         close_at = generated + len(engine.end_ids)  # in output coordinates
         if not closed:
             tally.violated("API-BUDGET-7", "section-never-closed", f"seed {ctx.seed + seed}: never closed: {ids}")
@@ -191,7 +191,7 @@ def multitoken_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outco
     description="16 concurrent requests, mixed budgets and seeds, each equal to its sequential run",
 )
 def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     budgets = [None, 0, 1, 2, 3, 5, 8, None, 4, 0, 6, 2, None, 7, 1, 3]
     models = [engine.api.model] + ([engine.api.spec_model] if engine.api.spec_model else [])
@@ -202,7 +202,7 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
             model,
             budgets[i],
             engine.complete(
-                model, budgets[i], max_tokens=16, temperature=1.0, seed=ctx.seed + i, fields=_fields(engine)
+                model, budgets[i], max_tokens=16, temperature=1.0, seed=ctx.seed + i, fields=with_logprobs(engine)
             ),
         )
 
@@ -211,13 +211,13 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
     tally = Tally(requirements)
     for i, (model, budget, response) in enumerate(results):
         ids = response["choices"][0]["token_ids"]
-        problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
-        request = twins.SeededRequest(model, budget, 16, 1.0, ctx.seed + i, _fields(engine))
+        problem = violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
+        request = twins.SeededRequest(model, budget, 16, 1.0, ctx.seed + i, with_logprobs(engine))
         alone = twins.alone(engine, ctx, tally, "api/concurrent-mixed-budgets", "API-BUDGET-5", request)
         if alone.attributed:
             continue
         first = alone.responses[0]["choices"][0]
-        alone_problem = _violation(engine, alone.responses[0]["prompt_token_ids"], first["token_ids"], budget, first)
+        alone_problem = violation(engine, alone.responses[0]["prompt_token_ids"], first["token_ids"], budget, first)
         if alone_problem and not alone.differ:
             _owned_alone(engine, ctx, tally, i, request, alone_problem, alone.mark)
         elif problem:

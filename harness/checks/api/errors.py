@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...core import Context, Outcome, Tally
 from ..catalogue import check
-from .needs import HTTP, PLAIN, _precondition
+from .needs import HTTP, PLAIN, unmet_precondition
 
 
 @check(
@@ -42,7 +42,7 @@ def invalid_budget(engine, ctx: Context, requirements: tuple[str, ...]) -> Outco
     description="a budget on a model without markers gets 400",
 )
 def budget_without_markers(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements, ids=False, plain_model=True):
+    if blocked := unmet_precondition(engine, requirements, ids=False, plain_model=True):
         return blocked
     tally = Tally(requirements)
     response = engine.complete(engine.api.plain_model, 4, max_tokens=2, temperature=0, raw=True)

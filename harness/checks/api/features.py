@@ -10,8 +10,16 @@ import re
 
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
-from .needs import IDS, _precondition
-from .replay import _fields, _forced_positions, _judged, _oracle, _replay, _thinking, _violation
+from .needs import IDS, unmet_precondition
+from .replay import (
+    forced_positions,
+    judged_choice,
+    oracle_state,
+    replay_oracle,
+    thinking_span,
+    violation,
+    with_logprobs,
+)
 from .utf8 import readings
 
 
@@ -26,19 +34,24 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
     """``max_tokens`` ending right before and inside the forced end marker (API-TRUNC-1): each seeded
     generation is run once in full to find its first forced position, then cut at every point of the forced
     sequence (E, or the declared phrase then E)."""
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     budget, model, cuts = 2, engine.api.model, 0
     for seed in range(ctx.seed, ctx.seed + 3):
         forced_length = len(engine.forced_ids)
         full = engine.complete(
-            model, budget, max_tokens=budget + forced_length + 4, temperature=1.0, seed=seed, fields=_fields(engine)
+            model,
+            budget,
+            max_tokens=budget + forced_length + 4,
+            temperature=1.0,
+            seed=seed,
+            fields=with_logprobs(engine),
         )
         full_prompt, full_ids = full["prompt_token_ids"], full["choices"][0]["token_ids"]
         # where the forced sequence begins: after a declared wait, where the engine forced it
-        forced = _judged(engine, full_prompt, full_ids, budget, full["choices"][0]).forced_at
-        forced = forced or _forced_positions(engine, full_prompt, full_ids, budget)
+        forced = judged_choice(engine, full_prompt, full_ids, budget, full["choices"][0]).forced_at
+        forced = forced or forced_positions(engine, full_prompt, full_ids, budget)
         if not forced:
             continue  # the model closed the section itself: nothing is forced to cut into
         for inside in range(forced_length):
@@ -47,19 +60,19 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
                 continue
             cuts += 1
             response = engine.complete(
-                model, budget, max_tokens=max_tokens, temperature=1.0, seed=seed, fields=_fields(engine)
+                model, budget, max_tokens=max_tokens, temperature=1.0, seed=seed, fields=with_logprobs(engine)
             )
             choice, case = response["choices"][0], f"budget {budget} seed {seed} max_tokens {max_tokens}"
             ids, prompt = choice["token_ids"], response["prompt_token_ids"]
             usage = response.get("usage") or {}
             reasoning_tokens = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
-            _, generated, closed = _thinking(engine, prompt, ids)
+            _, generated, closed = thinking_span(engine, prompt, ids)
             problems = [
                 ("finish-reason-not-length", f"finish_reason {choice['finish_reason']!r}")
                 if choice["finish_reason"] != "length"
                 else None,
-                ("forced-position-not-honoured", _violation(engine, prompt, ids, budget, choice))
-                if _violation(engine, prompt, ids, budget, choice)
+                ("forced-position-not-honoured", violation(engine, prompt, ids, budget, choice))
+                if violation(engine, prompt, ids, budget, choice)
                 else None,
                 ("content-before-the-section-closed", f"content {choice['message'].get('content')!r}")
                 if not closed and (choice["message"].get("content") or "")
@@ -104,7 +117,7 @@ def _bad_request(call) -> tuple[object | None, str | None]:
 )
 def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """``n = 2`` with a budget, seeded and not (API-N-1): two choices each held by the budget, or a 400 naming n."""
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     budget, model = 2, engine.api.model
@@ -112,7 +125,7 @@ def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
         case = f"n 2 budget {budget} " + ("unseeded" if seed is None else f"seed {seed}")
         response, refusal = _bad_request(
             lambda seed=seed: engine.complete(
-                model, budget, max_tokens=8, temperature=1.0, seed=seed, fields=_fields(engine, {"n": 2})
+                model, budget, max_tokens=8, temperature=1.0, seed=seed, fields=with_logprobs(engine, {"n": 2})
             )
         )
         if refusal is not None:
@@ -129,7 +142,7 @@ def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
             return uniform_outcome(
                 PRECONDITION_FAILED, "the engine returns no token ids for every choice of n > 1", requirements
             )
-        problems = [_violation(engine, response["prompt_token_ids"], c["token_ids"], budget, c) for c in choices]
+        problems = [violation(engine, response["prompt_token_ids"], c["token_ids"], budget, c) for c in choices]
         for index, problem in enumerate(problems):
             if problem:
                 tally.violated("API-N-1", "forced-position-not-honoured", f"{case}, choice {index}: {problem}")
@@ -151,16 +164,16 @@ NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
 def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Budgets 0 and 2 with ``enable_thinking: false`` (API-NOTHINK-1): accepted, and the output equals the
     unbudgeted one unless it opens a section itself (then replayed against the oracle)."""
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     model = engine.api.model
     for seed in range(ctx.seed, ctx.seed + 3):
         free = engine.complete(
-            model, None, max_tokens=10, temperature=1.0, seed=seed, fields=_fields(engine, NO_THINKING)
+            model, None, max_tokens=10, temperature=1.0, seed=seed, fields=with_logprobs(engine, NO_THINKING)
         )
         prompt, free_ids = free["prompt_token_ids"], free["choices"][0]["token_ids"]
-        closed = _oracle(engine, 0, prompt)
+        closed = oracle_state(engine, 0, prompt)
         if closed.in_section:
             return uniform_outcome(
                 PRECONDITION_FAILED,
@@ -171,25 +184,25 @@ def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...])
             case = f"enable_thinking false, budget {budget}, seed {seed}"
             response, refusal = _bad_request(
                 lambda budget=budget, seed=seed: engine.complete(
-                    model, budget, max_tokens=10, temperature=1.0, seed=seed, fields=_fields(engine, NO_THINKING)
+                    model, budget, max_tokens=10, temperature=1.0, seed=seed, fields=with_logprobs(engine, NO_THINKING)
                 )
             )
             if refusal is not None:
                 tally.violated("API-NOTHINK-1", "budget-refused", f"{case}: HTTP 400: {refusal[:200]}")
                 continue
             ids = response["choices"][0]["token_ids"]
-            problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
+            problem = violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
             if problem:
                 tally.violated(
                     "API-NOTHINK-1",
                     "forced-position-not-honoured",
                     f"{case}: {problem}",
                 )
-            elif _forced_positions(engine, prompt, free_ids, budget) or ids == free_ids:
+            elif forced_positions(engine, prompt, free_ids, budget) or ids == free_ids:
                 tally.exercised("API-NOTHINK-1")  # equal, or the unbudgeted output opened a section the budget governs
             else:
                 again = engine.complete(
-                    model, None, max_tokens=10, temperature=1.0, seed=seed, fields=_fields(engine, NO_THINKING)
+                    model, None, max_tokens=10, temperature=1.0, seed=seed, fields=with_logprobs(engine, NO_THINKING)
                 )
                 if again["choices"][0]["token_ids"] != free_ids:
                     return uniform_outcome(
@@ -211,7 +224,7 @@ def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...])
 def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """``logprobs`` with a budget (API-LOGPROB-1): one entry per returned token; forced tokens' logprobs as
     the profile declares (``raw``: finite, at most 0; ``processed``: 0)."""
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     declared, model = engine.api.forced_logprobs, engine.api.model
@@ -227,7 +240,7 @@ def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
                 "API-LOGPROB-1", "entries-not-one-per-token", f"{case}: {len(entries)} entries, {len(ids)} ids"
             )
             continue
-        forced = _forced_positions(engine, response["prompt_token_ids"], ids, 1)
+        forced = forced_positions(engine, response["prompt_token_ids"], ids, 1)
         for i in forced:
             value = entries[i]["logprob"]
             wrong = (
@@ -260,7 +273,7 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
     every token read from the engine's ``logprobs`` (``bytes``): forced at once, or under
     ``complete-character`` at most 3 positions later and no later than the first character boundary. A
     response counts only when its budget ran out inside a character (the case that tells the two apart)."""
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     declared, model = engine.api.utf8_boundary, engine.api.model
@@ -279,7 +292,7 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
                 "the engine's logprobs place no characters: bytes neither per token nor merged per character",
                 requirements,
             )
-        replays = [_replay(engine, response["prompt_token_ids"], ids, budget, inside) for inside in placed]
+        replays = [replay_oracle(engine, response["prompt_token_ids"], ids, budget, inside) for inside in placed]
         found = next((r for r in replays if not r.problem), replays[0])
         if found.problem:
             tally.violated("API-UTF-1", found.mode, f"{case}: {found.problem}")
@@ -305,7 +318,7 @@ JSON_OBJECT = {"response_format": {"type": "json_object"}}
 def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Budgets 0 and 2 with ``response_format: json_object`` (API-GRAMMAR-1): a 400 naming ``response_format``,
     or every forced position carrying its forced token (the content's validity is the constraint's own matter)."""
-    if blocked := _precondition(engine, requirements):
+    if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
     model = engine.api.model
@@ -314,7 +327,7 @@ def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str,
             case = f"response_format json_object, budget {budget}, seed {seed}"
             response, refusal = _bad_request(
                 lambda budget=budget, seed=seed: engine.complete(
-                    model, budget, max_tokens=12, temperature=1.0, seed=seed, fields=_fields(engine, JSON_OBJECT)
+                    model, budget, max_tokens=12, temperature=1.0, seed=seed, fields=with_logprobs(engine, JSON_OBJECT)
                 )
             )
             if refusal is not None:
@@ -328,7 +341,7 @@ def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str,
                     )
                 continue
             choice = response["choices"][0]
-            problem = _violation(engine, response["prompt_token_ids"], choice["token_ids"], budget, choice)
+            problem = violation(engine, response["prompt_token_ids"], choice["token_ids"], budget, choice)
             if problem:
                 tally.violated("API-GRAMMAR-1", "forced-position-constrained", f"{case}: {problem}")
             else:

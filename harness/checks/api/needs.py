@@ -1,6 +1,6 @@
 """The capabilities an API-level check needs of the server (``HTTP``, ``OUTPUT_IDS``, ``IDS``, ``SPEC``,
 ``BUDGET_SPEC``, ``PLAIN``), and
-``_precondition``: PRECONDITION_FAILED, naming what is missing, where the engine's profile lacks them.
+``unmet_precondition``: PRECONDITION_FAILED, naming what is missing, where the engine's profile lacks them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ BUDGET_SPEC = (*IDS, "spec-model")
 PLAIN = (*HTTP, "plain-model")
 
 
-def _precondition(
+def unmet_precondition(
     engine, requirements, *, ids=True, markers=True, spec_model=False, plain_model=False
 ) -> Outcome | None:
     """PRECONDITION_FAILED where ``engine`` lacks what a check needs: ``ids`` the generated ids, ``markers`` (with

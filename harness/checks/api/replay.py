@@ -1,7 +1,7 @@
 """The oracle replayed over prompt + output ids as the engine returned them, so "the budget holds" is judged
 exactly: every position the oracle forces must carry the forced token. Under a declared complete-character wait
 (API-UTF-1) a forced position may be left free while the bytes so far end inside a UTF-8 character.
-``_thinking`` reads the thinking section open at the end of the prompt from the same ids.
+``thinking_span`` reads the thinking section open at the end of the prompt from the same ids.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ...oracle.naive import thinking_tokens
 from .utf8 import UTF8_MAX_OVERRUN, readings
 
 
-def _oracle(engine, budget, prompt_ids) -> tb.RequestBudget:
+def oracle_state(engine, budget, prompt_ids) -> tb.RequestBudget:
     """The oracle's state after ``prompt_ids`` under the engine's markers, scope and forced sequence (TB-END-1:
     the profile's ``forced_end_text``, when it names one)."""
     forced_ids = engine.forced_ids
@@ -39,13 +39,13 @@ class _Replay:
     late: int = 0  # forced positions a declared complete-character wait left free
 
 
-def _replay(engine, prompt_ids, output_ids, budget, inside=None) -> _Replay:
+def replay_oracle(engine, prompt_ids, output_ids, budget, inside=None) -> _Replay:
     """Replay the oracle over prompt + output: every forced position must carry its token. Given where the
     bytes so far end inside a UTF-8 character (``inside``: one flag per output position, a reading of
     ``specconform.harness.checks.api.utf8``), a profile declaring ``utf8_boundary: complete-character`` may leave a
     forced position free there, at most ``UTF8_MAX_OVERRUN`` times (API-UTF-1)."""
     found = _Replay()
-    state = _oracle(engine, budget, prompt_ids)
+    state = oracle_state(engine, budget, prompt_ids)
     declared = engine.api.utf8_boundary
     allowed = UTF8_MAX_OVERRUN if declared == "complete-character" and inside is not None else 0
     late, forced_at = 0, []
@@ -82,19 +82,19 @@ def _waits(engine) -> bool:
     return engine.api.utf8_boundary == "complete-character"
 
 
-def _fields(engine, fields: dict | None = None) -> dict | None:
+def with_logprobs(engine, fields: dict | None = None) -> dict | None:
     """``fields`` of a budget request, with ``logprobs`` where the profile declares the wait (``_waits``)."""
     return {**(fields or {}), "logprobs": True} if _waits(engine) else fields
 
 
-def _judged(engine, prompt_ids, output_ids, budget, choice=None) -> _Replay:
-    """``_replay`` of one choice: under a declared complete-character wait on every reading of where its bytes
+def judged_choice(engine, prompt_ids, output_ids, budget, choice=None) -> _Replay:
+    """``replay_oracle`` of one choice: under a declared complete-character wait on every reading of where its bytes
     end inside a character (``utf8.readings``), the first that holds, else the first reading's failure; the
     evidence says when the choice's logprobs give no reading."""
     if budget is None:
         return _Replay()
     found = readings(choice or {}, output_ids) if _waits(engine) and choice is not None else None
-    replays = [_replay(engine, prompt_ids, output_ids, budget, inside) for inside in found or [None]]
+    replays = [replay_oracle(engine, prompt_ids, output_ids, budget, inside) for inside in found or [None]]
     replay = next((r for r in replays if not r.problem), replays[0])
     if replay.problem and _waits(engine) and found is None:
         replay.problem += (
@@ -103,20 +103,20 @@ def _judged(engine, prompt_ids, output_ids, budget, choice=None) -> _Replay:
     return replay
 
 
-def _violation(engine, prompt_ids, output_ids, budget, choice=None) -> str:
-    """The first forced position that does not carry its token (``_judged``), or ""; no budget, nothing forced."""
-    return _judged(engine, prompt_ids, output_ids, budget, choice).problem
+def violation(engine, prompt_ids, output_ids, budget, choice=None) -> str:
+    """The first forced position that does not carry its token (``judged_choice``), or ""; no budget, nothing forced."""
+    return judged_choice(engine, prompt_ids, output_ids, budget, choice).problem
 
 
-def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
+def thinking_span(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
     """(thinking tokens, of them generated, closed) of the section open at the end of the prompt."""
     found = thinking_tokens(prompt_ids + output_ids, engine.start_ids, engine.end_ids, len(prompt_ids))
     return found[0] if found else (0, 0, False)
 
 
-def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
+def forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
     """Output positions the budget forces when the engine's returned ids are replayed through the oracle."""
-    state = _oracle(engine, budget, prompt_ids)
+    state = oracle_state(engine, budget, prompt_ids)
     forced = []
     for i, token in enumerate(output_ids):
         if state.forced_token() != -1:

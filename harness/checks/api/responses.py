@@ -7,8 +7,8 @@ from __future__ import annotations
 from ...core import Context, Outcome, Tally
 from ..catalogue import check
 from . import twins
-from .needs import HTTP, OUTPUT_IDS, _precondition
-from .replay import _thinking
+from .needs import HTTP, OUTPUT_IDS, unmet_precondition
+from .replay import thinking_span
 
 
 @check(
@@ -21,7 +21,7 @@ from .replay import _thinking
 def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """API-USAGE-1 on the generated ids; API-USAGE-2 where the server reports ``reasoning_tokens`` and the
     prompt's and the markers' ids are known (``marker-ids``) to count the reasoning tokens."""
-    if blocked := _precondition(engine, requirements, markers=False):
+    if blocked := unmet_precondition(engine, requirements, markers=False):
         return blocked
     tally = Tally(requirements, conditional=("API-USAGE-2",))  # judged only where the server reports it
     unjudged = []  # reasoning_tokens reported, but no marker ids to count them with
@@ -43,7 +43,7 @@ def usage(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
         if "marker-ids" not in engine.profile.capabilities:
             unjudged.append(f"budget {budget}: reasoning_tokens {reported}")
             continue
-        _, generated, _ = _thinking(engine, response["prompt_token_ids"], ids)
+        _, generated, _ = thinking_span(engine, response["prompt_token_ids"], ids)
         if reported != generated:
             tally.violated(
                 "API-USAGE-2",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...core import Context, Outcome, Tally
 from ..catalogue import check
 from . import twins
-from .needs import OUTPUT_IDS, _precondition
+from .needs import OUTPUT_IDS, unmet_precondition
 
 
 @check(
@@ -18,7 +18,7 @@ from .needs import OUTPUT_IDS, _precondition
     description="a seeded sampled request sent again alone returns the same ids, with speculation on and off",
 )
 def seeded_reproducible(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements, markers=False):
+    if blocked := unmet_precondition(engine, requirements, markers=False):
         return blocked
     tally = Tally(requirements)
     models = tuple(filter(None, (engine.api.model, engine.api.spec_model)))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ... import stats
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
-from .needs import SPEC, _precondition
+from .needs import SPEC, unmet_precondition
 
 if TYPE_CHECKING:
     from ...adapters.http import SpecCounters
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     description="greedy output identical with speculation on and off",
 )
 def greedy_spec_identity(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements, markers=False, spec_model=True):
+    if blocked := unmet_precondition(engine, requirements, markers=False, spec_model=True):
         return blocked
     tally = Tally(requirements)
     for budget in (None, 2, 6):
@@ -58,7 +58,7 @@ def sampling_params_with_speculation(engine, ctx: Context, requirements: tuple[s
     refusal (a pass); a parameter the API profile declares unsupported with speculation is not sent."""
     import openai
 
-    if blocked := _precondition(engine, requirements, markers=False, spec_model=True):
+    if blocked := unmet_precondition(engine, requirements, markers=False, spec_model=True):
         return blocked
     max_tokens = 12
     # the speculating model's own greedy output: a difference from the plain model's is API-SPEC-1's
@@ -105,7 +105,7 @@ def sampling_params_with_speculation(engine, ctx: Context, requirements: tuple[s
     description="sampled first tokens equivalent with speculation on and off (TV upper bound)",
 )
 def sampled_spec_equivalence(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    if blocked := _precondition(engine, requirements, markers=False, spec_model=True):
+    if blocked := unmet_precondition(engine, requirements, markers=False, spec_model=True):
         return blocked
     n, delta = 1000, 1e-3
     requests = [(m, seed) for m in (engine.api.model, engine.api.spec_model) for seed in range(n)]
@@ -190,7 +190,7 @@ def spec_counters_agree(engine, ctx: Context, requirements: tuple[str, ...]) -> 
     """API-SPEC-3 over a sequential workload on the speculative model: the counters' differences
     across each request, and across all, against the ids the client received (the server must have
     no other traffic)."""
-    if blocked := _precondition(engine, requirements, markers=False, spec_model=True):
+    if blocked := unmet_precondition(engine, requirements, markers=False, spec_model=True):
         return blocked
     first = engine.spec_counters()
     if first is None:
