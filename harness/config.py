@@ -12,14 +12,15 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import shlex
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+else:  # Python 3.10
     import tomli as tomllib
 
 from . import stats
@@ -213,7 +214,7 @@ class RunConfig:
                 options.append(("api-key", FromEnvironment(API_KEY_VARIABLE)))
             elif name == "header":
                 options += [("header", header.partition(":")[0] + ":…") for header in value]
-            else:
+            elif isinstance(value, str):  # every option but header is one string (api_options)
                 options.append((name.replace("_", "-"), value))
         return options
 
@@ -315,7 +316,7 @@ def _typed(action: argparse.Action, value: Any, where: str) -> Any:
 
 def _word(action: argparse.Action, word: str, where: str) -> Any:
     try:
-        value = action.type(word) if action.type else word
+        value = action.type(word) if callable(action.type) else word
     except (argparse.ArgumentTypeError, ValueError) as exc:
         raise UsageError(f"{where}: {exc}") from None
     if action.choices is not None and value not in action.choices:

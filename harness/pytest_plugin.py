@@ -34,7 +34,7 @@ from . import checks as checks_module
 from . import preflight, reports, runner
 from .adapters import check_engine_spec
 from .cli.run import new_run_dir
-from .config import RunConfig, file_options, find_pyproject, option_actions, words
+from .config import RunConfig, file_options, find_pyproject, option_actions, select, words
 from .core import UsageError
 from .expectations import load_expectations
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
@@ -95,7 +95,7 @@ def pytest_configure(config):
         check_engine_spec(engine_spec, dict(run.api_options))
         profile = load_profile(run.profile) if run.profile else None
         expectations = load_expectations(run.expectations)
-        if not runner.select(checks_module.all_checks(), run.checks, run.exclude):
+        if not select(checks_module.all_checks(), run.checks, run.exclude):
             raise UsageError(
                 f"--specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"
             )

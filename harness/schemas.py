@@ -11,6 +11,7 @@ variants and classes are checked by ``specconform.harness.profiles.Profile``, a 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -37,7 +38,7 @@ def parse(model: type[BaseModel], data: Any, where: str):
         raise ValueError(f"{where}: " + "; ".join(_problem(model, error) for error in exc.errors())) from None
 
 
-def _problem(model: type[BaseModel], error: dict) -> str:
+def _problem(model: type[BaseModel], error: Mapping[str, Any]) -> str:
     location = ".".join(str(part) for part in error["loc"])
     if error["type"] == "extra_forbidden":
         holder = _model_at(model, error["loc"][:-1])

@@ -19,7 +19,7 @@ from pathlib import Path
 from . import checks as checks_module
 from . import findings, runner, spec
 from .adapters import zoo
-from .config import RunConfig
+from .config import RunConfig, select
 from .core import Check
 from .isolation import EngineProcess
 
@@ -57,7 +57,7 @@ def first_run_checks(mutant: zoo.Mutant, catalogue: Iterable[Check] | None = Non
     prefix = family_prefix(mutant)
     sampler = mutant in zoo.SAMPLER_MUTANTS
     catalogue = checks_module.kernel_checks() if catalogue is None else list(catalogue)
-    shown_by = {check.name for check in runner.select(catalogue, mutant.shown_by)} if mutant.shown_by else set()
+    shown_by = {check.name for check in select(catalogue, mutant.shown_by)} if mutant.shown_by else set()
     return [
         check
         for check in catalogue

@@ -42,7 +42,7 @@ def run_child(job: Job, setup: Setup, send) -> None:
     first = job.checks[0] if job.checks else None
     try:
         catalogue = catalogue_by_name(setup.catalogue, fresh=reimported)
-        runner = importlib.import_module("specconform.harness.runner")
+        config = importlib.import_module("specconform.harness.config")
         core = importlib.import_module("specconform.harness.core")
         engine = importlib.import_module("specconform.harness.adapters").make_engine(job.engine)
     except BaseException as exc:  # the mutated import or factory: the first check cannot run
@@ -51,7 +51,7 @@ def run_child(job: Job, setup: Setup, send) -> None:
     profile = engine.profile
     names = job.checks
     if names is None:
-        names = [c.name for c in runner.select(catalogue.values(), (), setup.exclude)]
+        names = [c.name for c in config.select(catalogue.values(), (), setup.exclude)]
     runnable = [
         n for n in names if profile.claims(catalogue[n].cls) and set(catalogue[n].needs) <= profile.capabilities
     ]

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from specconform.harness import checks, cli, execution, runner
-from specconform.harness.config import RunConfig, Shard
+from specconform.harness.config import RunConfig, Shard, select
 from specconform.harness.core import Context
 from specconform.harness.isolation import EngineProcess
 
@@ -30,7 +30,7 @@ def test_shards_of_the_list_partition_it_in_catalogue_order(capsys, count):
 
 
 def test_a_shard_is_taken_of_the_selection():
-    api = runner.select(checks.all_checks(), ["api/*"])
+    api = select(checks.all_checks(), ["api/*"])
     first = RunConfig(checks=("api/*",), shard=Shard(1, 2)).selected(checks.all_checks())
     second = RunConfig(checks=("api/*",), shard=Shard(2, 2)).selected(checks.all_checks())
     assert sorted(c.name for c in first + second) == sorted(c.name for c in api)

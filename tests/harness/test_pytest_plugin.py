@@ -7,6 +7,8 @@ import threading
 
 import pytest
 
+from specconform.harness.config import select
+
 pytest_plugins = ["pytester"]
 
 
@@ -44,9 +46,9 @@ def test_plugin_honours_expectations(pytester):
 
 
 def _selected(pattern: str) -> list[str]:
-    from specconform.harness import checks, runner
+    from specconform.harness import checks
 
-    return [check.name for check in runner.select(checks.all_checks(), [pattern])]
+    return [check.name for check in select(checks.all_checks(), [pattern])]
 
 
 BAD_FACTORIES = {

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from specconform.harness import checks, findings, runner
+from specconform.harness.config import select
 from specconform.harness.core import Context
 from specconform.harness.isolation import EngineProcess
 from specconform.harness.oracle import counting as ac
@@ -256,7 +257,7 @@ def test_an_adapter_that_drops_the_bonus_token_has_one_finding(tmp_path, monkeyp
     engine = EngineProcess("drop_bonus:make")
     try:
         records = runner.run_checks(
-            engine, runner.select(checks.kernel_checks(), EXACT_CHECKS), lambda info: Context(profile=info.profile)
+            engine, select(checks.kernel_checks(), EXACT_CHECKS), lambda info: Context(profile=info.profile)
         )
     finally:
         engine.stop()

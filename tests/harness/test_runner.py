@@ -7,6 +7,7 @@ from xml.etree import ElementTree
 import pytest
 
 from specconform.harness import cli, reports, runner
+from specconform.harness.config import select
 from specconform.harness.core import Context
 from specconform.harness.expectations import load_expectations
 from specconform.harness.isolation import EngineProcess
@@ -252,6 +253,6 @@ def test_usage_errors_are_one_line_and_write_nothing(tmp_path, argv, says, capsy
 
 def test_select_matches_names_classes_and_requirements():
     checks = fake_checks.checks()
-    assert [c.name for c in runner.select(checks, ["tb.scope.*"])] == ["unclaimed"]
-    assert [c.name for c in runner.select(checks, ["TB-FORCE-2"])] == ["fail"]
-    assert "pass" not in [c.name for c in runner.select(checks, [], ["pass"])]
+    assert [c.name for c in select(checks, ["tb.scope.*"])] == ["unclaimed"]
+    assert [c.name for c in select(checks, ["TB-FORCE-2"])] == ["fail"]
+    assert "pass" not in [c.name for c in select(checks, [], ["pass"])]

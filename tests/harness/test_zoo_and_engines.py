@@ -4,6 +4,7 @@ import pytest
 
 from specconform.harness import checks, runner, spec
 from specconform.harness.adapters import zoo
+from specconform.harness.config import select
 from specconform.harness.core import Context
 from specconform.harness.isolation import EngineProcess
 from specconform.harness.profiles import TENSOR_API_CLASSES, variant_classes
@@ -28,7 +29,7 @@ def _judge(engine_spec, selected, trials=20_000):
 def test_every_sampler_mutant_is_caught_on_the_requirement_it_breaks(mutant):
     """Statistical mutants through the runner, in their own process, at full trials (the others are
     judged in process by tests/harness/test_requirement_mutants.py)."""
-    records = _judge(f"zoo:{mutant.name}", runner.select(checks.kernel_checks(), mutant.area))
+    records = _judge(f"zoo:{mutant.name}", select(checks.kernel_checks(), mutant.area))
     caught = [r.check for r in records if r.status == "FAIL" and mutant.breaks in r.violated]
     assert caught, [(r.check, r.status, r.violated) for r in records if r.status != "PASS"]
     assert not [r for r in records if r.status in ("ERROR", "TIMEOUT")]
