@@ -249,7 +249,12 @@ class ProductFile(Strict):
     reports: list[str] = Field([], description="its published report folders under reports/engines/")
 
 
-SCHEMAS = {"profile": ProfileFile, "expectations": ExpectationsFile, "record": RunRecord, "product": ProductFile}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "profile": ProfileFile,
+    "expectations": ExpectationsFile,
+    "record": RunRecord,
+    "product": ProductFile,
+}
 
 
 def write_schemas(folder: Path) -> list[Path]:

@@ -18,5 +18,6 @@ cp "$root/specconform/__init__.py" "$tree/specconform/"
 for package in harness impl embedded specs; do
   ln -s "$root/$package" "$tree/specconform/$package"
 done
-cd "$tree"  # lint-imports puts the working folder first on the path: the checkout's own specconform/ would shadow the tree
+# lint-imports puts the working folder first on the path: the checkout's own specconform/ would shadow the tree
+cd "$tree"
 PYTHONPATH="$tree" "$LINT_IMPORTS" --no-cache "$root/pyproject.toml" "$@"
