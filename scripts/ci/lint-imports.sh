@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 # the lint-imports beside $PYTHON (CI's venv), else the one on PATH (pre-commit's hook, in the project's venv)
 if [ -n "${PYTHON:-}" ]; then
-  LINT_IMPORTS="$(dirname "$(command -v "$PYTHON")")/lint-imports"
+  LINT_IMPORTS="$(cd "$(dirname "$(command -v "$PYTHON")")" && pwd)/lint-imports"  # absolute: the check runs elsewhere
 else
   LINT_IMPORTS="$(command -v lint-imports)"
 fi
