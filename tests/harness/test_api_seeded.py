@@ -28,13 +28,27 @@ TOGETHER = 16  # api/concurrent-mixed-budgets sends this many requests at once, 
 
 
 class StandIn:
-    """A thinking server: ``mutation`` is "", "unseeded-with-speculation", "budget-ignored-with-speculation" or
-    "budget-ignored-together" (the first ``TOGETHER`` chat requests it serves ignore their budget)."""
+    """A thinking server: ``mutation`` is "", "unseeded-with-speculation", "budget-ignored-with-speculation",
+    "budget-ignored-together" (the first ``TOGETHER`` chat requests it serves ignore their budget), or one of
+    ``GREEDY_GLITCHES`` (greedy responses of one kind, the first only with "-once", start with another token)."""
 
     def __init__(self, mutation: str = ""):
         self.mutation = mutation
         self.served = 0
+        self.glitched = 0  # greedy responses the glitch changed
         self.lock = threading.Lock()
+
+    def glitch(self, body: dict) -> bool:
+        """Whether this greedy response is one the mutation changes (counted)."""
+        kind = self.mutation.removesuffix("-once")
+        hit = body["temperature"] == 0 and (
+            (kind == "greedy-stream-differs" and body.get("stream"))
+            or (kind == "greedy-spec-differs" and body["model"] == SPEC_MODEL)
+        )
+        if not hit or (self.mutation.endswith("-once") and self.glitched):
+            return False
+        self.glitched += 1
+        return True
 
     def generate(self, body: dict) -> list[int]:
         with self.lock:
@@ -48,6 +62,8 @@ class StandIn:
             self.mutation == "budget-ignored-together" and order <= TOGETHER
         )
         thinking = [THINKING[0] if temperature == 0 else draws.choice(THINKING) for _ in range(30)]
+        if self.glitch(body):
+            thinking[0] = THINKING[1]
         if budget is not None and not ignored:
             thinking = thinking[:budget]
         return ([START, *thinking, END] + [ANSWER] * 30)[: body["max_tokens"]]
@@ -159,3 +175,30 @@ def test_a_budget_broken_only_beside_others_stays_api_budget_5(monkeypatch):
     result = outcome.requirements["API-BUDGET-5"]
     assert result.status == FAIL and "sent alone, it holds" in result.evidence
     assert set(outcome.requirements) == {"API-BUDGET-5"}
+
+
+GREEDY_GLITCHES = [
+    ("api/streaming-parity", "greedy-stream-differs", "API-STREAM-1"),
+    ("api/greedy-spec-identity", "greedy-spec-differs", "API-SPEC-1"),
+]
+
+
+@pytest.mark.req("API-STREAM-1", "API-SPEC-1", "RUN-FINDING-1")
+@pytest.mark.parametrize("check_name, mutation, own", GREEDY_GLITCHES)
+def test_a_greedy_difference_that_recurs_fails_and_says_so(monkeypatch, check_name, mutation, own):
+    """A greedy comparison that fails is made again: where the retries fail too, the failure stands."""
+    outcome = judge(monkeypatch, check_name, mutation)
+    result = outcome.requirements[own]
+    assert result.status == FAIL, outcome.message
+    assert "seen again in 2 of 2 retries" in result.evidence
+
+
+@pytest.mark.req("API-STREAM-1", "API-SPEC-1", "RUN-FINDING-1")
+@pytest.mark.parametrize("check_name, mutation, own", GREEDY_GLITCHES)
+def test_a_greedy_one_off_is_no_finding(monkeypatch, check_name, mutation, own):
+    """A greedy difference that no retry shows again is a one-off: named in the summary, not failed."""
+    outcome = judge(monkeypatch, check_name, f"{mutation}-once")
+    assert outcome.status == PASS, outcome.message
+    assert outcome.requirements[own].status == PASS
+    assert "one-offs that 2 retries did not show again (no finding)" in outcome.message
+    assert f"[50, {THINKING[1]}," in outcome.message  # the one-off's own ids are named

@@ -18,6 +18,7 @@ sampled request is tried again the way RUN-FINDING-1 says:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...core import Context, Tally
@@ -25,6 +26,7 @@ from .reproduction import reproduction_document
 
 SEED_RID = "API-SEED-1"
 REPEATS = 3  # sends of one request alone; uninitialised memory does not change every draw, so one is too few
+RETRIES = 2  # further tries of a failed greedy comparison: a failure none of them shows is a one-off
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,12 @@ def differ(responses: list[dict]) -> bool:
     """Whether the responses' token ids are not all the same."""
     outputs = ids(responses)
     return any(output != outputs[0] for output in outputs)
+
+
+def recurrences(compare: Callable[[], str]) -> list[str]:
+    """What ``RETRIES`` further tries of a failed comparison found (``compare`` makes it once more: "" where it
+    holds, else what differs), the tries that held left out: an empty list is a one-off."""
+    return [found for found in (compare() for _ in range(RETRIES)) if found]
 
 
 def log_mark(engine) -> int:
