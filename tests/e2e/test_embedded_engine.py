@@ -10,7 +10,7 @@ pytest.importorskip("fastapi", reason="the embedded engine needs fastapi and uvi
 from specconform.harness import checks, runner  # noqa: E402
 from specconform.harness.adapters import embedded_server  # noqa: E402
 from specconform.harness.adapters.http import ApiEngine, embedded_profile  # noqa: E402
-from specconform.harness.checks.api.replay import _violation as _violations  # noqa: E402
+from specconform.harness.checks.api.replay import violation as _violations  # noqa: E402
 from specconform.harness.core import Context  # noqa: E402
 from specconform.harness.isolation import EngineProcess  # noqa: E402
 

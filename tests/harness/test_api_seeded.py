@@ -54,13 +54,20 @@ class StandIn:
         with self.lock:
             self.served += 1
             order = self.served
-        spec = body["model"] == SPEC_MODEL
+        spec, together = body["model"] == SPEC_MODEL, order <= TOGETHER
         temperature, seed, budget = body["temperature"], body.get("seed"), body.get("thinking_token_budget")
         unseeded = spec and self.mutation == "unseeded-with-speculation"
+        # vLLM CPU's uninitialised temperatures, as the judge saw them: a budgeted request sent whole came back the
+        # same, the streamed one and those without a budget did not
+        unseeded |= spec and self.mutation == "seeded-only-with-a-budget" and (budget is None or bool(body.get("stream")))
+        if self.mutation == "draws-depend-on-the-batch" and together and seed is not None:
+            seed += 1000  # the requests served together draw from other streams
         draws = random.Random() if unseeded or seed is None else random.Random(seed)
         ignored = (spec and self.mutation == "budget-ignored-with-speculation") or (
-            self.mutation == "budget-ignored-together" and order <= TOGETHER
+            self.mutation == "budget-ignored-together" and together
         )
+        if self.mutation == "budget-leaks-together" and together and budget is None:
+            budget = 0  # another request's budget applied to one that has none
         thinking = [THINKING[0] if temperature == 0 else draws.choice(THINKING) for _ in range(30)]
         if self.glitch(body):
             thinking[0] = THINKING[1]
@@ -202,3 +209,42 @@ def test_a_greedy_one_off_is_no_finding(monkeypatch, check_name, mutation, own):
     assert outcome.requirements[own].status == PASS
     assert "one-offs that 2 retries did not show again (no finding)" in outcome.message
     assert f"[50, {THINKING[1]}," in outcome.message  # the one-off's own ids are named
+
+
+@pytest.mark.req("API-SEED-1", "RUN-FINDING-1")
+def test_a_concurrent_difference_no_budget_forced_is_the_seeds(monkeypatch):
+    """Concurrent and sequential ids that part where no budget forces anything, on a token no budget forces, are
+    the draws' (API-SEED-1: a seeded request draws from its own stream whatever else the engine serves): the
+    diverging request needs no budget, and API-BUDGET-5 reads BLOCKED."""
+    outcome = judge(monkeypatch, "api/concurrent-mixed-budgets", "draws-depend-on-the-batch")
+    assert outcome.requirements["API-BUDGET-5"].status == BLOCKED, outcome.requirements["API-BUDGET-5"]
+    seed = outcome.requirements["API-SEED-1"]
+    assert seed.status == FAIL and seed.finding == "API-SEED-1", seed
+    assert "budget None" in seed.evidence and "which no budget forces" in seed.evidence
+    # the reproduction: the batch as it was sent together, then the diverging request alone
+    requests = seed.reproduction["requests"]
+    assert len(requests) == TOGETHER + 1 and requests[-1]["body"] in [r["body"] for r in requests[:TOGETHER]]
+
+
+@pytest.mark.req("API-BUDGET-5")
+def test_a_budget_leaking_into_an_unbudgeted_request_stays_api_budget_5(monkeypatch):
+    """A concurrent request without a budget whose output is forced beside others parts on the end marker, a token
+    a budget forces: it stays API-BUDGET-5's (no budget leaks to another request)."""
+    outcome = judge(monkeypatch, "api/concurrent-mixed-budgets", "budget-leaks-together")
+    result = outcome.requirements["API-BUDGET-5"]
+    assert result.status == FAIL and result.fingerprint == "API-BUDGET-5/concurrent-differs-from-sequential"
+    assert "API-SEED-1" not in outcome.requirements
+
+
+@pytest.mark.req("API-SEED-1", "API-STREAM-1", "RUN-FINDING-1")
+def test_a_stream_parting_before_the_budget_forces_is_judged_without_the_budget(monkeypatch):
+    """vLLM CPU's case: the budgeted request sent whole is the same every time, the streamed one parts from it
+    before the budget forces anything. The minimal case is the request without its budget, not streamed, which is
+    not reproducible: API-SEED-1's, and API-STREAM-1 reads BLOCKED."""
+    outcome = judge(monkeypatch, "api/streaming-parity", "seeded-only-with-a-budget")
+    assert outcome.requirements["API-STREAM-1"].status == BLOCKED, outcome.requirements["API-STREAM-1"]
+    seed = outcome.requirements["API-SEED-1"]
+    assert seed.status == FAIL and "budget None" in seed.evidence, seed
+    assert "up to output position" in seed.evidence
+    requests = seed.reproduction["requests"]
+    assert requests and all(not r["body"].get("stream") and r["body"]["model"] == SPEC_MODEL for r in requests)

@@ -10,13 +10,16 @@ import re
 
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
+from . import attribution, twins
 from .needs import IDS, _precondition
-from .replay import _fields, _forced_positions, _judged, _oracle, _replay, _thinking, _violation
+from .replay import _fields, _judged, _oracle, _replay, _thinking, forced_positions, violation
 from .utf8 import readings
+
+TRUNCATED = "api/truncated-end-marker"
 
 
 @check(
-    "api/truncated-end-marker",
+    TRUNCATED,
     cls="api.budget",
     covers=("API-TRUNC-1",),
     needs=IDS,
@@ -25,7 +28,8 @@ from .utf8 import readings
 def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """``max_tokens`` ending right before and inside the forced end marker (API-TRUNC-1): each seeded
     generation is run once in full to find its first forced position, then cut at every point of the forced
-    sequence (E, or the declared phrase then E)."""
+    sequence (E, or the declared phrase then E). A generation that breaks its budget uncut is the budget's
+    (``attribution``), not cut."""
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -37,8 +41,13 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
         )
         full_prompt, full_ids = full["prompt_token_ids"], full["choices"][0]["token_ids"]
         # where the forced sequence begins: after a declared wait, where the engine forced it
-        forced = _judged(engine, full_prompt, full_ids, budget, full["choices"][0]).forced_at
-        forced = forced or _forced_positions(engine, full_prompt, full_ids, budget)
+        whole = _judged(engine, full_prompt, full_ids, budget, full["choices"][0])
+        uncut = twins.SeededRequest(model, budget, budget + forced_length + 4, 1.0, seed, _fields(engine))
+        if whole.problem and attribution.budget_failure_alone(
+            engine, ctx, tally, TRUNCATED, "API-TRUNC-1", uncut, "not cut by max_tokens"
+        ):
+            continue  # the generation breaks its budget uncut: every cut of it would show the budget's failure
+        forced = whole.forced_at or forced_positions(engine, full_prompt, full_ids, budget)
         if not forced:
             continue  # the model closed the section itself: nothing is forced to cut into
         for inside in range(forced_length):
@@ -58,8 +67,8 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
                 ("finish-reason-not-length", f"finish_reason {choice['finish_reason']!r}")
                 if choice["finish_reason"] != "length"
                 else None,
-                ("forced-position-not-honoured", _violation(engine, prompt, ids, budget, choice))
-                if _violation(engine, prompt, ids, budget, choice)
+                ("forced-position-not-honoured", violation(engine, prompt, ids, budget, choice))
+                if violation(engine, prompt, ids, budget, choice)
                 else None,
                 ("content-before-the-section-closed", f"content {choice['message'].get('content')!r}")
                 if not closed and (choice["message"].get("content") or "")
@@ -129,7 +138,7 @@ def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
             return uniform_outcome(
                 PRECONDITION_FAILED, "the engine returns no token ids for every choice of n > 1", requirements
             )
-        problems = [_violation(engine, response["prompt_token_ids"], c["token_ids"], budget, c) for c in choices]
+        problems = [violation(engine, response["prompt_token_ids"], c["token_ids"], budget, c) for c in choices]
         for index, problem in enumerate(problems):
             if problem:
                 tally.violated("API-N-1", "forced-position-not-honoured", f"{case}, choice {index}: {problem}")
@@ -178,14 +187,14 @@ def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...])
                 tally.violated("API-NOTHINK-1", "budget-refused", f"{case}: HTTP 400: {refusal[:200]}")
                 continue
             ids = response["choices"][0]["token_ids"]
-            problem = _violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
+            problem = violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
             if problem:
                 tally.violated(
                     "API-NOTHINK-1",
                     "forced-position-not-honoured",
                     f"{case}: {problem}",
                 )
-            elif _forced_positions(engine, prompt, free_ids, budget) or ids == free_ids:
+            elif forced_positions(engine, prompt, free_ids, budget) or ids == free_ids:
                 tally.exercised("API-NOTHINK-1")  # equal, or the unbudgeted output opened a section the budget governs
             else:
                 again = engine.complete(
@@ -227,7 +236,7 @@ def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
                 "API-LOGPROB-1", "entries-not-one-per-token", f"{case}: {len(entries)} entries, {len(ids)} ids"
             )
             continue
-        forced = _forced_positions(engine, response["prompt_token_ids"], ids, 1)
+        forced = forced_positions(engine, response["prompt_token_ids"], ids, 1)
         for i in forced:
             value = entries[i]["logprob"]
             wrong = (
@@ -248,8 +257,11 @@ def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     return tally.outcome(f"{model}: budget 1 × 3 seeds with logprobs (forced logprobs declared {declared})")
 
 
+UTF8 = "api/utf8-boundary"
+
+
 @check(
-    "api/utf8-boundary",
+    UTF8,
     cls="api.budget",
     covers=("API-UTF-1",),
     needs=IDS,
@@ -266,7 +278,7 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
     declared, model = engine.api.utf8_boundary, engine.api.model
     inside_cases = 0
     for n, seed in enumerate(range(ctx.seed, ctx.seed + 32)):
-        budget = 2 + n % 3
+        budget, mark = 2 + n % 3, twins.log_mark(engine)
         response = engine.complete(
             model, budget, max_tokens=budget + 8, temperature=1.0, seed=seed, fields={"logprobs": True}
         )
@@ -281,7 +293,14 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
             )
         replays = [_replay(engine, response["prompt_token_ids"], ids, budget, inside) for inside in placed]
         found = next((r for r in replays if not r.problem), replays[0])
-        if found.problem:
+        if found.problem and all(r.mode == attribution.BUDGET_MODE for r in replays):
+            # no reading has a character incomplete where the budget ran out: the failure needs no UTF-8 wait
+            request = twins.SeededRequest(model, budget, budget + 8, 1.0, seed, {"logprobs": True})
+            feature = "the budget running out where the bytes end on a character"
+            if not attribution.budget_failure_alone(engine, ctx, tally, UTF8, "API-UTF-1", request, feature):
+                evidence = f"{case}: {found.problem}; sent alone, it holds"
+                attribution.record_owned(engine, ctx, tally, UTF8, "API-UTF-1", request, evidence, mark)
+        elif found.problem:
             tally.violated("API-UTF-1", found.mode, f"{case}: {found.problem}")
         elif found.inside_at_budget:
             inside_cases += 1
@@ -295,8 +314,11 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
 JSON_OBJECT = {"response_format": {"type": "json_object"}}
 
 
+GRAMMAR = "api/budget-with-structured-output"
+
+
 @check(
-    "api/budget-with-structured-output",
+    GRAMMAR,
     cls="api.budget",
     covers=("API-GRAMMAR-1",),
     needs=IDS,
@@ -304,7 +326,8 @@ JSON_OBJECT = {"response_format": {"type": "json_object"}}
 )
 def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Budgets 0 and 2 with ``response_format: json_object`` (API-GRAMMAR-1): a 400 naming ``response_format``,
-    or every forced position carrying its forced token (the content's validity is the constraint's own matter)."""
+    or every forced position carrying its forced token (the content's validity is the constraint's own matter). A
+    forced position the same request without ``response_format`` leaves free too is the budget's (``attribution``)."""
     if blocked := _precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -328,9 +351,14 @@ def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str,
                     )
                 continue
             choice = response["choices"][0]
-            problem = _violation(engine, response["prompt_token_ids"], choice["token_ids"], budget, choice)
-            if problem:
+            problem = violation(engine, response["prompt_token_ids"], choice["token_ids"], budget, choice)
+            twin = twins.SeededRequest(model, budget, 12, 1.0, seed, _fields(engine))  # without the constraint
+            if problem and not attribution.budget_failure_alone(
+                engine, ctx, tally, GRAMMAR, "API-GRAMMAR-1", twin, "without response_format"
+            ):
                 tally.violated("API-GRAMMAR-1", "forced-position-constrained", f"{case}: {problem}")
+            elif problem:
+                continue
             else:
                 tally.exercised("API-GRAMMAR-1")
     return tally.outcome(f"{model}: budgets 0 and 2 with response_format json_object × 2 seeds")

@@ -103,7 +103,7 @@ def _judged(engine, prompt_ids, output_ids, budget, choice=None) -> _Replay:
     return replay
 
 
-def _violation(engine, prompt_ids, output_ids, budget, choice=None) -> str:
+def violation(engine, prompt_ids, output_ids, budget, choice=None) -> str:
     """The first forced position that does not carry its token (``_judged``), or ""; no budget, nothing forced."""
     return _judged(engine, prompt_ids, output_ids, budget, choice).problem
 
@@ -114,7 +114,7 @@ def _thinking(engine, prompt_ids, output_ids) -> tuple[int, int, bool]:
     return found[0] if found else (0, 0, False)
 
 
-def _forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
+def forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
     """Output positions the budget forces when the engine's returned ids are replayed through the oracle."""
     state = _oracle(engine, budget, prompt_ids)
     forced = []

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...core import Context, Outcome, Tally
 from ..catalogue import check
-from . import twins
+from . import attribution, twins
 from .needs import HTTP, OUTPUT_IDS, _precondition
 from .replay import _thinking
 
@@ -80,8 +82,28 @@ def _described(model: str, budget, differing: list[tuple]) -> str:
     return f"{model} budget {budget}: {what} {a!r} vs streamed {b!r}"
 
 
+def _seed_not_honoured(engine, ctx: Context, tally: Tally, request, whole: dict, streamed: dict, mark: int) -> bool:
+    """Whether a sampled request whose whole and streamed responses differ is shown not reproducible without
+    streaming (``twins.alone``, recorded under API-SEED-1): its minimal case is sent alone and not streamed, and
+    compared with the whole response. Where the ids part before anything the budget forces, the minimal case has no
+    budget and is compared up to there (``attribution.without_budget_up_to``)."""
+    ids, streamed_ids = whole["choices"][0]["token_ids"], streamed["token_ids"]
+    position = None if streamed_ids is None else attribution.first_difference(ids, streamed_ids)
+    minimal, upto = request, None
+    judged = request.budget is None or "marker-ids" in engine.profile.capabilities
+    if position is not None and judged:
+        outputs = [ids, streamed_ids]
+        if attribution.without_budget_up_to(engine, request, whole["prompt_token_ids"], outputs, position):
+            minimal, upto = replace(request, budget=None), position
+    found = twins.alone(engine, ctx, tally, STREAMING, "API-STREAM-1", minimal, upto, (whole,), mark)
+    return found.attributed
+
+
+STREAMING = "api/streaming-parity"
+
+
 @check(
-    "api/streaming-parity",
+    STREAMING,
     cls="api.streaming",
     covers=("API-STREAM-1",),
     needs=HTTP,
@@ -96,11 +118,12 @@ def streaming(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     one_offs = []
     for model in filter(None, (engine.api.model, engine.api.spec_model)):
         for budget, temperature in budgets:
-            _, _, differing = _differences(engine, model, budget, temperature, ctx.seed)
+            mark = twins.log_mark(engine)
+            whole, streamed, differing = _differences(engine, model, budget, temperature, ctx.seed)
             seen_again = ""
             if differing and temperature:
                 request = twins.SeededRequest(model, budget, 16, temperature, ctx.seed)
-                if twins.alone(engine, ctx, tally, "api/streaming-parity", "API-STREAM-1", request).attributed:
+                if _seed_not_honoured(engine, ctx, tally, request, whole, streamed, mark):
                     continue
             elif differing:
                 again = twins.recurrences(
