@@ -59,13 +59,16 @@ class StandIn:
         unseeded = spec and self.mutation == "unseeded-with-speculation"
         # vLLM CPU's uninitialised temperatures, as the judge saw them: a budgeted request sent whole came back the
         # same, the streamed one and those without a budget did not
-        unseeded |= spec and self.mutation == "seeded-only-with-a-budget" and (budget is None or bool(body.get("stream")))
+        unseeded |= (
+            spec and self.mutation == "seeded-only-with-a-budget" and (budget is None or bool(body.get("stream")))
+        )
         if self.mutation == "draws-depend-on-the-batch" and together and seed is not None:
             seed += 1000  # the requests served together draw from other streams
         draws = random.Random() if unseeded or seed is None else random.Random(seed)
         ignored = (spec and self.mutation == "budget-ignored-with-speculation") or (
             self.mutation == "budget-ignored-together" and together
         )
+        ignored |= self.mutation == "budgets-0-and-5-ignored" and budget in (0, 5)  # two defects, wherever served
         if self.mutation == "budget-leaks-together" and together and budget is None:
             budget = 0  # another request's budget applied to one that has none
         thinking = [THINKING[0] if temperature == 0 else draws.choice(THINKING) for _ in range(30)]
@@ -118,9 +121,9 @@ def _streamed(model: str, ids: list[int], reasoning: str, content: str) -> httpx
     return httpx2.Response(200, text=text, headers={"content-type": "text/event-stream"})
 
 
-def judge(monkeypatch, check_name: str, mutation: str = ""):
+def judge(monkeypatch, check_name: str, mutation: str = "", spec_model: str | None = SPEC_MODEL):
     route_clients(monkeypatch, StandIn(mutation).transport())
-    profile = api.ApiProfile(name="vllm", model="tiny-think", spec_model=SPEC_MODEL, **api.API_PROFILES["vllm"])
+    profile = api.ApiProfile(name="vllm", model="tiny-think", spec_model=spec_model, **api.API_PROFILES["vllm"])
     engine = api.ApiEngine("http://fake.test/v1", profile, name="fake")
     check = next(c for c in checks.api_checks() if c.name == check_name)
     return check.run(engine, Context(canonical()))
@@ -248,3 +251,16 @@ def test_a_stream_parting_before_the_budget_forces_is_judged_without_the_budget(
     assert "up to output position" in seed.evidence
     requests = seed.reproduction["requests"]
     assert requests and all(not r["body"].get("stream") and r["body"]["model"] == SPEC_MODEL for r in requests)
+
+
+@pytest.mark.req("API-BUDGET-4", "API-BUDGET-2", "API-BUDGET-5", "RUN-FINDING-1")
+def test_budget_failures_of_a_concurrent_batch_go_to_the_budget_their_request_holds(monkeypatch):
+    """llama.cpp single's case: two budget defects met in one concurrent batch, each recurring alone. Each is the
+    budget requirement's of what its request holds, with its own request as the evidence: budget 0 API-BUDGET-4's,
+    budget 5 API-BUDGET-2's; none is API-BUDGET-5's, which reads BLOCKED."""
+    outcome = judge(monkeypatch, "api/concurrent-mixed-budgets", "budgets-0-and-5-ignored", spec_model=None)
+    assert outcome.requirements["API-BUDGET-5"].status == BLOCKED, outcome.requirements["API-BUDGET-5"]
+    zero, five = outcome.requirements["API-BUDGET-4"], outcome.requirements["API-BUDGET-2"]
+    assert zero.status == FAIL and zero.finding == "API-BUDGET-4" and "budget 0," in zero.evidence, zero
+    assert five.status == FAIL and five.finding == "API-BUDGET-2" and "budget 5," in five.evidence, five
+    assert "sent alone" in zero.evidence and "sent alone" in five.evidence
