@@ -298,7 +298,7 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
             request = twins.SeededRequest(model, budget, budget + 8, 1.0, seed, {"logprobs": True})
             feature = "the budget running out where the bytes end on a character"
             if not attribution.budget_failure_alone(engine, ctx, tally, UTF8, "API-UTF-1", request, feature):
-                evidence = f"{case}: {found.problem}; sent alone, it holds"
+                evidence = f"{case}: {found.problem}"  # the response itself is the minimal case
                 attribution.record_owned(engine, ctx, tally, UTF8, "API-UTF-1", request, evidence, mark)
         elif found.problem:
             tally.violated("API-UTF-1", found.mode, f"{case}: {found.problem}")
