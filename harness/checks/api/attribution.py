@@ -8,16 +8,16 @@ and the check's own requirement reads BLOCKED naming it. Where the feature was a
 response (no character was incomplete where the budget ran out), the response itself is the minimal case.
 
 A comparison of two responses to one seeded request (whole and streamed, concurrent and sequential) parts at a first
-position. Where the budget forces nothing up to there in either response, the budget plays no part in the difference
-(a budget changes a stream only where it forces: TB-FORCE-1), so the minimal case is the request without its budget
-(``without_budget_up_to``).
+position. Where neither response carries a token the budget forces up to there, the budget plays no part in the
+difference (a budget changes a stream only by forcing: TB-FORCE-1), so the minimal case is the request without its
+budget (``without_budget_up_to``).
 """
 
 from __future__ import annotations
 
 from ...core import Context, Tally
 from . import twins
-from .replay import forced_positions, violation
+from .replay import carried_forced, violation
 from .reproduction import reproduction_document
 
 BUDGET_MODE = "forced-position-not-honoured"
@@ -40,13 +40,13 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
 
 
 def without_budget_up_to(engine, request: twins.SeededRequest, prompt_ids, outputs, position: int) -> bool:
-    """Whether ``request``'s budget forces no position up to ``position`` in any of ``outputs`` (its responses' ids,
-    after ``prompt_ids``): the same request without its budget must then agree with them that far."""
+    """Whether ``request``'s budget shows nowhere up to ``position`` in any of ``outputs`` (its responses' ids, after
+    ``prompt_ids``): no position up to there carries a token the budget forces there. A budget changes a stream only
+    by forcing, so the same request without its budget must then agree with them that far."""
     if request.budget is None:
         return True
     return all(
-        min(forced_positions(engine, prompt_ids, ids, request.budget), default=position + 1) > position
-        for ids in outputs
+        min(carried_forced(engine, prompt_ids, ids, request.budget), default=position + 1) > position for ids in outputs
     )
 
 

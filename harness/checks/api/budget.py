@@ -203,7 +203,7 @@ CONCURRENT = "api/concurrent-mixed-budgets"
 def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Each request of the batch beside its sequential run (``twins.alone``). A request that breaks its budget alone
     too is the budget requirement's of what it holds (``attribution.budget_owner``); one whose concurrent and
-    sequential ids part where no budget forces anything is the seed's (``_draws_differ``)."""
+    sequential ids part before either carries a token its budget forces is the seed's (``_draws_differ``)."""
     if blocked := _precondition(engine, requirements):
         return blocked
     budgets = [None, 0, 1, 2, 3, 5, 8, None, 4, 0, 6, 2, None, 7, 1, 3]
@@ -256,8 +256,8 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
 
 def _draws_differ(engine, request: twins.SeededRequest, response: dict, sequential: list[int]) -> str:
     """Why a concurrent response and the same request's sequential ids part on the draws, not on a budget (""
-    where they may part on a budget): where they part, the request's budget forces nothing in either, and the
-    concurrent token is no token of the forced sequence, so no budget of the batch, leaked or not, put it there
+    where they may part on a budget): up to where they part, neither carries a token the request's budget forces, and
+    the concurrent token is no token of the forced sequence, so no budget of the batch, leaked or not, put it there
     (a budget changes a stream only by forcing)."""
     ids = response["choices"][0]["token_ids"]
     position = attribution.first_difference(ids, sequential)

@@ -85,8 +85,8 @@ def _described(model: str, budget, differing: list[tuple]) -> str:
 def _seed_not_honoured(engine, ctx: Context, tally: Tally, request, whole: dict, streamed: dict, mark: int) -> bool:
     """Whether a sampled request whose whole and streamed responses differ is shown not reproducible without
     streaming (``twins.alone``, recorded under API-SEED-1): its minimal case is sent alone and not streamed, and
-    compared with the whole response. Where the ids part before anything the budget forces, the minimal case has no
-    budget and is compared up to there (``attribution.without_budget_up_to``)."""
+    compared with the whole response. Where the ids part before either carries a token the budget forces, the minimal
+    case has no budget and is compared up to there (``attribution.without_budget_up_to``)."""
     ids, streamed_ids = whole["choices"][0]["token_ids"], streamed["token_ids"]
     position = None if streamed_ids is None else attribution.first_difference(ids, streamed_ids)
     minimal, upto = request, None
