@@ -13,7 +13,7 @@ import pytest
 from specconform.harness import checks
 from specconform.harness.adapters import http as api
 from specconform.harness.checks.api import utf8
-from specconform.harness.core import FAIL, PASS, Context
+from specconform.harness.core import BLOCKED, FAIL, PASS, Context
 from specconform.harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients
 
@@ -42,6 +42,8 @@ def _generate(body: dict, mutation: str) -> tuple[list[int], list[int], str]:
     if budget is None:
         return THINKING_PROMPT, [THINK] * n, "length"
     thinking = [THINK] * max(budget - 2, 0) + [LEAD] * (budget >= 2)  # the budget runs out inside "é"
+    if mutation == "overrun-on-a-character":
+        thinking = [THINK] * budget  # one token too many, on a character: no UTF-8 wait plays a part
     end = [*PHRASE, *END] if mutation == "forces-a-phrase" else END
     if mutation == "grammar-masks-forced-token" and body.get("response_format"):
         end = [ANSWER]  # a JSON grammar applied inside the section forbids "</think>"
@@ -302,8 +304,38 @@ def test_a_wait_undeclared_fails_with_merged_logprobs(monkeypatch):
     assert outcome.requirements["API-UTF-1"].fingerprint == "API-UTF-1/waited-for-the-character"
 
 
-@pytest.mark.req("API-BUDGET-3")
+@pytest.mark.req("API-BUDGET-3", "RUN-FINDING-1")
 def test_budget_binds_allows_only_a_declared_wait(monkeypatch):
-    """The thinking tokens a declared wait adds count against the budget only when the profile declares none."""
+    """The thinking tokens a declared wait adds count against the budget only when the profile declares none: then
+    the bounded request leaves a forced position free, which breaks the budget itself (API-BUDGET-2, which
+    API-BUDGET-3 builds on), and API-BUDGET-3 reads BLOCKED naming it."""
     undeclared = judge(monkeypatch, "api/budget-binds", "waits-for-the-character", merged=True)
-    assert undeclared.requirements["API-BUDGET-3"].fingerprint == "API-BUDGET-3/budget-did-not-bind"
+    assert undeclared.requirements["API-BUDGET-3"].status == BLOCKED
+    assert undeclared.requirements["API-BUDGET-2"].fingerprint == "API-BUDGET-2/forced-position-not-honoured"
+
+
+@pytest.mark.req("RUN-FINDING-1", "API-UTF-1", "API-GRAMMAR-1", "API-TRUNC-1", "API-BUDGET-3")
+@pytest.mark.parametrize(
+    "check_name, own",
+    [
+        ("api/utf8-boundary", "API-UTF-1"),
+        ("api/budget-with-structured-output", "API-GRAMMAR-1"),
+        ("api/truncated-end-marker", "API-TRUNC-1"),
+        ("api/budget-binds", "API-BUDGET-3"),
+    ],
+)
+def test_a_budget_failure_without_the_checks_feature_is_the_budgets(monkeypatch, check_name, own):
+    """A forced position left free where no character is incomplete, which the same request without the check's
+    feature (a constraint, a cut, a wait) leaves free too, sent alone: the minimal case is a plain budget failure,
+    API-BUDGET-2's, and the check's own requirement reads BLOCKED naming it (llama.cpp multi's API-UTF-1 had none of
+    its failing cases run out of budget inside a character)."""
+    declared = {"utf8_boundary": "complete-character"} if check_name == "api/utf8-boundary" else {}
+    outcome = judge(monkeypatch, check_name, "overrun-on-a-character", **declared)
+    assert outcome.requirements[own].status == BLOCKED, outcome.requirements[own]
+    assert outcome.requirements[own].finding == "API-BUDGET-2"
+    owner = outcome.requirements["API-BUDGET-2"]
+    assert owner.status == FAIL and owner.fingerprint == "API-BUDGET-2/forced-position-not-honoured", owner
+    assert "sent alone 3 times" in owner.evidence
+    # its reproduction: the minimal case's requests, without the constraint and uncut
+    requests = owner.reproduction["requests"]
+    assert len(requests) == 3 and all("response_format" not in r["body"] for r in requests)

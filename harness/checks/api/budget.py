@@ -9,7 +9,7 @@ import concurrent.futures
 
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
-from . import twins
+from . import attribution, twins
 from .needs import BUDGET_SPEC, IDS, unmet_precondition
 from .replay import judged_choice, thinking_span, violation, with_logprobs
 from .reproduction import reproduction_document
@@ -122,9 +122,16 @@ def binds(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
         engine.api.model, budget, max_tokens=24, temperature=1.0, seed=ctx.seed, fields=with_logprobs(engine)
     )
     prompt, ids = bounded["prompt_token_ids"], bounded["choices"][0]["token_ids"]
+    held = judged_choice(engine, prompt, ids, budget, bounded["choices"][0])
+    if held.problem and held.mode == attribution.BUDGET_MODE:  # not held, and no wait for a character played a part
+        request = twins.SeededRequest(engine.api.model, budget, 24, 1.0, ctx.seed, with_logprobs(engine))
+        if where := attribution.budget_failure_alone(
+            engine, ctx, tally, "api/budget-binds", "API-BUDGET-3", request, "the positive control's bounded request"
+        ):
+            return tally.outcome(f"with budget {budget} the budget does not hold: a failure of {where}")
     t2, _, closed = thinking_span(engine, prompt, ids)
     phrase = len(engine.forced_ids) - len(engine.end_ids)  # TB-END-1: thinking tokens too
-    late = judged_choice(engine, prompt, ids, budget, bounded["choices"][0]).late  # a declared wait's (API-UTF-1)
+    late = held.late  # a declared wait's (API-UTF-1)
     if t2 > budget + phrase + late or not closed:
         tally.violated(
             "API-BUDGET-3", "budget-did-not-bind", f"with budget {budget}: {t2} thinking tokens, closed {closed}"
@@ -183,14 +190,20 @@ def multitoken_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outco
     return tally.outcome(f"{engine.api.end_text!r} = {engine.end_ids} over 4 seeded requests")
 
 
+CONCURRENT = "api/concurrent-mixed-budgets"
+
+
 @check(
-    "api/concurrent-mixed-budgets",
+    CONCURRENT,
     cls="api.budget",
     covers=("API-BUDGET-5",),
     needs=IDS,
     description="16 concurrent requests, mixed budgets and seeds, each equal to its sequential run",
 )
 def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    """Each request of the batch beside its sequential run (``twins.alone``). A request that breaks its budget alone
+    too is the budget requirement's of what it holds (``attribution.budget_owner``); one whose concurrent and
+    sequential ids part before either carries a token its budget forces is the seed's (``_draws_differ``)."""
     if blocked := unmet_precondition(engine, requirements):
         return blocked
     budgets = [None, 0, 1, 2, 3, 5, 8, None, 4, 0, 6, 2, None, 7, 1, 3]
@@ -206,23 +219,30 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
             ),
         )
 
+    batch_from = twins.log_mark(engine)
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         results = list(pool.map(one, range(len(budgets))))
+    batch = twins.requests_since(engine, batch_from)
     tally = Tally(requirements)
     for i, (model, budget, response) in enumerate(results):
         ids = response["choices"][0]["token_ids"]
         problem = violation(engine, response["prompt_token_ids"], ids, budget, response["choices"][0])
         request = twins.SeededRequest(model, budget, 16, 1.0, ctx.seed + i, with_logprobs(engine))
-        alone = twins.alone(engine, ctx, tally, "api/concurrent-mixed-budgets", "API-BUDGET-5", request)
+        alone = twins.alone(engine, ctx, tally, CONCURRENT, "API-BUDGET-5", request)
         if alone.attributed:
             continue
         first = alone.responses[0]["choices"][0]
         alone_problem = violation(engine, alone.responses[0]["prompt_token_ids"], first["token_ids"], budget, first)
         if alone_problem and not alone.differ:
-            _owned_alone(engine, ctx, tally, i, request, alone_problem, alone.mark)
+            evidence = f"request {i} ({request}) sent alone: {alone_problem}"
+            attribution.record_owned(engine, ctx, tally, CONCURRENT, "API-BUDGET-5", request, evidence, alone.mark)
         elif problem:
             held = "; sent alone, it holds" if not alone.differ else ""
             tally.violated("API-BUDGET-5", "forced-position-not-honoured", f"request {i} ({model}): {problem}{held}")
+        elif first["token_ids"] != ids and (parting := _draws_differ(engine, request, response, first["token_ids"])):
+            evidence = f"request {i} ({request}) beside {len(budgets) - 1} others: {ids} vs alone {first['token_ids']}"
+            exchanges = batch + twins.requests_since(engine, alone.mark)[:1]
+            _seed_depends_on_batch(engine, ctx, tally, f"{evidence}: {parting}", exchanges)
         elif first["token_ids"] != ids:
             tally.violated(
                 "API-BUDGET-5",
@@ -234,24 +254,32 @@ def concurrent_budgets(engine, ctx: Context, requirements: tuple[str, ...]) -> O
     return tally.outcome(f"{len(budgets)} concurrent requests with mixed budgets, each beside its sequential run")
 
 
-def _owned_alone(engine, ctx: Context, tally: Tally, i: int, request, problem: str, mark: int) -> None:
-    """A request of the concurrent batch that breaks its budget sent alone, reproducibly: the failure needs no
-    concurrency and is the budget requirement's of its server (``budget_owner``), API-BUDGET-5 reading
-    BLOCKED."""
-    owner = twins.budget_owner(engine, request.model)
-    evidence = f"request {i} ({request}) sent alone: {problem}"
-    tally.violated(
-        owner,
-        "forced-position-not-honoured",
-        evidence,
-        reproduction_document(
-            "api/concurrent-mixed-budgets",
-            owner,
-            f"{owner}/forced-position-not-honoured",
-            evidence,
-            ctx.seed,
-            twins.requests_since(engine, mark),
-        ),
-        finding=owner,
+def _draws_differ(engine, request: twins.SeededRequest, response: dict, sequential: list[int]) -> str:
+    """Why a concurrent response and the same request's sequential ids part on the draws, not on a budget (""
+    where they may part on a budget): up to where they part, neither carries a token the request's budget forces, and
+    the concurrent token is no token of the forced sequence, so no budget of the batch, leaked or not, put it there
+    (a budget changes a stream only by forcing)."""
+    ids = response["choices"][0]["token_ids"]
+    position = attribution.first_difference(ids, sequential)
+    if position is None or position >= min(len(ids), len(sequential)) or ids[position] in engine.forced_ids:
+        return ""
+    outputs = [ids, sequential]
+    if not attribution.without_budget_up_to(engine, request, response["prompt_token_ids"], outputs, position):
+        return ""
+    return (
+        f"they part at output position {position} ({ids[position]} vs {sequential[position]}), which no budget "
+        f"forces, and {ids[position]} is no token of the forced sequence: the seeded request's draws depend on what "
+        "else the server serves"
     )
-    tally.blocked("API-BUDGET-5", owner, f"request {i} breaks its budget sent alone too")
+
+
+def _seed_depends_on_batch(engine, ctx: Context, tally: Tally, evidence: str, exchanges: list[dict]) -> None:
+    """Record a concurrent request whose draws depend on the batch under API-SEED-1 (a seeded request draws from
+    its own stream whatever else the engine serves), the batch and the request sent alone as its reproduction;
+    API-BUDGET-5 reads BLOCKED naming it."""
+    mode = "seeded-request-not-reproducible"
+    reproduction = reproduction_document(
+        CONCURRENT, twins.SEED_RID, f"{twins.SEED_RID}/{mode}", evidence, ctx.seed, exchanges
+    )
+    tally.violated(twins.SEED_RID, mode, evidence, reproduction, finding=twins.SEED_RID)
+    tally.blocked("API-BUDGET-5", twins.SEED_RID, "a request's draws depend on the batch, with no budget in play")

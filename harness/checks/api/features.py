@@ -10,6 +10,7 @@ import re
 
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
 from ..catalogue import check
+from . import attribution, twins
 from .needs import IDS, unmet_precondition
 from .replay import (
     forced_positions,
@@ -22,9 +23,11 @@ from .replay import (
 )
 from .utf8 import readings
 
+TRUNCATED = "api/truncated-end-marker"
+
 
 @check(
-    "api/truncated-end-marker",
+    TRUNCATED,
     cls="api.budget",
     covers=("API-TRUNC-1",),
     needs=IDS,
@@ -33,7 +36,8 @@ from .utf8 import readings
 def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """``max_tokens`` ending right before and inside the forced end marker (API-TRUNC-1): each seeded
     generation is run once in full to find its first forced position, then cut at every point of the forced
-    sequence (E, or the declared phrase then E)."""
+    sequence (E, or the declared phrase then E). A generation that breaks its budget uncut is the budget's
+    (``attribution``), not cut."""
     if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -50,8 +54,13 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
         )
         full_prompt, full_ids = full["prompt_token_ids"], full["choices"][0]["token_ids"]
         # where the forced sequence begins: after a declared wait, where the engine forced it
-        forced = judged_choice(engine, full_prompt, full_ids, budget, full["choices"][0]).forced_at
-        forced = forced or forced_positions(engine, full_prompt, full_ids, budget)
+        whole = judged_choice(engine, full_prompt, full_ids, budget, full["choices"][0])
+        uncut = twins.SeededRequest(model, budget, budget + forced_length + 4, 1.0, seed, with_logprobs(engine))
+        if whole.problem and attribution.budget_failure_alone(
+            engine, ctx, tally, TRUNCATED, "API-TRUNC-1", uncut, "not cut by max_tokens"
+        ):
+            continue  # the generation breaks its budget uncut: every cut of it would show the budget's failure
+        forced = whole.forced_at or forced_positions(engine, full_prompt, full_ids, budget)
         if not forced:
             continue  # the model closed the section itself: nothing is forced to cut into
         for inside in range(forced_length):
@@ -261,8 +270,11 @@ def forced_logprobs(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     return tally.outcome(f"{model}: budget 1 × 3 seeds with logprobs (forced logprobs declared {declared})")
 
 
+UTF8 = "api/utf8-boundary"
+
+
 @check(
-    "api/utf8-boundary",
+    UTF8,
     cls="api.budget",
     covers=("API-UTF-1",),
     needs=IDS,
@@ -279,7 +291,7 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
     declared, model = engine.api.utf8_boundary, engine.api.model
     inside_cases = 0
     for n, seed in enumerate(range(ctx.seed, ctx.seed + 32)):
-        budget = 2 + n % 3
+        budget, mark = 2 + n % 3, twins.log_mark(engine)
         response = engine.complete(
             model, budget, max_tokens=budget + 8, temperature=1.0, seed=seed, fields={"logprobs": True}
         )
@@ -294,7 +306,14 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
             )
         replays = [replay_oracle(engine, response["prompt_token_ids"], ids, budget, inside) for inside in placed]
         found = next((r for r in replays if not r.problem), replays[0])
-        if found.problem:
+        if found.problem and all(r.mode == attribution.BUDGET_MODE for r in replays):
+            # no reading has a character incomplete where the budget ran out: the failure needs no UTF-8 wait
+            request = twins.SeededRequest(model, budget, budget + 8, 1.0, seed, {"logprobs": True})
+            feature = "the budget running out where the bytes end on a character"
+            if not attribution.budget_failure_alone(engine, ctx, tally, UTF8, "API-UTF-1", request, feature):
+                evidence = f"{case}: {found.problem}"  # the response itself is the minimal case
+                attribution.record_owned(engine, ctx, tally, UTF8, "API-UTF-1", request, evidence, mark)
+        elif found.problem:
             tally.violated("API-UTF-1", found.mode, f"{case}: {found.problem}")
         elif found.inside_at_budget:
             inside_cases += 1
@@ -308,8 +327,11 @@ def utf8_boundary(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
 JSON_OBJECT = {"response_format": {"type": "json_object"}}
 
 
+GRAMMAR = "api/budget-with-structured-output"
+
+
 @check(
-    "api/budget-with-structured-output",
+    GRAMMAR,
     cls="api.budget",
     covers=("API-GRAMMAR-1",),
     needs=IDS,
@@ -317,7 +339,8 @@ JSON_OBJECT = {"response_format": {"type": "json_object"}}
 )
 def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """Budgets 0 and 2 with ``response_format: json_object`` (API-GRAMMAR-1): a 400 naming ``response_format``,
-    or every forced position carrying its forced token (the content's validity is the constraint's own matter)."""
+    or every forced position carrying its forced token (the content's validity is the constraint's own matter). A
+    forced position the same request without ``response_format`` leaves free too is the budget's (``attribution``)."""
     if blocked := unmet_precondition(engine, requirements):
         return blocked
     tally = Tally(requirements)
@@ -342,8 +365,13 @@ def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str,
                 continue
             choice = response["choices"][0]
             problem = violation(engine, response["prompt_token_ids"], choice["token_ids"], budget, choice)
-            if problem:
+            twin = twins.SeededRequest(model, budget, 12, 1.0, seed, with_logprobs(engine))  # without the constraint
+            if problem and not attribution.budget_failure_alone(
+                engine, ctx, tally, GRAMMAR, "API-GRAMMAR-1", twin, "without response_format"
+            ):
                 tally.violated("API-GRAMMAR-1", "forced-position-constrained", f"{case}: {problem}")
+            elif problem:
+                continue
             else:
                 tally.exercised("API-GRAMMAR-1")
     return tally.outcome(f"{model}: budgets 0 and 2 with response_format json_object × 2 seeds")

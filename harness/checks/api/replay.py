@@ -123,3 +123,15 @@ def forced_positions(engine, prompt_ids, output_ids, budget) -> list[int]:
             forced.append(i)
         state.feed(token)
     return forced
+
+
+def carried_forced(engine, prompt_ids, output_ids, budget) -> list[int]:
+    """Output positions where the output carries the token the budget forces there, the oracle fed the output as
+    returned (forced positions left free included): where the budget's forcing shows in a response."""
+    state = oracle_state(engine, budget, prompt_ids)
+    carried = []
+    for i, token in enumerate(output_ids):
+        if state.forced_token() != -1 and token == state.forced_token():
+            carried.append(i)
+        state.feed(token)
+    return carried

@@ -10,14 +10,22 @@ sampled request is tried again the way RUN-FINDING-1 says:
 1. the request as the check sent it, alone and not streamed, three times (``alone``). If the repeats agree,
    the failure stands on a reproducible request and stays the check's own, unless it is a budget failure
    that recurs alone: that needs no concurrency, and belongs to the budget requirement of the server it
-   was served by (``budget_owner``).
+   was served by and of what it holds (``attribution.budget_owner``).
 2. where the repeats differ, the same request without its budget, three times. Where those differ too, a
    seeded request is not reproducible without any of the check's features: the failure is API-SEED-1's,
-   recorded with those requests as its reproduction, and the check's own requirement reads BLOCKED.
+   recorded with those requests as its reproduction, and the check's own requirement reads BLOCKED. A request
+   without a budget (or the minimal case of a comparison that parts before the budget forces anything,
+   ``attribution.without_budget_up_to``) has shown it at step 1, its repeats compared with the check's own
+   response sent alone and not streamed.
+
+A greedy request draws nothing, so a failed comparison of greedy responses is made again instead
+(``recurrences``): one that none of the ``RETRIES`` further tries shows is a one-off, which the check names in
+its summary but does not publish as a finding.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...core import Context, Tally
@@ -25,6 +33,7 @@ from .reproduction import reproduction_document
 
 SEED_RID = "API-SEED-1"
 REPEATS = 3  # sends of one request alone; uninitialised memory does not change every draw, so one is too few
+RETRIES = 2  # further tries of a failed greedy comparison: a failure none of them shows is a one-off
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,12 @@ def differ(responses: list[dict]) -> bool:
     return any(output != outputs[0] for output in outputs)
 
 
+def recurrences(compare: Callable[[], str]) -> list[str]:
+    """What ``RETRIES`` further tries of a failed comparison found (``compare`` makes it once more: "" where it
+    holds, else what differs), the tries that held left out: an empty list is a one-off."""
+    return [found for found in (compare() for _ in range(RETRIES)) if found]
+
+
 def log_mark(engine) -> int:
     """Where the engine's exchange log stands now (0 for an engine that logs none)."""
     return len(getattr(engine, "exchanges", None) or ())
@@ -78,12 +93,6 @@ def log_mark(engine) -> int:
 def requests_since(engine, mark: int) -> list[dict]:
     """The exchanges logged since ``log_mark`` gave ``mark``: the requests of a reproduction."""
     return list((getattr(engine, "exchanges", None) or [])[mark:])
-
-
-def budget_owner(engine, model: str) -> str:
-    """The budget requirement of a failure that recurs on a request served alone: API-BUDGET-6 on the
-    speculating model, API-BUDGET-2 on any other."""
-    return "API-BUDGET-6" if model == engine.api.spec_model else "API-BUDGET-2"
 
 
 @dataclass
@@ -97,22 +106,42 @@ class Alone:
     attributed: bool = False
 
 
-def alone(engine, ctx: Context, tally: Tally, check: str, own: str, request: SeededRequest) -> Alone:
+def alone(
+    engine,
+    ctx: Context,
+    tally: Tally,
+    check: str,
+    own: str,
+    request: SeededRequest,
+    upto: int | None = None,
+    seen: tuple[dict, ...] = (),
+    seen_from: int | None = None,
+) -> Alone:
     """Try a failure of ``own`` on ``request`` again alone (step 1 of the module's procedure), and where the
-    repeats differ, without its budget (step 2): a greedy request (temperature 0) draws nothing and is only
-    repeated. Records API-SEED-1's failure and blocks ``own`` where step 2 shows the seed not honoured."""
+    repeats differ, without its budget (step 2; a request without one has shown it at step 1): a greedy request
+    (temperature 0) draws nothing and is only repeated. Records API-SEED-1's failure and blocks ``own`` where the
+    seed is shown not honoured. ``upto``: ids are compared up to this output position only (where the failure parts,
+    before anything the budget forces); ``seen``: earlier responses to the request sent alone and not streamed,
+    compared with the repeats, logged from ``seen_from`` on (``log_mark``: those requests join the reproduction)."""
     mark = log_mark(engine)
     responses = repeats(engine, request)
-    found = Alone(responses, differ(responses), mark)
+    cut = None if upto is None else upto + 1
+    outputs = [output[:cut] for output in ids([*seen, *responses])]
+    found = Alone(responses, any(output != outputs[0] for output in outputs), mark)
     if not found.differ or request.temperature == 0:
         return found
+    # the reproduction: the requests that show it, the earlier responses' too where the repeats alone do not
+    own_repeats = outputs[len(seen) :]
+    shown_from = mark if any(o != own_repeats[0] for o in own_repeats) or seen_from is None else seen_from
     unbudgeted = replace(request, budget=None)
-    shown_from = log_mark(engine)  # the reproduction: the requests that show it without the check's features
-    again = repeats(engine, unbudgeted)
-    if not differ(again):
-        return found
-    seen = dict.fromkeys(tuple(output) for output in ids(again))
-    evidence = f"{unbudgeted}, sent {REPEATS} times alone: " + " vs ".join(str(list(output)) for output in seen)
+    if request.budget is not None:
+        shown_from = log_mark(engine)
+        outputs = [output[:cut] for output in ids(repeats(engine, unbudgeted))]
+        if all(output == outputs[0] for output in outputs):
+            return found
+    distinct = " vs ".join(str(list(output)) for output in dict.fromkeys(tuple(output) for output in outputs))
+    how = f"sent {REPEATS} times alone" if not seen else f"sent alone and not streamed {len(outputs)} times"
+    evidence = f"{unbudgeted}, {how}: {distinct}" + (f" (up to output position {upto})" if upto is not None else "")
     tally.violated(
         SEED_RID,
         "seeded-request-not-reproducible",
@@ -123,7 +152,7 @@ def alone(engine, ctx: Context, tally: Tally, check: str, own: str, request: See
             f"{SEED_RID}/seeded-request-not-reproducible",
             evidence,
             ctx.seed,
-            requests_since(engine, shown_from),
+            [exchange for exchange in requests_since(engine, shown_from) if not exchange["body"].get("stream")],
         ),
         finding=SEED_RID,
     )
