@@ -22,7 +22,7 @@ import traceback
 from dataclasses import dataclass
 
 from .contract import OutsideContract, guarded
-from .core import ERROR, NOT_APPLICABLE, TIMEOUT, Context, Outcome, ServedEngine, uniform_outcome
+from .core import CAPABILITY_PROTOCOLS, ERROR, NOT_APPLICABLE, TIMEOUT, Context, Outcome, ServedEngine, uniform_outcome
 from .profiles import Profile
 
 
@@ -47,6 +47,9 @@ class EngineInfo:
     profile: Profile
     statistical_deviation: float | None = None  # the engine's own default --deviation (an engine too slow for ours)
     probe_problem: str = ""  # why the engine's first request showed no token ids (an HTTP engine's probe)
+    # the capabilities whose protocol (core.CAPABILITY_PROTOCOLS) the engine implements, whatever its profile claims:
+    # a run's --profile may claim only these (preflight.check_profile)
+    implements: tuple[str, ...] = ()
 
 
 def device_name(device) -> str:
@@ -86,6 +89,9 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
         )
         return
     probe_problem = str(getattr(engine, "probe_problem", "") or "")
+    implements = tuple(
+        capability for capability, protocol in CAPABILITY_PROTOCOLS.items() if isinstance(engine, protocol)
+    )
     engine = guarded(engine)
     info = EngineInfo(
         str(engine.name),
@@ -94,6 +100,7 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
         engine.profile,
         getattr(engine, "statistical_deviation", None),
         probe_problem,
+        implements,
     )
     conn.send(("ready", info))
     while True:

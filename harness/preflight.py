@@ -7,7 +7,9 @@ doctor``) each engine is looked at from outside, cheaply:
   of a key, or a wrong path, is named), and every model named (``--model``, ``--spec-model``,
   ``--plain-model``) is among those its server lists;
 - a kernel engine on CUDA (``reference:cuda``): torch is installed and sees a CUDA device;
-- an engine team's adapter (``module:factory``): its module's source defines the factory.
+- an engine team's adapter (``module:factory``): its module's source defines the factory;
+- a run's ``--profile``: every engine implements the protocol of each capability it claims (asked of the engine
+  built in its own process, ``check_profile``).
 
 A mistake raises ``UsageError`` naming the option, its value and what exists. ``doctor`` goes further: it asks
 what the checks will find (token ids in a response, ``/tokenize``, speculative-decoding counters on
@@ -20,8 +22,13 @@ import ast
 import importlib.util
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
+from . import yaml_files
 from .adapters import UsageError, headers_of
+from .core import CAPABILITY_PROTOCOLS
+from .isolation import EngineFailure, EngineInfo, EngineProcess, EngineUsageError
+from .profiles import Profile, load_profile
 
 PROBE_TIMEOUT_S = 10  # how long a server may take to answer one preflight request
 
@@ -181,6 +188,47 @@ def check_engines(engine_specs: list[str], api_options: dict) -> dict[str, list[
     return seen
 
 
+def profile_mismatch(profile_option: str, profile: Profile, engine_spec: str, info: EngineInfo) -> str | None:
+    """What is wrong with judging ``engine_spec`` (built, described by ``info``) by the profile that ``--profile
+    profile_option`` names: the capabilities it claims whose protocol the engine does not implement, each of whose
+    checks would read ERROR as if the engine failed; None when it claims none such. The message names the profile
+    file's line of ``capabilities`` (or of ``base``, whose capabilities it takes)."""
+    lacking = sorted(c for c in profile.capabilities if c in CAPABILITY_PROTOCOLS and c not in info.implements)
+    if not lacking:
+        return None
+    where = f"--profile {profile_option}"
+    if Path(profile_option).is_file():
+        file = yaml_files.read(profile_option)
+        key = "capabilities" if "capabilities" in file.data else "base"
+        where = f"{file.at(key)}: {key}"
+    return (
+        f"{where}: the profile claims {', '.join(lacking)}, which engine {engine_spec!r} ({info.name}) does not "
+        f"implement (it implements: {', '.join(info.implements) or 'none of ' + ', '.join(CAPABILITY_PROTOCOLS)}); "
+        f"leave {', '.join(lacking)} out of the profile's capabilities, or leave --profile out to judge it by its own "
+        f"profile ({info.profile.name})"
+    )
+
+
+def check_profile(engine_specs: list[str], api_options: dict, profile_option: str, timeout_s: float) -> None:
+    """Raise ``UsageError`` when the run's ``--profile`` claims a capability that one of the engines lacks: each
+    is built in its own process, as the run builds it, and asked which protocols it implements, before any check
+    runs. An engine that cannot be built is left to the run, which records its failure."""
+    profile = load_profile(profile_option)
+    for engine_spec in engine_specs:
+        engine = EngineProcess(engine_spec, api_options)
+        try:
+            info = engine.start(timeout_s)
+        except EngineUsageError as error:
+            raise UsageError(str(error)) from None
+        except EngineFailure:
+            continue
+        finally:
+            engine.stop()
+        mismatch = profile_mismatch(profile_option, profile, engine_spec, info)
+        if mismatch:
+            raise UsageError(mismatch)
+
+
 def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
     """What the API checks will find on the main server, one line each: token ids in a chat response (the API
     profile's field), ``/tokenize``, and the speculative-decoding counters on the spec model's ``/metrics``; and
@@ -269,13 +317,20 @@ def _said(answer) -> str:
     return str(answer) if isinstance(answer, Exception) else "not in the answer"
 
 
-def doctor(engine_specs: list[str], api_options: dict, selected: list, profile=None, timeout_s: float = 600) -> str:
-    """The preflight of every engine, then, from each engine's own profile (or ``profile``), what each selected
-    check will do: be judged, or be PRECONDITION_FAILED, NOT_APPLICABLE or NOT_CLAIMED, and why. Each engine is
-    built in its own process, as a run builds it. Raises ``UsageError`` at the first mistake."""
+def doctor(
+    engine_specs: list[str],
+    api_options: dict,
+    selected: list,
+    profile=None,
+    timeout_s: float = 600,
+    profile_option: str | None = None,
+) -> str:
+    """The preflight of every engine, then, from each engine's own profile (or ``profile``, which ``--profile
+    profile_option`` names), what each selected check will do: be judged, or be PRECONDITION_FAILED,
+    NOT_APPLICABLE or NOT_CLAIMED, and why. Each engine is built in its own process, as a run builds it. Raises
+    ``UsageError`` at the first mistake."""
     from collections import defaultdict
 
-    from .isolation import EngineFailure, EngineProcess, EngineUsageError
     from .runner import gate
 
     seen = check_engines(engine_specs, api_options)
@@ -293,6 +348,9 @@ def doctor(engine_specs: list[str], api_options: dict, selected: list, profile=N
             continue
         finally:
             engine.stop()
+        mismatch = profile and profile_mismatch(profile_option or profile.name, profile, engine_spec, info)
+        if mismatch:
+            raise UsageError(mismatch)
         judged_by = profile or info.profile
         out.append(
             f"{engine_spec} ({info.name}; version {info.version}; device {info.device}; profile {judged_by.name})"

@@ -201,11 +201,17 @@ def pytest_runtestloop(session):
     if not any(isinstance(item, SpecconformItem) for item in session.items):
         return
     try:
-        state["engine"].start(state["config"].timeout)
+        info = state["engine"].start(state["config"].timeout)
     except (EngineUsageError, EngineFailure) as exc:
         raise pytest.UsageError(
             f"specconform: engine {state['engine'].engine_spec!r} cannot be judged: {exc}"
         ) from None
+    profile_option = state["config"].profile
+    mismatch = profile_option and preflight.profile_mismatch(
+        profile_option, state["profile"], state["engine"].engine_spec, info
+    )
+    if mismatch:  # every check of a capability the engine lacks would ERROR
+        raise pytest.UsageError(f"specconform: {mismatch}")
 
 
 def pytest_sessionfinish(session):

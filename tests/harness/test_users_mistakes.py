@@ -2,9 +2,12 @@
 user would make it, is one usage error (exit 2) before any check runs, naming the file, the line and the key or
 value, and saying what would be right; no report folder is written, and no engine is named as failing."""
 
+from dataclasses import replace
+
 import pytest
 
 from specconform.harness import cli
+from specconform.harness.profiles import canonical
 
 
 def invoke(argv, capsys) -> tuple[int, str, str]:
@@ -96,3 +99,43 @@ def test_the_published_product_profiles_still_load():
     assert paths
     for path in paths:
         load_profile(str(path))
+
+
+class CountingOnly:
+    """An adapter that offers accepted-token counting alone, and says so in its own profile."""
+
+    name, version, device = "counting-only", "1", "cpu"
+    profile = replace(canonical(), name="counting-only", capabilities=frozenset({"counting"}))
+
+    def count_emitted(self, token_ids, vocab_size):
+        from specconform.harness.adapters.oracle import OracleEngine
+
+        return OracleEngine().count_emitted(token_ids, vocab_size)
+
+
+def make_counting_only():
+    return CountingOnly()
+
+
+@pytest.mark.parametrize("command", ["run", "doctor"])
+def test_a_profile_claiming_a_capability_the_adapter_lacks_is_refused_before_any_check(tmp_path, capsys, command):
+    """The profile claims budget, rejection and counting; the adapter implements counting alone: the rejection checks
+    would each read ERROR, as if the engine failed."""
+    path = tmp_path / "claims-too-much.yaml"
+    path.write_text("name: too-much\n\ncapabilities: [budget, rejection, counting]\n")
+    reports = tmp_path / "runs"
+    argv = [command, "--engine", "tests.harness.test_users_mistakes:make_counting_only", "--profile", str(path)]
+    argv += ["--check", "rejection/greedy"] + (["--report-dir", str(reports), "--quiet"] if command == "run" else [])
+    status, out, err = invoke(argv, capsys)
+    assert_usage_error(status, out, err, f"{path}:3: capabilities", "budget, rejection", "implements: counting")
+    assert "leave budget, rejection out" in err
+    assert not reports.exists()
+
+
+def test_the_adapters_own_capabilities_are_not_refused(tmp_path, capsys):
+    path = tmp_path / "counting.yaml"
+    path.write_text("name: counting\ncapabilities: [counting]\n")
+    argv = ["doctor", "--engine", "tests.harness.test_users_mistakes:make_counting_only", "--profile", str(path)]
+    status, out, err = invoke([*argv, "--check", "ac.count"], capsys)
+    assert status == 0, err
+    assert "profile counting" in out
