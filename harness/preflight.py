@@ -94,11 +94,39 @@ def served_models(client, server: Server) -> list[str] | None:
         return None
 
 
+def check_api_shape(client, server: Server, api_options: dict) -> str:
+    """Raise ``UsageError`` when the main server's answer to one short chat request lacks the fields that the
+    named API profile (``--api-profile``, default vLLM's) reads and holds those of another: every check would read
+    the wrong field and FAIL the server for the user's choice. A line saying what was seen otherwise."""
+    from .adapters.api_profile_files import api_profile, missing_fields, probe_request, shaped_like
+    from .adapters.http import ApiProfile
+
+    name, fields = api_profile(api_options.get("api_profile"))
+    named = ApiProfile(name=name, model=server.model, **fields)
+    request = probe_request(named, server.model)
+    answer = _request(client, "POST", f"{server.base_url}/chat/completions", request)
+    if not isinstance(answer, dict):
+        return f"{server.base_url}: a chat request with API profile {name}'s fields: {_said(answer)}"
+    missing = missing_fields(named, request, answer)
+    other = shaped_like(request, answer, named) if missing else None
+    if other is None:
+        shape = f"lacks {', '.join(missing)}" if missing else "holds its fields"
+        return f"{server.base_url}: its answer to a chat request in API profile {name}'s shape {shape}"
+    given = api_options.get("api_profile")
+    option = f"--api-profile {given}" if given else "no --api-profile"
+    option += f" (API profile {name})" if given != name else ""
+    raise UsageError(
+        f"{option}: the answer of {server.base_url} to a chat request lacks {', '.join(missing)}; "
+        f"the server answers in {other}'s shape; did you mean --api-profile {other}?"
+    )
+
+
 def check_http(api_options: dict) -> list[str]:
-    """Raise ``UsageError`` unless every server answers and lists its model; one line per server otherwise."""
+    """Raise ``UsageError`` unless every server answers and lists its model, and the main server answers in the
+    named API profile's shape (``check_api_shape``); one line per server otherwise."""
     lines = []
     with http_client(api_options) as client:
-        for server in servers(api_options):
+        for index, server in enumerate(servers(api_options)):
             listed = served_models(client, server)
             if listed is None:
                 lines.append(f"{server.base_url}: answers; GET /models gives no list, so {server.model!r} is unchecked")
@@ -109,6 +137,8 @@ def check_http(api_options: dict) -> list[str]:
                 )
             else:
                 lines.append(f"{server.base_url}: answers; serves {server.model!r} ({len(listed)} listed)")
+            if index == 0:
+                lines.append(check_api_shape(client, server, api_options))
     return lines
 
 
@@ -233,9 +263,10 @@ def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
     """What the API checks will find on the main server, one line each: token ids in a chat response (the API
     profile's field), ``/tokenize``, and the speculative-decoding counters on the spec model's ``/metrics``; and
     the requirements that cannot be judged for want of them, with why."""
-    from .adapters.http import API_PROFILES, ids_from_logprobs, parse_spec_counters
+    from .adapters.api_profile_files import api_profile
+    from .adapters.http import ids_from_logprobs, parse_spec_counters
 
-    profile = API_PROFILES[api_options.get("api_profile") or "vllm"]
+    profile = api_profile(api_options.get("api_profile"))[1]
     main, *others = servers(api_options)
     root = main.base_url.rsplit("/v1", 1)[0]
     lines, unjudged = [], {}
