@@ -7,7 +7,8 @@ doctor``) each engine is looked at from outside, cheaply:
   of a key, or a wrong path, is named), and every model named (``--model``, ``--spec-model``,
   ``--plain-model``) is among those its server lists;
 - a kernel engine on CUDA (``reference:cuda``): torch is installed and sees a CUDA device;
-- an engine team's adapter (``module:factory``): its module's source defines the factory;
+- an engine team's adapter (``module:factory``): its module defines the factory (its source read, or where the
+  source does not show it, the module imported in a process of its own);
 - a run's ``--profile``: every engine implements the protocol of each capability it claims (asked of the engine
   built in its own process, ``check_profile``).
 
@@ -27,7 +28,7 @@ from pathlib import Path
 from . import yaml_files
 from .adapters import UsageError, headers_of
 from .core import CAPABILITY_PROTOCOLS
-from .isolation import EngineFailure, EngineInfo, EngineProcess, EngineUsageError
+from .isolation import EngineFailure, EngineInfo, EngineProcess, EngineUsageError, module_factories
 from .profiles import Profile, load_profile
 
 PROBE_TIMEOUT_S = 10  # how long a server may take to answer one preflight request
@@ -185,8 +186,10 @@ def _top_level_names(tree: ast.Module) -> tuple[set[str], list[str]] | None:
 
 
 def check_factory(engine_spec: str) -> str:
-    """Raise ``UsageError`` when the source of ``module:factory``'s module defines no ``factory`` (read, never
-    imported: an adapter's imports may take long); a line saying what was seen otherwise."""
+    """Raise ``UsageError`` when ``module:factory``'s module has no ``factory``; a line saying what was seen
+    otherwise. Its source is read first (an adapter's imports may take long); where the source does not show the
+    factory (bound in a loop, through ``globals()``, by a decorator), the module is imported in a process of its own
+    and asked there, so that a valid engine is never refused."""
     module_name, _, factory = engine_spec.partition(":")
     found = importlib.util.find_spec(module_name)
     origin = getattr(found, "origin", None)
@@ -196,10 +199,15 @@ def check_factory(engine_spec: str) -> str:
         bound = _top_level_names(ast.parse(source.read()))
     if bound is None or factory in bound[0]:
         return f"module {module_name!r} can provide {factory!r}"
-    public = [name for name in bound[1] if not name.startswith("_")]
+    try:
+        names, public = module_factories(module_name)
+    except EngineFailure as failure:  # the engine's own process will say the same: the run records it
+        return f"module {module_name!r} could not be imported here ({failure.message}); {factory!r} is checked then"
+    if factory in names:
+        return f"module {module_name!r} provides {factory!r} once imported"
     raise UsageError(
-        f"engine {engine_spec!r}: module {module_name!r} defines no {factory!r}; its functions and classes: "
-        + (", ".join(public) or "none")
+        f"engine {engine_spec!r}: module {module_name!r} defines no {factory!r}, imported or read; its functions and "
+        "classes: " + (", ".join(public) or "none")
     )
 
 
