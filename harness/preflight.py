@@ -27,6 +27,8 @@ from pathlib import Path
 
 from . import yaml_files
 from .adapters import UsageError, headers_of
+from .adapters.api_profile_files import ASK_FOR_IDS, api_profile, missing_fields, probe_request, shaped_like
+from .adapters.http import ApiProfile
 from .core import CAPABILITY_PROTOCOLS
 from .isolation import EngineFailure, EngineInfo, EngineProcess, EngineUsageError, module_factories
 from .profiles import Profile, load_profile
@@ -99,9 +101,6 @@ def check_api_shape(client, server: Server, api_options: dict) -> str:
     """Raise ``UsageError`` when the main server's answer to one short chat request lacks the fields that the
     named API profile (``--api-profile``, default vLLM's) reads and holds those of another: every check would read
     the wrong field and FAIL the server for the user's choice. A line saying what was seen otherwise."""
-    from .adapters.api_profile_files import api_profile, missing_fields, probe_request, shaped_like
-    from .adapters.http import ApiProfile
-
     name, fields = api_profile(api_options.get("api_profile"))
     named = ApiProfile(name=name, model=server.model, **fields)
     request = probe_request(named, server.model)
@@ -206,8 +205,8 @@ def check_factory(engine_spec: str) -> str:
     if factory in names:
         return f"module {module_name!r} provides {factory!r} once imported"
     raise UsageError(
-        f"engine {engine_spec!r}: module {module_name!r} defines no {factory!r}, imported or read; its functions and "
-        "classes: " + (", ".join(public) or "none")
+        f"engine {engine_spec!r}: module {module_name!r} defines no {factory!r}; its functions and classes: "
+        + (", ".join(public) or "none")
     )
 
 
@@ -271,7 +270,6 @@ def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
     """What the API checks will find on the main server, one line each: token ids in a chat response (the API
     profile's field), ``/tokenize``, and the speculative-decoding counters on the spec model's ``/metrics``; and
     the requirements that cannot be judged for want of them, with why."""
-    from .adapters.api_profile_files import api_profile
     from .adapters.http import ids_from_logprobs, parse_spec_counters
 
     profile = api_profile(api_options.get("api_profile"))[1]
@@ -283,11 +281,7 @@ def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
         if token_ids is None:
             lines.append("token ids: the API profile names no way to ask for them; checks needing token-ids: none run")
         else:
-            field = {
-                "return_token_ids": {"return_token_ids": True},
-                "verbose": {"return_tokens": True},
-                "logprobs": {"logprobs": True},
-            }[token_ids]
+            field = ASK_FOR_IDS[token_ids]
             body = {"model": main.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, **field}
             answer = _request(client, "POST", f"{main.base_url}/chat/completions", body)
             choice = (answer.get("choices") or [{}])[0] if isinstance(answer, dict) else {}
