@@ -17,9 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import yaml
-
-from . import public, schemas
+from . import public, schemas, yaml_files
 from .contract import derived_only
 from .core import (
     BLOCKED,
@@ -85,7 +83,7 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"expectations file {str(path)!r} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    data = yaml_files.read(path).data  # a syntax error names FILE:LINE:COLUMN
     # the file's own keys first, then each entry, so that an error says which entry it is in
     schemas.parse(schemas.ExpectationsFile, {**data, "expectations": []} if isinstance(data, dict) else data, str(path))
     entries = [

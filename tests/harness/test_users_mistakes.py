@@ -344,3 +344,12 @@ def test_a_factory_missing_once_imported_is_named_with_what_there_is(bound_at_im
     status, out, err = invoke(argv, capsys)
     assert_usage_error(status, out, err, "defines no 'make_orcle'", "make_oracle, make_other")
     assert not reports.exists()
+
+
+def test_a_bad_indent_in_an_expectations_file_names_the_file_line_and_column(tmp_path, capsys):
+    path = tmp_path / "known.yaml"
+    path.write_text("expectations:\n  - check: budget/multitoken\n   status: FAIL\n")
+    reports = tmp_path / "runs"
+    argv = ["run", "--engine", "oracle", "--expectations", str(path), "--report-dir", str(reports)]
+    assert_usage_error(*invoke(argv, capsys), f"{path}:3:", "not valid YAML")
+    assert not reports.exists()
