@@ -12,9 +12,7 @@ import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from . import schemas
+from . import schemas, yaml_files
 
 PROOF_KEYS = ("patch", "reproduction", "server", "defects")
 PATH_KEYS = ("patch", "reproduction", "server")
@@ -62,7 +60,7 @@ def load_expectations(path: str | Path | None) -> list[Expectation]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"expectations file {str(path)!r} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    data = yaml_files.read(path).data  # a syntax error names FILE:LINE:COLUMN
     # the file's own keys first, then each entry, so that an error says which entry it is in
     schemas.parse(schemas.ExpectationsFile, {**data, "expectations": []} if isinstance(data, dict) else data, str(path))
     entries = [

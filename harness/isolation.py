@@ -22,7 +22,7 @@ import traceback
 from dataclasses import dataclass
 
 from .contract import OutsideContract, guarded
-from .core import ERROR, NOT_APPLICABLE, TIMEOUT, Context, Outcome, ServedEngine, uniform_outcome
+from .core import CAPABILITY_PROTOCOLS, ERROR, NOT_APPLICABLE, TIMEOUT, Context, Outcome, ServedEngine, uniform_outcome
 from .profiles import Profile
 
 
@@ -47,6 +47,9 @@ class EngineInfo:
     profile: Profile
     statistical_deviation: float | None = None  # the engine's own default --deviation (an engine too slow for ours)
     probe_problem: str = ""  # why the engine's first request showed no token ids (an HTTP engine's probe)
+    # the capabilities whose protocol (core.CAPABILITY_PROTOCOLS) the engine implements, whatever its profile claims:
+    # a run's --profile may claim only these (preflight.check_profile)
+    implements: tuple[str, ...] = ()
 
 
 def device_name(device) -> str:
@@ -87,6 +90,9 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
         )
         return
     probe_problem = str(getattr(engine, "probe_problem", "") or "")
+    implements = tuple(
+        capability for capability, protocol in CAPABILITY_PROTOCOLS.items() if isinstance(engine, protocol)
+    )
     engine = guarded(engine)
     info = EngineInfo(
         str(engine.name),
@@ -95,6 +101,7 @@ def _worker(conn, engine_spec: str, api_options: dict, catalogue: str) -> None:
         engine.profile,
         getattr(engine, "statistical_deviation", None),
         probe_problem,
+        implements,
     )
     conn.send(("ready", info))
     while True:
@@ -148,6 +155,52 @@ def _death(process) -> str:
     if code < 0:
         return f"the engine's process was killed by {signal.Signals(-code).name}"
     return f"the engine's process exited with code {code}"
+
+
+def _names_worker(conn, module_name: str) -> None:
+    """The child of ``module_factories``: import ``module_name`` and send the names it binds, with its own callables."""
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:  # the module's own failure, SystemExit included
+        conn.send(("error", f"importing it raised {type(exc).__name__}: {exc}"))
+        return
+    own = [
+        name
+        for name, value in vars(module).items()
+        if callable(value)
+        and not name.startswith("_")
+        # not a function or class imported from another module under its own name
+        and not (getattr(value, "__name__", None) == name and getattr(value, "__module__", module_name) != module_name)
+    ]
+    conn.send(("names", (sorted(vars(module)), sorted(own))))
+
+
+def module_factories(module_name: str, timeout_s: float = BOOT_LIMIT_S) -> tuple[list[str], list[str]]:
+    """Every name ``module_name`` binds once imported, and of those its own public callables, asked of a process of
+    its own (as an engine's): a factory bound at import time (in a loop, through ``globals()``, by a decorator) is
+    there, where reading the source finds none. Raises ``EngineFailure`` when the import fails or outlasts
+    ``timeout_s``."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(
+        target=_names_worker, args=(child, module_name), name=f"import {module_name}", daemon=True
+    )
+    process.start()
+    child.close()
+    try:
+        if not parent.poll(timeout_s):
+            raise EngineFailure(TIMEOUT, f"importing {module_name!r} ran past {timeout_s:.3g} s")
+        kind, payload = parent.recv()
+    except (EOFError, OSError):
+        raise EngineFailure(ERROR, f"{_death(process)} while importing {module_name!r}") from None
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)
+        parent.close()
+    if kind == "error":
+        raise EngineFailure(ERROR, payload)
+    return payload
 
 
 class EngineProcess:

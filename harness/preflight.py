@@ -7,7 +7,10 @@ doctor``) each engine is looked at from outside, cheaply:
   of a key, or a wrong path, is named), and every model named (``--model``, ``--spec-model``,
   ``--plain-model``) is among those its server lists;
 - a kernel engine on CUDA (``reference:cuda``): torch is installed and sees a CUDA device;
-- an engine team's adapter (``module:factory``): its module's source defines the factory.
+- an engine team's adapter (``module:factory``): its module defines the factory (its source read, or where the
+  source does not show it, the module imported in a process of its own);
+- a run's ``--profile``: every engine implements the protocol of each capability it claims (asked of the engine
+  built in its own process, ``check_profile``).
 
 A mistake raises ``UsageError`` naming the option, its value and what exists. ``doctor`` goes further: it asks
 what the checks will find (token ids in a response, ``/tokenize``, speculative-decoding counters on
@@ -20,9 +23,15 @@ import ast
 import importlib.util
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
+from . import yaml_files
 from .adapters import headers_of
-from .core import UsageError
+from .adapters.api_profile_files import ASK_FOR_IDS, api_profile, missing_fields, probe_request, shaped_like
+from .adapters.http import ApiProfile
+from .core import CAPABILITY_PROTOCOLS, UsageError
+from .isolation import EngineFailure, EngineInfo, EngineProcess, EngineUsageError, module_factories
+from .profiles import Profile, load_profile
 
 PROBE_TIMEOUT_S = 10  # how long a server may take to answer one preflight request
 
@@ -88,11 +97,36 @@ def served_models(client, server: Server) -> list[str] | None:
         return None
 
 
+def check_api_shape(client, server: Server, api_options: dict) -> str:
+    """Raise ``UsageError`` when the main server's answer to one short chat request lacks the fields that the
+    named API profile (``--api-profile``, default vLLM's) reads and holds those of another: every check would read
+    the wrong field and FAIL the server for the user's choice. A line saying what was seen otherwise."""
+    name, fields = api_profile(api_options.get("api_profile"))
+    named = ApiProfile(name=name, model=server.model, **fields)
+    request = probe_request(named, server.model)
+    answer = _request(client, "POST", f"{server.base_url}/chat/completions", request)
+    if not isinstance(answer, dict):
+        return f"{server.base_url}: a chat request with API profile {name}'s fields: {_said(answer)}"
+    missing = missing_fields(named, request, answer)
+    other = shaped_like(request, answer, named) if missing else None
+    if other is None:
+        shape = f"lacks {', '.join(missing)}" if missing else "holds its fields"
+        return f"{server.base_url}: its answer to a chat request in API profile {name}'s shape {shape}"
+    given = api_options.get("api_profile")
+    option = f"--api-profile {given}" if given else "no --api-profile"
+    option += f" (API profile {name})" if given != name else ""
+    raise UsageError(
+        f"{option}: the answer of {server.base_url} to a chat request lacks {', '.join(missing)}; "
+        f"the server answers in {other}'s shape; did you mean --api-profile {other}?"
+    )
+
+
 def check_http(api_options: dict) -> list[str]:
-    """Raise ``UsageError`` unless every server answers and lists its model; one line per server otherwise."""
+    """Raise ``UsageError`` unless every server answers and lists its model, and the main server answers in the
+    named API profile's shape (``check_api_shape``); one line per server otherwise."""
     lines = []
     with http_client(api_options) as client:
-        for server in servers(api_options):
+        for index, server in enumerate(servers(api_options)):
             listed = served_models(client, server)
             if listed is None:
                 lines.append(f"{server.base_url}: answers; GET /models gives no list, so {server.model!r} is unchecked")
@@ -103,6 +137,8 @@ def check_http(api_options: dict) -> list[str]:
                 )
             else:
                 lines.append(f"{server.base_url}: answers; serves {server.model!r} ({len(listed)} listed)")
+            if index == 0:
+                lines.append(check_api_shape(client, server, api_options))
     return lines
 
 
@@ -149,8 +185,10 @@ def _top_level_names(tree: ast.Module) -> tuple[set[str], list[str]] | None:
 
 
 def check_factory(engine_spec: str) -> str:
-    """Raise ``UsageError`` when the source of ``module:factory``'s module defines no ``factory`` (read, never
-    imported: an adapter's imports may take long); a line saying what was seen otherwise."""
+    """Raise ``UsageError`` when ``module:factory``'s module has no ``factory``; a line saying what was seen
+    otherwise. Its source is read first (an adapter's imports may take long); where the source does not show the
+    factory (bound in a loop, through ``globals()``, by a decorator), the module is imported in a process of its own
+    and asked there, so that a valid engine is never refused."""
     module_name, _, factory = engine_spec.partition(":")
     found = importlib.util.find_spec(module_name)
     origin = getattr(found, "origin", None)
@@ -160,7 +198,12 @@ def check_factory(engine_spec: str) -> str:
         bound = _top_level_names(ast.parse(source.read()))
     if bound is None or factory in bound[0]:
         return f"module {module_name!r} can provide {factory!r}"
-    public = [name for name in bound[1] if not name.startswith("_")]
+    try:
+        names, public = module_factories(module_name)
+    except EngineFailure as failure:  # the engine's own process will say the same: the run records it
+        return f"module {module_name!r} could not be imported here ({failure.message}); {factory!r} is checked then"
+    if factory in names:
+        return f"module {module_name!r} provides {factory!r} once imported"
     raise UsageError(
         f"engine {engine_spec!r}: module {module_name!r} defines no {factory!r}; its functions and classes: "
         + (", ".join(public) or "none")
@@ -182,13 +225,54 @@ def check_engines(engine_specs: list[str], api_options: dict) -> dict[str, list[
     return seen
 
 
+def profile_mismatch(profile_option: str, profile: Profile, engine_spec: str, info: EngineInfo) -> str | None:
+    """What is wrong with judging ``engine_spec`` (built, described by ``info``) by the profile that ``--profile
+    profile_option`` names: the capabilities it claims whose protocol the engine does not implement, each of whose
+    checks would read ERROR as if the engine failed; None when it claims none such. The message names the profile
+    file's line of ``capabilities`` (or of ``base``, whose capabilities it takes)."""
+    lacking = sorted(c for c in profile.capabilities if c in CAPABILITY_PROTOCOLS and c not in info.implements)
+    if not lacking:
+        return None
+    where = f"--profile {profile_option}"
+    if Path(profile_option).is_file():
+        file = yaml_files.read(profile_option)
+        key = "capabilities" if "capabilities" in file.data else "base"
+        where = f"{file.at(key)}: {key}"
+    return (
+        f"{where}: the profile claims {', '.join(lacking)}, which engine {engine_spec!r} ({info.name}) does not "
+        f"implement (it implements: {', '.join(info.implements) or 'none of ' + ', '.join(CAPABILITY_PROTOCOLS)}); "
+        f"leave {', '.join(lacking)} out of the profile's capabilities, or leave --profile out to judge it by its own "
+        f"profile ({info.profile.name})"
+    )
+
+
+def check_profile(engine_specs: list[str], api_options: dict, profile_option: str, timeout_s: float) -> None:
+    """Raise ``UsageError`` when the run's ``--profile`` claims a capability that one of the engines lacks: each
+    is built in its own process, as the run builds it, and asked which protocols it implements, before any check
+    runs. An engine that cannot be built is left to the run, which records its failure."""
+    profile = load_profile(profile_option)
+    for engine_spec in engine_specs:
+        engine = EngineProcess(engine_spec, api_options)
+        try:
+            info = engine.start(timeout_s)
+        except EngineUsageError as error:
+            raise UsageError(str(error)) from None
+        except EngineFailure:
+            continue
+        finally:
+            engine.stop()
+        mismatch = profile_mismatch(profile_option, profile, engine_spec, info)
+        if mismatch:
+            raise UsageError(mismatch)
+
+
 def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
     """What the API checks will find on the main server, one line each: token ids in a chat response (the API
     profile's field), ``/tokenize``, and the speculative-decoding counters on the spec model's ``/metrics``; and
     the requirements that cannot be judged for want of them, with why."""
-    from .adapters.http import API_PROFILES, ids_from_logprobs, parse_spec_counters
+    from .adapters.http import ids_from_logprobs, parse_spec_counters
 
-    profile = API_PROFILES[api_options.get("api_profile") or "vllm"]
+    profile = api_profile(api_options.get("api_profile"))[1]
     main, *others = servers(api_options)
     root = main.base_url.rsplit("/v1", 1)[0]
     lines, unjudged = [], {}
@@ -197,11 +281,7 @@ def http_features(api_options: dict) -> tuple[list[str], dict[str, str]]:
         if token_ids is None:
             lines.append("token ids: the API profile names no way to ask for them; checks needing token-ids: none run")
         else:
-            field = {
-                "return_token_ids": {"return_token_ids": True},
-                "verbose": {"return_tokens": True},
-                "logprobs": {"logprobs": True},
-            }[token_ids]
+            field = ASK_FOR_IDS[token_ids]
             body = {"model": main.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, **field}
             answer = _request(client, "POST", f"{main.base_url}/chat/completions", body)
             choice = (answer.get("choices") or [{}])[0] if isinstance(answer, dict) else {}
@@ -270,13 +350,20 @@ def _said(answer) -> str:
     return str(answer) if isinstance(answer, Exception) else "not in the answer"
 
 
-def doctor(engine_specs: list[str], api_options: dict, selected: list, profile=None, timeout_s: float = 600) -> str:
-    """The preflight of every engine, then, from each engine's own profile (or ``profile``), what each selected
-    check will do: be judged, or be PRECONDITION_FAILED, NOT_APPLICABLE or NOT_CLAIMED, and why. Each engine is
-    built in its own process, as a run builds it. Raises ``UsageError`` at the first mistake."""
+def doctor(
+    engine_specs: list[str],
+    api_options: dict,
+    selected: list,
+    profile=None,
+    timeout_s: float = 600,
+    profile_option: str | None = None,
+) -> str:
+    """The preflight of every engine, then, from each engine's own profile (or ``profile``, which ``--profile
+    profile_option`` names), what each selected check will do: be judged, or be PRECONDITION_FAILED,
+    NOT_APPLICABLE or NOT_CLAIMED, and why. Each engine is built in its own process, as a run builds it. Raises
+    ``UsageError`` at the first mistake."""
     from collections import defaultdict
 
-    from .isolation import EngineFailure, EngineProcess, EngineUsageError
     from .runner import gate
 
     seen = check_engines(engine_specs, api_options)
@@ -294,6 +381,9 @@ def doctor(engine_specs: list[str], api_options: dict, selected: list, profile=N
             continue
         finally:
             engine.stop()
+        mismatch = profile and profile_mismatch(profile_option or profile.name, profile, engine_spec, info)
+        if mismatch:
+            raise UsageError(mismatch)
         judged_by = profile or info.profile
         out.append(
             f"{engine_spec} ({info.name}; version {info.version}; device {info.device}; profile {judged_by.name})"

@@ -30,9 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import yaml
-
-from . import contract, schemas, spec
+from . import contract, schemas, spec, yaml_files
 from .oracle import draws as draw_schemes
 
 CAPABILITIES = (
@@ -243,12 +241,16 @@ BUILTIN = {
 
 
 def load_profile(name_or_path: str) -> Profile:
+    """A built-in profile by name, or a profile file; a ``ValueError`` names the file, the line and the key or value
+    of every mistake in it, and what would be right."""
     if name_or_path in BUILTIN:
         return BUILTIN[name_or_path]()
     path = Path(name_or_path)
-    if not path.exists():
+    if not path.is_file():
         raise ValueError(f"profile must be one of {sorted(BUILTIN)} or a YAML file; got {name_or_path!r}")
-    data = schemas.parse(schemas.ProfileFile, yaml.safe_load(path.read_text()) or {}, f"profile {str(path)!r}")
+    file = yaml_files.read(path)
+    data = schemas.parse(schemas.ProfileFile, file.data, f"profile {str(path)!r}", at=file.at)
+    check_values(data, file)
     base = load_profile(data.base)
     classes = set(_given(data.classes, base.classes)) - set(data.drop_classes)
     scope = _given(data.scope, base.scope)
@@ -278,6 +280,37 @@ def load_profile(name_or_path: str) -> Profile:
         derived=frozenset(_given(data.derived, base.derived)),
         field_names=tuple(sorted((str(k), tuple(v)) for k, v in (data.field_names or dict(base.field_names)).items())),
     )
+
+
+# the keys of a profile file that name one of a fixed set of values, with those values
+ONE_OF = {
+    "base": BUILTIN,
+    "scope": SCOPE_CLASSES,
+    "tie_break": ("lowest", "any"),
+    "forced_logit": FORCED_LOGITS,
+    "layout": LAYOUTS,
+    **VARIANT_CLASSES,
+}
+
+
+def check_values(data: schemas.ProfileFile, file: yaml_files.YamlFile) -> None:
+    """Raise a ``ValueError`` at ``FILE:LINE`` for the first value of ``data`` (read from ``file``) that is none of
+    its key's known values: a variant, a class (``classes``, ``drop_classes``: a misspelt class would drop
+    nothing), a capability, a contract declaration or an observable."""
+    for key, allowed in ONE_OF.items():
+        value = getattr(data, key)
+        if value is not None:
+            yaml_files.one_of(value, allowed, file.at(key), key)
+    known = {
+        "classes": sorted(spec.classes()),
+        "drop_classes": sorted(spec.classes()),
+        "capabilities": CAPABILITIES,
+        "contract": sorted(contract.CONTRACT),
+        "derived": contract.OBSERVABLES,
+    }
+    for key, allowed in known.items():
+        for value in getattr(data, key) or ():
+            yaml_files.one_of(value, allowed, file.at(key, value), key)
 
 
 def _given(value, default):

@@ -10,8 +10,9 @@ own (``-q``, ``-x``, ``--maxfail``, ``--lf``, pytest-xdist's ``-n``), they act o
 ``--specconform-report-dir`` (or ``report-dir`` in the file) the session also writes a run folder of the checks
 that ran, as ``specconform run`` does.
 
-Each check becomes a test item named ``specconform[<check>]`` with its requirement ids as
-``requirement`` markers (``-m`` cannot select on arguments, but ``-k`` can on the name). FAIL,
+Each check becomes a test item named ``specconform[<check>]``, marked by each of its requirement ids and by its class,
+so that ``-m AC-COUNT-2``, ``-m "requirement(id='AC-COUNT-2')"``, ``-m rs.seeded``, ``-m
+"conformance_class(name='rs.seeded')"`` and ``-k AC-COUNT-2`` select it. FAIL,
 ERROR and TIMEOUT fail the item; NOT_CLAIMED, PRECONDITION_FAILED, NOT_APPLICABLE (outside the engine's
 contract) and BLOCKED (another requirement's finding, which fails its own item) skip it; a failure listed
 in the expectations file is an xfail, and its unexpected pass is reported as XPASS(strict).
@@ -19,7 +20,8 @@ in the expectations file is an xfail, and its unexpected pass is reported as XPA
 With an engine named, the session judges it beside the tests it collects anyway (its ``testpaths``, or
 the paths named). Every mistake in the options (an
 engine that cannot be named or built, a profile, an expectations file, a pattern that matches no
-check) is one usage error: pytest's ``ERROR:`` line and exit status 4, before any check runs.
+check) is one usage error: pytest's ``ERROR:`` line and exit status 4, before any check runs, naming the options
+as this plugin spells them (``--specconform-base-url``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from . import checks as checks_module
-from . import preflight, reports, runner
+from . import preflight, reports, runner, spec
 from .adapters import check_engine_spec
 from .cli.run import new_run_dir
 from .config import RunConfig, file_options, find_pyproject, option_actions, select, words
@@ -76,12 +78,32 @@ def pytest_addoption(parser):
         group.addoption(f"--specconform-{name}", **options)
 
 
+def own_names(message: str) -> str:
+    """``message`` (a usage error's) with each ``specconform run`` option it names spelt as this plugin's
+    (``--base-url`` as ``--specconform-base-url``), the options pytest provides left as they are."""
+    names = set(_run_options())
+    return re.sub(r"(?<![\w-])--([a-z][a-z-]*)", lambda m: f"--specconform-{m[1]}" if m[1] in names else m[0], message)
+
+
+def usage_error(message: str) -> pytest.UsageError:
+    return pytest.UsageError(f"specconform: {own_names(message)}")
+
+
+def register_markers(config) -> None:
+    """Each requirement id and class as a marker of its own name, as the items carry them, for ``-m`` (and ``-k``,
+    which matches marker names)."""
+    for name in sorted({*spec.classes(), *(rid for check in checks_module.all_checks() for rid in check.requirements)}):
+        config.addinivalue_line("markers", f"{name}: a specconform requirement id or conformance class")
+
+
 def pytest_configure(config):
     """Validate every specconform option before anything is collected: a mistake is one usage error. The options
     given here override those of ``[tool.specconform]`` in the nearest pyproject.toml."""
     config.addinivalue_line("markers", "requirement(id): a specconform requirement id the item covers")
+    config.addinivalue_line("markers", "conformance_class(name): the specconform conformance class of the item")
     if not config.getoption("specconform_engine"):
         return
+    register_markers(config)
     actions = _run_options()
     given = {a.dest: config.getoption(f"specconform_{a.dest}") for a in actions.values()}
     given = {dest: value for dest, value in given.items() if value is not None}
@@ -90,7 +112,7 @@ def pytest_configure(config):
         from_file = {dest: value for dest, value in from_file.items() if dest not in PYTEST_OWN}
         run = RunConfig.from_options({**from_file, **given})
         if len(run.engines) != 1:
-            raise UsageError(f"the plugin judges one engine per session; got --specconform-engine {list(run.engines)}")
+            raise UsageError(f"the plugin judges one engine per session; got --engine {list(run.engines)}")
         (engine_spec,) = run.engines
         check_engine_spec(engine_spec, dict(run.api_options))
         profile = load_profile(run.profile) if run.profile else None
@@ -102,7 +124,7 @@ def pytest_configure(config):
         selected = run.selected(checks_module.all_checks())
         preflight.check_engines([engine_spec], dict(run.api_options))  # the server answers and serves the model
     except (ValueError, OSError) as exc:  # UsageError is a ValueError; a missing file an OSError
-        raise pytest.UsageError(f"specconform: {exc}") from None
+        raise usage_error(str(exc)) from None
     engine = EngineProcess(engine_spec, dict(run.api_options))  # one for the session, restarted if it dies
     config.add_cleanup(engine.stop)
     config._specconform = {
@@ -123,7 +145,10 @@ class SpecconformItem(pytest.Item):
         self.check = check
         self.engine_spec = engine_spec
         for rid in check.requirements:
-            self.add_marker(pytest.mark.requirement(rid))
+            self.add_marker(pytest.mark.requirement(rid, id=rid))
+            self.add_marker(getattr(pytest.mark, rid))
+        self.add_marker(pytest.mark.conformance_class(check.cls, name=check.cls))
+        self.add_marker(getattr(pytest.mark, check.cls))
 
     def runtest(self):
         state = self.config._specconform
@@ -203,11 +228,15 @@ def pytest_runtestloop(session):
     if not any(isinstance(item, SpecconformItem) for item in session.items):
         return
     try:
-        state["engine"].start(state["config"].timeout)
+        info = state["engine"].start(state["config"].timeout)
     except (EngineUsageError, EngineFailure) as exc:
-        raise pytest.UsageError(
-            f"specconform: engine {state['engine'].engine_spec!r} cannot be judged: {exc}"
-        ) from None
+        raise usage_error(f"engine {state['engine'].engine_spec!r} cannot be judged: {exc}") from None
+    profile_option = state["config"].profile
+    mismatch = profile_option and preflight.profile_mismatch(
+        profile_option, state["profile"], state["engine"].engine_spec, info
+    )
+    if mismatch:  # every check of a capability the engine lacks would ERROR
+        raise usage_error(mismatch)
 
 
 def pytest_sessionfinish(session):

@@ -11,7 +11,7 @@ variants and classes are checked by ``specconform.harness.profiles.Profile``, a 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -29,13 +29,17 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def parse(model: type[BaseModel], data: Any, where: str):
+def parse(model: type[BaseModel], data: Any, where: str, at: Callable[[str], str] | None = None):
     """``data`` read as ``model``; a ``ValueError`` says ``where`` and names each key that is unknown, missing or of
-    the wrong value."""
+    the wrong value. ``at`` (``yaml_files.YamlFile.at``) gives where a top-level key stands in its file
+    (``FILE:LINE``), which then leads the message."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"{where}: " + "; ".join(_problem(model, error) for error in exc.errors())) from None
+        errors = exc.errors()
+        if at is not None and errors and errors[0]["loc"]:
+            where = f"{at(str(errors[0]['loc'][0]))}: {where}"
+        raise ValueError(f"{where}: " + "; ".join(_problem(model, error) for error in errors)) from None
 
 
 def _problem(model: type[BaseModel], error: Mapping[str, Any]) -> str:

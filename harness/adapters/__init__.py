@@ -119,22 +119,27 @@ def _build(spec: str, api_options: dict | None):
             raise UsageError(f"engine {spec!r}: the embedded engine's variants are single and multi")
         return ApiEngine(embedded_server().base_url, embedded_profile(variant), name=f"embedded:{variant}")
     if spec == "openai":
-        from .http import API_PROFILES, ApiEngine, ApiProfile
+        from .api_profile_files import api_profile
+        from .http import ApiEngine, ApiProfile
 
         options = dict(api_options or {})
         if not options.get("base_url") or not options.get("model"):
             raise UsageError("--engine openai needs --base-url and --model")
         base_url = options.pop("base_url")
         named_profile = options.pop("api_profile", None)
-        profile_name = named_profile or "vllm"  # vLLM's request fields unless told otherwise
+        try:  # vLLM's request fields unless told otherwise
+            profile_name, fields = api_profile(named_profile)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         # the name says only what is known: the API profile the user named (else plain "openai"), the model, the server
         name = options.pop("engine_name", None) or (
-            f"{named_profile or 'openai'}:{options['model']}@{urllib.parse.urlsplit(base_url).netloc or base_url}"
+            f"{profile_name if named_profile else 'openai'}:{options['model']}"
+            f"@{urllib.parse.urlsplit(base_url).netloc or base_url}"
         )
         restart_command = options.pop("restart_command", None)
         api_key = options.pop("api_key", None)
         headers = headers_of(options.pop("header", None) or ())
-        profile = ApiProfile(name=profile_name, **API_PROFILES[profile_name], **options)
+        profile = ApiProfile(name=profile_name, **fields, **options)
         return ApiEngine(
             base_url, profile, name=name, restart_command=restart_command, api_key=api_key, headers=headers
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..adapters import api_profile_files
 from ..adapters.http import API_PROFILES
 from ..config import Shard
 
@@ -81,8 +82,9 @@ def add_api_options(parser) -> None:
     )
     parser.add_argument(
         "--api-profile",
-        choices=tuple(API_PROFILES),
-        help="with --engine openai: the engine's request and reasoning fields (default: vLLM's fields)",
+        type=api_profile_files.option,
+        help=f"with --engine openai: the engine's request and reasoning fields: {', '.join(API_PROFILES)}, or a YAML "
+        "file of your own with the same fields (docs/profiles.md, API profiles; default: vLLM's fields)",
     )
     parser.add_argument(
         "--api-key",

@@ -101,6 +101,8 @@ def cmd_run(args) -> int:
         return 0
     # a mistake is a usage error before any folder is made
     preflight.check_engines(list(plan), dict(config.api_options))
+    if config.profile:
+        preflight.check_profile(list(plan), dict(config.api_options), config.profile, config.timeout)
     made = [p for p in (Path(config.report_dir), *Path(config.report_dir).parents) if not p.exists()]
     run_dir = new_run_dir(config.report_dir)
     try:
@@ -132,7 +134,9 @@ def cmd_doctor(args) -> int:
     profile = load_profile(config.profile) if config.profile else None
     selected = config.selected(checks_module.all_checks())
     engines = list(config.planned_engines(selected))
-    print(preflight.doctor(engines, dict(config.api_options), selected, profile, config.timeout), end="")
+    print(
+        preflight.doctor(engines, dict(config.api_options), selected, profile, config.timeout, config.profile), end=""
+    )
     return 0
 
 

@@ -78,8 +78,9 @@ def test_a_refused_listing_names_what_to_change(status, says, monkeypatch):
 
 def test_a_server_without_a_listing_is_not_refused(monkeypatch):
     route_clients(monkeypatch, httpx2.MockTransport(lambda request: httpx2.Response(500, text="no")))
-    (line,) = preflight.check_engines(["openai"], {"base_url": "http://x.test/v1", "model": "m"})["openai"]
-    assert "'m' is unchecked" in line
+    listing, shape = preflight.check_engines(["openai"], {"base_url": "http://x.test/v1", "model": "m"})["openai"]
+    assert "'m' is unchecked" in listing
+    assert "a chat request with API profile vllm's fields: HTTP 500" in shape  # nor refused for its answer's shape
 
 
 def test_cuda_asked_for_without_cuda_is_a_usage_error(tmp_path, capsys):

@@ -188,7 +188,7 @@ def test_the_plugin_judges_a_server_named_by_base_url_and_model(pytester):
 def test_a_report_dir_gets_a_run_folder_of_the_checks_that_ran(pytester):
     result = pytester.runpytest_subprocess(
         *("--specconform-engine", "zoo:end-marker-restarted", "--specconform-check", "tb.multitoken"),
-        *("--specconform-report-dir", "runs", "-k", "multitoken", "-p", "no:cacheprovider"),
+        *("--specconform-report-dir", "runs", "-k", "budget/multitoken", "-p", "no:cacheprovider"),
     )
     (run_dir,) = (pytester.path / "runs").iterdir()
     records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
