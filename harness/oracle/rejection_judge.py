@@ -248,6 +248,17 @@ def ties_broken(case: rs.RejectionCase) -> rs.RejectionCase:
     return replace(case, target_logits=logits)
 
 
+def greedy_marked(case: rs.RejectionCase) -> rs.RejectionCase:
+    """``case`` with every request greedy and every unforced row's argmax its own (row ``r``'s logits raised by 8 at
+    id ``r mod V``): a batch whose rows are read wrongly parts from the oracle on it, one whose draws depend on the
+    batch does not (greedy rows use none)."""
+    logits = case.target_logits.copy()
+    logits[~np.isfinite(logits)] = -np.inf  # NaN or +inf would hide the mark: such cases are not probed
+    for r in range(len(logits)):
+        logits[r, r % case.vocab_size] = max(logits[r].max(), 0.0) + 8.0
+    return replace(case, target_logits=logits, temperature=np.zeros(case.batch_size))
+
+
 def one_temperature(case: rs.RejectionCase, i: int) -> rs.RejectionCase:
     """``case`` with every request at request ``i``'s temperature: a batch failure that needs two rules (RS-MIXED-1)
     replays on it."""

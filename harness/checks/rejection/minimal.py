@@ -117,12 +117,11 @@ def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_brea
             return case, found
         case, found = same, judge(engine, profile, same, compare, tie_break, batch_needed=True)
         owner = rj.owner(found)
-    if owner is not None and owner.request >= 0 and case.temperature[owner.request] > 0:
-        # a sampled request that parts only in the batch: its rows read wrongly, or its draws? Greedy, it uses none
-        greedy = replace(case, temperature=np.zeros(case.batch_size))
-        if not diverges(greedy):
-            evidence = f"{owner.evidence}; with every request greedy the batch replays: its draws depend on the batch"
-            return case, [rj.Violation("RS-RNG-1", "depends-on-batch", evidence, owner.request)]
+    # a sampled request that parts only in the batch: its rows read wrongly, or its draws? Greedy, it uses none
+    sampled = owner is not None and owner.request >= 0 and case.temperature[owner.request] > 0
+    if sampled and not diverges(rj.greedy_marked(case)):
+        evidence = f"{owner.evidence}; with every request greedy the batch replays: its draws depend on the batch"
+        return case, [rj.Violation("RS-RNG-1", "depends-on-batch", evidence, owner.request)]
     return case, found
 
 
