@@ -259,6 +259,48 @@ def greedy_marked(case: rs.RejectionCase) -> rs.RejectionCase:
     return replace(case, target_logits=logits, temperature=np.zeros(case.batch_size))
 
 
+# a masked logit lifted (``masks_lifted``) this many temperature units (at least 1) below its row's maximum: its
+# probability, near e^-30, is no longer zero but leaves every decision of the oracle almost surely as it was
+LIFT = 30.0
+
+
+def masks_lifted(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """``case`` with every ``-inf`` logit of a row that holds a finite one lifted to ``LIFT`` below the row's finite
+    maximum (times its request's temperature where above 1): no token has p = 0 any more (RS-PROB-3), so an engine
+    that still parts from the oracle on it does not need the mask; None for a case without one. ``target_logits``
+    keeps its shape ``[sum(K_i + 1), V]`` and dtype."""
+    logits = case.target_logits
+    masked = np.isneginf(logits)
+    if not masked.any():
+        return None
+    finite_max = np.where(np.isfinite(logits), logits, -np.inf).max(axis=1)
+    scale = np.repeat(np.maximum(case.temperature, 1.0), np.asarray(case.num_draft_tokens) + 1)
+    lifted = np.where(masked & np.isfinite(finite_max)[:, None], (finite_max - LIFT * scale)[:, None], logits)
+    return replace(case, target_logits=lifted.astype(logits.dtype))
+
+
+def residual_given_mass(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """``case`` with each sampled draft row whose residual ``max(p - q, 0)`` is empty and whose draft has q(d) = 0
+    (rejected by rule: an empty residual means p = q, under which any other draft is accepted) given half its ``q``
+    at the draft instead: still rejected (p(d) = 0), its residual is then ``p / 2``, which the reference draws sample
+    as they sample ``p`` (RS-PROB-4), so the oracle emits the same tokens and an engine that still parts from it does
+    not need the empty residual; None where no row has one. ``draft_probs`` keeps its shape ``[sum(K_i), V]``."""
+    if case.draft_probs is None:
+        return None
+    q = np.array(case.draft_probs, dtype=np.float64)
+    forced, changed = _forced(case), False
+    for i in np.flatnonzero(case.temperature > 0):
+        row_slice, draft_slice = rs.request_slices(case, int(i))
+        for j, r in enumerate(range(draft_slice.start, draft_slice.stop)):
+            d, row = int(case.draft_token_ids[r]), row_slice.start + j
+            p = rs.target_probs(case.target_logits[row], float(case.temperature[i]), int(forced[row]))
+            if q[r, d] == 0 and np.maximum(p - q[r], 0.0).sum() <= 0:
+                q[r] *= 0.5
+                q[r, d] += 0.5
+                changed = True
+    return replace(case, draft_probs=q) if changed else None
+
+
 def one_temperature(case: rs.RejectionCase, i: int) -> rs.RejectionCase:
     """``case`` with every request at request ``i``'s temperature: a batch failure that needs two rules (RS-MIXED-1)
     replays on it."""
