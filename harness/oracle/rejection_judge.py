@@ -266,9 +266,10 @@ LIFT = 30.0
 
 def masks_lifted(case: rs.RejectionCase) -> rs.RejectionCase | None:
     """``case`` with every ``-inf`` logit of a row that holds a finite one lifted to ``LIFT`` below the row's finite
-    maximum (times its request's temperature where above 1): no token has p = 0 any more (RS-PROB-3), so an engine
-    that still parts from the oracle on it does not need the mask; None for a case without one. ``target_logits``
-    keeps its shape ``[sum(K_i + 1), V]`` and dtype."""
+    maximum (times its request's temperature where above 1), each empty residual first given mass
+    (``residual_given_mass``, else the lifted draft would fill it): no token has p = 0 any more (RS-PROB-3) and the
+    oracle almost surely emits the same tokens, so an engine that still parts from it does not need the mask; None
+    for a case without one. ``target_logits`` keeps its shape ``[sum(K_i + 1), V]`` and dtype."""
     logits = case.target_logits
     masked = np.isneginf(logits)
     if not masked.any():
@@ -276,7 +277,7 @@ def masks_lifted(case: rs.RejectionCase) -> rs.RejectionCase | None:
     finite_max = np.where(np.isfinite(logits), logits, -np.inf).max(axis=1)
     scale = np.repeat(np.maximum(case.temperature, 1.0), np.asarray(case.num_draft_tokens) + 1)
     lifted = np.where(masked & np.isfinite(finite_max)[:, None], (finite_max - LIFT * scale)[:, None], logits)
-    return replace(case, target_logits=lifted.astype(logits.dtype))
+    return replace(residual_given_mass(case) or case, target_logits=lifted.astype(logits.dtype))
 
 
 def residual_given_mass(case: rs.RejectionCase) -> rs.RejectionCase | None:

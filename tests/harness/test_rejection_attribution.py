@@ -4,10 +4,15 @@ The violation function (``oracle.rejection_judge``) is judged against cases comp
 specs/rejection-sampling.md; an adapter a user would write (docs/engines.md) that wraps the reference and drops
 the bonus token is judged through the runner and gets exactly one finding, RS-ZERO-1."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from specconform.harness import checks, findings, runner
+from specconform.harness import checks, findings, runner, spec, vectors
+from specconform.harness.adapters import zoo
+from specconform.harness.checks.rejection import minimal as rejection_minimal
+from specconform.harness.checks.rejection.exact import comparable
 from specconform.harness.core import Context
 from specconform.harness.isolation import EngineProcess
 from specconform.harness.oracle import counting as ac
@@ -194,6 +199,54 @@ def test_a_failure_that_needs_the_batch_is_the_batch_requirement():
     found = rj.violations(mixed, [[1], [1]], [1, 1], batch_needed=True)
     assert ("RS-MIXED-1", "request-verified-by-another-rule") in _names(found)
     assert rj.owner(found).requirement == "RS-MIXED-1"
+
+
+def test_greedy_marked_gives_every_row_its_own_argmax():
+    # the draws probe of a batch failure: rows read from another request part from the oracle even where the rows'
+    # own argmaxes agree (here both rows' argmax is 0), so the probe tells a misreading from batch-dependent draws
+    case = rs.RejectionCase(np.array([[2.0, NEG, 1.0], [2.7, NEG, 2.6]]), [], [0, 0], [1.0, 1.0], seeds=[1, 2])
+    marked = rj.greedy_marked(case)
+    assert (marked.temperature == 0).all()
+    assert rs.sample_case(marked)[0][:, 0].tolist() == [0, 1]  # row r's argmax is r mod V
+
+
+def _vector_case(name: str) -> rs.RejectionCase:
+    entry = next(e for e in spec.load_vectors("rejection")["exact"] if e["name"] == name)
+    return vectors.case_from_json(entry["case"])
+
+
+def test_a_case_with_its_mask_lifted_or_its_empty_residual_given_mass_keeps_the_oracle_tokens():
+    # the twins of RUN-FINDING-1's mask and empty-residual probes: the oracle emits the same tokens on them (under
+    # the reference draws, any seed), with no token at p = 0 and no empty residual left
+    empty = _vector_case("residual-without-mass-samples-p")  # q(d) = 0 = p(d), p = q: the residual has no mass
+    for seed in range(20):
+        case = replace(empty, seeds=np.array([seed]))
+        for twin in (rj.masks_lifted(case), rj.residual_given_mass(case)):
+            assert rs.sample_case(twin)[0].tolist() == rs.sample_case(case)[0].tolist()
+    assert not np.isneginf(rj.masks_lifted(empty).target_logits).any()
+    assert rj.residual_given_mass(empty).draft_probs[0].tolist() == [0.25, 0.25, 0.5]  # q(d) > 0, p(d) = 0: rejected
+    plain = _vector_case("one-hot-seeded")
+    assert rj.masks_lifted(plain) is None and rj.residual_given_mass(plain) is None
+    # a draft with q(d) = 0 is rejected by rule, by no comparison: no rounding boundary (RS-RNG-3) to skip it at
+    assert rs.sample_case(empty)[2][0].accept_margins == [np.inf]
+
+
+@pytest.mark.parametrize(
+    "vector", ["forced-row-accepts-equal-draft", "residual-without-mass-samples-p", "draft-with-zero-q-rejected"]
+)
+def test_a_rejection_sampled_from_the_next_row_is_rs_prob_2_whatever_mask_or_empty_residual_it_meets(vector):
+    # RS-PROB-2: on a rejection at row j the emitted token samples row j's residual. An engine that samples row
+    # j + 1 instead emits a token with p = 0 where row j masks it (which RS-PROB-3 forbids too) or where its residual
+    # is empty (RS-PROB-4's); with the mask lifted, or the residual given mass, it still parts: RS-PROB-2's failure
+    engine = zoo.make_mutant("rejection-sampled-one-row-late")
+    case = _vector_case(vector)
+    assert rj.violations(case, *engine.rejection_sample(case))  # it parts from the oracle on the vector
+
+    def usable(candidate):
+        return comparable(candidate, "lowest")
+
+    attributed = rejection_minimal.attribute(engine, engine.profile, case, True, "lowest", usable)
+    assert attributed.owner.requirement == "RS-PROB-2"
 
 
 DROP_BONUS = """
