@@ -248,15 +248,22 @@ def ties_broken(case: rs.RejectionCase) -> rs.RejectionCase:
     return replace(case, target_logits=logits)
 
 
-def greedy_marked(case: rs.RejectionCase) -> rs.RejectionCase:
+def greedy_marked(case: rs.RejectionCase, shift: int = 0) -> rs.RejectionCase:
     """``case`` with every request greedy and every unforced row's argmax its own (row ``r``'s logits raised by 8 at
-    id ``r mod V``): a batch whose rows are read wrongly parts from the oracle on it, one whose draws depend on the
-    batch does not (greedy rows use none)."""
+    id ``(r + shift) mod V``): a batch whose rows are read wrongly parts from the oracle on it, one whose draws depend
+    on the batch does not (greedy rows use none). A small vocabulary repeats the marks, and a forced row emits its
+    token whatever its mark, so a row read in another's place may meet the same argmax by chance: ``MARKINGS`` shifts
+    are tried."""
     logits = case.target_logits.copy()
     logits[~np.isfinite(logits)] = -np.inf  # NaN or +inf would hide the mark: such cases are not probed
     for r in range(len(logits)):
-        logits[r, r % case.vocab_size] = max(logits[r].max(), 0.0) + 8.0
+        logits[r, (r + shift) % case.vocab_size] = max(logits[r].max(), 0.0) + 8.0
     return replace(case, target_logits=logits, temperature=np.zeros(case.batch_size))
+
+
+# the shifts of the marks ``greedy_marked`` tries: a mark that a forced row or a repeat hides under one shows under
+# the other
+MARKINGS = 2
 
 
 # a masked logit lifted (``masks_lifted``) this many temperature units (at least 1) below its row's maximum: its

@@ -210,6 +210,34 @@ def test_greedy_marked_gives_every_row_its_own_argmax():
     assert rs.sample_case(marked)[0][:, 0].tolist() == [0, 1]  # row r's argmax is r mod V
 
 
+def test_rows_read_in_a_padded_layout_are_rs_layout_1_where_one_marking_hides_them():
+    # three sampled requests (a minimal case of rejection/output-contract), K = [0, 1, 0], V = 2, forced rows 1 and 3;
+    # an engine that reads request 1's rows as if
+    # every request had max K drafts (rows 2 and 3) parts only in the batch. Greedy with row r's argmax r mod 2, the
+    # misread rows emit what its own do (the forced row 1 emits 0 whatever its mark); shifted by one, they part: its
+    # rows are read wrongly (RS-LAYOUT-1), not its draws taken from the batch (RS-RNG-1)
+    case = rs.RejectionCase(
+        np.array([[1.154, 0.949], [-3.753, -1.132], [-0.984, 2.052], [0.607, -0.321]]),
+        [1],
+        [0, 1, 0],
+        [0.5, 0.5, 0.5],
+        np.array([[0.0, 1.0]]),
+        forced_token_ids=[-1, 0, -1, 0],
+        seeds=[4445895645207423701, 4409757157412747137, 4243121552447682306],
+        positions=[979273957681, 604682601183, 974705377497],
+    )
+    engine = zoo.make_mutant("padded-row-reading")
+    assert (
+        rs.sample_case(rj.greedy_marked(case))[0].tolist()
+        == engine.rejection_sample(rj.greedy_marked(case))[0].tolist()
+    )
+    shifted = rj.greedy_marked(case, 1)
+    assert rs.sample_case(shifted)[0].tolist() != engine.rejection_sample(shifted)[0].tolist()
+    assert rj.violations(case, *engine.rejection_sample(case))  # the draws of these seeds show the misreading
+    attributed = rejection_minimal.attribute(engine, engine.profile, case, True, "lowest", lambda c: True)
+    assert attributed.owner.requirement == "RS-LAYOUT-1"
+
+
 def _vector_case(name: str) -> rs.RejectionCase:
     entry = next(e for e in spec.load_vectors("rejection")["exact"] if e["name"] == name)
     return vectors.case_from_json(entry["case"])

@@ -119,7 +119,7 @@ def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_brea
         owner = rj.owner(found)
     # a sampled request that parts only in the batch: its rows read wrongly, or its draws? Greedy, it uses none
     sampled = owner is not None and owner.request >= 0 and case.temperature[owner.request] > 0
-    if sampled and not diverges(rj.greedy_marked(case)):
+    if sampled and not any(diverges(rj.greedy_marked(case, shift)) for shift in range(rj.MARKINGS)):
         evidence = f"{owner.evidence}; with every request greedy the batch replays: its draws depend on the batch"
         return case, [rj.Violation("RS-RNG-1", "depends-on-batch", evidence, owner.request)]
     return case, found
