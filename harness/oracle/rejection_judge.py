@@ -358,9 +358,10 @@ SAMPLED_RULES = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4", "RS-ONEHOT-1")
 
 def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
     """Seeded sampled request ``i``'s unforced rows, each alone as a request without drafts at the position whose
-    draws it uses and a later one, at its temperature and a flatter one (same seed): its one token is a sample of
-    ``p`` under the reference draws, so one that parts from the oracle's shows the draws are not the reference
-    (RS-RNG-3), whatever the rule does."""
+    draws it uses and ``TWIN_POSITIONS - 1`` later ones, at its temperature and a flatter one (same seed): its one
+    token is a sample of ``p`` under the reference draws, so one that parts from the oracle's shows the draws are not
+    the reference (RS-RNG-3), whatever the rule does. A row whose p has few tokens agrees with other draws by chance
+    often (two tokens at 0.8 and 0.2: two draws in three), hence the several positions."""
     if case.seed_of(i) is None or case.temperature[i] == 0:
         return []
     row_slice, _ = rs.request_slices(case, i)
@@ -371,12 +372,13 @@ def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
         for p, r in enumerate(range(row_slice.start, row_slice.stop), start=position)
         if forced[r] == -1
         for T in (float(case.temperature[i]), TWIN_TEMPERATURE)  # a flatter one too: fewer samples agree by chance
-        for later in (0, TWIN_LATER)
+        for later in range(0, TWIN_POSITIONS * TWIN_LATER, TWIN_LATER)
     ]
 
 
-# the twins of a sampled row: also at a high temperature, and at a later position (other draws of the same seed)
-TWIN_TEMPERATURE, TWIN_LATER = 2.0, 1000
+# the twins of a sampled row: also at a high temperature, and at later positions, this far apart (other draws of the
+# same seed)
+TWIN_TEMPERATURE, TWIN_LATER, TWIN_POSITIONS = 2.0, 1000, 8
 
 
 def compared(case: rs.RejectionCase, i: int, compare: bool | str = True) -> bool:

@@ -111,7 +111,7 @@ def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
     twins = rj.draws_twins(drafted, 0)
     later, flat = rj.TWIN_LATER, rj.TWIN_TEMPERATURE
     assert [(int(t.positions[0]), float(t.temperature[0]), t.target_logits.shape, t.seed_of(0)) for t in twins] == [
-        (q, T, (1, 4), 5) for p in (10, 12) for T in (0.8, flat) for q in (p, p + later)
+        (q, T, (1, 4), 5) for p in (10, 12) for T in (0.8, flat) for q in range(p, p + rj.TWIN_POSITIONS * later, later)
     ]
     assert rj.draws_twins(_greedy(ONE_DRAFT, [1], [1]), 0) == []  # greedy: no draws
 
@@ -236,6 +236,25 @@ def test_rows_read_in_a_padded_layout_are_rs_layout_1_where_one_marking_hides_th
     assert rj.violations(case, *engine.rejection_sample(case))  # the draws of these seeds show the misreading
     attributed = rejection_minimal.attribute(engine, engine.profile, case, True, "lowest", lambda c: True)
     assert attributed.owner.requirement == "RS-LAYOUT-1"
+
+
+def test_draws_of_another_seed_on_a_row_of_two_tokens_are_rs_rng_3():
+    # a minimal case of rejection/reference-draws: p of row 0 holds two tokens (0.8, 0.2), of row 1 one at 0.99;
+    # an engine whose draws are keyed by another seed accepted the draft where the oracle rejected it. Its rows alone
+    # without drafts agree with the reference draws by chance at a few positions, not at all of TWIN_POSITIONS
+    case = rs.RejectionCase(
+        np.array([[3.016, NEG, 1.619], [0.239, 5.158, NEG]]),
+        [0],
+        [1],
+        [1.0],
+        np.array([[1.0, 0.0, 0.0]]),
+        seeds=[2578500160942333167],
+        positions=[594249614314],
+    )
+    engine = zoo.make_mutant("draws-not-the-reference")
+    assert rj.owner(rj.violations(case, *engine.rejection_sample(case))).requirement == "RS-PROB-1"
+    attributed = rejection_minimal.attribute(engine, engine.profile, case, True, "lowest", lambda c: True)
+    assert attributed.owner.requirement == "RS-RNG-3"
 
 
 def _vector_case(name: str) -> rs.RejectionCase:
