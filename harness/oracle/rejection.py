@@ -80,7 +80,7 @@ class RequestTrace:
     """What the oracle decided for one request, with margins to floating-point boundaries."""
 
     emitted: list[int]
-    accept_margins: list[float] = field(default_factory=list)  # |u * q(d) - p(d)| per tested draft
+    accept_margins: list[float] = field(default_factory=list)  # |u * q(d) - p(d)| per tested draft (q(d) > 0)
     sample_margin: float = np.inf  # relative gap between the best and second-best race score
 
 
@@ -121,7 +121,8 @@ def verify_request(
         q_d = 1.0 if q_rows is None else float(q_rows[j][d])
         u = draws.uniform(j)
         accepted = q_d > 0 and u * q_d < p[d]
-        trace.accept_margins.append(abs(u * q_d - p[d]))
+        # a draft with q(d) = 0 is rejected by rule (RS-PROB-3), by no comparison that rounding could turn
+        trace.accept_margins.append(abs(u * q_d - p[d]) if q_d > 0 else np.inf)
         if accepted:
             trace.emitted.append(d)
             continue

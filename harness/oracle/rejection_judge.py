@@ -248,6 +248,67 @@ def ties_broken(case: rs.RejectionCase) -> rs.RejectionCase:
     return replace(case, target_logits=logits)
 
 
+def greedy_marked(case: rs.RejectionCase, shift: int = 0) -> rs.RejectionCase:
+    """``case`` with every request greedy and every unforced row's argmax its own (row ``r``'s logits raised by 8 at
+    id ``(r + shift) mod V``): a batch whose rows are read wrongly parts from the oracle on it, one whose draws depend
+    on the batch does not (greedy rows use none). A small vocabulary repeats the marks, and a forced row emits its
+    token whatever its mark, so a row read in another's place may meet the same argmax by chance: ``MARKINGS`` shifts
+    are tried."""
+    logits = case.target_logits.copy()
+    logits[~np.isfinite(logits)] = -np.inf  # NaN or +inf would hide the mark: such cases are not probed
+    for r in range(len(logits)):
+        logits[r, (r + shift) % case.vocab_size] = max(logits[r].max(), 0.0) + 8.0
+    return replace(case, target_logits=logits, temperature=np.zeros(case.batch_size))
+
+
+# the shifts of the marks ``greedy_marked`` tries: a mark that a forced row or a repeat hides under one shows under
+# the other
+MARKINGS = 2
+
+
+# a masked logit lifted (``masks_lifted``) this many temperature units (at least 1) below its row's maximum: its
+# probability, near e^-30, is no longer zero but leaves every decision of the oracle almost surely as it was
+LIFT = 30.0
+
+
+def masks_lifted(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """``case`` with every ``-inf`` logit of a row that holds a finite one lifted to ``LIFT`` below the row's finite
+    maximum (times its request's temperature where above 1), each empty residual first given mass
+    (``residual_given_mass``, else the lifted draft would fill it): no token has p = 0 any more (RS-PROB-3) and the
+    oracle almost surely emits the same tokens, so an engine that still parts from it does not need the mask; None
+    for a case without one. ``target_logits`` keeps its shape ``[sum(K_i + 1), V]`` and dtype."""
+    logits = case.target_logits
+    masked = np.isneginf(logits)
+    if not masked.any():
+        return None
+    finite_max = np.where(np.isfinite(logits), logits, -np.inf).max(axis=1)
+    scale = np.repeat(np.maximum(case.temperature, 1.0), np.asarray(case.num_draft_tokens) + 1)
+    lifted = np.where(masked & np.isfinite(finite_max)[:, None], (finite_max - LIFT * scale)[:, None], logits)
+    return replace(residual_given_mass(case) or case, target_logits=lifted.astype(logits.dtype))
+
+
+def residual_given_mass(case: rs.RejectionCase) -> rs.RejectionCase | None:
+    """``case`` with each sampled draft row whose residual ``max(p - q, 0)`` is empty and whose draft has q(d) = 0
+    (rejected by rule: an empty residual means p = q, under which any other draft is accepted) given half its ``q``
+    at the draft instead: still rejected (p(d) = 0), its residual is then ``p / 2``, which the reference draws sample
+    as they sample ``p`` (RS-PROB-4), so the oracle emits the same tokens and an engine that still parts from it does
+    not need the empty residual; None where no row has one. ``draft_probs`` keeps its shape ``[sum(K_i), V]``."""
+    if case.draft_probs is None:
+        return None
+    q = np.array(case.draft_probs, dtype=np.float64)
+    forced, changed = _forced(case), False
+    for i in np.flatnonzero(case.temperature > 0):
+        row_slice, draft_slice = rs.request_slices(case, int(i))
+        for j, r in enumerate(range(draft_slice.start, draft_slice.stop)):
+            d, row = int(case.draft_token_ids[r]), row_slice.start + j
+            p = rs.target_probs(case.target_logits[row], float(case.temperature[i]), int(forced[row]))
+            if q[r, d] == 0 and np.maximum(p - q[r], 0.0).sum() <= 0:
+                q[r] *= 0.5
+                q[r, d] += 0.5
+                changed = True
+    return replace(case, draft_probs=q) if changed else None
+
+
 def one_temperature(case: rs.RejectionCase, i: int) -> rs.RejectionCase:
     """``case`` with every request at request ``i``'s temperature: a batch failure that needs two rules (RS-MIXED-1)
     replays on it."""
@@ -297,9 +358,10 @@ SAMPLED_RULES = ("RS-PROB-1", "RS-PROB-2", "RS-PROB-4", "RS-ONEHOT-1")
 
 def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
     """Seeded sampled request ``i``'s unforced rows, each alone as a request without drafts at the position whose
-    draws it uses and a later one, at its temperature and a flatter one (same seed): its one token is a sample of
-    ``p`` under the reference draws, so one that parts from the oracle's shows the draws are not the reference
-    (RS-RNG-3), whatever the rule does."""
+    draws it uses and ``TWIN_POSITIONS - 1`` later ones, at its temperature and a flatter one (same seed): its one
+    token is a sample of ``p`` under the reference draws, so one that parts from the oracle's shows the draws are not
+    the reference (RS-RNG-3), whatever the rule does. A row whose p has few tokens agrees with other draws by chance
+    often (two tokens at 0.8 and 0.2: two draws in three), hence the several positions."""
     if case.seed_of(i) is None or case.temperature[i] == 0:
         return []
     row_slice, _ = rs.request_slices(case, i)
@@ -310,12 +372,13 @@ def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
         for p, r in enumerate(range(row_slice.start, row_slice.stop), start=position)
         if forced[r] == -1
         for T in (float(case.temperature[i]), TWIN_TEMPERATURE)  # a flatter one too: fewer samples agree by chance
-        for later in (0, TWIN_LATER)
+        for later in range(0, TWIN_POSITIONS * TWIN_LATER, TWIN_LATER)
     ]
 
 
-# the twins of a sampled row: also at a high temperature, and at a later position (other draws of the same seed)
-TWIN_TEMPERATURE, TWIN_LATER = 2.0, 1000
+# the twins of a sampled row: also at a high temperature, and at later positions, this far apart (other draws of the
+# same seed)
+TWIN_TEMPERATURE, TWIN_LATER, TWIN_POSITIONS = 2.0, 1000, 8
 
 
 def compared(case: rs.RejectionCase, i: int, compare: bool | str = True) -> bool:

@@ -4,10 +4,15 @@ The violation function (``oracle.rejection_judge``) is judged against cases comp
 specs/rejection-sampling.md; an adapter a user would write (docs/engines.md) that wraps the reference and drops
 the bonus token is judged through the runner and gets exactly one finding, RS-ZERO-1."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from specconform.harness import checks, findings, runner
+from specconform.harness import checks, findings, runner, spec, vectors
+from specconform.harness.adapters import zoo
+from specconform.harness.checks.rejection import minimal as rejection_minimal
+from specconform.harness.checks.rejection.minimal import comparable
 from specconform.harness.config import select
 from specconform.harness.core import Context
 from specconform.harness.isolation import EngineProcess
@@ -107,7 +112,7 @@ def test_a_zero_draft_sample_that_parts_from_the_oracle_is_the_draws():
     twins = rj.draws_twins(drafted, 0)
     later, flat = rj.TWIN_LATER, rj.TWIN_TEMPERATURE
     assert [(int(t.positions[0]), float(t.temperature[0]), t.target_logits.shape, t.seed_of(0)) for t in twins] == [
-        (q, T, (1, 4), 5) for p in (10, 12) for T in (0.8, flat) for q in (p, p + later)
+        (q, T, (1, 4), 5) for p in (10, 12) for T in (0.8, flat) for q in range(p, p + rj.TWIN_POSITIONS * later, later)
     ]
     assert rj.draws_twins(_greedy(ONE_DRAFT, [1], [1]), 0) == []  # greedy: no draws
 
@@ -195,6 +200,101 @@ def test_a_failure_that_needs_the_batch_is_the_batch_requirement():
     found = rj.violations(mixed, [[1], [1]], [1, 1], batch_needed=True)
     assert ("RS-MIXED-1", "request-verified-by-another-rule") in _names(found)
     assert rj.owner(found).requirement == "RS-MIXED-1"
+
+
+def test_greedy_marked_gives_every_row_its_own_argmax():
+    # the draws probe of a batch failure: rows read from another request part from the oracle even where the rows'
+    # own argmaxes agree (here both rows' argmax is 0), so the probe tells a misreading from batch-dependent draws
+    case = rs.RejectionCase(np.array([[2.0, NEG, 1.0], [2.7, NEG, 2.6]]), [], [0, 0], [1.0, 1.0], seeds=[1, 2])
+    marked = rj.greedy_marked(case)
+    assert (marked.temperature == 0).all()
+    assert rs.sample_case(marked)[0][:, 0].tolist() == [0, 1]  # row r's argmax is r mod V
+
+
+def test_rows_read_in_a_padded_layout_are_rs_layout_1_where_one_marking_hides_them():
+    # three sampled requests (a minimal case of rejection/output-contract), K = [0, 1, 0], V = 2, forced rows 1 and 3;
+    # an engine that reads request 1's rows as if
+    # every request had max K drafts (rows 2 and 3) parts only in the batch. Greedy with row r's argmax r mod 2, the
+    # misread rows emit what its own do (the forced row 1 emits 0 whatever its mark); shifted by one, they part: its
+    # rows are read wrongly (RS-LAYOUT-1), not its draws taken from the batch (RS-RNG-1)
+    case = rs.RejectionCase(
+        np.array([[1.154, 0.949], [-3.753, -1.132], [-0.984, 2.052], [0.607, -0.321]]),
+        [1],
+        [0, 1, 0],
+        [0.5, 0.5, 0.5],
+        np.array([[0.0, 1.0]]),
+        forced_token_ids=[-1, 0, -1, 0],
+        seeds=[4445895645207423701, 4409757157412747137, 4243121552447682306],
+        positions=[979273957681, 604682601183, 974705377497],
+    )
+    engine = zoo.make_mutant("padded-row-reading")
+    assert (
+        rs.sample_case(rj.greedy_marked(case))[0].tolist()
+        == engine.rejection_sample(rj.greedy_marked(case))[0].tolist()
+    )
+    shifted = rj.greedy_marked(case, 1)
+    assert rs.sample_case(shifted)[0].tolist() != engine.rejection_sample(shifted)[0].tolist()
+    assert rj.violations(case, *engine.rejection_sample(case))  # the draws of these seeds show the misreading
+    attributed = rejection_minimal.attribute(engine, engine.profile, case, True, "lowest", lambda c: True)
+    assert attributed.owner.requirement == "RS-LAYOUT-1"
+
+
+def test_draws_of_another_seed_on_a_row_of_two_tokens_are_rs_rng_3():
+    # a minimal case of rejection/reference-draws: p of row 0 holds two tokens (0.8, 0.2), of row 1 one at 0.99;
+    # an engine whose draws are keyed by another seed accepted the draft where the oracle rejected it. Its rows alone
+    # without drafts agree with the reference draws by chance at a few positions, not at all of TWIN_POSITIONS
+    case = rs.RejectionCase(
+        np.array([[3.016, NEG, 1.619], [0.239, 5.158, NEG]]),
+        [0],
+        [1],
+        [1.0],
+        np.array([[1.0, 0.0, 0.0]]),
+        seeds=[2578500160942333167],
+        positions=[594249614314],
+    )
+    engine = zoo.make_mutant("draws-not-the-reference")
+    assert rj.owner(rj.violations(case, *engine.rejection_sample(case))).requirement == "RS-PROB-1"
+    attributed = rejection_minimal.attribute(engine, engine.profile, case, True, "lowest", lambda c: True)
+    assert attributed.owner.requirement == "RS-RNG-3"
+
+
+def _vector_case(name: str) -> rs.RejectionCase:
+    entry = next(e for e in spec.load_vectors("rejection")["exact"] if e["name"] == name)
+    return vectors.case_from_json(entry["case"])
+
+
+def test_a_case_with_its_mask_lifted_or_its_empty_residual_given_mass_keeps_the_oracle_tokens():
+    # the twins of RUN-FINDING-1's mask and empty-residual probes: the oracle emits the same tokens on them (under
+    # the reference draws, any seed), with no token at p = 0 and no empty residual left
+    empty = _vector_case("residual-without-mass-samples-p")  # q(d) = 0 = p(d), p = q: the residual has no mass
+    for seed in range(20):
+        case = replace(empty, seeds=np.array([seed]))
+        for twin in (rj.masks_lifted(case), rj.residual_given_mass(case)):
+            assert rs.sample_case(twin)[0].tolist() == rs.sample_case(case)[0].tolist()
+    assert not np.isneginf(rj.masks_lifted(empty).target_logits).any()
+    assert rj.residual_given_mass(empty).draft_probs[0].tolist() == [0.25, 0.25, 0.5]  # q(d) > 0, p(d) = 0: rejected
+    plain = _vector_case("one-hot-seeded")
+    assert rj.masks_lifted(plain) is None and rj.residual_given_mass(plain) is None
+    # a draft with q(d) = 0 is rejected by rule, by no comparison: no rounding boundary (RS-RNG-3) to skip it at
+    assert rs.sample_case(empty)[2][0].accept_margins == [np.inf]
+
+
+@pytest.mark.parametrize(
+    "vector", ["forced-row-accepts-equal-draft", "residual-without-mass-samples-p", "draft-with-zero-q-rejected"]
+)
+def test_a_rejection_sampled_from_the_next_row_is_rs_prob_2_whatever_mask_or_empty_residual_it_meets(vector):
+    # RS-PROB-2: on a rejection at row j the emitted token samples row j's residual. An engine that samples row
+    # j + 1 instead emits a token with p = 0 where row j masks it (which RS-PROB-3 forbids too) or where its residual
+    # is empty (RS-PROB-4's); with the mask lifted, or the residual given mass, it still parts: RS-PROB-2's failure
+    engine = zoo.make_mutant("rejection-sampled-one-row-late")
+    case = _vector_case(vector)
+    assert rj.violations(case, *engine.rejection_sample(case))  # it parts from the oracle on the vector
+
+    def usable(candidate):
+        return comparable(candidate, "lowest")
+
+    attributed = rejection_minimal.attribute(engine, engine.profile, case, True, "lowest", usable)
+    assert attributed.owner.requirement == "RS-PROB-2"
 
 
 DROP_BONUS = """

@@ -14,9 +14,11 @@ from specconform.harness import cli, requirement_order, zoo_findings
 from specconform.harness.adapters import zoo
 from specconform.harness.config import RunConfig
 
-# one quick mutant of each family that meets the criterion today
+# one quick mutant of each family that meets the criterion today, and the rejection mutants whose one finding needs
+# an attribution probe (a batch's rows read by greedy marked rows, a mask lifted, an empty residual given mass)
 EVERY_RUN = frozenset(
     {"budget-off-by-one", "minus-one-tracked", "forced-logit-added", "invalid-ids-clamped", "out-of-vocab-unreported"}
+    | {"zero-draft-reads-previous-row", "rejection-sampled-one-row-late"}
 )
 
 

@@ -133,12 +133,11 @@ def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_brea
             return case, found
         case, found = same, judge(engine, profile, same, compare, tie_break, batch_needed=True)
         owner = rj.owner(found)
-    if owner is not None and owner.request >= 0 and case.temperature[owner.request] > 0:
-        # a sampled request that parts only in the batch: its rows read wrongly, or its draws? Greedy, it uses none
-        greedy = replace(case, temperature=np.zeros(case.batch_size))
-        if not diverges(greedy):
-            evidence = f"{owner.evidence}; with every request greedy the batch replays: its draws depend on the batch"
-            return case, [rj.Violation("RS-RNG-1", "depends-on-batch", evidence, owner.request)]
+    # a sampled request that parts only in the batch: its rows read wrongly, or its draws? Greedy, it uses none
+    sampled = owner is not None and owner.request >= 0 and case.temperature[owner.request] > 0
+    if sampled and not any(diverges(rj.greedy_marked(case, shift)) for shift in range(rj.MARKINGS)):
+        evidence = f"{owner.evidence}; with every request greedy the batch replays: its draws depend on the batch"
+        return case, [rj.Violation("RS-RNG-1", "depends-on-batch", evidence, owner.request)]
     return case, found
 
 
@@ -154,6 +153,34 @@ def _general_rule(engine, profile, case: rs.RejectionCase, found, compare, tie_b
         return found
     evidence = f"{owner.evidence}; with q given one-hot: {general.evidence}"
     return [rj.Violation(general.requirement, general.mode, evidence, owner.request)]
+
+
+# the seeds a masked failure is tried on with its mask lifted (``_mask_needed``): its own, then as many others
+LIFTED_SEEDS = 8
+
+
+def _mask_needed(engine, profile, case: rs.RejectionCase, found, compare, tie_break: str, usable):
+    """A token with p = 0 emitted (``found``, owned by RS-PROB-3): does the failure need the mask? With every masked
+    logit lifted to a tiny probability (``rj.masks_lifted``: the oracle decides as before) on ``case``'s seeds or
+    another of ``LIFTED_SEEDS`` (the token the engine emits may be the one lifted by chance), an engine that still
+    parts from the oracle breaks the rule that decides the position, whatever the mask: that case and its
+    violations are the failure. Returns ``(case, found, compare)``, ``compare`` as that case was judged."""
+    from .exact import comparable  # exact judges its cases through this module
+
+    lifted = rj.masks_lifted(case)
+    if lifted is None:
+        return case, found, compare
+    # compared with the oracle wherever it can be: a check that judged only the output contract on its case (one
+    # near a boundary) still compares the case without the mask, as the minimal case is judged whole
+    whole = compare or (True if profile is None else exactly_compared(profile))
+    for k in range(LIFTED_SEEDS if case.seeds is not None else 1):
+        candidate = _reseeded(lifted, k) if k else lifted
+        if not (usable(candidate) and comparable(candidate, tie_break)):
+            continue
+        lifted_found = judge(engine, profile, candidate, whole, tie_break)
+        if lifted_found:
+            return candidate, settled(engine, profile, candidate, lifted_found, whole, tie_break), whole
+    return case, found, compare
 
 
 def attribute(
@@ -192,6 +219,15 @@ def attribute(
         valid_found = judge(engine, profile, valid, compare, tie_break) if usable(valid) else []
         if any(v.mode == "valid-input-rejected" for v in valid_found):
             minimal, found, owner = valid, valid_found, rj.owner(valid_found)
+    if owner is not None and owner.mode == "zero-probability-token":
+        minimal, found, compare = _mask_needed(engine, profile, minimal, found, compare, tie_break, usable)
+        owner = rj.owner(found)
+    if owner is not None and owner.mode == "empty-residual-sample-differs":  # does it need the empty residual?
+        given = rj.residual_given_mass(minimal)
+        given_found = judge(engine, profile, given, compare, tie_break) if given and usable(given) else []
+        if given_found:
+            minimal, found = given, settled(engine, profile, given, given_found, compare, tie_break)
+            owner = rj.owner(found)
     if owner is not None and owner.requirement == "RS-GREEDY-3":  # does the failure need the tie? Break it and see
         untied = rj.ties_broken(minimal)
         untied_found = judge(engine, profile, untied, compare, tie_break) if usable(untied) else []
