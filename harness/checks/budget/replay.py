@@ -24,6 +24,10 @@ class _Slot:
     moved: str = ""  # "SWAP" or "UNIDIRECTIONAL" when a move touched the slot in this step's update
     added: bool = False  # added by this step's update
     minus_one: bool = False  # added with the budget -1, which means untracked (TB-API-1)
+    forcing: bool = False  # the last token committed was at a row the oracle forced
+    # the index of E an engine that restarts E at E[0] when the budget runs out would force next, where the forcing
+    # began inside a partial match of E (``restarted``); -1 where such an engine agrees with the oracle
+    restart: int = -1
 
 
 def _self_overlapping(marker: tuple[int, ...]) -> bool:
@@ -152,10 +156,32 @@ class Divergence:
         return f"{self.requirement}/{self.mode}"
 
 
-def _diagnosis(state: tb.RequestBudget | None, expected: int, got: int) -> str:
-    """The requirement a forced row left free singles out by its own values, or "": TB-COUNT-1 where only the trailing
-    partial match of E puts the count at the budget (an engine that leaves it out of the count leaves exactly this
-    row free)."""
+def restarted(state: tb.RequestBudget, tokens: list[int], forcing: bool, restart: int) -> tuple[bool, int]:
+    """``(forcing, restart)`` after feeding ``tokens`` (placeholders -1 skipped) to ``state`` (a clone: it is
+    advanced): whether the last token sat at a forced row, and the index of E an engine that restarts E at E[0] when
+    the budget runs out would force next. TB-FORCE-2 continues E from the partial match ``m`` the thinking tokens
+    end with, so such an engine forces ``E[0..m)`` where the oracle already closed the section: -1 unless the
+    forcing began inside a partial match of E and no free row came since."""
+    for token in (t for t in tokens if t != -1):
+        forced = state.forced is None and state.forced_token() != -1
+        if forced and not forcing:
+            restart = 0 if state.end_matched else -1
+        restart = restart + 1 if forced and restart >= 0 else restart if forced else -1
+        forcing = forced
+        state.feed(token)
+    return forcing, restart
+
+
+def _diagnosis(state: tb.RequestBudget | None, expected: int, got: int, restart: int = -1) -> str:
+    """The requirement a diverging row singles out by its own values, or "":
+
+    - a free row forced with ``E[restart]`` right after a forced end that began inside a partial match of E:
+      TB-FORCE-2 (the engine restarted E at E[0] and so forces the tokens the partial match already held; the row
+      before it took the same token either way, so only this one shows it);
+    - a row left free that only the trailing partial match of E puts at the budget: TB-COUNT-1 (an engine that
+      leaves it out of the count leaves exactly this row free)."""
+    if state is not None and expected == -1 and 0 <= restart < len(state.end) and got == state.end.marker[restart]:
+        return "TB-FORCE-2"
     if state is None or not state.in_section or got != -1 or expected == -1 or state.budget_left is None:
         return ""
     left = state.budget_left
@@ -231,8 +257,10 @@ def replay_scenario(
         if divergence:
             return divergence
         committed = step["sampled_token_ids"]
-        for slot, row in zip(slots, committed):
+        for index_in_batch, (slot, row) in enumerate(zip(slots, committed)):
             slot.output += sum(1 for t in row if t != -1)
+            if (before := model.state(index_in_batch)) is not None:
+                slot.forcing, slot.restart = restarted(before.clone(), row, slot.forcing, slot.restart)
         model.commit(committed)
         state.update_state(committed)
     return None
@@ -253,6 +281,7 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
         offset += k
         state = model.state(slot)
         probe = state.clone() if state is not None else None
+        forcing, restart = slots[slot].forcing, slots[slot].restart
         for j in range(k + 1):
             if j and tb.observable_rows(expected[row - j : row + k + 1 - j], drafts) <= j:
                 row += k + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
@@ -264,7 +293,7 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
                 if -1 in (got[row], expected[row]):  # whether a row is forced is the count's matter, not which
                     row_tags -= {"TB-FORCE-2"}  # token continues E (TB-FORCE-2)
                     tags -= {"TB-FORCE-2"}
-                diagnosis = _diagnosis(probe, expected[row], got[row])
+                diagnosis = _diagnosis(probe, expected[row], got[row], restart)
                 row_tags |= {diagnosis} - {""}
                 tags |= {diagnosis} & set(requirements)
                 blame = next((r for r in BLAME_ORDER if r in tags), requirements[0])
@@ -275,6 +304,7 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
             if tally is not None:
                 tally.exercised(*tags)
             if probe is not None and j < k:
+                forcing, restart = restarted(probe.clone(), [drafts[j]], forcing, restart)
                 probe.feed(drafts[j])
             row += 1
     return None
