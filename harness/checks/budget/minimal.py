@@ -77,6 +77,8 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
             if (alone := _divergence(engine, twin)) is not None:
                 return attributed_owner(engine, alone, twin)  # a request alone fails too: its own failure
         return "TB-SPEC-4", features
+    if shown.where is not None and _passes(engine, attribution.one_step_twin(minimal, shown.step, shown.where[1])):
+        return "TB-MARK-2", features  # the failure needs a marker split across a step boundary: the matching's
     if shown.diagnosis:
         return shown.diagnosis, features
     if "misplaced-marker" in proven and "TB-MARK-1" in shown.row_tags:
@@ -99,6 +101,17 @@ def _about(feature: str, minimal: dict) -> str:
         kinds = {kind for step in minimal["steps"] if step["update"] for _, _, kind in step["update"]["moved"]}
         return "TB-BATCH-3" if "SWAP" in kinds else "TB-BATCH-2" if "UNIDIRECTIONAL" in kinds else "TB-BATCH-1"
     return next(r for r in (*BLAME_ORDER, "TB-BATCH-5") if attribution.feature_of(r) == feature)
+
+
+def _passes(engine, vector: dict | None) -> bool:
+    """Whether ``engine`` replays ``vector`` (a twin; None: none could be built) to its end beside the oracle: an
+    exception of the engine's is no pass (an engine without drafts cannot show that a twin with drafts passes)."""
+    if vector is None:
+        return False
+    try:
+        return replay_scenario(engine, vector, tuple(BLAME_ORDER)) is None
+    except Exception:  # noqa: BLE001 - the engine cannot run the twin: it shows nothing
+        return False
 
 
 def _diverges(engine, vector: dict) -> bool:
