@@ -213,9 +213,9 @@ def _reductions(scenario: BudgetScenario):
     to the next step); an update's moves and SWAPs dropped, all at once and one by one; drafts and
     prompt tokens dropped (all, halves, ... one by one); smaller budgets (powers of two below, half, one
     less); a prompt token dropped with one unit of budget; shorter markers; a shorter transition phrase (none
-    first); fewer distinct token ids; a smaller ``max_num_reqs``. The updates of a candidate are rebuilt on the slots its requests hold
-    (renumbered from 0). A candidate may be None (nothing left in a step), invalid or unreachable; the
-    caller judges that."""
+    first); fewer distinct token ids; a smaller ``max_num_reqs``. The updates of a candidate are rebuilt on
+    the slots its requests hold (renumbered from 0). A candidate may be None (nothing left in a step), invalid
+    or unreachable; the caller judges that."""
     program = _program(scenario)
     everyone = set(range(len(program.requests)))
     n = len(program.steps)
