@@ -305,8 +305,9 @@ def one_step_twin(vector: dict, step: int, row: int) -> dict | None:
     (an engine meets drafts only after a first output), else it is the first. A conforming engine forces the same
     row (TB-SPEC-1 judges a draft row on the committed stream followed by the drafts before it), and an engine that
     forces it right here needs the boundary to fail: a marker split across decode steps (TB-MARK-2). None unless a
-    step boundary of ``vector`` falls inside a partial match of S or E, for a batch or a later update, or where the
-    oracle would force one of the twin's drafts otherwise (the row would not be judged)."""
+    step boundary of ``vector`` falls inside a partial match of S or E, for a batch or a later update, where a step
+    before the row commits a run of several tokens (the failure may be that run's commit, TB-SPEC-3's, which a partial
+    match lost at a boundary does not need), or where the oracle would force one of the twin's drafts otherwise."""
     steps = vector["steps"]
     if not steps or steps[0]["update"] is None or any(s["update"] is not None for s in steps[1:]):
         return None
@@ -324,6 +325,8 @@ def one_step_twin(vector: dict, step: int, row: int) -> dict | None:
     leaves_open = bool(state.in_section or state.start_matched or state.end_matched)
     stream, split = [], False
     for s in steps[:step]:
+        if len([t for t in s["sampled_token_ids"][0] if t != -1]) > 1:
+            return None
         for token in (t for t in s["sampled_token_ids"][0] if t != -1):
             state.feed(token)
             stream.append(token)

@@ -59,7 +59,7 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
     """``(requirement, features)``: the requirement a failing minimal case isolates, whichever check met it, and the
     features it holds. Each feature with a twin (``attribution.TWINS``) is tried away: where the twin diverges too,
     the feature is only the stage the defect was met on. A misplaced marker a twin showed needed is TB-MARK-1's (the
-    lowest requirement); a failure that does not need drafts and that the case's one-step twin does not show needs a
+    lowest requirement); a failure committed one token per step that the case's one-step twin does not show needs a
     marker split across a step boundary (``attribution.one_step_twin``): TB-MARK-2's; a row its own values single
     out is that requirement's (``Divergence.diagnosis``); otherwise the owner is the most specific requirement of the
     diverging row (``BLAME_ORDER``) whose feature a twin showed needed, else the most specific one whose feature the
@@ -81,11 +81,9 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
         return "TB-SPEC-4", features
     if "misplaced-marker" in proven and "TB-MARK-1" in shown.row_tags:
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
-    # a failure that needs a marker split across a step boundary is the matching's, unless it needs committed runs of
-    # several tokens (drafts a twin showed needed): a partial match lost at a boundary shows with one token per step
     one_step = attribution.one_step_twin(minimal, shown.step, shown.where[1]) if shown.where is not None else None
-    if "drafts" not in proven and _passes(engine, one_step):
-        return "TB-MARK-2", features
+    if _passes(engine, one_step):
+        return "TB-MARK-2", features  # the failure needs a marker split across a step boundary: the matching's
     if shown.diagnosis:
         return shown.diagnosis, features
     row = [r for r in (*BLAME_ORDER, "TB-SPEC-4", "TB-BATCH-5") if r in shown.row_tags]
