@@ -298,6 +298,60 @@ def untracked_twin(vector: dict) -> dict:
     return {**vector, "steps": steps}
 
 
+def one_step_twin(vector: dict, step: int, row: int) -> dict | None:
+    """``vector`` with its one request's output up to the row judged at ``step`` (row ``row`` of its drafts) met in
+    one step, as drafts every one of which is accepted, so the row is judged on the same stream with no step boundary
+    inside it. The step follows one that commits a token that plays no part where the prompt leaves nothing open
+    (an engine meets drafts only after a first output), else it is the first. A conforming engine forces the same
+    row (TB-SPEC-1 judges a draft row on the committed stream followed by the drafts before it), and an engine that
+    forces it right here needs the boundary to fail: a marker split across decode steps (TB-MARK-2). None unless a
+    step boundary of ``vector`` falls inside a partial match of S or E, for a batch or a later update, where a step
+    before the row commits a run of several tokens (the failure may be that run's commit, TB-SPEC-3's, which a partial
+    match lost at a boundary does not need), or where the oracle would force one of the twin's drafts otherwise."""
+    steps = vector["steps"]
+    if not steps or steps[0]["update"] is None or any(s["update"] is not None for s in steps[1:]):
+        return None
+    added = BatchUpdate.from_json(steps[0]["update"]).added
+    if len(added) != 1 or not all(len(s["num_draft_tokens"]) == 1 for s in steps[: step + 1]):
+        return None
+    add = BatchUpdate(1, added=(type(added[0])(0, added[0].budget, tuple(added[0].prompt_token_ids)),))
+    args = (vector["start_token_ids"], vector["end_token_ids"], vector["max_num_reqs"], vector["scope"])
+    markers = (vector.get("forced_token_ids"), vector.get("other_end_token_ids") or ())
+    model = tb.BudgetBatch(*args, *markers)
+    model.apply(add)
+    state = model.state(0)
+    if state is None:
+        return None
+    leaves_open = bool(state.in_section or state.start_matched or state.end_matched)
+    stream, split = [], False
+    for s in steps[:step]:
+        if len([t for t in s["sampled_token_ids"][0] if t != -1]) > 1:
+            return None
+        for token in (t for t in s["sampled_token_ids"][0] if t != -1):
+            state.feed(token)
+            stream.append(token)
+        split = split or bool(state.start_matched or state.end_matched)
+    stream += steps[step]["draft_token_ids"][:row]
+    if not split:
+        return None
+    drafts = {"num_draft_tokens": [len(stream)], "draft_token_ids": stream, "sampled_token_ids": [[*stream, -1]]}
+    model = tb.BudgetBatch(*args, *markers)
+    model.apply(add)
+    if leaves_open:
+        twin = [{"update": add.to_json(), **drafts}]
+    else:
+        free = max([*args[0], *args[1], *(markers[0] or ()), *(t for m in markers[1] for t in m), *stream]) + 1
+        if model.forced_rows([0], [])[0] != -1:
+            return None
+        model.commit([[free]])
+        first = {"update": add.to_json(), "num_draft_tokens": [0], "draft_token_ids": [], "sampled_token_ids": [[free]]}
+        twin = [first, {"update": None, **drafts}]
+    rows = model.forced_rows([len(stream)], stream)
+    if any(forced not in (-1, token) for forced, token in zip(rows, stream)):
+        return None
+    return {**vector, "steps": twin, "max_spec_len": len(stream)}
+
+
 # a feature a check is about -> the twins of a failing case without it
 TWINS = {
     "drafts": lambda vector: [twin] if (twin := sequential_twin(vector)) else [],

@@ -64,11 +64,13 @@ def test_a_close_hidden_by_a_stray_end_fails_tb_natural_1():
     assert divergence.fingerprint == "TB-NATURAL-1/forced-a-free-row" and divergence.step == 4
 
 
-@pytest.mark.req("TB-PROMPT-2", "TB-PROMPT-3")
+@pytest.mark.req("TB-PROMPT-1", "TB-PROMPT-3")
 @pytest.mark.parametrize(
     "name,fingerprint",
     [
-        ("start-inside-prompt-section", "TB-PROMPT-2/left-a-forced-row-free"),
+        # only the prompt's two tokens after S put the count at the budget: the row left free is TB-PROMPT-1's, which
+        # TB-PROMPT-2 (the first generated token forced) builds on
+        ("start-inside-prompt-section", "TB-PROMPT-1/left-a-forced-row-free"),
         ("partial-end-after-repeated-start", "TB-PROMPT-3/left-a-forced-row-free"),
     ],
 )

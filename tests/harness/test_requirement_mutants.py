@@ -54,28 +54,9 @@ def _judge_in_process(mutant: zoo.Mutant, trials: int = 1_500):
     return outcomes
 
 
-# Mutants whose minimal case the judge files under another requirement today: what is open in RUN-FINDING-1's
-# attribution, each with the requirement it is filed under (strict: a fix shows as XPASS and is taken off the list).
-FILED_ELSEWHERE = {
-    "partial-markers-dropped-between-steps": "TB-FORCE-2, TB-FORCE-1 and others: a partial match lost at a step's "
-    "end forces E[0] or nothing, as a forcing defect would",
-    "end-matched-without-failure-function": "TB-FORCE-2: E matched without its borders forces E[0], as forcing that "
-    "restarts E would",
-    "prompt-thinking-uncounted": "TB-PROMPT-2: the prompt's thinking tokens left uncounted leave the first generated "
-    "row free, which TB-PROMPT-2 names",
-    "count-from-request-start": "TB-NATURAL-1: the prompt counted as thinking forces a row the oracle leaves free",
-}
-
-
 @pytest.mark.parametrize(
     "mutant",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=f"filed under {FILED_ELSEWHERE[m.name]}"))
-        if m.name in FILED_ELSEWHERE
-        else m
-        for m in zoo.MUTANTS
-        if m not in zoo.SAMPLER_MUTANTS and not m.breaks.startswith(LEVELS_ELSEWHERE)
-    ],
+    [m for m in zoo.MUTANTS if m not in zoo.SAMPLER_MUTANTS and not m.breaks.startswith(LEVELS_ELSEWHERE)],
     ids=lambda m: f"{m.breaks}:{m.name}",
 )
 def test_the_checks_of_a_requirement_fail_it_under_its_mutant(mutant):

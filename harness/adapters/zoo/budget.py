@@ -176,13 +176,19 @@ class _GarbledForcedSequence(tb.RequestBudget):
         return state
 
 
-class _ClosedOnlyByForcedSequence(tb.BudgetBatch):
-    """Detects the end of a section by the whole forced sequence F, not by E: a natural E leaves it open."""
+class _ClosesOnlyOnForcedSequence(tb.RequestBudget):
+    """Closes an open section only when the whole forced sequence F completes, not when E does: an E the model emits
+    alone leaves it open and counting. A section F closes is counted as the spec counts it (its phrase's tokens are
+    thinking tokens, TB-END-1): the one defect is which sequence closes a section."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        if self.forced is not None:
-            self.end, self.forced = self.forced, None
+    def feed(self, token):
+        if self.forced is None or not self.in_section:
+            return super().feed(token)
+        if self.forced.step(self.forced_matched, token) == len(self.forced):
+            return super().feed(token)  # F completes, and E with it: the section closes as the spec closes it
+        self.count += 1
+        self.end_matched = self.end.step(self.end_matched, token)  # a whole E here closes nothing
+        self.forced_matched = self.forced.step(self.forced_matched, token)
 
 
 class _OtherEndMarkersIgnored(tb.BudgetBatch):
@@ -240,7 +246,6 @@ BATCH_TYPES = {
     "swap-leaves-vacated-tracked": _SwapKeepsVacated,
     "moves-before-additions": _MovesBeforeAdditions,
     "move-keeps-occupied-destination": _MoveKeepsOccupiedDestination,
-    "closed-only-by-forced-sequence": _ClosedOnlyByForcedSequence,
     "other-end-markers-ignored": _OtherEndMarkersIgnored,
 }
 
@@ -260,6 +265,7 @@ REQUEST_TYPES = {
     "phrase-not-forced": _PhraseNotForced,
     "count-from-request-start": _CountsFromRequestStart,
     "forced-phrase-garbled": _GarbledForcedSequence,
+    "closed-only-by-forced-sequence": _ClosesOnlyOnForcedSequence,
 }
 
 

@@ -319,6 +319,11 @@ MUTANTS = (
         "longer than the budget spends it at once (llama.cpp issue 21902: a Gemma 4 budget reached instantly, "
         "while llama.cpp fed the prompt through its budget sampler)",
         shipped=("llama.cpp 21902",),
+        found_under="TB-FORCE-1",
+        found_under_because="its minimal case is S as the request's first token with budget 1, whose next row the "
+        "engine forces: count is 0 there (TB-COUNT-1) and below the budget, so TB-FORCE-1 leaves the row free; a count "
+        "run from the request's start (1) and a threshold one token early force that same row, so the case isolates "
+        "no more than TB-FORCE-1",
     ),
     Mutant(
         "forced-phrase-garbled",
@@ -327,6 +332,10 @@ MUTANTS = (
         "section still open (llama.cpp issue 22717: the budget message replaced by garbage and the budget blown)",
         forced_end="phrase",
         shipped=("llama.cpp 22717",),
+        found_under="TB-FORCE-1",
+        found_under_because="it garbles whatever it forces, E too where no phrase is given (F = E): its minimal case "
+        "has no phrase (budget 0, S committed, the next row forced to S's id instead of E[0]), which fails TB-FORCE-1; "
+        "TB-END-1 only says which token a forced row takes when F holds a phrase",
     ),
     # the tensor-level API (capability tensor-api): the reference's own entry points with one bug
     Mutant(

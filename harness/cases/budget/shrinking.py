@@ -188,6 +188,17 @@ def _map_tokens(program: _Program, mapping) -> _Program:
     return replace(program, requests=requests, steps=steps)
 
 
+def _shorter_phrases(program: _Program):
+    """The forced end sequence ``F = P + E`` with a shorter transition phrase ``P``: none at all first (``F = E``, no
+    forced sequence, as an engine that forces ``E`` is set up), then one token of ``P`` dropped at a time."""
+    if program.forced is None:
+        return
+    yield None
+    phrase = len(program.forced) - len(program.end)
+    for cut in range(phrase if phrase > 1 else 0):
+        yield program.forced[:cut] + program.forced[cut + 1 :]
+
+
 def smaller(scenario: BudgetScenario):
     """Candidate reductions of ``scenario``, biggest first (``_reductions``), without the ones that rebuild
     into ``scenario`` itself (a dropped condensing move comes back)."""
@@ -200,11 +211,11 @@ def _reductions(scenario: BudgetScenario):
     """Candidate reductions of ``scenario``, biggest first: shorter prefixes; whole requests dropped
     with their update history (halves, quarters, ... single requests); steps dropped (an update moves
     to the next step); an update's moves and SWAPs dropped, all at once and one by one; drafts and
-    prompt tokens dropped (all, halves, ... one by one); shorter markers; smaller budgets (powers of two
-    below, half, one less); a prompt token dropped with one unit of budget; fewer distinct token ids; a
-    smaller ``max_num_reqs``. The updates of a candidate are rebuilt on the slots its requests hold
-    (renumbered from 0). A candidate may be None (nothing left in a step), invalid or unreachable; the
-    caller judges that."""
+    prompt tokens dropped (all, halves, ... one by one); smaller budgets (powers of two below, half, one
+    less); a prompt token dropped with one unit of budget; shorter markers; a shorter transition phrase (none
+    first); fewer distinct token ids; a smaller ``max_num_reqs``. The updates of a candidate are rebuilt on
+    the slots its requests hold (renumbered from 0). A candidate may be None (nothing left in a step), invalid
+    or unreachable; the caller judges that."""
     program = _program(scenario)
     everyone = set(range(len(program.requests)))
     n = len(program.steps)
@@ -250,6 +261,7 @@ def _reductions(scenario: BudgetScenario):
         marker = getattr(program, name)
         for cut in range(len(marker) if len(marker) > 1 else 0):
             yield compiled(replace(program, **{name: marker[:cut] + marker[cut + 1 :]}))
+    yield from (compiled(replace(program, forced=forced)) for forced in _shorter_phrases(program))
     filler = _marker_free_token(scenario)
     used = {t for _, prompt in program.requests for t in prompt} | {
         t for _, proposals in program.steps for p in proposals.values() for t in (*p.drafts, p.free_token)

@@ -58,10 +58,12 @@ def minimal_scenario(engine, scenario: BudgetScenario, max_spec: int) -> BudgetS
 def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, frozenset[str]]:
     """``(requirement, features)``: the requirement a failing minimal case isolates, whichever check met it, and the
     features it holds. Each feature with a twin (``attribution.TWINS``) is tried away: where the twin diverges too,
-    the feature is only the stage the defect was met on. A row its own values single out is that requirement's
-    (``Divergence.diagnosis``), a misplaced marker a twin showed needed is TB-MARK-1's; otherwise the owner is the most
-    specific requirement of the diverging row (``BLAME_ORDER``) whose feature a twin showed needed, else the most
-    specific one whose feature the case holds or that has none."""
+    the feature is only the stage the defect was met on. A misplaced marker a twin showed needed is TB-MARK-1's (the
+    lowest requirement); a failure committed one token per step that the case's one-step twin does not show needs a
+    marker split across a step boundary (``attribution.one_step_twin``): TB-MARK-2's; a row its own values single
+    out is that requirement's (``Divergence.diagnosis``); otherwise the owner is the most specific requirement of the
+    diverging row (``BLAME_ORDER``) whose feature a twin showed needed, else the most specific one whose feature the
+    case holds or that has none."""
     features = attribution.case_features(minimal)
     proven = set()  # features whose twins pass: the failure needs them
     for feature in sorted(features):  # drafts first: a case whose failure does not need them is tried without them
@@ -77,10 +79,13 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
             if (alone := _divergence(engine, twin)) is not None:
                 return attributed_owner(engine, alone, twin)  # a request alone fails too: its own failure
         return "TB-SPEC-4", features
-    if shown.diagnosis:
-        return shown.diagnosis, features
     if "misplaced-marker" in proven and "TB-MARK-1" in shown.row_tags:
         return "TB-MARK-1", features  # a misplaced marker stays misplaced whatever the markers' length
+    one_step = attribution.one_step_twin(minimal, shown.step, shown.where[1]) if shown.where is not None else None
+    if _passes(engine, one_step):
+        return "TB-MARK-2", features  # the failure needs a marker split across a step boundary: the matching's
+    if shown.diagnosis:
+        return shown.diagnosis, features
     row = [r for r in (*BLAME_ORDER, "TB-SPEC-4", "TB-BATCH-5") if r in shown.row_tags]
     needed = [r for r in row if attribution.feature_of(r) in proven]  # a feature a twin showed needed first
     # a needed feature the diverging row no longer shows (a batch operation steps earlier): its own requirement
@@ -99,6 +104,17 @@ def _about(feature: str, minimal: dict) -> str:
         kinds = {kind for step in minimal["steps"] if step["update"] for _, _, kind in step["update"]["moved"]}
         return "TB-BATCH-3" if "SWAP" in kinds else "TB-BATCH-2" if "UNIDIRECTIONAL" in kinds else "TB-BATCH-1"
     return next(r for r in (*BLAME_ORDER, "TB-BATCH-5") if attribution.feature_of(r) == feature)
+
+
+def _passes(engine, vector: dict | None) -> bool:
+    """Whether ``engine`` replays ``vector`` (a twin; None: none could be built) to its end beside the oracle: an
+    exception of the engine's is no pass (an engine without drafts cannot show that a twin with drafts passes)."""
+    if vector is None:
+        return False
+    try:
+        return replay_scenario(engine, vector, tuple(BLAME_ORDER)) is None
+    except Exception:  # noqa: BLE001 - the engine cannot run the twin: it shows nothing
+        return False
 
 
 def _diverges(engine, vector: dict) -> bool:

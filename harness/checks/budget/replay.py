@@ -6,7 +6,7 @@ A scenario stops at its first diverging row: its state is no longer comparable."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specconform.specs.interface import BatchUpdate, Move
 
@@ -28,6 +28,7 @@ class _Slot:
     # the index of E an engine that restarts E at E[0] when the budget runs out would force next, where the forcing
     # began inside a partial match of E (``restarted``); -1 where such an engine agrees with the oracle
     restart: int = -1
+    natural: bool = False  # the model closed a section of this request itself: E completed at a free position
 
 
 def _self_overlapping(marker: tuple[int, ...]) -> bool:
@@ -51,8 +52,11 @@ def row_requirements(
             tags |= {"TB-COUNT-1", "TB-FORCE-1"}
             if forced != -1 and state.end_matched:
                 tags.add("TB-FORCE-2")
-            if forced == -1:
-                tags.add("TB-NATURAL-1")  # the budget has not run out: the position must stay free
+            if forced == -1 and (state.end_matched or slot.natural):
+                # a free row where the model is closing a section itself (it began E), or after it closed one: what
+                # TB-NATURAL-1 leaves untouched; any other free row is TB-FORCE-1's alone ("every other position is
+                # free"), so a row forced early in a section the model never closes does not name TB-NATURAL-1
+                tags.add("TB-NATURAL-1")
             if state.budget == 0 and state.count == 0 and not state.opened_in_prompt:
                 tags.add("TB-FORCE-4")
             if state.opened_in_prompt:
@@ -172,22 +176,57 @@ def restarted(state: tb.RequestBudget, tokens: list[int], forcing: bool, restart
     return forcing, restart
 
 
-def _diagnosis(state: tb.RequestBudget | None, expected: int, got: int, restart: int = -1) -> str:
-    """The requirement a diverging row singles out by its own values, or "":
+def closes_naturally(state: tb.RequestBudget, tokens: list[int]) -> bool:
+    """Whether feeding ``tokens`` (placeholders -1 skipped) to ``state`` (a clone: it is advanced) closes a section
+    at a free position: E completed by the model before the budget ran out (a natural close, TB-NATURAL-1)."""
+    for token in (t for t in tokens if t != -1):
+        free, was_open = state.forced_token() == -1, state.in_section
+        state.feed(token)
+        if was_open and not state.in_section and free:
+            return True
+    return False
+
+
+def _diagnosis(state: tb.RequestBudget | None, generated: int, expected: int, got: int, restart: int = -1) -> str:
+    """The requirement a diverging forced row singles out by its own values, or "" (``generated``: the tokens the
+    open section holds that the request's output, not its prompt, put there):
 
     - a free row forced with ``E[restart]`` right after a forced end that began inside a partial match of E:
       TB-FORCE-2 (the engine restarted E at E[0] and so forces the tokens the partial match already held; the row
       before it took the same token either way, so only this one shows it);
-    - a row left free that only the trailing partial match of E puts at the budget: TB-COUNT-1 (an engine that
-      leaves it out of the count leaves exactly this row free)."""
+    - a row left free that only the trailing partial match of E puts at the budget: TB-COUNT-1 (an engine that leaves
+      it out of the count leaves exactly this row free);
+    - a row left free that only the prompt's tokens after S put at the budget: TB-PROMPT-1 (an engine that does not
+      count them leaves exactly this row free), unless S's own extra tokens would do as well (TB-PROMPT-3's);
+    - a forced row that takes ``E[k]`` for a shorter border ``k`` of the partial match ``m`` (``E[0..k)`` is also a
+      suffix of the tokens matched): TB-MARK-3 (the match fell back to a border that is not the longest; the forcing
+      continued the partial match it was given, as TB-FORCE-2 asks)."""
     if state is not None and expected == -1 and 0 <= restart < len(state.end) and got == state.end.marker[restart]:
         return "TB-FORCE-2"
-    if state is None or not state.in_section or got != -1 or expected == -1 or state.budget_left is None:
+    if state is None or not state.in_section or state.budget_left is None or expected == -1:
         return ""
-    left = state.budget_left
-    if state.end_matched and state.count - state.end_matched < left <= state.count:
+    if got != -1:
+        return "TB-MARK-3" if got in _shorter_border_tokens(state) else ""
+    left, count = state.budget_left, state.count
+    if state.end_matched and count - state.end_matched < left <= count:
         return "TB-COUNT-1"
+    from_prompt = count - generated if state.opened_in_prompt else 0
+    extra_start = len(state.start) - 1
+    if from_prompt and count - from_prompt < left <= count and not (extra_start and count - extra_start < left):
+        return "TB-PROMPT-1"
     return ""
+
+
+def _shorter_border_tokens(state: tb.RequestBudget) -> set[int]:
+    """The tokens a forced row would take after a partial match of the forced sequence (``F``, else ``E``) that falls
+    back to a shorter non-empty border than the longest: ``E[k]`` for every border ``k`` of ``E[0..m)`` below ``m``
+    other than the one ``E[m]`` itself holds."""
+    automaton, matched = (state.forced, state.forced_matched) if state.forced else (state.end, state.end_matched)
+    tokens, k = set(), automaton.failure[matched - 1] if matched > 1 else 0
+    while k:
+        tokens.add(automaton.marker[k])
+        k = automaton.failure[k - 1]
+    return tokens - {automaton.marker[matched]}
 
 
 def _track(slots: list[_Slot], model: tb.BudgetBatch, update: BatchUpdate) -> None:
@@ -261,6 +300,8 @@ def replay_scenario(
             slot.output += sum(1 for t in row if t != -1)
             if (before := model.state(index_in_batch)) is not None:
                 slot.forcing, slot.restart = restarted(before.clone(), row, slot.forcing, slot.restart)
+                if not slot.natural:
+                    slot.natural = closes_naturally(before.clone(), row)
         model.commit(committed)
         state.update_state(committed)
     return None
@@ -282,18 +323,21 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
         state = model.state(slot)
         probe = state.clone() if state is not None else None
         forcing, restart = slots[slot].forcing, slots[slot].restart
+        seen = slots[slot]  # the slot as its row j sees it: a draft before it may close a section naturally
         for j in range(k + 1):
             if j and tb.observable_rows(expected[row - j : row + k + 1 - j], drafts) <= j:
                 row += k + 1 - j  # discarded whatever they hold (TB-SPEC-1): not judged
                 break
-            row_tags = row_requirements(probe, slots[slot], j, k, expected[row], any(num))
+            row_tags = row_requirements(probe, seen, j, k, expected[row], any(num))
             tags = row_tags & set(requirements)
             if got[row] != expected[row]:
                 mode = _mode(expected[row], got[row], end)
                 if -1 in (got[row], expected[row]):  # whether a row is forced is the count's matter, not which
                     row_tags -= {"TB-FORCE-2"}  # token continues E (TB-FORCE-2)
                     tags -= {"TB-FORCE-2"}
-                diagnosis = _diagnosis(probe, expected[row], got[row], restart)
+                generated = seen.output + j if probe is not None and probe.opened_in_prompt else 0
+                diagnosis = _diagnosis(probe, generated, expected[row], got[row], restart)
+                mode = "partial-match-lost" if diagnosis == "TB-MARK-3" else mode
                 row_tags |= {diagnosis} - {""}
                 tags |= {diagnosis} & set(requirements)
                 blame = next((r for r in BLAME_ORDER if r in tags), requirements[0])
@@ -303,6 +347,8 @@ def _compare(model, slots, requirements, tally, step, num, flat, expected, got, 
                 return Divergence(blame, mode, step, (slot, j, row), expected, got, frozenset(row_tags), diagnosis)
             if tally is not None:
                 tally.exercised(*tags)
+            if probe is not None and j < k and not seen.natural and closes_naturally(probe.clone(), [drafts[j]]):
+                seen = replace(seen, natural=True)
             if probe is not None and j < k:
                 forcing, restart = restarted(probe.clone(), [drafts[j]], forcing, restart)
                 probe.feed(drafts[j])
