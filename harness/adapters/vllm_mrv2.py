@@ -3,7 +3,11 @@
 Model Runner V2 is vLLM 0.33's default model runner wherever Triton is available
 (``VLLM_USE_V2_MODEL_RUNNER=0`` selects the legacy one, judged by ``specconform.harness.adapters.vllm``). This
 adapter drives its code as ``vllm/v1/worker/gpu/model_runner.py`` (``GPUModelRunner``) does, translated
-from the canonical case format:
+from the canonical case format, in each release ``harness/products/vllm-mrv2/releases.yaml`` teaches it: where
+the release keeps each piece, the parameters its ``ThinkingBudgetState.apply`` and ``rejection_sample`` take, the
+verification modes it has and the name it is judged as (``vllm-0.32-mrv2``) are that file's data, checked against
+the release's code when the engine is built; any other release is refused, naming those taught
+(``specconform.harness.products.releases``):
 
 - the budget: ``vllm.v1.worker.gpu.sample.thinking_budget.ThinkingBudgetState`` over a real
   ``RequestState`` (``vllm.v1.worker.gpu.states``). A request added to a harness slot gets a
