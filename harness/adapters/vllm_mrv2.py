@@ -135,13 +135,16 @@ def release_of(version: str, factory: str) -> tuple[releases.Release, str]:
         raise UsageError(str(exc)) from None
 
 
-def _check_signatures(release: releases.Release, vllm) -> None:
-    """A ``UsageError`` unless the functions the adapter calls by name take what the release's range declares."""
+def _load(release: releases.Release) -> SimpleNamespace:
+    """What the adapter drives, by role, where the release keeps it (releases.yaml's imports); a ``UsageError``
+    unless each is there and the functions the adapter calls by name take what the release's range declares."""
     try:
+        vllm = SimpleNamespace(**{role: release.load(role) for role in release.imports})
         release.check_signature("ThinkingBudgetState.apply", vllm.ThinkingBudgetState.apply)
         release.check_signature("rejection_sample", vllm.rejection_sample)
     except releases.UntaughtRelease as exc:
         raise UsageError(str(exc)) from None
+    return vllm
 
 
 class VllmMrv2Engine:
@@ -149,9 +152,7 @@ class VllmMrv2Engine:
         torch, vllm = import_vllm()
         factory, product, fields = VERIFICATION_MODES[rejection_sample_method]
         self.release, name = release_of(vllm.__version__, factory)
-        # what the adapter drives, where this release keeps it (releases.yaml's imports)
-        self.vllm = SimpleNamespace(**{role: self.release.load(role) for role in self.release.imports})
-        _check_signatures(self.release, self.vllm)
+        self.vllm = _load(self.release)
         buffer_utils = self.vllm.buffer_utils
         if not _uva_views_available(torch, buffer_utils):
             # Request and sampling state live in pinned host memory seen by the GPU through vLLM's

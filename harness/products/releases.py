@@ -48,10 +48,17 @@ class Release:
         return self.names[factory]
 
     def load(self, role: str):
-        """The object ``imports[role]`` names: ``module:attribute``, or a module."""
+        """The object ``imports[role]`` names: ``module:attribute``, or a module; ``UntaughtRelease`` where the
+        release has nothing there."""
         module, _, attribute = self.imports[role].partition(":")
-        loaded = importlib.import_module(module)
-        return getattr(loaded, attribute) if attribute else loaded
+        try:
+            loaded = importlib.import_module(module)
+            return getattr(loaded, attribute) if attribute else loaded
+        except (ImportError, AttributeError) as exc:
+            raise UntaughtRelease(
+                f"{self.product} {self.version}: {role} is not at {self.imports[role]}, where its range declares it "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
 
     def call(self, role: str, function, values: dict):
         """``function`` called with the parameters ``signatures[role]`` names, each taken from ``values``."""

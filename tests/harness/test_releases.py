@@ -5,6 +5,8 @@ tests/harness/test_vllm_adapters.py drives the installed release."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,12 @@ def test_a_call_passes_the_declared_parameters_alone_by_name():
 def test_a_product_without_a_releases_file_is_named():
     with pytest.raises(ValueError, match="product 'vllm-v1' declares no releases file"):
         releases.release("vllm-v1", "0.33.0")
+
+
+def test_an_import_the_release_lacks_is_refused_naming_where_its_range_put_it():
+    release = dataclasses.replace(_release(), imports={"Context": "json:LogitsContext", "gone": "json.no_such_module"})
+    with pytest.raises(releases.UntaughtRelease, match=r"p 1.0.0: Context is not at json:LogitsContext, where its "):
+        release.load("Context")
+    with pytest.raises(releases.UntaughtRelease, match=r"gone is not at json.no_such_module, .*ModuleNotFoundError"):
+        release.load("gone")
+    assert dataclasses.replace(release, imports={"dumps": "json:dumps"}).load("dumps") is json.dumps

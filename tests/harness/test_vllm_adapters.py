@@ -161,14 +161,18 @@ def test_mrv2_refuses_a_release_it_was_not_taught(monkeypatch):
 
 
 def test_mrv2_refuses_a_range_whose_signatures_are_not_the_installed_code(monkeypatch):
-    """The installed release judged with another range's declarations: ThinkingBudgetState.apply takes the batch
-    as one LogitsContext from 0.31 on and as its tensors before, so one of the two ranges must not fit."""
+    """The installed release judged with another range's declarations: 0.31 brought LogitsContext, which
+    ThinkingBudgetState.apply takes from then on in place of the batch's tensors, so 0.30's range does not fit a later
+    release (the signature) and 0.31's does not fit 0.30 (the import)."""
     from specconform.harness.adapters import UsageError, vllm_mrv2
     from specconform.harness.products import releases
 
     installed = vllm.__version__
-    other = "0.30.0" if installed != "0.30.0" else "0.31.0"
+    if installed == "0.30.0":
+        other, refusal = "0.31.0", r"LogitsContext is not at vllm.v1.worker.gpu.sample.logits_processor.interface:"
+    else:
+        other, refusal = "0.30.0", r"ThinkingBudgetState.apply takes \(self, logits, ctx\), not what its range "
     declared = releases.release("vllm-mrv2", other)
     monkeypatch.setattr(releases, "release", lambda name, version: dataclasses.replace(declared, version=installed))
-    with pytest.raises(UsageError, match=rf"vllm-mrv2 {installed}: ThinkingBudgetState.apply takes \(self, logits, "):
+    with pytest.raises(UsageError, match=rf"vllm-mrv2 {installed}: {refusal}"):
         vllm_mrv2.make()
