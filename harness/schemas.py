@@ -251,6 +251,53 @@ class ProductFile(Strict):
     install: ProductInstall = ProductInstall()
     judge: list[str] = Field(description="the commands that judge it into its published report folders")
     reports: list[str] = Field([], description="its published report folders under reports/engines/")
+    releases: str | None = Field(
+        None,
+        description="its releases file (ReleasesFile): what differs between the engine's releases its adapter serves; "
+        "none: the adapter serves one release",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Release files (harness/products/<name>/releases.yaml; specconform.harness.products.releases)
+
+
+class ReleaseRange(Strict):
+    """Releases of an engine that one adapter drives the same way: what they share and differ in from the others."""
+
+    versions: list[str] = Field(min_length=1, description="the releases taught, each exactly as the engine reports it")
+    names: dict[str, str] = Field(
+        min_length=1,
+        description="adapter factory -> the name it is judged as on these releases, '{series}' standing for the "
+        "release's major.minor; a factory not named is refused (what the releases lack)",
+    )
+    expectations: str | None = Field(None, description="its expectation file, beside the record")
+    profile: str | None = Field(None, description="its profile file, beside the record (default: the product's)")
+    imports: dict[str, str] = Field(
+        {}, description="role -> 'module:attribute' where these releases keep it, over the file's imports"
+    )
+    signatures: dict[str, list[str]] = Field(
+        {},
+        description="role -> the parameters the adapter passes it by name on these releases (checked against the "
+        "engine's own signature), over the file's signatures",
+    )
+
+
+class ReleasesFile(Strict):
+    """The releases an adapter serves, by range; ``imports`` and ``signatures`` hold what the ranges share."""
+
+    engine: str = Field(description="the engine's package, whose version picks the range")
+    imports: dict[str, str] = Field({}, description="role -> 'module:attribute', in every range unless it overrides")
+    signatures: dict[str, list[str]] = Field({}, description="role -> parameters, in every range unless it overrides")
+    ranges: list[ReleaseRange] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _each_release_once(self):
+        seen = [version for r in self.ranges for version in r.versions]
+        twice = sorted({version for version in seen if seen.count(version) > 1})
+        if twice:
+            raise ValueError(f"releases in more than one range: {', '.join(twice)}")
+        return self
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {
@@ -258,6 +305,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "expectations": ExpectationsFile,
     "record": RunRecord,
     "product": ProductFile,
+    "releases": ReleasesFile,
 }
 
 

@@ -25,7 +25,7 @@ vLLM's own code, translated from the canonical case format; every judged value i
   (generated tokens less the one sampled token).
 
 On a CPU it needs ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` (set but empty) in the
-environment before Python starts, and it sets ``vllm.utils.torch_utils.PIN_MEMORY = False``.
+environment before Python starts, and it turns off vLLM's pinned host memory (``vllm.utils.torch_utils``).
 Nothing of vLLM's code is copied here; vLLM is a dependency of the ``tox -e vllm`` session only.
 """
 
@@ -60,7 +60,10 @@ def import_vllm():
     import vllm.utils.torch_utils as torch_utils
 
     if not torch.cuda.is_available():
+        # no pinned host memory without an accelerator: vLLM 0.30, 0.31 and 0.33 read the flag their import computed,
+        # 0.32 asks the function each time (vllm/utils/torch_utils.py, async_tensor_h2d)
         torch_utils.PIN_MEMORY = False
+        torch_utils.is_pin_memory_available = lambda: False
     return torch, vllm
 
 

@@ -3,7 +3,11 @@
 Model Runner V2 is vLLM 0.33's default model runner wherever Triton is available
 (``VLLM_USE_V2_MODEL_RUNNER=0`` selects the legacy one, judged by ``specconform.harness.adapters.vllm``). This
 adapter drives its code as ``vllm/v1/worker/gpu/model_runner.py`` (``GPUModelRunner``) does, translated
-from the canonical case format:
+from the canonical case format, in each release ``harness/products/vllm-mrv2/releases.yaml`` teaches it: where
+the release keeps each piece, the parameters its ``ThinkingBudgetState.apply`` and ``rejection_sample`` take, the
+verification modes it has and the name it is judged as (``vllm-0.32-mrv2``) are that file's data, checked against
+the release's code when the engine is built; any other release is refused, naming those taught
+(``specconform.harness.products.releases``):
 
 - the budget: ``vllm.v1.worker.gpu.sample.thinking_budget.ThinkingBudgetState`` over a real
   ``RequestState`` (``vllm.v1.worker.gpu.states``). A request added to a harness slot gets a
@@ -42,24 +46,27 @@ import numpy as np
 
 from specconform.specs.interface import RejectionCase
 
-from .. import products
+from ..core import UsageError
+from ..products import registry, releases
 from .vllm import FORCED_LOGIT, import_vllm, reasoning_config, validate_budget, vllm_commit
 
 MAX_MODEL_LEN = 4096
-# The speculative configuration each verification mode is judged under: (product, SpeculativeConfig fields).
+PRODUCT = "vllm-mrv2"  # whose releases.yaml says what differs between the releases this adapter drives
+# The speculative configuration each verification mode is judged under: (factory, product, SpeculativeConfig fields).
 # ``num_speculative_tokens`` bounds the drafts of a case; synthetic's rates are what vLLM resolves from
 # ``synthetic_acceptance_length=2.5`` (``SpeculativeConfig._acceptance_length_to_rates``: the first draft
 # always accepted, the second half the time); fly's window is the smallest vLLM allows, its entropy gate
 # vLLM's defaults.
 NUM_SPECULATIVE_TOKENS = 16
 VERIFICATION_MODES = {
-    "standard": ("vllm-mrv2", {}),
-    "block": ("vllm-mrv2-block", {}),
+    "standard": ("make", "vllm-mrv2", {}),
+    "block": ("make_block", "vllm-mrv2-block", {}),
     "synthetic": (
+        "make_synthetic",
         "vllm-mrv2-synthetic",
         {"synthetic_acceptance_rates": [1.0, 0.5] + [0.0] * (NUM_SPECULATIVE_TOKENS - 2)},
     ),
-    "fly": ("vllm-mrv2-fly", {"fly_window_size": 1}),
+    "fly": ("make_fly", "vllm-mrv2-fly", {"fly_window_size": 1}),
 }
 
 
@@ -90,9 +97,20 @@ def _uva_views_available(torch, buffer_utils) -> bool:
     return True
 
 
-def _verification_arguments(sampler_class, method: str, fields: dict, device) -> dict:
-    """The mode's arguments of ``rejection_sample`` as vLLM's ``RejectionSampler.__init__`` sets them from a
-    speculative configuration with ``rejection_sample_method=method`` and ``fields``."""
+# the arguments of rejection_sample that RejectionSampler.__init__ resolves from the verification mode
+MODE_ARGUMENTS = (
+    "synthetic_conditional_rates",
+    "use_block_verification",
+    "fly_window_size",
+    "fly_entropy_threshold",
+    "fly_entropy_top_k",
+)
+
+
+def _verification_arguments(sampler_class, method: str, fields: dict, device, names) -> dict:
+    """The mode's arguments of ``rejection_sample`` among ``names`` (the release's signature), as vLLM's
+    ``RejectionSampler.__init__`` sets them from a speculative configuration with ``rejection_sample_method=method``
+    and ``fields``."""
     config = SimpleNamespace(
         num_speculative_tokens=NUM_SPECULATIVE_TOKENS,
         enable_adaptive_verification=False,
@@ -105,26 +123,38 @@ def _verification_arguments(sampler_class, method: str, fields: dict, device) ->
     for name, value in fields.items():
         setattr(config, name, value)
     sampler = sampler_class(None, config, device)
-    return {
-        "synthetic_conditional_rates": sampler.synthetic_conditional_rates,
-        "use_block_verification": sampler.use_block_verification,
-        "fly_window_size": sampler.fly_window_size,
-        "fly_entropy_threshold": sampler.fly_entropy_threshold,
-        "fly_entropy_top_k": sampler.fly_entropy_top_k,
-    }
+    return {name: getattr(sampler, name) for name in MODE_ARGUMENTS if name in names}
+
+
+def release_of(version: str, factory: str) -> tuple[releases.Release, str]:
+    """vLLM ``version`` as ``harness/products/vllm-mrv2/releases.yaml`` teaches it, and the name ``factory`` is judged
+    as there; a ``UsageError`` names the releases taught when it is not one of them, or lacks the factory's mode."""
+    try:
+        release = releases.release(PRODUCT, version)
+        return release, release.name_of(factory)
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _load(release: releases.Release) -> SimpleNamespace:
+    """What the adapter drives, by role, where the release keeps it (releases.yaml's imports); a ``UsageError``
+    unless each is there and the functions the adapter calls by name take what the release's range declares."""
+    try:
+        vllm = SimpleNamespace(**{role: release.load(role) for role in release.imports})
+        release.check_signature("ThinkingBudgetState.apply", vllm.ThinkingBudgetState.apply)
+        release.check_signature("rejection_sample", vllm.rejection_sample)
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
+    return vllm
 
 
 class VllmMrv2Engine:
     def __init__(self, rejection_sample_method: str = "standard"):
         torch, vllm = import_vllm()
-        from vllm.sampling_params import SamplingParams
-        from vllm.v1.worker.gpu import buffer_utils, input_batch
-        from vllm.v1.worker.gpu.sample import gumbel, states
-        from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsContext
-        from vllm.v1.worker.gpu.sample.thinking_budget import ThinkingBudgetState
-        from vllm.v1.worker.gpu.spec_decode import rejection_sampler, rejection_sampler_utils
-        from vllm.v1.worker.gpu.states import RequestState
-
+        factory, product, fields = VERIFICATION_MODES[rejection_sample_method]
+        self.release, name = release_of(vllm.__version__, factory)
+        self.vllm = _load(self.release)
+        buffer_utils = self.vllm.buffer_utils
         if not _uva_views_available(torch, buffer_utils):
             # Request and sampling state live in pinned host memory seen by the GPU through vLLM's
             # compiled extension (vllm._C), which is not staged here (a CPU, or a GPU machine given
@@ -136,25 +166,18 @@ class VllmMrv2Engine:
             if not torch.cuda.is_available():
                 current_platform.device_type = "cpu"  # the kernels run under Triton's interpreter
         self.torch = torch
-        self.vllm = SimpleNamespace(
-            SamplingParams=SamplingParams,
-            SamplingStates=states.SamplingStates,
-            RequestState=RequestState,
-            ThinkingBudgetState=ThinkingBudgetState,
-            LogitsContext=LogitsContext,
-            expand_idx_mapping=input_batch.expand_idx_mapping,
-            post_update=input_batch.post_update,
-            rejection_sample=rejection_sampler_utils.rejection_sample,
-            gumbel_sample=gumbel.gumbel_sample,
-        )
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
         self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) model-runner-v2 torch-{torch.__version__} {gpu}"
-        product, fields = VERIFICATION_MODES[rejection_sample_method]
-        self.profile = products.profile_of(product)  # with its reasons: harness/products/<product>/profile.yaml
-        self.name = self.profile.name
+        # with its reasons: harness/products/<product>/profile.yaml, named for this release
+        self.profile = self.release.profile(factory, registry.product(product).profile_path)
+        self.name = name
         self.verification = _verification_arguments(
-            rejection_sampler.RejectionSampler, rejection_sample_method, fields, self.device
+            self.vllm.RejectionSampler,
+            rejection_sample_method,
+            fields,
+            self.device,
+            self.release.signatures["rejection_sample"],
         )
 
     # -- rejection sampling --------------------------------------------------------------------
@@ -219,20 +242,21 @@ class VllmMrv2Engine:
                     scale = float(case.temperature[i]) or 1.0
                     draft[i, : K[i]] = np.log(case.draft_probs[offsets[i] : offsets[i + 1]]) * scale
             draft_logits = torch.tensor(draft, dtype=torch.float32, device=device)
-        sampled, num_sampled = self.vllm.rejection_sample(
-            logits,
-            draft_logits,
-            torch.tensor(draft_sampled, dtype=torch.int32, device=device),  # gathered from int32 input_ids
-            cu_num_logits,
-            pos,
-            idx_mapping,
-            expanded_idx_mapping,
-            expanded_local_pos,
-            sampling.temperature.gpu,
-            sampling.seeds.gpu,
-            max_k,
+        arguments = dict(
+            target_logits=logits,
+            draft_logits=draft_logits,
+            draft_sampled=torch.tensor(draft_sampled, dtype=torch.int32, device=device),  # from int32 input_ids
+            cu_num_logits=cu_num_logits,
+            pos=pos,
+            idx_mapping=idx_mapping,
+            expanded_idx_mapping=expanded_idx_mapping,
+            expanded_local_pos=expanded_local_pos,
+            temperature=sampling.temperature.gpu,
+            seed=sampling.seeds.gpu,
+            num_speculative_steps=max_k,
             **self.verification,
         )
+        sampled, num_sampled = self.release.call("rejection_sample", self.vllm.rejection_sample, arguments)
         num = num_sampled.cpu().numpy().astype(np.int64)
         tokens = sampled.cpu().numpy().astype(np.int64)
         tokens[np.arange(max_k + 1)[None, :] >= num[:, None]] = -1  # vLLM leaves these cells unwritten
@@ -301,8 +325,10 @@ class VllmMrv2Budget:
         self.budget.apply_staged_writes()
 
     def _batch(self, num_draft_tokens, draft_token_ids):
-        """What ``prepare_inputs`` builds for this step: ``idx_mapping [B]``, ``cu_num_logits [B + 1]``,
-        the expanded mapping and local positions ``[R]`` and ``input_ids [R]`` per logits row."""
+        """What ``prepare_inputs`` builds for this step, by the names ``ThinkingBudgetState.apply`` may take them:
+        ``idx_mapping [B]`` (int64) and its host copy, the expanded mapping and local positions ``[R]``,
+        ``input_ids [R]`` (int32) per logits row, and ``ctx``, the ``LogitsContext`` holding them, where the release
+        has one; with the number of rows ``R`` and the vocabulary the rows need."""
         torch = self.engine.torch
         device = self.engine.device
         B = self.batch_size
@@ -324,7 +350,7 @@ class VllmMrv2Budget:
         expanded_idx_mapping, expanded_local_pos = self.engine.vllm.expand_idx_mapping(
             idx_mapping, int(cu[-1]), cu_num_logits, int(num.max(initial=0)) + 1
         )
-        context = self.engine.vllm.LogitsContext(
+        batch = dict(
             expanded_idx_mapping=expanded_idx_mapping,
             idx_mapping=idx_mapping,
             idx_mapping_np=idx_mapping_np,
@@ -333,21 +359,28 @@ class VllmMrv2Budget:
             pos=torch.zeros(int(cu[-1]), dtype=torch.int64, device=device),  # not read by the budget
             seq_lens_upper_bound_np=np.zeros(B, dtype=np.int32),  # not read by the budget
         )
+        if "LogitsContext" in self.engine.release.imports:  # the batch as one object (0.31 on)
+            batch["ctx"] = self.engine.vllm.LogitsContext(**batch)
         vocab = max([self.vocab] + [t + 1 for t in drafts])
-        return context, int(cu[-1]), vocab
+        return batch, int(cu[-1]), vocab
+
+    def _apply(self, logits, batch) -> None:
+        """``ThinkingBudgetState.apply`` on ``logits [R, V]`` (float32), in place, with the parameters the
+        release's signature names."""
+        self.engine.release.call("ThinkingBudgetState.apply", self.budget.apply, {"logits": logits, **batch})
 
     def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
         torch = self.engine.torch
-        context, rows, vocab = self._batch(num_draft_tokens, draft_token_ids)
+        batch, rows, vocab = self._batch(num_draft_tokens, draft_token_ids)
         tensor = torch.tensor(np.asarray(logits), dtype=torch.float32, device=self.engine.device)
-        self.budget.apply(tensor, context)
+        self._apply(tensor, batch)
         return tensor.cpu().numpy()
 
     def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
         torch = self.engine.torch
-        context, rows, vocab = self._batch(num_draft_tokens, draft_token_ids)
+        batch, rows, vocab = self._batch(num_draft_tokens, draft_token_ids)
         logits = torch.zeros(rows, vocab, dtype=torch.float32, device=self.engine.device)
-        self.budget.apply(logits, context)
+        self._apply(logits, batch)
         best, token = logits.max(dim=1)
         return torch.where(best >= FORCED_LOGIT / 2, token, -1).cpu().tolist()
 

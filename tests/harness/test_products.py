@@ -17,6 +17,7 @@ import pytest
 from specconform.harness import products
 from specconform.harness.adapters.http import API_PROFILES
 from specconform.harness.expectations import load_expectations
+from specconform.harness.products import releases
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).with_name("product_profiles_snapshot.json")
@@ -108,3 +109,13 @@ def test_a_misspelt_key_in_a_record_is_an_error_that_names_it(tmp_path):
 def test_an_unknown_product_is_an_error_that_lists_the_products():
     with pytest.raises(ValueError, match="unknown product 'vllm'; products are: .*vllm-v1"):
         products.profile_of("vllm")
+
+
+@pytest.mark.parametrize("version", releases.taught("vllm-mrv2"))
+def test_each_taught_vllm_release_has_a_tox_environment_that_installs_and_judges_it(version):
+    release = releases.release("vllm-mrv2", version)
+    env = _tox_env(f"vllm-{releases.series(version)}")
+    assert f"pip install --no-deps vllm=={version}\n" in env
+    expectations = str(release.expectations_path.relative_to(ROOT))
+    assert f"--expectations {expectations} --report-dir reports/engines/{release.name_of('make')}-cpu" in env
+    assert f"specconform prove {expectations} --engine specconform.harness.adapters.vllm_mrv2:make" in env

@@ -1,7 +1,8 @@
-"""vLLM's two model runners through their adapters, against the oracle (skipped without vLLM 0.33:
-``tox -e vllm`` / ``tox -e vllm-mrv2`` install it; on a CPU they need ``TRITON_INTERPRET=1`` and
-``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
+"""vLLM's two model runners through their adapters, against the oracle (skipped without vLLM: ``tox -e vllm`` /
+``tox -e vllm-mrv2`` install 0.33, ``tox -e vllm-0.32`` and its siblings another release; the legacy runner's tests
+want 0.33; on a CPU they need ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -149,3 +150,29 @@ def test_mrv2_leaves_an_unseeded_request_to_draw_its_own_seed(mrv2):
     sampling = mrv2._sampling_states(_mixed_case())
     assert sampling.seeds_set[:3].tolist() == [True, False, True]
     assert [int(sampling.seeds.np[i]) for i in (0, 2)] == [3, 5]
+
+
+def test_mrv2_refuses_a_release_it_was_not_taught(monkeypatch):
+    from specconform.harness.adapters import UsageError, vllm_mrv2
+
+    monkeypatch.setattr(vllm, "__version__", "0.29.0")
+    with pytest.raises(UsageError, match=r"not taught vllm 0.29.0; it judges 0.30.0, .*0.33.0"):
+        vllm_mrv2.make()
+
+
+def test_mrv2_refuses_a_range_whose_signatures_are_not_the_installed_code(monkeypatch):
+    """The installed release judged with another range's declarations: 0.31 brought LogitsContext, which
+    ThinkingBudgetState.apply takes from then on in place of the batch's tensors, so 0.30's range does not fit a later
+    release (the signature) and 0.31's does not fit 0.30 (the import)."""
+    from specconform.harness.adapters import UsageError, vllm_mrv2
+    from specconform.harness.products import releases
+
+    installed = vllm.__version__
+    if installed == "0.30.0":
+        other, refusal = "0.31.0", r"LogitsContext is not at vllm.v1.worker.gpu.sample.logits_processor.interface:"
+    else:
+        other, refusal = "0.30.0", r"ThinkingBudgetState.apply takes \(self, logits, ctx\), not what its range "
+    declared = releases.release("vllm-mrv2", other)
+    monkeypatch.setattr(releases, "release", lambda name, version: dataclasses.replace(declared, version=installed))
+    with pytest.raises(UsageError, match=rf"vllm-mrv2 {installed}: {refusal}"):
+        vllm_mrv2.make()
