@@ -153,7 +153,8 @@ def test_mrv2_leaves_an_unseeded_request_to_draw_its_own_seed(mrv2):
 
 
 def test_mrv2_refuses_a_release_it_was_not_taught(monkeypatch):
-    from specconform.harness.adapters import UsageError, vllm_mrv2
+    from specconform.harness.adapters import vllm_mrv2
+    from specconform.harness.core import UsageError
 
     monkeypatch.setattr(vllm, "__version__", "0.29.0")
     with pytest.raises(UsageError, match=r"not taught vllm 0.29.0; it judges 0.30.0, .*0.33.0"):
@@ -164,7 +165,8 @@ def test_mrv2_refuses_a_range_whose_signatures_are_not_the_installed_code(monkey
     """The installed release judged with another range's declarations: 0.31 brought LogitsContext, which
     ThinkingBudgetState.apply takes from then on in place of the batch's tensors, so 0.30's range does not fit a later
     release (the signature) and 0.31's does not fit 0.30 (the import)."""
-    from specconform.harness.adapters import UsageError, vllm_mrv2
+    from specconform.harness.adapters import vllm_mrv2
+    from specconform.harness.core import UsageError
     from specconform.harness.products import releases
 
     installed = vllm.__version__
