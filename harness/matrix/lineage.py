@@ -16,7 +16,7 @@ different runners are not compared: a CPU run and a GPU run judge different kern
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import findings
 from ..core import FAIL, PASS
@@ -142,13 +142,21 @@ def history(series_rows: list[Row]) -> History:
 
 def histories(rows: list[Row]) -> list[History]:
     """One history per series of ``rows`` (ordered by product, variant, runner and release, as ``runs.rows`` gives
-    them). Two rows of one series at one release (two folders judging the same release) keep the later run."""
+    them). Two rows of one series at one release (two folders judging the same release, say its budget and its
+    verification) are read as one: the later run's records, and the earlier run's of the checks the later one did not
+    run."""
     by_series: dict[tuple[str, str, str], dict[str, Row]] = {}
     for row in rows:
         kept = by_series.setdefault(row.series, {})
-        if row.version not in kept or kept[row.version].stamp < row.stamp:
-            kept[row.version] = row
+        other = kept.get(row.version)
+        kept[row.version] = row if other is None else _joined(*sorted((other, row), key=lambda r: r.stamp))
     return [history(list(kept.values())) for kept in by_series.values()]
+
+
+def _joined(earlier: Row, later: Row) -> Row:
+    """``later`` with the records of ``earlier``'s checks that ``later`` did not run."""
+    ran = {record["check"] for record in later.records}
+    return replace(later, records=[r for r in earlier.records if r["check"] not in ran] + later.records)
 
 
 def summary_line(item: History) -> str:
