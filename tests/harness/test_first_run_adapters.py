@@ -1,5 +1,5 @@
-"""A new user's first run on an adapter with one bug reports one finding, under the requirement the bug breaks
-(issue 37). Each adapter is written as docs/engines.md ("Your own adapter") describes one: a factory whose engine
+"""A new user's first run on an adapter with one bug reports one finding, under the requirement the bug breaks.
+Each adapter is written as docs/engines.md ("Your own adapter") describes one: a factory whose engine
 has a name, a version, a device, a profile of the classes it claims and the methods of its capabilities; each
 wraps the reference and adds one bug an adapter author could make. The run is the documented one,
 ``specconform run --engine module:factory``, without the calibrated statistical checks: neither bug is
