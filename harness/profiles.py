@@ -27,6 +27,7 @@ An unknown key is an error that names it (the file's schema: ``specconform.harne
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -283,7 +284,7 @@ def load_profile(name_or_path: str) -> Profile:
 
 
 # the keys of a profile file that name one of a fixed set of values, with those values
-ONE_OF = {
+ONE_OF: dict[str, Iterable[str]] = {
     "base": BUILTIN,
     "scope": SCOPE_CLASSES,
     "tie_break": ("lowest", "any"),

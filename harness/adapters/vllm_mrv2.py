@@ -170,7 +170,10 @@ class VllmMrv2Engine:
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
         self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) model-runner-v2 torch-{torch.__version__} {gpu}"
         # with its reasons: harness/products/<product>/profile.yaml, named for this release
-        self.profile = self.release.profile(factory, registry.product(product).profile_path)
+        default_profile = registry.product(product).profile_path
+        if default_profile is None:
+            raise UsageError(f"product {product!r} names no profile")
+        self.profile = self.release.profile(factory, default_profile)
         self.name = name
         self.verification = _verification_arguments(
             self.vllm.RejectionSampler,

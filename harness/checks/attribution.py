@@ -27,6 +27,7 @@ is published once."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from specconform.specs.interface import BatchUpdate, Move
 
@@ -338,7 +339,7 @@ def one_step_twin(vector: dict, step: int, row: int) -> dict | None:
     model = tb.BudgetBatch(*args, *markers)
     model.apply(add)
     if leaves_open:
-        twin = [{"update": add.to_json(), **drafts}]
+        twin: list[dict[str, Any]] = [{"update": add.to_json(), **drafts}]
     else:
         free = max([*args[0], *args[1], *(markers[0] or ()), *(t for m in markers[1] for t in m), *stream]) + 1
         if model.forced_rows([0], [])[0] != -1:

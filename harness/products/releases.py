@@ -111,18 +111,21 @@ def release(name: str, version: str) -> Release:
     for r in releases.ranges:
         if version in r.versions:
             record = product(name)
+            profile = r.profile or record.record.profile
+            if profile is None:
+                raise ValueError(f"product {name!r} names no profile for {releases.engine} {version}")
             return Release(
                 product=name,
                 version=version,
                 names={factory: n.replace("{series}", series(version)) for factory, n in r.names.items()},
                 imports={**releases.imports, **r.imports},
                 signatures={**releases.signatures, **r.signatures},
-                profile_path=folder / (r.profile or record.record.profile),
+                profile_path=folder / profile,
                 expectations_path=None if r.expectations is None else folder / r.expectations,
             )
     raise UntaughtRelease(
         f"{name}'s adapter is not taught {releases.engine} {version}; it judges {', '.join(taught(name))} "
-        f"(teach a release in {folder / product(name).record.releases})"
+        f"(teach a release in {folder / str(product(name).record.releases)})"
     )
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from ...core import Context, Outcome, Tally
@@ -74,6 +75,11 @@ def _differences(engine, model: str, budget, temperature: float, seed: int) -> t
     return whole, streamed, [(what, a, b) for what, a, b in pairs if a != b]
 
 
+def _greedy_again(engine, model: str, budget: int | None, seed: int) -> str:
+    """The greedy request's streamed and whole answers compared once more: "" where they agree, else what differs."""
+    return _described(model, budget, _differences(engine, model, budget, 0.0, seed)[2])
+
+
 def _described(model: str, budget, differing: list[tuple]) -> str:
     """The first difference of ``differing`` (``_differences``), or "" where there is none."""
     if not differing:
@@ -126,9 +132,7 @@ def streaming(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
                 if _seed_not_honoured(engine, ctx, tally, request, whole, streamed, mark):
                     continue
             elif differing:
-                again = twins.recurrences(
-                    lambda m=model, b=budget: _described(m, b, _differences(engine, m, b, 0.0, ctx.seed)[2])
-                )
+                again = twins.recurrences(functools.partial(_greedy_again, engine, model, budget, ctx.seed))
                 if not again:
                     one_offs.append(_described(model, budget, differing))
                     tally.exercised("API-STREAM-1")  # the retries are judged cases, and agreed

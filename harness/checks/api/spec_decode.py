@@ -6,6 +6,7 @@ engine's speculative-decoding counters in agreement with the tokens the client r
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -42,7 +43,7 @@ def greedy_spec_identity(engine, ctx: Context, requirements: tuple[str, ...]) ->
     for budget in (None, 2, 6):
         if not (difference := compared(budget)):
             tally.exercised("API-SPEC-1")
-        elif again := twins.recurrences(lambda budget=budget: compared(budget)):
+        elif again := twins.recurrences(functools.partial(compared, budget)):
             evidence = f"{difference} (seen again in {len(again)} of {twins.RETRIES} retries)"
             tally.violated("API-SPEC-1", "greedy-output-differs", evidence)
         else:

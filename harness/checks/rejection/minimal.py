@@ -84,7 +84,7 @@ class Attributed:
     owner: rj.Violation
 
 
-def _diverges(engine, profile, compare: bool, tie_break: str, usable: Callable[[rs.RejectionCase], bool]):
+def _diverges(engine, profile, compare: bool | str, tie_break: str, usable: Callable[[rs.RejectionCase], bool]):
     def still_diverges(candidate: rs.RejectionCase) -> bool:
         try:
             candidate.validate()
@@ -107,7 +107,7 @@ def settled(engine, profile, case: rs.RejectionCase, found, compare, tie_break: 
     confirmed = 0
     for k in range(1, 1 + RESEEDED):
         other = judge(engine, profile, _reseeded(case, k), compare, tie_break, batch_needed)
-        if other and rj.owner(other).mode != owner.mode:
+        if other and (theirs := rj.owner(other)) is not None and theirs.mode != owner.mode:
             break
         confirmed += bool(other)
     else:
@@ -134,8 +134,9 @@ def _two_rules(engine, profile, case: rs.RejectionCase, found, compare, tie_brea
         case, found = same, judge(engine, profile, same, compare, tie_break, batch_needed=True)
         owner = rj.owner(found)
     # a sampled request that parts only in the batch: its rows read wrongly, or its draws? Greedy, it uses none
-    sampled = owner is not None and owner.request >= 0 and case.temperature[owner.request] > 0
-    if sampled and not any(diverges(rj.greedy_marked(case, shift)) for shift in range(rj.MARKINGS)):
+    if owner is None or owner.request < 0 or case.temperature[owner.request] <= 0:
+        return case, found
+    if not any(diverges(rj.greedy_marked(case, shift)) for shift in range(rj.MARKINGS)):
         evidence = f"{owner.evidence}; with every request greedy the batch replays: its draws depend on the batch"
         return case, [rj.Violation("RS-RNG-1", "depends-on-batch", evidence, owner.request)]
     return case, found
@@ -184,7 +185,12 @@ def _mask_needed(engine, profile, case: rs.RejectionCase, found, compare, tie_br
 
 
 def attribute(
-    engine, profile, case: rs.RejectionCase, compare: bool, tie_break: str, usable: Callable[[rs.RejectionCase], bool]
+    engine,
+    profile,
+    case: rs.RejectionCase,
+    compare: bool | str,
+    tie_break: str,
+    usable: Callable[[rs.RejectionCase], bool],
 ) -> Attributed:
     """``case`` shrunk while ``engine`` diverges from the oracle on it (``usable``: a candidate the check would
     judge), and judged alone; a minimal case of several requests whose requests each replay alone is judged as a
@@ -225,7 +231,7 @@ def attribute(
     if owner is not None and owner.mode == "empty-residual-sample-differs":  # does it need the empty residual?
         given = rj.residual_given_mass(minimal)
         given_found = judge(engine, profile, given, compare, tie_break) if given and usable(given) else []
-        if given_found:
+        if given is not None and given_found:
             minimal, found = given, settled(engine, profile, given, given_found, compare, tie_break)
             owner = rj.owner(found)
     if owner is not None and owner.requirement == "RS-GREEDY-3":  # does the failure need the tie? Break it and see
@@ -300,9 +306,9 @@ def gate(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: 
     where it went, so that later cases failing the same way are not shrunk again."""
     tie_break = profile.tie_break
     compare = exactly_compared(profile) if comparable(case, tie_break) else False
-    if not (found := judge(engine, profile, case, compare, tie_break)):
+    found = judge(engine, profile, case, compare, tie_break)
+    if (first := rj.owner(found)) is None:
         return False
-    first = rj.owner(found)
     if first.fingerprint not in seen:
 
         def usable(candidate: rs.RejectionCase) -> bool:
