@@ -40,8 +40,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .expectations import load_expectations, validate_proof
-
 RESULT_PREFIX = "specconform-proof-result: "  # the child's last line of stdout that carries its verdicts
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -229,6 +227,9 @@ def load_proofs(expectations: str | Path, selector: str = "") -> tuple[list[Proo
     """The entries of ``expectations`` with a proof (those ``selector``, ``CHECK[:REQUIREMENT]``, names)
     and the labels of the selected FAIL entries without one."""
     import yaml
+
+    # imported here: a proof's server loads this module by its file alone (``proof_servers``), for its patching
+    from .expectations import load_expectations, validate_proof
 
     validated = load_expectations(expectations)  # raises ValueError naming a bad entry or proof
     raw = (yaml.safe_load(Path(expectations).read_text()) or {}).get("expectations", [])

@@ -1,4 +1,4 @@
-"""mypy against a baseline that may only shrink: ``python scripts/ci/mypy_baseline.py [--update]``.
+"""mypy against a baseline that may only shrink: ``python scripts/lint/mypy_baseline.py [--update]``.
 
 mypy runs on the installed shape of the package (a temporary ``specconform/`` holding links to ``harness/``,
 ``impl/``, ``embedded/`` and ``specs/``: a checkout's ``specconform/__init__.py`` finds them only at run time, which
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if gone:
         print(
-            "mypy: fixed, still in the baseline (run scripts/ci/mypy_baseline.py --update):",
+            "mypy: fixed, still in the baseline (run scripts/lint/mypy_baseline.py --update):",
             *sorted(gone.elements()),
             sep="\n  ",
             file=sys.stderr,
