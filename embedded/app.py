@@ -14,6 +14,7 @@ a large prompt does not hold up other clients; a prompt whose text alone is too 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -22,6 +23,7 @@ import weakref
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from .process import EngineProcess, EngineReplicas
 from .reasoning import ReasoningSplit
 from .served import BadRequest, ServedModel
 from .validation import parse_request, served_model
@@ -278,7 +280,16 @@ async def _stream(model, request, updates, chat, want_ids, body, reasoning_field
 def create_app(served: dict[str, ServedModel], reasoning_fields: tuple[str, ...] = ("reasoning",)) -> FastAPI:
     """The app that serves the models of ``served`` (by name) on the endpoints of the module docstring; a message's
     reasoning text goes in each of ``reasoning_fields``."""
-    app = FastAPI(title="specconform embedded reference engine")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        # the server is ending: its engine processes end with it, not when they next find the pipe closed
+        for engine in {id(m.engine): m.engine for m in served.values()}.values():
+            if isinstance(engine, (EngineProcess, EngineReplicas)):
+                engine.stop()
+
+    app = FastAPI(title="specconform embedded reference engine", lifespan=lifespan)
     app.state.served = served  # the engines behind the models, for tests and benchmarks
     loop_wakeups: _LoopWakeupsByLoop = weakref.WeakKeyDictionary()
 

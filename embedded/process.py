@@ -82,8 +82,8 @@ def _serve(connection: Connection) -> None:
     while True:
         try:
             message = connection.recv()
-        except EOFError:  # the server is gone
-            return
+        except EOFError:  # the server is gone: end at once. The interpreter's teardown (seconds with torch loaded,
+            os._exit(0)  # longer with several engines on few cores) would keep the process alive for nothing
         if message[0] == "submit":
             _, request_id, prompt, max_tokens, temperature, seed, budget = message
             request = Request(prompt, max_tokens, temperature, seed, budget, on_tokens=on_tokens)

@@ -3,7 +3,14 @@ is the one the engines in the server's own process give, a cancellation reaches 
 process that dies fails its requests with an error naming its exit code while the other engines serve on."""
 
 import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -24,9 +31,7 @@ def processes():
     """A server whose engines run in processes of their own."""
     server = start(variants=("single",), engine_processes=True)
     yield server
-    server.stop()
-    for model in server.server.config.app.state.served.values():
-        model.engine.stop()
+    server.stop()  # its engine processes end with it (test_serve_ends_its_engine_processes_with_it)
 
 
 def _ask(base_url, body):
@@ -137,3 +142,52 @@ def test_replicas_share_the_requests_give_the_same_tokens_and_pass_over_a_dead_o
         assert later.done.wait(120) and later.output == alone[0].output
     finally:
         replicas.stop()
+
+
+def _serve(tmp_path) -> tuple[subprocess.Popen, str, list[int]]:
+    """``specconform serve`` as a user starts it, once it answers: its process, its URL, its engine processes' ids."""
+    with socket.socket() as probe:  # a port free now; the server binds it a moment later
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "specconform.harness.cli", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        stderr=subprocess.DEVNULL,
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    while True:  # the engines load their models before the server answers
+        assert server.poll() is None, f"specconform serve exited with {server.returncode}"
+        try:
+            httpx.get(f"{base_url}/models", timeout=5).raise_for_status()
+            break
+        except httpx.TransportError:
+            _wait_exit(server.pid, 0.5)
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    assert len(children) == 4, children  # two variants, a plain and a speculative engine each
+    return server, base_url, [int(pid) for pid in children]
+
+
+def _wait_exit(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` has ended within ``timeout`` s (Linux's pidfd: no polling)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([handle], [], [], timeout)[0])
+    finally:
+        os.close(handle)
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["kill", "kill -9"])
+def test_serve_ends_its_engine_processes_with_it(tmp_path, how):
+    """As the README's ``kill %1`` says: once the server has ended, so have its engines (a terminated server stops
+    them as it shuts down), and a server killed outright leaves none behind (each ends when its pipe closes,
+    without the seconds of interpreter teardown that kept engines alive after their server)."""
+    server, _, engines = _serve(tmp_path)
+    server.send_signal(how)
+    server.wait(30)
+    if how == signal.SIGTERM:
+        assert not [pid for pid in engines if Path(f"/proc/{pid}").exists()]
+    else:
+        assert all(_wait_exit(pid, 10) for pid in engines)
