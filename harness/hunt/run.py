@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import queue as queues
 import time
 import traceback
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ class HuntOptions:
             raise ValueError(f"HuntOptions.max_seconds must be > 0; got {self.max_seconds}")
 
 
-def _request_case(rows: HuntRows, request: int, seed: int | None, one_hot: bool):
+def request_case(rows: HuntRows, request: int, seed: int | None, one_hot: bool):
     """Request ``request`` of ``rows`` alone as a canonical ``RejectionCase`` with its ``seed`` and position."""
     import numpy as np
 
@@ -80,7 +81,7 @@ def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, devi
     token_ids, num_emitted = [int(t) for t in tokens[request].tolist()], int(num[request])
     seeds = launcher.request_seeds(launch)
     seed = None if seeds is None else int(seeds[request])
-    case = _request_case(rows, request, seed, one_hot)
+    case = request_case(rows, request, seed, one_hot)
     reproduced = invariant in request_violations(case, token_ids, num_emitted, one_hot)
     replayed_alone = False
     if launcher.replays_one_request:
@@ -127,14 +128,16 @@ def _launches(launcher, tally: DeviceTally, target: int, max_seconds: float) -> 
     return draws, launches, time.perf_counter() - start
 
 
-def hunt_on_device(options: HuntOptions, device_index: int, target: int) -> dict:
+def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: int | None = None) -> dict:
     """``target`` draws of ``options.engine`` on the device this process sees, as a plain dict (it crosses
     processes): ``name``, ``version``, ``run`` (a ``DeviceRun``), ``tally`` (``DeviceTally.read``) and
-    ``violations`` (the first of each invariant)."""
+    ``violations`` (the first of each invariant). ``gpu``: the GPU's index on the machine, where this process sees
+    that one alone."""
     from ..adapters import make_engine
 
     engine = make_engine(options.engine)
     device = hunt_device(engine)
+    label = device_name(device) if gpu is None else f"GPU {gpu} ({device_name(device)})"
     seed = options.seed + device_index * DEVICE_SEED_STRIDE
     setup_start = time.perf_counter()
     rows = build_rows(options.rows, options.vocab, seed, device)
@@ -145,23 +148,23 @@ def hunt_on_device(options: HuntOptions, device_index: int, target: int) -> dict
     draws, launches, seconds = _launches(launcher, tally, target, options.max_seconds)
     read = tally.read()
     violations = [
-        _violation(engine, launcher, rows, name, result["first"], device)
+        _violation(engine, launcher, rows, name, result["first"], label)
         for name, result in read["invariants"].items()
         if result["first"] is not None
     ]
     return {
         "name": engine.name,
         "version": engine.version,
-        "run": DeviceRun(device_name(device), draws, launches, rows.num_rows, seconds, setup_seconds),
+        "run": DeviceRun(label, draws, launches, rows.num_rows, seconds, setup_seconds),
         "tally": read,
         "violations": violations,
     }
 
 
-def _device_process(queue, options: HuntOptions, device_index: int, target: int) -> None:
+def _device_process(queue, options: HuntOptions, device_index: int, target: int, gpu: int) -> None:
     """A device's process: its result, or the traceback that ended it, onto ``queue``."""
     try:
-        queue.put((device_index, hunt_on_device(options, device_index, target), ""))
+        queue.put((device_index, hunt_on_device(options, device_index, target, gpu), ""))
     except Exception:  # the parent reports it with the device it happened on
         queue.put((device_index, None, traceback.format_exc()))
 
@@ -175,7 +178,7 @@ def _across_processes(options: HuntOptions, gpus: list[int]) -> list[dict]:
     try:
         for n, gpu in enumerate(gpus):
             os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # a spawned child starts with the parent's environment
-            process = context.Process(target=_device_process, args=(queue, options, n, share), daemon=True)
+            process = context.Process(target=_device_process, args=(queue, options, n, share, gpu), daemon=True)
             process.start()
             processes.append(process)
     finally:
@@ -190,7 +193,7 @@ def _across_processes(options: HuntOptions, gpus: list[int]) -> list[dict]:
             break
         try:
             index, result, error = queue.get(timeout=1.0)
-        except Exception:  # queue.Empty: nothing yet
+        except queues.Empty:
             continue
         if error:
             errors.append(f"GPU {gpus[index]}: {error}")
