@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 SUPPORTS = ("full", "top-k", "min-p", "last-id", "first-id", "draft-only")
 DRAFTS = ("", "outside", "inside", "last-id")
@@ -102,17 +103,19 @@ class HuntRows:
       ``num_draft_tokens [B]`` int64; ``draft_probs [D, V]`` float32 (one-hot launches leave it out);
       ``temperature [B]`` float32 (all > 0); ``positions [B]`` int64; ``forced_token_ids [R]`` int64 (-1 free).
     - per row ``[R]`` int64: ``row_request`` (its request) and ``row_local`` (its index ``j`` in the request).
+    - ``max_drafts``: the largest ``K_i`` (known without reading the device).
     """
 
-    target_logits: object
-    draft_token_ids: object
-    num_draft_tokens: object
-    draft_probs: object
-    temperature: object
-    positions: object
-    forced_token_ids: object
-    row_request: object
-    row_local: object
+    target_logits: Any
+    draft_token_ids: Any
+    num_draft_tokens: Any
+    draft_probs: Any
+    temperature: Any
+    positions: Any
+    forced_token_ids: Any
+    row_request: Any
+    row_local: Any
+    max_drafts: int
 
     @property
     def num_rows(self) -> int:
@@ -125,10 +128,6 @@ class HuntRows:
     @property
     def vocab_size(self) -> int:
         return int(self.target_logits.shape[1])
-
-    @property
-    def max_drafts(self) -> int:
-        return max(t.num_drafts for t in TEMPLATES)
 
 
 def _random_cell(torch, mask, generator):
@@ -265,4 +264,5 @@ def _shuffled(torch, joined: dict, generator, device) -> HuntRows:
         forced_token_ids=joined["forced_token_ids"][old_row].contiguous(),
         row_request=row_request,
         row_local=row_local,
+        max_drafts=max(t.num_drafts for t in TEMPLATES),
     )

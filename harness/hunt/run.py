@@ -16,6 +16,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
+from ..core import UsageError
 from ..isolation import device_name
 from .invariants import INVARIANTS, DeviceTally, request_violations
 from .launchers import hunt_device, launcher_for
@@ -137,6 +138,11 @@ def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: in
 
     engine = make_engine(options.engine)
     device = hunt_device(engine)
+    if gpu is not None and not device.startswith("cuda"):
+        raise UsageError(
+            f"engine {options.engine!r} runs on {device}, not on GPU {gpu}: name its CUDA form "
+            "(reference:cuda) or pass --devices cpu"
+        )
     label = device_name(device) if gpu is None else f"GPU {gpu} ({device_name(device)})"
     seed = options.seed + device_index * DEVICE_SEED_STRIDE
     setup_start = time.perf_counter()
@@ -162,11 +168,14 @@ def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: in
 
 
 def _device_process(queue, options: HuntOptions, device_index: int, target: int, gpu: int) -> None:
-    """A device's process: its result, or the traceback that ended it, onto ``queue``."""
+    """A device's process: its result, or why it ended (a usage error's message, else the traceback), onto
+    ``queue`` as ``(device_index, result, error, usage)``."""
     try:
-        queue.put((device_index, hunt_on_device(options, device_index, target, gpu), ""))
+        queue.put((device_index, hunt_on_device(options, device_index, target, gpu), "", False))
+    except UsageError as exc:
+        queue.put((device_index, None, str(exc), True))
     except Exception:  # the parent reports it with the device it happened on
-        queue.put((device_index, None, traceback.format_exc()))
+        queue.put((device_index, None, traceback.format_exc(), False))
 
 
 def _across_processes(options: HuntOptions, gpus: list[int]) -> list[dict]:
@@ -186,21 +195,24 @@ def _across_processes(options: HuntOptions, gpus: list[int]) -> list[dict]:
             os.environ.pop("CUDA_VISIBLE_DEVICES", None)
         else:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible
-    results, errors = {}, []
+    results, errors, usage = {}, [], []
     while len(results) + len(errors) < len(gpus):
         if not any(p.is_alive() for p in processes) and queue.empty():
             errors.append(f"a device's process ended without a result (exit codes {[p.exitcode for p in processes]})")
             break
         try:
-            index, result, error = queue.get(timeout=1.0)
+            index, result, error, is_usage = queue.get(timeout=1.0)
         except queues.Empty:
             continue
         if error:
             errors.append(f"GPU {gpus[index]}: {error}")
+            usage.append(is_usage)
         else:
             results[index] = result
     for process in processes:
         process.join()
+    if errors and all(usage) and len(usage) == len(errors):
+        raise UsageError("; ".join(errors))
     if errors:
         raise RuntimeError("hunt failed: " + "\n".join(errors))
     return [results[i] for i in range(len(gpus))]
