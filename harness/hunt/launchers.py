@@ -108,7 +108,8 @@ class Mrv2Launcher:
         # [B, max K, V]: q after temperature enters as T · log q, as vLLM divides draft logits by T
         draft_logits = torch.zeros((batch, self.max_k, vocab), dtype=torch.float32, device=device)
         drafted = rows.row_local < rows.num_draft_tokens[rows.row_request]
-        scaled = torch.log(rows.draft_probs) * rows.temperature[rows.row_request[drafted]][:, None]
+        temperature = rows.temperature[rows.row_request[drafted]].double()[:, None]
+        scaled = (torch.log(rows.draft_probs.double()) * temperature).float()  # in float64, as the adapter
         draft_logits[rows.row_request[drafted], rows.row_local[drafted]] = scaled
         self.draft_logits = draft_logits
 
