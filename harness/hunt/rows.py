@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-SUPPORTS = ("full", "top-k", "min-p", "last-id", "first-id", "draft-only")
+SUPPORTS = ("full", "top-k", "top-p", "min-p", "last-id", "first-id", "draft-only")
 DRAFTS = ("", "outside", "inside", "last-id")
 QS = ("random", "at-draft", "zero-at-draft", "target")
 FORCED = ("", "draft", "last-id", "first-id", "outside")
@@ -24,6 +24,7 @@ TEMPERATURES = (0.3, 0.7, 1.0, 1.7)  # 1.0: vLLM skips its temperature kernel th
 LOGIT_RANGE = 4.0  # finite logits lie in [-4, 4]: no finite cell's probability underflows to 0 at these temperatures
 MIN_P = 0.3  # min-p keeps the cells whose probability is at least MIN_P times the largest
 MAX_TOP_K = 4
+TOP_P = 0.5  # top-p keeps the most probable cells until their mass reaches TOP_P (at temperature 1)
 POSITION_RANGE = 1 << 20
 
 
@@ -73,6 +74,7 @@ TEMPLATES = (
         (RowSpec("draft-only", "inside", "at-draft"), RowSpec("first-id", "last-id", "at-draft"), RowSpec("min-p")),
     ),
     Template("p-zero-under-min-p", (RowSpec("min-p", "outside", "random"), RowSpec("last-id"))),
+    Template("p-zero-under-top-p", (RowSpec("top-p", "outside", "at-draft"), RowSpec("top-p"))),
     Template("q-zero-on-the-only-token", (RowSpec("draft-only", "inside", "zero-at-draft"), RowSpec("full"))),
     Template(
         "q-equals-p",
@@ -144,6 +146,10 @@ def _support(torch, spec: RowSpec, logits, generator):
         k = torch.randint(1, MAX_TOP_K + 1, (n, 1), generator=generator, device=logits.device).clamp(max=vocab - 1)
         kth = logits.sort(dim=1, descending=True).values.gather(1, k - 1)
         return logits >= kth
+    if spec.support == "top-p":
+        probs, order = torch.softmax(logits, dim=1).sort(dim=1, descending=True)
+        kept = torch.cumsum(probs, dim=1) - probs < TOP_P  # the mass before a cell has not reached TOP_P
+        return torch.zeros_like(kept).scatter(1, order, kept)
     if spec.support == "min-p":
         return logits >= logits.max(dim=1, keepdim=True).values + math.log(MIN_P)
     if spec.support == "last-id":
