@@ -195,7 +195,9 @@ def _across_processes(options: HuntOptions, gpus: list[int]) -> list[dict]:
             os.environ.pop("CUDA_VISIBLE_DEVICES", None)
         else:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible
-    results, errors, usage = {}, [], []
+    results: dict[int, dict] = {}
+    errors: list[str] = []
+    usage: list[bool] = []
     while len(results) + len(errors) < len(gpus):
         if not any(p.is_alive() for p in processes) and queue.empty():
             errors.append(f"a device's process ended without a result (exit codes {[p.exitcode for p in processes]})")
