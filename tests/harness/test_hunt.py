@@ -140,3 +140,11 @@ def test_a_draw_count_that_is_not_a_positive_whole_number_is_refused(tmp_path, c
 def test_a_device_or_engine_the_hunt_cannot_use_is_named(tmp_path, capsys, arguments, message):
     assert main([*COMMAND, "--draws", "10", "--report-dir", str(tmp_path), *arguments]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_each_gpu_gets_an_engine_process_that_names_what_it_cannot_do(tmp_path, capsys):
+    """``--devices 0`` spawns an engine process that sees GPU 0 alone; an engine that runs on the CPU there is a usage
+    error the parent reports with the GPU's index, not a traceback."""
+    assert main([*COMMAND, "--draws", "10", "--devices", "0", "--report-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "GPU 0: engine 'reference' runs on cpu" in err and "Traceback" not in err
