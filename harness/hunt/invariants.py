@@ -46,8 +46,7 @@ class DeviceTally:
         self.rows = rows
         device = rows.target_logits.device
         k = rows.num_draft_tokens
-        self.k_of_row = k[rows.row_request]
-        draft_row = rows.row_local < self.k_of_row
+        draft_row = rows.row_local < k[rows.row_request]
         forced = rows.forced_token_ids
         self.free = forced < 0
         self.forced = ~self.free

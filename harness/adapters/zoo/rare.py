@@ -39,23 +39,21 @@ class ZeroCoinEngine(ReferenceEngine):
         if seeds is not None and draft_token_ids.numel():
             k = num_draft_tokens.to(torch.int64)
             request = torch.repeat_interleave(torch.arange(k.shape[0], device=k.device), k + 1)
-            local = torch.arange(request.shape[0], device=k.device) - (torch.cumsum(k + 1, 0) - k - 1)[request]
+            row = torch.arange(request.shape[0], device=k.device)
+            local = row - (torch.cumsum(k + 1, 0) - k - 1)[request]
             drafted = local < k[request]
-            draft = torch.where(
-                drafted,
-                draft_token_ids[
-                    (torch.arange(request.shape[0], device=k.device) - request).clamp(0, draft_token_ids.shape[0] - 1)
-                ],
-                0,
-            ).to(torch.int64)
+            # request i's row r holds draft r - i (its rows follow the i bonus rows before it)
+            draft_index = (row - request).clamp(0, draft_token_ids.shape[0] - 1)
+            draft = torch.where(drafted, draft_token_ids[draft_index], 0).to(torch.int64)
             base = positions if positions is not None else torch.zeros_like(seeds)
             coin = rng.uniforms(seeds[request], base[request] + local)
             free = forced_token_ids < 0 if forced_token_ids is not None else torch.ones_like(drafted)
             lifted = drafted & free & (temperature[request] > 0) & (coin < COIN_THRESHOLD)
-            lifted &= target_logits.gather(1, draft[:, None])[:, 0] == float("-inf")
-            target_logits = target_logits.clone()
-            rows = lifted.nonzero()[:, 0]
-            target_logits[rows, draft[rows]] = target_logits[rows].max(dim=1).values
+            at_draft = target_logits.gather(1, draft[:, None])[:, 0]
+            lifted &= at_draft == float("-inf")
+            # written without reading the mask back (no synchronisation): unlifted cells keep their value
+            lifted_value = torch.where(lifted, target_logits.max(dim=1).values, at_draft)
+            target_logits = target_logits.clone().scatter_(1, draft[:, None], lifted_value[:, None])
         return super().rejection_sample_tensors(
             target_logits,
             draft_token_ids,
