@@ -52,6 +52,9 @@ def cmd_hunt(args) -> int:
             f"{run.seconds:.1f} s (rows built in {run.setup_seconds:.1f} s)"
         )
     for inv in record.invariants:
+        if inv.outside:
+            print(f"  {inv.name:24} {inv.requirement:11} not judged: outside the engine's contract ({inv.outside})")
+            continue
         print(
             f"  {inv.name:24} {inv.requirement:11} {inv.opportunities:>15,} judged  {inv.violations:>12,} violated  "
             f"bound {inv.bound:.3g}"

@@ -37,9 +37,11 @@ class DeviceTally:
     """Draws, opportunities and violations of ``INVARIANTS`` over the launches on ``rows``, kept on its device.
 
     ``observe(tokens [B, W] int, num_emitted [B] int, launch, one_hot)`` adds one launch without reading anything
-    back; the first violating row of each invariant is kept as ``launch * R + row`` (the smallest code)."""
+    back; the first violating row of each invariant is kept as ``launch * R + row`` (the smallest code).
+    ``q_zero_outside``: the engine's contract excludes drafts with ``q(d) = 0`` (``drafts-sampled-from-q``): a request
+    holding one is then not judged at all in a launch with draft probabilities, and neither counts its draws."""
 
-    def __init__(self, rows: HuntRows):
+    def __init__(self, rows: HuntRows, q_zero_outside: bool = False):
         import torch
 
         self.torch = torch
@@ -59,6 +61,10 @@ class DeviceTally:
         has_q = rows.draft_probs.numel() > 0
         q_at_draft = rows.draft_probs[draft_index, draft] if has_q else torch.ones_like(target_at_draft)
         self.q_zero = draft_row & self.free & (q_at_draft == 0)
+        # contract.rejection_preconditions: any draft of the request with q(d) = 0, forced or free
+        q_zero_drafts = torch.zeros(rows.batch_size, dtype=torch.int64, device=device)
+        q_zero_request = q_zero_drafts.index_add_(0, rows.row_request, (draft_row & (q_at_draft <= 0)).long()) > 0
+        self.judged_with_q = ~q_zero_request if q_zero_outside else torch.ones_like(q_zero_request)
         self.draws = torch.zeros((), dtype=torch.int64, device=device)
         self.opportunities = torch.zeros(len(INVARIANTS), dtype=torch.int64, device=device)
         self.violations = torch.zeros(len(INVARIANTS), dtype=torch.int64, device=device)
@@ -67,8 +73,9 @@ class DeviceTally:
     def observe(self, tokens, num_emitted, launch: int, one_hot: bool) -> None:
         torch, rows = self.torch, self.rows
         num = num_emitted.to(torch.int64)
+        judged = self.judged_with_q if not one_hot else torch.ones_like(self.judged_with_q)
         count_ok = (num >= 1) & (num <= rows.num_draft_tokens + 1)
-        num = torch.where(count_ok, num, 0)  # a malformed count is judged by emitted-count alone
+        num = torch.where(count_ok & judged, num, 0)  # a malformed count is judged by emitted-count alone
         num_of_row = num[rows.row_request]
         reached = rows.row_local < num_of_row
         accepted = reached & (rows.row_local + 1 < num_of_row)
@@ -77,14 +84,15 @@ class DeviceTally:
         in_vocab = (token >= 0) & (token < rows.vocab_size)
         logit = rows.target_logits.gather(1, token.clamp(0, rows.vocab_size - 1)[:, None])[:, 0]
         q_zero = self.q_zero & reached if not one_hot else torch.zeros_like(reached)
-        judged = torch.stack(
+        first_row = (self.rows.row_local == 0) & judged[rows.row_request]  # one opportunity per judged request
+        opportunities = torch.stack(
             [
                 q_zero,
                 self.p_zero & reached,
                 reached & self.free & in_vocab,
                 reached,
                 reached & self.forced,
-                self.rows.row_local == 0,  # one opportunity per request
+                first_row,
             ]
         )
         violated = torch.stack(
@@ -94,11 +102,11 @@ class DeviceTally:
                 reached & self.free & in_vocab & (logit == float("-inf")),
                 reached & ~in_vocab,
                 reached & self.forced & (token != rows.forced_token_ids),
-                (self.rows.row_local == 0) & ~count_ok[rows.row_request],
+                first_row & ~count_ok[rows.row_request],
             ]
         )
         self.draws += num.sum()
-        self.opportunities += judged.sum(dim=1)
+        self.opportunities += opportunities.sum(dim=1)
         self.violations += violated.sum(dim=1)
         code = torch.where(violated, launch * rows.num_rows + self.row_ids, NO_VIOLATION).amin(dim=1)
         torch.minimum(self.first, code, out=self.first)

@@ -28,7 +28,8 @@ def missed_rate(draws: int, violations: int = 0, confidence: float = CONFIDENCE)
 
 @dataclass(frozen=True)
 class InvariantResult:
-    """One invariant over the hunt: the draws it judged, its violations, and ``missed_rate`` of those draws."""
+    """One invariant over the hunt: the draws it judged, its violations, and ``missed_rate`` of those draws;
+    ``outside``: why the engine's contract leaves it unjudged ("" where it is judged)."""
 
     name: str
     requirement: str
@@ -36,6 +37,7 @@ class InvariantResult:
     opportunities: int
     violations: int
     bound: float
+    outside: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,9 @@ class HuntRecord:
         """One line for a report: the engine, its devices, the draws and seconds, and what they show."""
         where = f"on {len(self.devices)} device(s) ({', '.join(d.device for d in self.devices)})"
         head = f"- `{self.engine}` ({self.version}) {where}: {self.draws:,} draws in {self.seconds:.1f} s"
+        unjudged = [f"{inv.name} ({inv.requirement})" for inv in self.invariants if inv.outside]
+        if unjudged:
+            head += f" ({', '.join(unjudged)} outside the engine's contract)"
         found = [f"{inv.name} ({inv.requirement}) {inv.violations:,}" for inv in self.invariants if inv.violations]
         if found:
             return (

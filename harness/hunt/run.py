@@ -24,6 +24,8 @@ from .record import CONFIDENCE, DeviceRun, HuntRecord, InvariantResult, Violatio
 from .rows import HuntRows, build_rows
 
 ROUND = 64  # the most launches between two readings of the draws
+# drafts with q(d) = 0: a contract declaring drafts-sampled-from-q excludes the requests holding one (contract.py)
+Q_ZERO_PRECONDITION = "draft-outside-q-support"
 DEVICE_SEED_STRIDE = 1_000_003  # device d builds its rows and seeds from seed + d * DEVICE_SEED_STRIDE
 
 
@@ -131,9 +133,9 @@ def _launches(launcher, tally: DeviceTally, target: int, max_seconds: float) -> 
 
 def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: int | None = None) -> dict:
     """``target`` draws of ``options.engine`` on the device this process sees, as a plain dict (it crosses
-    processes): ``name``, ``version``, ``run`` (a ``DeviceRun``), ``tally`` (``DeviceTally.read``) and
-    ``violations`` (the first of each invariant). ``gpu``: the GPU's index on the machine, where this process sees
-    that one alone."""
+    processes): ``name``, ``version``, ``run`` (a ``DeviceRun``), ``tally`` (``DeviceTally.read``), ``outside``
+    (the invariants the engine's contract leaves unjudged, with why) and ``violations`` (the first of each
+    invariant). ``gpu``: the GPU's index on the machine, where this process sees that one alone."""
     from ..adapters import make_engine
 
     engine = make_engine(options.engine)
@@ -148,7 +150,8 @@ def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: in
     setup_start = time.perf_counter()
     rows = build_rows(options.rows, options.vocab, seed, device)
     launcher = launcher_for(engine, rows, seed)
-    tally = DeviceTally(rows)
+    outside = engine.profile.outside_contract({Q_ZERO_PRECONDITION}) or ""
+    tally = DeviceTally(rows, q_zero_outside=bool(outside))
     tally.draws_now()  # the rows are built before the launches are timed
     setup_seconds = time.perf_counter() - setup_start
     draws, launches, seconds = _launches(launcher, tally, target, options.max_seconds)
@@ -163,6 +166,7 @@ def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: in
         "version": engine.version,
         "run": DeviceRun(label, draws, launches, rows.num_rows, seconds, setup_seconds),
         "tally": read,
+        "outside": {"q-zero-draft-rejected": outside} if outside else {},
         "violations": violations,
     }
 
@@ -230,7 +234,13 @@ def hunt(options: HuntOptions, gpus: list[int] | None) -> HuntRecord:
         violations = sum(p["tally"]["invariants"][inv.name]["violations"] for p in parts)
         invariants.append(
             InvariantResult(
-                inv.name, inv.requirement, inv.says, opportunities, violations, missed_rate(opportunities, violations)
+                inv.name,
+                inv.requirement,
+                inv.says,
+                opportunities,
+                violations,
+                missed_rate(opportunities, violations),
+                parts[0]["outside"].get(inv.name, ""),
             )
         )
     return HuntRecord(

@@ -15,6 +15,7 @@ from scipy.stats import binom
 from specconform.harness.adapters.oracle import OracleEngine
 from specconform.harness.adapters.zoo.rare import make as make_zero_coin
 from specconform.harness.cli import main
+from specconform.harness.contract import rejection_preconditions
 from specconform.harness.hunt import HuntOptions, hunt, missed_rate, write_record
 from specconform.harness.hunt.invariants import INVARIANTS, DeviceTally, request_violations
 from specconform.harness.hunt.rows import build_rows
@@ -96,9 +97,11 @@ def test_the_zero_coin_mutant_is_caught_with_a_reproduction_that_replays_alone()
         assert request_violations(case, tokens[0], int(num[0]), one_hot) == []
 
 
-def test_the_device_tally_agrees_with_the_host_check():
+@pytest.mark.parametrize("q_zero_outside", [False, True])
+def test_the_device_tally_agrees_with_the_host_check(q_zero_outside):
     """An output that accepts every draft, emits each forced id and ends with V: the device counts every invariant's
-    violations as the per-request host check finds them."""
+    violations as the per-request host check finds them. Where the engine's contract excludes drafts with
+    q(d) = 0, the requests that the contract's own classifier flags are left out, draws and all."""
     rows = build_rows(220, 9, 5, "cpu")
     width = rows.max_drafts + 1
     tokens = torch.full((rows.batch_size, width), -1, dtype=torch.int64)
@@ -111,16 +114,24 @@ def test_the_device_tally_agrees_with_the_host_check():
     forced = rows.forced_token_ids >= 0
     tokens[rows.row_request[forced], rows.row_local[forced]] = rows.forced_token_ids[forced]
     num[0] = 0  # one malformed count
-    tally = DeviceTally(rows)
+    tally = DeviceTally(rows, q_zero_outside=q_zero_outside)
     tally.observe(tokens, num, launch=0, one_hot=False)
-    device = {name: result["violations"] for name, result in tally.read()["invariants"].items()}
-    host = dict.fromkeys(device, 0)
+    read = tally.read()
+    device = {name: result["violations"] for name, result in read["invariants"].items()}
+    host, draws = dict.fromkeys(device, 0), 0
     for i in range(rows.batch_size):
         case = request_case(rows, i, None, one_hot=False)
+        if q_zero_outside and rejection_preconditions(case.draft_token_ids, case.num_draft_tokens, case.draft_probs):
+            continue
+        draws += int(num[i]) if 1 <= int(num[i]) <= int(rows.num_draft_tokens[i]) + 1 else 0
         for name in request_violations(case, tokens[i].numpy(), int(num[i]), one_hot=False):
             host[name] += 1
-    assert device == host
-    assert all(device[inv.name] > 0 for inv in INVARIANTS if inv.name != "forced-emitted")
+    assert device == host and read["draws"] == draws
+    q_zero_judged = read["invariants"]["q-zero-draft-rejected"]["opportunities"]
+    assert (q_zero_judged == 0) == q_zero_outside
+    assert all(
+        device[inv.name] > 0 for inv in INVARIANTS if inv.name not in ("forced-emitted", "q-zero-draft-rejected")
+    )
 
 
 COMMAND = ["hunt", "--engine", "reference", "--rows", "10", "--vocab", "9"]
