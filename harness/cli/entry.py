@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..config import file_options, find_pyproject, option_actions
 from ..core import UsageError
+from ..hunt.command import add_hunt_parser
 from ..isolation import EngineUsageError
 from . import export, reproduce, results, run, tools
 from .options import Parser
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         tools.add_bench_parser,
         tools.add_serve_parser,
         tools.add_list_parser,
+        add_hunt_parser,
     ):
         add_parser(sub)
     return parser

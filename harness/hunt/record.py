@@ -1,0 +1,130 @@
+"""A hunt's record: how many draws it made, what each invariant saw, the first violation of each with its
+reproduction, and the probability of a violation the draws would have missed; as JSON and as one Markdown line."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+CONFIDENCE = 0.95
+
+
+def missed_rate(draws: int, violations: int = 0, confidence: float = CONFIDENCE) -> float:
+    """The one-sided upper confidence bound on the rate of violations per draw (Clopper-Pearson) after
+    ``violations`` in ``draws`` independent draws. With none it is ``1 - (1 - confidence)^(1/draws)``, just under
+    ``-ln(1 - confidence) / draws``: a defect that violates the invariant on at least this fraction of such draws
+    shows at least once with probability ``confidence``. No draws bound nothing (1)."""
+    if draws <= 0:
+        return 1.0
+    if violations == 0:
+        return -math.expm1(math.log1p(-confidence) / draws)
+    from scipy.stats import beta
+
+    return float(beta.ppf(confidence, violations + 1, draws - violations)) if violations < draws else 1.0
+
+
+@dataclass(frozen=True)
+class InvariantResult:
+    """One invariant over the hunt: the draws it judged, its violations, and ``missed_rate`` of those draws;
+    ``outside``: why the engine's contract leaves it unjudged ("" where it is judged)."""
+
+    name: str
+    requirement: str
+    says: str
+    opportunities: int
+    violations: int
+    bound: float
+    outside: str = ""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """The first violation of an invariant on one device: the launch and request, the request's seed and position
+    (None where the engine draws from a generator of the launch), the request as a canonical case (``case_json``,
+    ``draft_probs`` None in a one-hot launch), what the engine emitted, and whether running the request again
+    (alone where the engine's draws allow, else its whole launch) emitted the same."""
+
+    invariant: str
+    device: str
+    launch: int
+    request: int
+    row: int
+    seed: int | None
+    position: int
+    case: dict
+    token_ids: list[int]
+    num_emitted: int
+    replayed_alone: bool
+    reproduced: bool
+
+
+@dataclass(frozen=True)
+class DeviceRun:
+    """One device's part: its draws and launches, the seconds of its launches and of building its rows."""
+
+    device: str
+    draws: int
+    launches: int
+    rows_per_launch: int
+    seconds: float
+    setup_seconds: float
+
+
+@dataclass(frozen=True)
+class HuntRecord:
+    """A hunt of ``engine`` (its ``version``) over ``devices``: ``draws`` in all within ``seconds`` (the slowest
+    device's launches), each invariant's result, the first violations, and ``bound``: ``missed_rate(draws)`` at
+    ``confidence``."""
+
+    engine: str
+    version: str
+    vocab_size: int
+    seed: int
+    draws: int
+    seconds: float
+    confidence: float
+    bound: float
+    devices: list[DeviceRun]
+    invariants: list[InvariantResult]
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def violated(self) -> bool:
+        return any(inv.violations for inv in self.invariants)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def markdown_line(self) -> str:
+        """One line for a report: the engine, its devices, the draws and seconds, and what they show."""
+        where = f"on {len(self.devices)} device(s) ({', '.join(d.device for d in self.devices)})"
+        head = f"- `{self.engine}` ({self.version}) {where}: {self.draws:,} draws in {self.seconds:.1f} s"
+        unjudged = [f"{inv.name} ({inv.requirement})" for inv in self.invariants if inv.outside]
+        if unjudged:
+            head += f" ({', '.join(unjudged)} outside the engine's contract)"
+        found = [f"{inv.name} ({inv.requirement}) {inv.violations:,}" for inv in self.invariants if inv.violations]
+        if found:
+            return (
+                f"{head}, violations: {', '.join(found)}; violations per draw at most {self.bound:.3g} "
+                f"at {self.confidence:.0%} confidence (Clopper-Pearson)"
+            )
+        alpha = 1 - self.confidence
+        return (
+            f"{head}, no violation: a defect violating an invariant on a fraction p >= {self.bound:.3g} of these "
+            f"draws would have shown with probability {self.confidence:.0%} (p = 1 - {alpha:.2g}^(1/N) "
+            f"< -ln({alpha:.2g})/N, N = {self.draws:,})"
+        )
+
+
+def write_record(record: HuntRecord, report_dir: str | Path) -> tuple[Path, Path]:
+    """``hunt-<engine>.json`` and ``hunt-<engine>.md`` (the Markdown line) in ``report_dir``."""
+    folder = Path(report_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", record.engine).strip("-")
+    json_path, markdown_path = folder / f"hunt-{slug}.json", folder / f"hunt-{slug}.md"
+    json_path.write_text(json.dumps(record.to_json(), indent=1) + "\n")
+    markdown_path.write_text(record.markdown_line() + "\n")
+    return json_path, markdown_path
