@@ -17,6 +17,10 @@ import urllib.parse
 from .. import products
 from ..core import UsageError, missing_methods
 
+# Each engine's own adapter lives in its product's folder (``harness/products/<name>/<module>.py``) under the import
+# name published runs give it, ``specconform.harness.adapters.<module>``: this package finds its modules there too.
+__path__ += products.registry.adapter_folders()
+
 # specconform's extras (pyproject.toml) and the modules each brings that the core install lacks
 EXTRAS = {
     "reference": ("torch",),
