@@ -104,7 +104,7 @@ ENGINE_FORMS = (
     "zoo:<mutant>",
     *products.adapter_forms(),  # the other engines' adapters, in process (`specconform list engines` says each)
     "module:factory (an engine team's own adapter)",
-    f"a name an installed package registers in {registered.GROUP}",
+    f"<registered-name> (an installed package's adapter, entry points {registered.GROUP})",
 )
 
 
