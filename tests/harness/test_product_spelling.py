@@ -12,6 +12,7 @@ environment ``vllm`` for ``vllm-v1``, the expectations of ``vllm-0.33.0 legacy-m
 from __future__ import annotations
 
 import configparser
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -75,6 +76,8 @@ def test_a_products_adapter_lives_in_its_folder_or_its_familys(name):
             continue
         homes = [owner for owner in family(name) if (FOLDER / owner / f"{stem}.py").is_file()]
         assert homes, f"{name}: {engine} is in no folder of {family(name)}"
+        # the import name published runs give it finds that file
+        assert Path(importlib.import_module(module).__file__) == FOLDER / homes[0] / f"{stem}.py"
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if RECORDS[n].get("profile")])
