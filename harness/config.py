@@ -25,6 +25,7 @@ else:  # Python 3.10
 
 from . import stats
 from .core import Check, Context, UsageError
+from .products import named
 
 # the options that name an OpenAI-compatible server (``--engine openai``), by their command-line names
 API_OPTION_NAMES = (
@@ -130,8 +131,11 @@ class RunConfig:
         """The configuration of option values named as on the command line (absent or ``None``: the default).
 
         ``thorough`` sizes the statistical defaults for a GPU (``stats.THOROUGH_POWER``, ``THOROUGH_MAX_TRIALS``)
-        where ``deviation``, ``power`` and ``trials`` are not given; ``exitfirst`` is ``maxfail`` 1."""
+        where ``deviation``, ``power`` and ``trials`` are not given; ``exitfirst`` is ``maxfail`` 1; ``product``
+        stands for its engines and expectations (``products.named.run_options``)."""
         given = {name: value for name, value in options.items() if value is not None}
+        if given.get("product"):
+            given = named.run_options(given)
         thorough = bool(given.get("thorough"))
         power, cap = (
             (stats.THOROUGH_POWER, stats.THOROUGH_MAX_TRIALS)

@@ -17,6 +17,7 @@ FORMS = {
     "openai": "a server you started: --base-url and --model (--api-profile names its request fields)",
     "zoo:<mutant>": "a deliberately broken reference, one bug each (`specconform zoo` runs them all)",
     "module:factory": "an engine team's own adapter: a function that returns the engine",
+    "<registered-name>": "the adapter an installed package registers by that name (entry points specconform.engines)",
 }
 
 
@@ -35,7 +36,8 @@ def engine_lines() -> list[str]:
     name_width, form_width = (max(len(row[i]) for row in rows) for i in (0, 1))
     lines += [
         "",
-        "products, each defined in harness/products/<name>/ (adapter, profile, expectations, install, judge):",
+        "products (--product NAME), each defined in harness/products/<name>/ (adapter, profile, expectations, install, "
+        "judge):",
     ]
     return lines + [f"{name:{name_width}}  {form:{form_width}}  {what}" for name, form, what in rows]
 

@@ -102,7 +102,7 @@ stop_servers
   echo "- code path: OpenAI server \`vllm.entrypoints.openai.api_server\`; its log says: \`${runner_line##*] }\`"
   echo "- device: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPU cores"
   echo "- model: the embedded engine's tiny Qwen3 model, head_dim 64 (\`specconform.embedded.model.build(variant, head_dim=64)\`)"
-  echo "- commands (\`bash scripts/judge-vllm-api.sh\`, or \`tox -e vllm-api\`):"
+  echo "- commands (\`bash scripts/judge-vllm-api.sh\`, or \`tox -e vllm-cpu-api\`):"
   echo
   sed 's/^/    /' "$log/commands"
 } > "$out/ENGINE.md"

@@ -2,7 +2,8 @@
 
 ``make_engine(spec)`` builds one from its command-line name: ``oracle``, ``reference[:device[:backend]]``,
 ``zoo:<mutant>``, ``embedded[:single|multi]`` (the embedded engine over HTTP), ``openai`` (any server;
-``api_options`` gives base_url, model, ...) or ``module:factory`` (an engine team's own adapter).
+``api_options`` gives base_url, model, ...), ``module:factory`` (an engine team's own adapter) or the name an installed
+package registers its adapter under (entry-point group ``specconform.engines``: ``registered``).
 The runner calls it inside the engine's own process (``specconform.harness.isolation``). The core install judges servers
 (``openai``) and the oracle; the engines built on torch need an extra (``EXTRAS``), and naming one without it is a
 usage error that says which extra to install.
@@ -16,6 +17,11 @@ import urllib.parse
 
 from .. import products
 from ..core import UsageError, missing_methods
+from . import registered
+
+# Each engine's own adapter lives in its product's folder (``harness/products/<name>/<module>.py``) under the import
+# name published runs give it, ``specconform.harness.adapters.<module>``: this package finds its modules there too.
+__path__ += products.registry.adapter_folders()
 
 # specconform's extras (pyproject.toml) and the modules each brings that the core install lacks
 EXTRAS = {
@@ -98,6 +104,7 @@ ENGINE_FORMS = (
     "zoo:<mutant>",
     *products.adapter_forms(),  # the other engines' adapters, in process (`specconform list engines` says each)
     "module:factory (an engine team's own adapter)",
+    f"<registered-name> (an installed package's adapter, entry points {registered.GROUP})",
 )
 
 
@@ -156,6 +163,8 @@ def _build(spec: str, api_options: dict | None):
         from . import zoo
 
         return zoo.make_mutant(spec.split(":", 1)[1])
+    if entry := registered.engines().get(spec):
+        return registered.build(entry)
     if ":" in spec:
         module_name, _, factory = spec.partition(":")
         try:
@@ -165,7 +174,13 @@ def _build(spec: str, api_options: dict | None):
         if not hasattr(module, factory):
             raise UsageError(f"engine {spec!r}: module {module_name!r} has no {factory!r}")
         return getattr(module, factory)()
-    raise UsageError(f"unknown engine {spec!r}; engines are: {', '.join(ENGINE_FORMS)}")
+    raise UsageError(f"unknown engine {spec!r}; engines are: {_known()}")
+
+
+def _known() -> str:
+    """The engine forms, and the names installed packages register (``registered``), for an unknown engine's error."""
+    names = sorted(registered.engines())
+    return ", ".join(ENGINE_FORMS) + (f" ({registered.GROUP} here: {', '.join(names)})" if names else "")
 
 
 def _moved(module_name: str) -> str:
@@ -222,6 +237,9 @@ def _check_engine_name(spec: str, api_options: dict | None) -> None:
         if spec[4:] not in names:
             raise UsageError(f"unknown mutant {spec[4:]!r}; the zoo holds: {', '.join(names)}")
         return
+    if entry := registered.engines().get(spec):
+        registered.check(entry)
+        return
     if ":" in spec and not spec.startswith("embedded"):
         module_name = spec.partition(":")[0]
         try:
@@ -233,4 +251,4 @@ def _check_engine_name(spec: str, api_options: dict | None) -> None:
                 f"engine {spec!r}: no module named {module_name!r} on the Python path{_moved(module_name)}"
             )
         return
-    raise UsageError(f"unknown engine {spec!r}; engines are: {', '.join(ENGINE_FORMS)}")
+    raise UsageError(f"unknown engine {spec!r}; engines are: {_known()}")

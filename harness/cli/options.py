@@ -7,6 +7,8 @@ import argparse
 from ..adapters import api_profile_files
 from ..adapters.http import API_PROFILES
 from ..config import Shard
+from ..core import UsageError
+from ..products import named, products
 
 
 def bounded(kind, low, high, open_interval=False):
@@ -54,6 +56,25 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _product(text: str) -> str:
+    """An argparse type: a product's name (``harness/products/<name>/``)."""
+    try:
+        return named.product_name(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_product_option(parser) -> None:
+    """``--product NAME``: a product judged as its folder says (``products.named``)."""
+    parser.add_argument(
+        "--product",
+        type=_product,
+        help=f"one of {', '.join(products())}: judge that product as its folder harness/products/NAME/ says (its "
+        "adapter's engines, or with --base-url its server with its API profile; its profile; its expectations, the "
+        "installed release's where it has several), instead of --engine (docs/engines.md)",
+    )
 
 
 def add_api_options(parser) -> None:

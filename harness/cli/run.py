@@ -19,6 +19,7 @@ from ..profiles import load_profile
 from .options import (
     add_api_options,
     add_distribution_options,
+    add_product_option,
     add_run_options,
     add_selection_options,
     bounded,
@@ -229,6 +230,7 @@ def add_run_parser(sub) -> None:
         help=f"{', '.join(ENGINE_FORMS)} (repeatable; default: reference, oracle and the "
         "embedded engine with both tokenizer variants)",
     )
+    add_product_option(run)
     add_api_options(run)
     run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
     add_selection_options(run)
@@ -252,6 +254,7 @@ def add_doctor_parser(sub) -> None:
         "judge. It reads [tool.specconform] of the nearest pyproject.toml as run does (the options it has).",
     )
     doc.add_argument("--engine", action="append", help="as for run (repeatable; default: run's default engines)")
+    add_product_option(doc)
     add_api_options(doc)
     doc.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
     add_selection_options(doc)

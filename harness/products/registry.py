@@ -13,8 +13,12 @@ the reason
 - ``expectations-<version>.yaml``: its known results (``--expectations``), each published cause proven by a patch
   under ``proofs/``.
 
-The adapters themselves stay in ``harness/adapters/``: published records and reproduction commands name them by
-their import path (``specconform.harness.adapters.vllm:make``).
+- ``<module>.py``: the adapter of an engine judged in process (``vllm_mrv2.py``), in the folder of the product it
+  was written for (the products judged through it name it in their ``engines``).
+
+An adapter keeps the import name published records and their reproduce commands give it,
+``specconform.harness.adapters.<module>`` (``specconform.harness.adapters.vllm:make``): the adapters package's path
+holds the product folders too (``adapter_folders``), so that name finds the file in its product's folder.
 """
 
 from __future__ import annotations
@@ -92,6 +96,12 @@ def profile_of(name: str) -> profiles.Profile:
     if path is None:
         raise ValueError(f"product {name!r} declares no profile file")
     return profiles.load_profile(str(path))
+
+
+def adapter_folders() -> list[str]:
+    """The product folders that hold an adapter (a ``.py`` file), which the adapters package searches for its modules
+    after its own folder; read from the folder, not the records, so that it needs no YAML parsed."""
+    return [str(folder) for folder in sorted(FOLDER.iterdir()) if folder.is_dir() and any(folder.glob("*.py"))]
 
 
 def adapter_forms() -> tuple[str, ...]:

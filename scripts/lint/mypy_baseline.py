@@ -1,8 +1,9 @@
 """mypy against a baseline that may only shrink: ``python scripts/lint/mypy_baseline.py [--update]``.
 
-mypy runs on the installed shape of the package (a temporary ``specconform/`` holding links to ``harness/``,
-``impl/``, ``embedded/`` and ``specs/``: a checkout's ``specconform/__init__.py`` finds them only at run time, which
-mypy cannot follow). Each error is keyed by its file, message and code, without its line, so that an edit above an
+mypy runs on the installed shape of the package (``installed_tree.py``: a temporary ``specconform/`` holding links to
+``harness/``, ``impl/``, ``embedded/`` and ``specs/``, and the products' adapters under their import names: a
+checkout's ``specconform/__init__.py`` and the adapters package find them only at run time, which mypy cannot
+follow). Each error is keyed by its file, message and code, without its line, so that an edit above an
 error does not move it out of the baseline. The run fails when
 
 - an error is not in ``mypy-baseline.txt`` (a new one: fix it),
@@ -17,15 +18,16 @@ from __future__ import annotations
 import argparse
 import collections
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
+import installed_tree  # noqa: E402  (beside this script, which runs as a file)
+
+ROOT = installed_tree.ROOT
 BASELINE = ROOT / "mypy-baseline.txt"
-PACKAGES = ("harness", "impl", "embedded", "specs")
 # the modules held at zero errors (issue 39): the core types, the run's configuration, the statuses, the schemas
 STRICT = tuple(f"specconform/harness/{name}.py" for name in ("core", "config", "statuses", "schemas"))
 ERROR = re.compile(r"^(?P<path>[^:]+\.py):\d+(?::\d+)?: error: (?P<message>.*)$")
@@ -34,11 +36,7 @@ ERROR = re.compile(r"^(?P<path>[^:]+\.py):\d+(?::\d+)?: error: (?P<message>.*)$"
 def run_mypy() -> list[str]:
     """mypy's error lines on the installed shape, each as ``path: message  [code]`` (no line number)."""
     with tempfile.TemporaryDirectory() as tree:
-        package = Path(tree) / "specconform"
-        package.mkdir()
-        shutil.copy(ROOT / "specconform" / "__init__.py", package)
-        for name in PACKAGES:
-            (package / name).symlink_to(ROOT / name)
+        installed_tree.build(Path(tree))
         done = subprocess.run(
             [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "-p", "specconform"],
             cwd=tree,

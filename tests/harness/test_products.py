@@ -114,8 +114,10 @@ def test_an_unknown_product_is_an_error_that_lists_the_products():
 @pytest.mark.parametrize("version", releases.taught("vllm-mrv2"))
 def test_each_taught_vllm_release_has_a_tox_environment_that_installs_and_judges_it(version):
     release = releases.release("vllm-mrv2", version)
-    env = _tox_env(f"vllm-{releases.series(version)}")
+    env = _tox_env(f"vllm-mrv2-{releases.series(version)}")
     assert f"pip install --no-deps vllm=={version}\n" in env
+    # --product judges the installed release with its range's expectations (test_product_option.py)
+    assert "specconform run --product vllm-mrv2 " in env
+    assert f" --report-dir reports/engines/{release.name_of('make')}-cpu" in env
     expectations = str(release.expectations_path.relative_to(ROOT))
-    assert f"--expectations {expectations} --report-dir reports/engines/{release.name_of('make')}-cpu" in env
     assert f"specconform prove {expectations} --engine specconform.harness.adapters.vllm_mrv2:make" in env

@@ -1,5 +1,5 @@
-"""vLLM's two model runners through their adapters, against the oracle (skipped without vLLM: ``tox -e vllm`` /
-``tox -e vllm-mrv2`` install 0.33, ``tox -e vllm-0.32`` and its siblings another release; the legacy runner's tests
+"""vLLM's two model runners through their adapters, against the oracle (skipped without vLLM: ``tox -e vllm-v1`` /
+``tox -e vllm-mrv2`` install 0.33, ``tox -e vllm-mrv2-0.32`` and its siblings another release; the legacy runner's tests
 want 0.33; on a CPU they need ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
 
 import dataclasses
@@ -12,7 +12,7 @@ from specconform.harness.oracle import budget as tb
 from specconform.harness.oracle import rejection as rs
 from specconform.specs.interface import AddedRequest, BatchUpdate
 
-vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm / vllm-mrv2 only")
+vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm-v1 / vllm-mrv2 only")
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available() and (
     os.environ.get("TRITON_INTERPRET") != "1" or os.environ.get("CUDA_VISIBLE_DEVICES") != ""

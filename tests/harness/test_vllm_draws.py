@@ -10,7 +10,7 @@ import pytest
 
 from specconform.harness.oracle.draws import vllm_mrv2 as scheme
 
-vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm / vllm-mrv2 only")
+vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm-v1 / vllm-mrv2 only")
 torch = pytest.importorskip("torch")
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1" and os.environ.get("CUDA_VISIBLE_DEVICES") == ""
 if not torch.cuda.is_available() and not INTERPRETED:

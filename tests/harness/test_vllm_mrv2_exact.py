@@ -11,7 +11,7 @@ import pytest
 from specconform.harness.oracle import rejection as rs
 from specconform.harness.oracle import vllm_mrv2_exact as exact
 
-vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm / vllm-mrv2 only")
+vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm-v1 / vllm-mrv2 only")
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available() and (
     os.environ.get("TRITON_INTERPRET") != "1" or os.environ.get("CUDA_VISIBLE_DEVICES") != ""

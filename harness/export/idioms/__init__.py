@@ -3,7 +3,7 @@
 Each module holds the source text the exported file inlines for its engine (``BUDGET_IMPORTS`` and
 ``BUDGET_DRIVER``, a class ``EngineBudget`` with ``sync_batch``, ``forced_tokens`` and ``update_state`` over plain
 lists and dicts; ``REJECTION_IMPORTS`` and ``REJECTION_DRIVER`` where it exports rejection cases) and what its driver
-can state (``MULTI_TOKEN_MARKERS``, ``DRAFTS``). The text is its adapter's calls (``harness/adapters/<engine>.py``)
+can state (``MULTI_TOKEN_MARKERS``, ``DRAFTS``). The text is its adapter's calls (``harness/products/<product>/*.py``)
 written out, so the exported file imports the engine and never specconform's harness. Only engines whose adapters
 drive kernel-level code have an idiom; for any other the export is a usage error naming those that have one, never
 a guess.

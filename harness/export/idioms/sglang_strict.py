@@ -1,14 +1,13 @@
 """SGLang 0.5.23's idiom for budget B, strict thinking: its ``ReasonerGrammarObject`` made by its grammar manager and
 read through the vocab mask its sampler fills.
 
-The driver is ``harness/adapters/sglang_strict.py``'s ``StrictBudget`` inlined for steps without drafts, with plain
-dicts for the batch updates: SGLang's ``ReasonerGrammarBackend`` over its ``XGrammarGrammarBackend`` with the
+The driver is ``harness/products/sglang-strict/sglang_strict.py``'s ``StrictBudget`` inlined for steps without drafts,
+with plain dicts for the batch updates: SGLang's ``ReasonerGrammarBackend`` over its ``XGrammarGrammarBackend`` with the
 ``qwen3`` reasoning parser and a stand-in tokenizer (``</think>`` encodes to the case's end marker, Qwen3's excluded
 tokens to ids of their own past the case's); each request handed to ``GrammarManager.process_req_with_grammar`` with
 ``require_reasoning`` on and its budget in ``custom_params.thinking_budget``; each step's mask filled by
-``SamplingBatchInfo.update_regex_vocab_mask``; a row allowing exactly one id is forced to it; committed tokens
-accepted one by one (``accept_token``). The package root is stood in for as in the budget-A idiom.
-"""
+``SamplingBatchInfo.update_regex_vocab_mask``; a row allowing exactly one id is forced to it; committed tokens accepted
+one by one (``accept_token``). The package root is stood in for as in the budget-A idiom."""
 
 from .sglang import STAND_IN
 

@@ -1,13 +1,12 @@
 """vLLM Model Runner V2's idiom: its thinking-budget Triton kernel driven as ``GPUModelRunner`` drives it.
 
-The driver is ``harness/adapters/vllm_mrv2.py``'s ``VllmMrv2Budget`` with its helpers from ``harness/adapters/vllm.py``
-inlined (``import_vllm``'s interpreter set-up, ``reasoning_config``'s stand-in tokenizer, ``validate_budget``) and
-plain dicts for the batch updates: a ``ThinkingBudgetState`` over a real ``RequestState``, each step's batch built as
-``prepare_inputs`` builds it (``expand_idx_mapping``, ``input_ids`` per logits row) and handed to
-``ThinkingBudgetState.apply``, whose forced cells hold ``1e9``; committed tokens appended by vLLM's ``post_update``
-kernel. On a CPU, Triton's interpreter runs the kernels (``TRITON_INTERPRET=1``, ``CUDA_VISIBLE_DEVICES=`` empty,
-set by the file itself before vLLM is imported when no GPU is visible).
-"""
+The driver is ``harness/products/vllm-mrv2/vllm_mrv2.py``'s ``VllmMrv2Budget`` with its helpers from
+``harness/products/vllm-v1/vllm.py`` inlined (``import_vllm``'s interpreter set-up, ``reasoning_config``'s stand-in
+tokenizer, ``validate_budget``) and plain dicts for the batch updates: a ``ThinkingBudgetState`` over a real
+``RequestState``, each step's batch built as ``prepare_inputs`` builds it (``expand_idx_mapping``, ``input_ids`` per
+logits row) and handed to ``ThinkingBudgetState.apply``, whose forced cells hold ``1e9``; committed tokens appended by
+vLLM's ``post_update`` kernel. On a CPU, Triton's interpreter runs the kernels (``TRITON_INTERPRET=1``,
+``CUDA_VISIBLE_DEVICES=`` empty, set by the file itself before vLLM is imported when no GPU is visible)."""
 
 NAME = "vllm-0.33-mrv2"
 ENGINES = ("vllm-0.33-mrv2", "specconform.harness.adapters.vllm_mrv2:make", "harness.adapters.vllm_mrv2:make")

@@ -26,7 +26,7 @@ vLLM's own code, translated from the canonical case format; every judged value i
 
 On a CPU it needs ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` (set but empty) in the
 environment before Python starts, and it turns off vLLM's pinned host memory (``vllm.utils.torch_utils``).
-Nothing of vLLM's code is copied here; vLLM is a dependency of the ``tox -e vllm`` session only.
+Nothing of vLLM's code is copied here; vLLM is a dependency of the ``tox -e vllm-v1`` session only.
 """
 
 from __future__ import annotations
