@@ -13,9 +13,9 @@ implementation, the oracle, the golden vectors, the checks and every engine adap
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,13 +28,26 @@ class Move(enum.Enum):
     UNIDIRECTIONAL = "UNIDIRECTIONAL"
 
 
+class IdTensor(Protocol):
+    """A 1-D integer tensor (torch's, say): a prompt may be given as one (thinking-budget.md section 10)."""
+
+    def dim(self) -> int: ...
+
+    def tolist(self) -> list: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
 @dataclass(frozen=True)
 class AddedRequest:
-    """A request placed in slot ``index`` with ``budget`` (``None`` or ``-1``: untracked) and its prompt."""
+    """A request placed in slot ``index`` with ``budget`` (``None`` or ``-1``: untracked) and its prompt: a list,
+    tuple or range of ids, or a 1-D integer tensor."""
 
     index: int
     budget: Any
-    prompt_token_ids: Sequence[int] = ()
+    prompt_token_ids: Sequence[int] | IdTensor = ()
 
 
 @dataclass(frozen=True)
