@@ -254,11 +254,14 @@ def markdown(runs: list[Run], benches: list[BenchRun]) -> str:
 # HTML with inline SVG trend plots
 
 
-def trend_plot(
-    title: str, labels: list[str], series: dict[str, list[tuple[float, float, float] | None]], unit: str
-) -> str:
+# a measurement over the runs: (median, smallest repeat, largest repeat), the repeats None where not known
+Point = tuple[float, float | None, float | None]
+
+
+def trend_plot(title: str, labels: list[str], series: dict[str, list[Point | None]], unit: str) -> str:
     """A line per series over the runs (x: ``labels``), log y, with a bar from the smallest to the largest
-    repeat where known: each point is ``(median, low, high)`` or ``None`` (not measured in that run)."""
+    repeat where known: each point is ``(median, low, high)`` (low and high None where the repeats are not known)
+    or ``None`` (not measured in that run)."""
     width, height, left, top, bottom = 680, 300, 60, 24, 80
     values = [v for points in series.values() for p in points if p for v in p if v and v > 0]
     if not values:
@@ -316,7 +319,7 @@ def trend_plot(
     return "".join(parts)
 
 
-def _point(s: benchdiff.Series | None):
+def _point(s: benchdiff.Series | None) -> Point | None:
     if s is None:
         return None
     return (s.median, min(s.repeats), max(s.repeats)) if s.repeats else (s.median, None, None)
@@ -381,7 +384,8 @@ def perf_plots(benches: list[BenchRun]) -> list[str]:
 
 def _markdown_to_html(text: str) -> str:
     """The Markdown this module writes (headings, tables, lists, paragraphs) as HTML."""
-    out, table = [], []
+    out: list[str] = []
+    table: list[str] = []
 
     def flush():
         if table:

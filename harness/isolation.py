@@ -20,6 +20,8 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 
 from .contract import OutsideContract, guarded
 from .core import CAPABILITY_PROTOCOLS, ERROR, NOT_APPLICABLE, TIMEOUT, Context, Outcome, ServedEngine, uniform_outcome
@@ -220,8 +222,8 @@ class EngineProcess:
         self.api_options = dict(api_options or {})
         self.info: EngineInfo | None = None
         self.factory_s = 0.0
-        self._process = None
-        self._conn = None
+        self._process: BaseProcess | None = None
+        self._conn: Connection | None = None
         self._context = multiprocessing.get_context("spawn")
 
     def start(self, timeout_s: float | None) -> EngineInfo:
@@ -258,7 +260,7 @@ class EngineProcess:
             factory_s = self.factory_s  # the factory's time counts against the check's deadline
         remaining = None if not timeout_s else max(timeout_s - factory_s, 0.001)
         try:
-            self._conn.send((name, ctx))
+            self._pipe().send((name, ctx))
         except (BrokenPipeError, OSError):
             raise EngineFailure(ERROR, _death(self._process)) from None
         kind, payload = self._receive(remaining, f"check {name}")
@@ -267,13 +269,20 @@ class EngineProcess:
         self.stop()  # the child reported an exit or crash it cannot recover from
         raise EngineFailure(ERROR, payload)
 
+    def _pipe(self) -> Connection:
+        """The parent's end of the pipe to the child that ``start`` made."""
+        if self._conn is None:
+            raise EngineFailure(ERROR, "the engine's process is not running")
+        return self._conn
+
     def _receive(self, timeout_s: float | None, doing: str):
-        ready = self._conn.poll(timeout_s) if timeout_s else self._conn.poll(None)
+        conn = self._pipe()
+        ready = conn.poll(timeout_s) if timeout_s else conn.poll(None)
         if not ready:
             self.stop()
             raise EngineFailure(TIMEOUT, f"ran past {timeout_s:.3g} s while {doing}; the engine's process was killed")
         try:
-            return self._conn.recv()
+            return conn.recv()
         except (EOFError, OSError):
             message = _death(self._process)
             self.stop()
@@ -283,13 +292,16 @@ class EngineProcess:
         """End the child: politely if it is idle, by SIGKILL if it does not go within a second."""
         if self._process is None:
             return
+        conn = self._conn  # None only where start failed before it kept the pipe
         if self._process.is_alive():
             with contextlib.suppress(BrokenPipeError, OSError):
-                self._conn.send(None)
+                if conn is not None:
+                    conn.send(None)
             self._process.join(timeout=1)
             if self._process.is_alive():
                 self._process.kill()
                 self._process.join(timeout=5)
-        self._conn.close()
+        if conn is not None:
+            conn.close()
         self._process = None
         self._conn = None

@@ -71,7 +71,7 @@ def _marker(tokens, field_name: str) -> list[int]:
 
 
 def _prompt(added: AddedRequest) -> list[int]:
-    prompt = added.prompt_token_ids
+    prompt: object = added.prompt_token_ids  # any value: an engine is handed what a caller gives (TB-TENSOR-1)
     if isinstance(prompt, torch.Tensor):
         prompt = prompt.tolist() if prompt.dim() == 1 and not prompt.is_floating_point() else None
     ids = list(prompt) if isinstance(prompt, (list, tuple, range)) else None

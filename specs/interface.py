@@ -13,11 +13,12 @@ implementation, the oracle, the golden vectors, the checks and every engine adap
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 
 class Move(enum.Enum):
@@ -27,13 +28,26 @@ class Move(enum.Enum):
     UNIDIRECTIONAL = "UNIDIRECTIONAL"
 
 
+class IdTensor(Protocol):
+    """A 1-D integer tensor (torch's, say): a prompt may be given as one (thinking-budget.md section 10)."""
+
+    def dim(self) -> int: ...
+
+    def tolist(self) -> list: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
 @dataclass(frozen=True)
 class AddedRequest:
-    """A request placed in slot ``index`` with ``budget`` (``None`` or ``-1``: untracked) and its prompt."""
+    """A request placed in slot ``index`` with ``budget`` (``None`` or ``-1``: untracked) and its prompt: a list,
+    tuple or range of ids, or a 1-D integer tensor."""
 
     index: int
     budget: Any
-    prompt_token_ids: Sequence[int] = ()
+    prompt_token_ids: Sequence[int] | IdTensor = ()
 
 
 @dataclass(frozen=True)
@@ -84,7 +98,7 @@ class InvalidCase(ValueError):
     """Input that the spec requires an implementation to reject (RS-INPUT-*)."""
 
 
-@dataclass
+@dataclass(init=False)
 class RejectionCase:
     """The canonical ragged layout (RS-LAYOUT-1).
 
@@ -96,6 +110,9 @@ class RejectionCase:
     then unused), or None (every request has its seed): a batch may mix seeded and unseeded requests (section 6,
     mixed batches).
     ``positions``: ``[B]`` int64.
+
+    The constructor takes any array-like (lists included) and stores numpy arrays of the dtypes above: the
+    ``__init__`` is written out, since a generated one would type each argument as the stored array.
     """
 
     target_logits: np.ndarray
@@ -108,21 +125,27 @@ class RejectionCase:
     positions: np.ndarray | None = None
     seeded: np.ndarray | None = None
 
-    def __post_init__(self):
-        self.target_logits = np.asarray(self.target_logits, dtype=np.float64)
-        self.draft_token_ids = np.asarray(self.draft_token_ids, dtype=np.int64).reshape(-1)
-        self.num_draft_tokens = np.asarray(self.num_draft_tokens, dtype=np.int64).reshape(-1)
-        self.temperature = np.asarray(self.temperature, dtype=np.float64).reshape(-1)
-        if self.draft_probs is not None:
-            self.draft_probs = np.asarray(self.draft_probs, dtype=np.float64)
-        if self.forced_token_ids is not None:
-            self.forced_token_ids = np.asarray(self.forced_token_ids, dtype=np.int64).reshape(-1)
-        if self.seeds is not None:
-            self.seeds = np.asarray(self.seeds, dtype=np.int64).reshape(-1)
-        if self.positions is not None:
-            self.positions = np.asarray(self.positions, dtype=np.int64).reshape(-1)
-        if self.seeded is not None:
-            self.seeded = np.asarray(self.seeded).reshape(-1)
+    def __init__(
+        self,
+        target_logits: npt.ArrayLike,
+        draft_token_ids: npt.ArrayLike,
+        num_draft_tokens: npt.ArrayLike,
+        temperature: npt.ArrayLike,
+        draft_probs: npt.ArrayLike | None = None,
+        forced_token_ids: npt.ArrayLike | None = None,
+        seeds: npt.ArrayLike | None = None,
+        positions: npt.ArrayLike | None = None,
+        seeded: npt.ArrayLike | None = None,
+    ) -> None:
+        self.target_logits = np.asarray(target_logits, dtype=np.float64)
+        self.draft_token_ids = np.asarray(draft_token_ids, dtype=np.int64).reshape(-1)
+        self.num_draft_tokens = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1)
+        self.temperature = np.asarray(temperature, dtype=np.float64).reshape(-1)
+        self.draft_probs = None if draft_probs is None else np.asarray(draft_probs, dtype=np.float64)
+        self.forced_token_ids = None if forced_token_ids is None else np.asarray(forced_token_ids, np.int64).reshape(-1)
+        self.seeds = None if seeds is None else np.asarray(seeds, dtype=np.int64).reshape(-1)
+        self.positions = None if positions is None else np.asarray(positions, dtype=np.int64).reshape(-1)
+        self.seeded = None if seeded is None else np.asarray(seeded).reshape(-1)
 
     @property
     def batch_size(self) -> int:

@@ -162,7 +162,7 @@ def print_tables(results: dict, path: Path) -> None:
             f"{r['family']:10} {r['B']:>5} {r['K']:>2} {r['V']:>7} {r['dtype']:>8} {'y' if r['draft_probs'] else 'n'} "
             f"{r['mode']:>6} {r['acceptance']:>5.2f} " + " ".join(f"{c:>10}" for c in cells)
         )
-    reasons = {}
+    reasons: dict[tuple[str, str], list[str]] = {}  # (peer, why not run) -> the cases
     for r in results["rejection"]:
         for name, why in r["not_run"].items():
             reasons.setdefault((name, why), []).append(f"B={r['B']},K={r['K']},{r['mode']}")

@@ -30,7 +30,7 @@ def do_bench(fn, graph: bool) -> float:
 
 def repeated(fns: dict, graph: dict) -> dict[str, list[float]]:
     """``REPEATS`` median timings of each function, interleaved so that drift hits all alike."""
-    times = {name: [] for name in fns}
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(REPEATS):
         for name, fn in fns.items():
             times[name].append(do_bench(fn, graph=graph.get(name, False)))

@@ -134,6 +134,14 @@ def sequential_twin(vector: dict) -> dict | None:
     return {**vector, "steps": steps, "max_spec_len": 0}
 
 
+def _place(live: dict[int, int], slot: int, request: int | None) -> None:
+    """Slot ``slot`` of ``live`` (slot -> request) holds ``request`` now, or nothing where that is None."""
+    if request is None:
+        live.pop(slot, None)
+    else:
+        live[slot] = request
+
+
 def solo_twins(vector: dict) -> list[dict]:
     """``vector`` without its batch: one scenario per request, alone in a batch of one from its add to its last
     step, with the drafts and commits it had. A request's forced rows do not depend on the others (TB-BATCH-1),
@@ -150,10 +158,11 @@ def solo_twins(vector: dict) -> list[dict]:
                 requests.append({"added": added, "steps": []})
             for src, dst, kind in update.moved:
                 if kind is Move.SWAP:
-                    live[src], live[dst] = live.get(dst), live.get(src)
+                    into_src, into_dst = live.get(dst), live.get(src)
+                    _place(live, src, into_src)
+                    _place(live, dst, into_dst)
                 else:
-                    live[dst] = live.pop(src, None)
-                live = {k: v for k, v in live.items() if v is not None}
+                    _place(live, dst, live.pop(src, None))
         offset = 0
         for slot, k in enumerate(step["num_draft_tokens"]):
             if slot in live:
@@ -199,7 +208,8 @@ def output_opened_twin(vector: dict) -> dict | None:
             opened_at = i + 1 - len(start)
     if not state.in_section or opened_at is None:
         return None
-    prompt, moved = list(added.prompt_token_ids[:opened_at]), list(added.prompt_token_ids[opened_at:])
+    prompt_ids = list(added.prompt_token_ids)
+    prompt, moved = prompt_ids[:opened_at], prompt_ids[opened_at:]
     update = BatchUpdate(first.batch_size, added=(type(added)(added.index, added.budget, tuple(prompt)),))
     model = tb.BudgetBatch(start, end, vector["max_num_reqs"], vector["scope"])
     model.apply(update)

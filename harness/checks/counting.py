@@ -97,12 +97,12 @@ def _judge_counts(engine, rows: list[list[int]], vocab: int, tally: Tally, profi
     seen: dict[tuple[str, str], tuple[str, str, str]] = {}
     for i, row in enumerate(rows):
         found = row_violations(row, vocab, (int(num[i]), bool(broken[i]), bool(oov[i])))
-        if not found:
+        first = mj.owner(found)  # None: the row breaks no rule
+        if first is None:
             hole = any(p.kind == "hole" for p in ac.validate_rows([row], vocab))
             own = "AC-COUNT-4" if row[0] == -1 else "AC-COUNT-2" if hole else "AC-COUNT-1"
             tally.exercised(own, "AC-COUNT-3", *(("AC-COUNT-2",) if hole else ()))
             continue
-        first = mj.owner(found)
         if first[:2] not in seen:
             seen[first[:2]] = attribute_row(engine, row, vocab, profile) or first
         rid, mode, shown = seen[first[:2]]
@@ -193,7 +193,8 @@ def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
                 finding=owner,
             )
             continue
-        judged = (
+        # (requirement, agrees, what, the engine's value, the oracle's)
+        compared: list[tuple[str, bool | np.bool_, str, object, object]] = [
             (
                 "AC-METRIC-2",
                 mean_ok,
@@ -215,14 +216,14 @@ def metrics_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
                 got["accepted_per_position"],
                 oracle.accepted_per_position,
             ),
-        )
+        ]
         if "per_position_rates" in got:  # AC-METRIC-3's rates, where the engine reports them
             rates = list(got["per_position_rates"])
             same = len(rates) == len(oracle.per_position_rates()) and np.allclose(
                 rates, oracle.per_position_rates(), equal_nan=True
             )
-            judged += (("AC-METRIC-3", same, "per-position rates", rates, oracle.per_position_rates()),)
-        for rid, ok, what, value, expected in judged:
+            compared.append(("AC-METRIC-3", same, "per-position rates", rates, oracle.per_position_rates()))
+        for rid, ok, what, value, expected in compared:
             if ok:
                 tally.exercised(rid)
             else:

@@ -86,8 +86,8 @@ def _rejection_exact(engine, ctx: Context, entry, requirements) -> Outcome:
     tally = Tally(requirements)
     case = vectors.case_from_json(entry["case"])
     try:
-        tokens, num = rejection.sample_output(engine, ctx.profile, case)
-        tokens, num = [list(map(int, r)) for r in tokens], [int(n) for n in num]
+        out_tokens, out_num = rejection.sample_output(engine, ctx.profile, case)
+        tokens, num = [list(map(int, r)) for r in out_tokens], [int(n) for n in out_num]
         failed = tokens != entry["expected_token_ids"] or num != entry["expected_num_emitted"]
         shown = f"token_ids {tokens} num_emitted {num}"
     except (ValueError, rs.InvalidCase) as exc:
@@ -119,7 +119,9 @@ def _rejection_error(engine, profile, entry) -> tuple[str, str] | None:
     )
 
 
-def _count_row(engine, profile, entry) -> tuple[str, str] | None:
+def _count_row(engine, profile, entry) -> tuple[str, str] | tuple[str, str, str] | None:
+    """``_exactly``'s failure of a counting row: ``(mode, evidence)``, or ``(mode, evidence, requirement)`` where
+    its minimal row fails another requirement; None where it replays."""
     num, broken, out_of_vocab = (
         np.asarray(x) for x in engine.count_emitted(np.array([entry["row"]]), entry["vocab_size"])
     )

@@ -142,10 +142,10 @@ def rows(engines_dir: Path, products_dir: Path | None = None) -> list[Row]:
                 latest[key] = (run, mine, earlier)
     product_of_engine = {engine: listed[folder] for folder, engine, _ in latest if folder in listed}
     out = []
-    for (folder, engine, where), (run, records, earlier) in latest.items():
-        product = listed.get(folder) or product_of_engine.get(engine) or folder
-        version = release(records[0]["engine_version"], engine, folder) or "unknown"
+    for (name, engine, where), (run, records, earlier) in latest.items():
+        product = listed.get(name) or product_of_engine.get(engine) or name
+        version = release(records[0]["engine_version"], engine, name) or "unknown"
         out.append(
-            Row(product, folder, engine, version, variant_of(engine, product, version), where, run, records, earlier)
+            Row(product, name, engine, version, variant_of(engine, product, version), where, run, records, earlier)
         )
     return sorted(out, key=lambda r: (r.product, r.variant, r.runner, release_key(r.version), r.stamp))

@@ -79,18 +79,23 @@ def patch_in_place(mutant: Mutant, source_root: Path) -> bool:
     starts = [0]
     for line in data.splitlines(True):
         starts.append(starts[-1] + len(line))
-    parents, node = [], ast.parse(original)
+    parents: list[str] = []
+    body: list[ast.stmt] = ast.parse(original).body
     for part in mutant.function.split("."):  # down to the outermost function on the mutant's path
-        node = next((n for n in node.body if getattr(n, "name", None) == part), None)
+        node = next((n for n in body if getattr(n, "name", None) == part), None)
         if node is None:
             return False
         parents.append(part)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node
             break
+        body = node.body if isinstance(node, ast.ClassDef) else []
     else:
         return False  # a class body
-    body_start = starts[node.body[0].lineno - 1] + node.body[0].col_offset
-    body_end = starts[node.end_lineno - 1] + node.end_col_offset
+    if function.end_lineno is None or function.end_col_offset is None:  # ast.parse sets them: typeshed allows None
+        return False
+    body_start = starts[function.body[0].lineno - 1] + function.body[0].col_offset
+    body_end = starts[function.end_lineno - 1] + function.end_col_offset
     if not body_start <= mutant.start <= mutant.end <= body_end:
         return False
     qualname = ".".join(parents)
@@ -109,7 +114,8 @@ def patch_in_place(mutant: Mutant, source_root: Path) -> bool:
     functions = [
         f
         for f in candidates
-        if hasattr(f, "__code__")
+        if f is not None
+        and hasattr(f, "__code__")
         and f.__code__.co_qualname == qualname
         and new_code is not None
         and f.__code__.co_firstlineno == new_code.co_firstlineno

@@ -46,6 +46,22 @@ class Job:
     seconds: dict[str, float] = field(default_factory=dict)  # check -> seconds it ran
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # file -> context -> lines
 
+    @property
+    def judged(self) -> Verdict:
+        """The verdict of a job the children have judged; a ValueError before that."""
+        if self.verdict is None:
+            raise ValueError(
+                f"the job of {self.engine} ({self.mutant.key if self.mutant else 'unmutated'}) is unjudged"
+            )
+        return self.verdict
+
+    @property
+    def applied(self) -> Mutant:
+        """The mutant of a mutant's job; a ValueError for the unmutated code's."""
+        if self.mutant is None:
+            raise ValueError(f"the job of {self.engine} judges the unmutated code: it applies no mutant")
+        return self.mutant
+
 
 @dataclass(frozen=True)
 class Setup:

@@ -63,7 +63,7 @@ def plan_mutant(target: Target, mutant: Mutant, baseline: Job, source: str, args
 
 
 def _entry(target: Target, job: Job, source: str) -> dict:
-    mutant, verdict = job.mutant, job.verdict
+    mutant, verdict = job.applied, job.judged
     entry = {k: v for k, v in asdict(mutant).items() if k not in ("start", "end")}
     entry.update(asdict(verdict), engine=target.engine, area=target.area(mutant.function), diff=mutant.diff(source))
     return entry
@@ -126,8 +126,8 @@ def run(args) -> int:
     trace = {e: tuple(str(REPO / t.path) for t in targets if t.engine == e) for e in engines}
     baselines = {job.engine: job for job in judge([Job(e, trace=trace[e]) for e in engines], setup, args.workers)}
     for engine, job in baselines.items():
-        say(f"baseline {engine}: {job.verdict.status} in {job.verdict.seconds} s, {len(job.plan)} checks")
-    broken = {e: asdict(job.verdict) for e, job in baselines.items() if job.verdict.status != "SURVIVED"}
+        say(f"baseline {engine}: {job.judged.status} in {job.judged.seconds} s, {len(job.plan)} checks")
+    broken = {e: asdict(job.judged) for e, job in baselines.items() if job.judged.status != "SURVIVED"}
     if broken:
         say(f"the unmutated code fails a check, so this run judges nothing: {broken}")
         return 1
@@ -140,36 +140,35 @@ def run(args) -> int:
     def report_one(job: Job) -> None:
         nonlocal done
         done += 1
-        sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.mutant.path])) + "\n")
+        sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.applied.path])) + "\n")
         sink.flush()
-        v = job.verdict
+        v = job.judged
         killer = f"  <- {v.check} {v.check_status} {','.join(v.requirements)}" if v.check else ""
         ran = f"{v.checks_run}/{v.checks_planned}"
-        say(f"[{done}/{len(jobs)}] {v.status:8} {v.seconds:6.1f} s {ran:>5} {job.mutant.key}{killer}")
+        say(f"[{done}/{len(jobs)}] {v.status:8} {v.seconds:6.1f} s {ran:>5} {job.applied.key}{killer}")
 
     judge([j for j in jobs if j.checks], setup, args.workers, report_one)
     for job in jobs:
         if not job.checks:
             job.verdict = Verdict("SURVIVED", message="no check executes the mutated lines")
     # A TIMEOUT on a loaded machine is not a kill until the check runs past a limit ``--rejudge`` times longer.
-    slow = [job for job in jobs if job.verdict.check_status == "TIMEOUT"]
+    slow = [job for job in jobs if job.judged.check_status == "TIMEOUT"]
     if slow:
         say(f"re-judging {len(slow)} TIMEOUT(s) with {args.rejudge:g} times the limits")
-        first_verdicts = {id(job): job.verdict for job in slow}
+        first_verdicts = {id(job): job.judged for job in slow}
         for job in slow:
-            job.checks = job.checks[job.checks.index(job.verdict.check) :]  # the checks before it passed
+            checks = job.checks or []  # a mutant's job names its checks (plan_mutant)
+            job.checks = checks[checks.index(job.judged.check) :]  # the checks before it passed
             job.limits = {c: args.rejudge * limit for c, limit in job.limits.items()}
         done = 0
         judge(slow, setup, args.workers, report_one)
         for job in slow:
             first = first_verdicts[id(job)]
-            job.verdict.message = (
-                f"(re-judged after a TIMEOUT at {first.check}: {first.message}) " + job.verdict.message
-            )
+            job.judged.message = f"(re-judged after a TIMEOUT at {first.check}: {first.message}) " + job.judged.message
     sink.close()
     with (out / "mutants.jsonl").open("w") as sink:
         for job in jobs:
-            sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.mutant.path])) + "\n")
+            sink.write(json.dumps(_entry(target_of[id(job)], job, sources[job.applied.path])) + "\n")
     meta = {
         "started": out.name,
         "machine": f"{os.cpu_count()} CPU cores (load average {os.getloadavg()[0]:.1f} at the end)",
@@ -187,7 +186,7 @@ def run(args) -> int:
         "limits": f"{args.timeout:g} s + {args.timeout_factor:g} × the baseline's seconds per check; "
         f"TIMEOUTs re-judged at {args.rejudge:g} times that",
         "baselines": {
-            e: {"status": j.verdict.status, "seconds": j.verdict.seconds, "checks": j.seconds}
+            e: {"status": j.judged.status, "seconds": j.judged.seconds, "checks": j.seconds}
             for e, j in baselines.items()
         },
     }

@@ -161,9 +161,10 @@ class RequestBudget:
 
     def forced_token(self) -> int:
         """The token this position must take, or -1 when the position is free (TB-FORCE-1, TB-END-1)."""
-        if self.budget is None or not self.in_section:
+        left = self.budget_left  # None: an untracked request
+        if left is None or not self.in_section:
             return -1
-        if self.count >= self.budget_left:
+        if self.count >= left:
             if self.forced is not None:
                 return self.forced.marker[self.forced_matched]
             return self.end.marker[self.end_matched]

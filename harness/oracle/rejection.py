@@ -91,6 +91,10 @@ def _race_margin(scores: np.ndarray) -> float:
     return float((top[1] - top[0]) / top[1])
 
 
+# distributions one per row: a [rows, V] array, or a sequence of [V] arrays
+Rows = np.ndarray | Sequence[np.ndarray]
+
+
 def verify_request(
     logits_rows: np.ndarray,
     drafts: Sequence[int],
@@ -109,6 +113,8 @@ def verify_request(
             if j == K or drafts[j] != best:
                 return trace
             # accepted: the emitted token equals the draft
+    if draws is None:
+        raise ValueError(f"a sampled request (temperature {temperature}) needs its draws; got None")
     for j in range(K + 1):
         p = target_probs(logits_rows[j], temperature, forced[j])
         if j == K:
@@ -173,9 +179,9 @@ def sample_case(
         rs, ds = request_slices(case, i)
         if draws is not None:
             request_draws = draws[i]
-        elif case.seed_of(i) is not None:
+        elif (seed := case.seed_of(i)) is not None:
             position = 0 if case.positions is None else int(case.positions[i])
-            request_draws = counter_draws(case.seed_of(i), position, V)
+            request_draws = counter_draws(seed, position, V)
         elif case.seeded is not None:  # a request without a seed beside seeded ones draws fresh (section 6)
             request_draws = fresh_draws(V)
         else:
@@ -211,8 +217,8 @@ def sample_arrays(target_logits, draft_token_ids, num_draft_tokens, draft_probs,
 
 
 def output_distribution(
-    p_rows: Sequence[np.ndarray],
-    q_rows: Sequence[np.ndarray] | None,
+    p_rows: Rows,
+    q_rows: Rows | None,
     drafts: Sequence[int],
     greedy: bool = False,
 ) -> dict[tuple[int, ...], float]:
@@ -260,8 +266,8 @@ def output_distribution(
 
 
 def distribution_with_sampled_drafts(
-    p_rows: Sequence[np.ndarray],
-    q_rows: Sequence[np.ndarray],
+    p_rows: Rows,
+    q_rows: Rows,
     one_hot: bool = False,
 ) -> dict[tuple[int, ...], float]:
     """Exact distribution of the emitted row when each draft ``d_j`` is drawn from ``q_j``.

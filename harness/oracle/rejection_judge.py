@@ -362,13 +362,14 @@ def draws_twins(case: rs.RejectionCase, i: int) -> list[rs.RejectionCase]:
     token is a sample of ``p`` under the reference draws, so one that parts from the oracle's shows the draws are not
     the reference (RS-RNG-3), whatever the rule does. A row whose p has few tokens agrees with other draws by chance
     often (two tokens at 0.8 and 0.2: two draws in three), hence the several positions."""
-    if case.seed_of(i) is None or case.temperature[i] == 0:
+    seed = case.seed_of(i)
+    if seed is None or case.temperature[i] == 0:
         return []
     row_slice, _ = rs.request_slices(case, i)
     position = 0 if case.positions is None else int(case.positions[i])
     forced = _forced(case)
     return [
-        rs.RejectionCase(case.target_logits[r : r + 1], [], [0], [T], seeds=[case.seed_of(i)], positions=[p + later])
+        rs.RejectionCase(case.target_logits[r : r + 1], [], [0], [T], seeds=[seed], positions=[p + later])
         for p, r in enumerate(range(row_slice.start, row_slice.stop), start=position)
         if forced[r] == -1
         for T in (float(case.temperature[i]), TWIN_TEMPERATURE)  # a flatter one too: fewer samples agree by chance

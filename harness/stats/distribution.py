@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .cases import DistributionCase
 from .gtest import Judgement, g_test, judge
 from .power import DEFAULT_POWER, UNREACHABLE, Power
+
+if TYPE_CHECKING:  # the light install has no torch: it is imported where it is used
+    import torch
 
 # A sampler under test: (target_logits [R, V], draft_token_ids [ΣK], num_draft_tokens [B],
 # draft_probs [ΣK, V] | None, temperature [B], seeds [B], positions [B]) -> token_ids [B, K+1].
@@ -25,8 +29,8 @@ class DistributionReport:
     trials: int
     alpha_test: float
     target: Power
-    positions: list[Judgement] = field(default_factory=list)
-    accepted_length: Judgement | None = None
+    positions: list[Judgement]  # [K + 1], one G-test per position
+    accepted_length: Judgement
     reach: list = field(default_factory=list)  # [K + 1] P(position reached) for a conforming engine
     out_of_range: int = 0  # emitted ids outside [0, V) or rows breaking the prefix invariant
     empirical: list = field(default_factory=list)  # [K + 1][V] observed frequencies per position
@@ -40,7 +44,7 @@ class DistributionReport:
             found.add("RS-INPUT-1")
         if any(j.failed for j in self.positions):
             found.add("RS-PROB-5")
-        if self.accepted_length is not None and self.accepted_length.failed:
+        if self.accepted_length.failed:
             found.add("RS-PROB-6")
         return found
 
@@ -133,7 +137,7 @@ def distribution_check(
 
 
 # A sampler on a torch device: the arguments of ``Sampler`` as tensors on that device -> token_ids [B, K+1].
-DeviceSampler = Callable[..., "torch.Tensor"]  # noqa: F821 (torch is imported where it is used)
+DeviceSampler = Callable[..., "torch.Tensor"]
 
 
 def distribution_check_on_device(
@@ -143,7 +147,7 @@ def distribution_check_on_device(
     alpha_test: float,
     seed: int,
     target: Power = DEFAULT_POWER,
-    device: str = "cpu",
+    device: str | torch.device = "cpu",
     batch: int | None = None,
 ) -> DistributionReport:
     """``distribution_check`` for a sampler that takes and returns torch tensors on ``device``: drafts,
@@ -166,10 +170,14 @@ def distribution_check_on_device(
     done = 0
     while done < trials:
         b = min(batch, trials - done)
-        drafts = torch.multinomial(q, b, replacement=True, generator=generator).T if K else None  # [b, K]
+        drafts = (  # [b * K]
+            torch.multinomial(q, b, replacement=True, generator=generator).T.reshape(-1)
+            if K
+            else torch.zeros(0, dtype=torch.int64, device=device)
+        )
         tokens = sampler(
             logits.expand(b, K + 1, V).reshape(b * (K + 1), V),
-            drafts.reshape(-1) if K else torch.zeros(0, dtype=torch.int64, device=device),
+            drafts,
             torch.full((b,), K, dtype=torch.int64, device=device),
             q.expand(b, K, V).reshape(b * K, V) if case.pass_q else None,
             torch.full((b,), case.temperature, dtype=torch.float32, device=device),
@@ -203,9 +211,16 @@ def _report(case, counts, lengths, out_of_range, trials, alpha_test, target) -> 
     p = case.p
     law = case.length_law()
     reach = case.reach()
-    report = DistributionReport(case.name, trials, alpha_test, target, reach=reach.tolist(), out_of_range=out_of_range)
-    report.positions = [judge(g_test(counts[j], p[j], alpha_test), p[j], target, float(reach[j])) for j in range(K + 1)]
-    report.accepted_length = judge(g_test(lengths, law, alpha_test), law, target)
+    report = DistributionReport(
+        case.name,
+        trials,
+        alpha_test,
+        target,
+        positions=[judge(g_test(counts[j], p[j], alpha_test), p[j], target, float(reach[j])) for j in range(K + 1)],
+        accepted_length=judge(g_test(lengths, law, alpha_test), law, target),
+        reach=reach.tolist(),
+        out_of_range=out_of_range,
+    )
     reached = counts.sum(axis=1, keepdims=True)
     report.empirical = np.divide(counts, reached, out=np.zeros_like(counts), where=reached > 0).tolist()
     report.lengths = (lengths / max(lengths.sum(), 1)).tolist()

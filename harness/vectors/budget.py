@@ -24,8 +24,10 @@ def budget_vectors() -> dict:
 
 def _scenario(source: Scenario) -> dict:
     if source.steps is None:  # one request, no drafts: each step the model proposes one token
-        first = BatchUpdate(1, added=[AddedRequest(0, source.budget, source.prompt_token_ids)])
-        steps = [(first if i == 0 else None, {0: SlotStep([], 0, t)}) for i, t in enumerate(source.proposals)]
+        # (both set: the schema's validator requires them without steps)
+        prompt, proposals = source.prompt_token_ids or [], source.proposals or []
+        first = BatchUpdate(1, added=[AddedRequest(0, source.budget, prompt)])
+        steps = [(first if i == 0 else None, {0: SlotStep([], 0, t)}) for i, t in enumerate(proposals)]
         max_num_reqs = 1 if source.max_num_reqs is None else source.max_num_reqs
     else:
         steps = [

@@ -64,7 +64,7 @@ def _seed_where(source: ExactVector, search: SeedSearch) -> RejectionCase:
     for seed in range(1, 10_000):
         case = source.case.rejection_case(seeds=[seed])
         tokens, _, traces = rs.sample_case(case)
-        uniform = rs.rng.uniform(seed, int(case.positions[0]))
+        uniform = rs.rng.uniform(seed, 0 if case.positions is None else int(case.positions[0]))  # the oracle's 0
         if (
             tokens[search.row, search.column] == search.token
             and (search.uniform_below is None or uniform < search.uniform_below)
@@ -76,7 +76,10 @@ def _seed_where(source: ExactVector, search: SeedSearch) -> RejectionCase:
 
 def _assert_premise(name: str, case: RejectionCase, premise: Premise) -> None:
     if premise.acceptance_uniform is not None:
-        uniform = rs.rng.uniform(int(case.seeds[0]), int(case.positions[0]))
+        seed = case.seed_of(0)
+        if seed is None:
+            raise ValueError(f"golden vector {name!r}: an acceptance uniform needs a seeded request")
+        uniform = rs.rng.uniform(seed, 0 if case.positions is None else int(case.positions[0]))
         if uniform != premise.acceptance_uniform:
             raise ValueError(f"golden vector {name!r}: the acceptance uniform is {uniform}")
     if premise.draft_rejected:

@@ -72,6 +72,45 @@ def test_a_half_applied_update_fails_tb_tensor_1():
     assert outcome.requirements["TB-TENSOR-1"].fingerprint == "TB-TENSOR-1/rejected-update-applied"
 
 
+@pytest.mark.req("AC-TENSOR-1")
+def test_canonical_metrics_that_part_from_the_oracle_on_the_first_call_only_are_judged_without_a_crash():
+    """The tensor-level stats miscount discarded rows, and the canonical acceptance_metrics parts from the oracle on
+    its first call only: the minimal stream's metrics then agree when asked again. AC-TENSOR-1 fails on the tensor
+    stats (their own misjudgement), where the check used to unpack the minimal stream's missing violation (None) and
+    crash; mypy found it."""
+
+    class Miscounted:
+        """The engine's stats, but one discarded row too many."""
+
+        def __init__(self, stats):
+            self._stats = stats
+
+        def __getattr__(self, name):
+            return getattr(self._stats, name)
+
+        @property
+        def num_discarded(self):
+            return self._stats.num_discarded + 1
+
+    class FlakyMetrics(ReferenceEngine):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+            stats = self.tensor_api.acceptance_stats
+            self.tensor_api.acceptance_stats = lambda *args, **kwargs: Miscounted(stats(*args, **kwargs))
+
+        def acceptance_metrics(self, steps, eos_token_ids):
+            self.calls += 1
+            metrics = super().acceptance_metrics(steps, eos_token_ids)
+            return {**metrics, "acceptance_rate": metrics["acceptance_rate"] + 0.5} if self.calls == 1 else metrics
+
+    engine = FlakyMetrics()
+    outcome = BY_NAME["counting/tensor-api"].run(engine, Context(ReferenceEngine().profile))
+    assert engine.calls > 1  # the minimal stream was asked again
+    assert outcome.violated == ("AC-TENSOR-1",), outcome.message
+    assert outcome.requirements["AC-TENSOR-1"].fingerprint == "AC-TENSOR-1/legal-value-misjudged"
+
+
 @pytest.mark.req("TB-TENSOR-2")
 def test_ids_compared_in_32_bits_fail_tb_tensor_2():
     class Wraps32Bits(ReferenceEngine):

@@ -107,14 +107,14 @@ def truncated_end(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
     return tally.outcome(f"{model}: {cuts} generations cut right before or inside the forced end marker")
 
 
-def _bad_request(call) -> tuple[object | None, str | None]:
-    """``(response, None)``, or ``(None, message)`` when the server answers HTTP 400."""
+def _bad_request(call) -> dict | str:
+    """``call()``'s response (a completion's JSON), or the message of the server's HTTP 400 (a str)."""
     import openai
 
     try:
-        return call(), None
+        return call()
     except openai.BadRequestError as error:
-        return None, error.response.text
+        return error.response.text
 
 
 @check(
@@ -132,12 +132,13 @@ def n_choices(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     budget, model = 2, engine.api.model
     for seed in (ctx.seed, None):
         case = f"n 2 budget {budget} " + ("unseeded" if seed is None else f"seed {seed}")
-        response, refusal = _bad_request(
+        response = _bad_request(
             lambda seed=seed: engine.complete(
                 model, budget, max_tokens=8, temperature=1.0, seed=seed, fields=with_logprobs(engine, {"n": 2})
             )
         )
-        if refusal is not None:
+        if isinstance(response, str):  # the server's HTTP 400
+            refusal = response
             if re.search(r"\bn\b", refusal):
                 tally.exercised("API-N-1")
             else:
@@ -191,12 +192,13 @@ def budget_without_thinking(engine, ctx: Context, requirements: tuple[str, ...])
             )
         for budget in (0, 2):
             case = f"enable_thinking false, budget {budget}, seed {seed}"
-            response, refusal = _bad_request(
+            response = _bad_request(
                 lambda budget=budget, seed=seed: engine.complete(
                     model, budget, max_tokens=10, temperature=1.0, seed=seed, fields=with_logprobs(engine, NO_THINKING)
                 )
             )
-            if refusal is not None:
+            if isinstance(response, str):  # the server's HTTP 400
+                refusal = response
                 tally.violated("API-NOTHINK-1", "budget-refused", f"{case}: HTTP 400: {refusal[:200]}")
                 continue
             ids = response["choices"][0]["token_ids"]
@@ -348,12 +350,13 @@ def budget_with_structured_output(engine, ctx: Context, requirements: tuple[str,
     for seed in range(ctx.seed, ctx.seed + 2):
         for budget in (0, 2):
             case = f"response_format json_object, budget {budget}, seed {seed}"
-            response, refusal = _bad_request(
+            response = _bad_request(
                 lambda budget=budget, seed=seed: engine.complete(
                     model, budget, max_tokens=12, temperature=1.0, seed=seed, fields=with_logprobs(engine, JSON_OBJECT)
                 )
             )
-            if refusal is not None:
+            if isinstance(response, str):  # the server's HTTP 400
+                refusal = response
                 if "response_format" in refusal:
                     tally.exercised("API-GRAMMAR-1")
                 else:

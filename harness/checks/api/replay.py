@@ -94,7 +94,8 @@ def judged_choice(engine, prompt_ids, output_ids, budget, choice=None) -> _Repla
     if budget is None:
         return _Replay()
     found = readings(choice or {}, output_ids) if _waits(engine) and choice is not None else None
-    replays = [replay_oracle(engine, prompt_ids, output_ids, budget, inside) for inside in found or [None]]
+    insides: list[tuple[bool, ...] | None] = list(found) if found else [None]  # None: no reading
+    replays = [replay_oracle(engine, prompt_ids, output_ids, budget, inside) for inside in insides]
     replay = next((r for r in replays if not r.problem), replays[0])
     if replay.problem and _waits(engine) and found is None:
         replay.problem += (

@@ -12,7 +12,7 @@ reproduction (``specconform replay FILE --engine E``).
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ... import cases
 from ...cases.budget import EXAMPLES, BudgetFamily, scenarios
@@ -22,11 +22,18 @@ from .minimal import record_divergence
 from .replay import replay_scenario
 
 
-def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None):
+@dataclass(frozen=True)
+class ScenarioCheck:
     """A check body: the family's examples, then ``family.scenarios`` scenarios drawn from ``ctx.seed``, each
-    compared with the oracle row by row; the first failure of each requirement is minimised into a reproduction."""
+    compared with the oracle row by row; the first failure of each requirement is minimised into a reproduction.
+    ``family`` is the cases it draws (tests of the strategies read it)."""
 
-    def run(engine, ctx: Context) -> Outcome:
+    family: BudgetFamily
+    requirements: tuple[str, ...]
+    scope: str | None = None
+
+    def __call__(self, engine, ctx: Context) -> Outcome:
+        family, requirements, scope = self.family, self.requirements, self.scope
         tally = Tally(requirements)
         examples = [
             (f"example {n}", replace(e, scope=scope or ctx.profile.scope)) for n, e in enumerate(family.examples)
@@ -59,8 +66,10 @@ def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: s
             f"{count} runs of scenarios{first}{both} × up to {family.steps} steps; {diverged} diverged from the oracle"
         )
 
-    run.family = family  # the cases it draws, for tests of the strategies
-    return run
+
+def scenario_check(family: BudgetFamily, requirements: tuple[str, ...], scope: str | None = None) -> ScenarioCheck:
+    """The body of a check of ``family`` (``ScenarioCheck``)."""
+    return ScenarioCheck(family, requirements, scope)
 
 
 def _scenarios(name: str, cls: str, covers: tuple[str, ...], description: str, family: BudgetFamily, scope=None):

@@ -79,7 +79,12 @@ def forced_logits_check(engine, ctx: Context, requirements: tuple[str, ...]) -> 
     )
 
 
-def _drafted_case(engine, ctx: Context, rng) -> tuple:
+# (logits float32 [rows, V] before the call, the engine's output, the expected forced id of each row (-1: free),
+# the first untracked row): a case _judge_forced_logits judges
+_Judged = tuple[np.ndarray, np.ndarray, list[int], int]
+
+
+def _drafted_case(engine, ctx: Context, rng) -> _Judged:
     """Logits float32 ``[5, 12]`` after drafts ``[3, 7]`` of request 0 (budget 2, E = [7, 8], one token spent) and
     ``[5]`` of the untracked request 1, the forced token masked before in row 1. ``(logits, output, expected
     forced ids, first untracked row)``."""
@@ -92,7 +97,7 @@ def _drafted_case(engine, ctx: Context, rng) -> tuple:
     return logits, np.asarray(state.apply_to_logits(logits.copy(), [2, 1], [3, 7, 5])), [-1, 7, 8, -1, -1], 3
 
 
-def _plain_case(engine, ctx: Context, rng) -> tuple:
+def _plain_case(engine, ctx: Context, rng) -> _Judged:
     """Logits float32 ``[2, 12]`` of request 0 (budget 0 in the prompt's section, E = [0]) and an untracked one."""
     plain = engine.budget_state([1], [0], 2, ctx.profile.scope)
     plain.sync_batch(BatchUpdate(2, added=(AddedRequest(0, 0, (1,)), AddedRequest(1, None, (1,)))))
@@ -100,7 +105,7 @@ def _plain_case(engine, ctx: Context, rng) -> tuple:
     return logits, np.asarray(plain.apply_to_logits(logits.copy())), [0, -1], 1
 
 
-def _non_finite_case(engine, ctx: Context, rng) -> tuple:
+def _non_finite_case(engine, ctx: Context, rng) -> _Judged:
     """Logits float32 ``[3, 12]`` holding NaN, +inf and -inf (legal logits: thinking-budget.md section 10 asks only
     for a floating-point tensor) for a forced row (request 0, budget 0 in a prompt-opened section, E = [3]: NaN at
     the forced token 3 itself), a tracked free row (request 1, budget 5) and an untracked row (request 2). The forced

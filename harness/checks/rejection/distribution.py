@@ -88,7 +88,7 @@ def distribution_check(requirements: tuple[str, ...], one_hot: bool):
         alpha_test = stats.family_alpha_test(ctx.alpha, cases)
         tally = Tally(requirements)
         plots, lines, trials, counted, uncounted, worst_p = [], [], [], 0, 0, 1.0
-        seen: dict = {}
+        seen: minimal.Gated = {}
         for i, case in enumerate(cases):
             n = stats.planned_trials(case, target, alpha_test, ctx.trials)
             small = trial_case(case, GATE_TRIALS, ctx.seed + i)
@@ -207,10 +207,11 @@ def smaller_distribution_cases(case: stats.DistributionCase):
     for k in range(1, case.K):
         yield replace(case, target_logits=case.target_logits[: k + 1], q=case.q[:k])
     p, q = case.p, case.q
+    V = p.shape[1]
     used = (p > 0).any(axis=0) | (q > 0).any(axis=0)  # [V]
     drops = [~used] if (~used).any() else []
-    if len(used) <= 16:
-        drops += [np.arange(len(used)) == v for v in range(len(used))]
+    if V <= 16:
+        drops += [np.arange(V) == v for v in range(V)]
     for drop in drops:
         keep = ~drop
         if keep.sum() < 2 or not (q[:, keep].sum(axis=1) > 0).all() or not (p[:, keep].sum(axis=1) > 0).all():

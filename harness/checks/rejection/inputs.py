@@ -5,8 +5,10 @@ RS-INPUT-5), a mode without validation emits in-range ids only (RS-INPUT-7), fix
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from ...cases.rejection import LAST_IDS, MASKS, TILE_REMAINDER_VOCABS, VOCABS, RejectionFamily, case_size
 from ...core import PRECONDITION_FAILED, Context, Outcome, Tally, uniform_outcome
@@ -17,6 +19,25 @@ from . import minimal
 from .exact import LAST_IDS_CASES, drawn_cases
 from .minimal import comparable
 from .output import describe_case, outside_contract, sample_output
+
+
+class _IdChange(TypedDict, total=False):
+    """The fields an invalid-id case changes in ``_id_case``'s valid one (RS-INPUT-5, RS-INPUT-7)."""
+
+    draft_token_ids: list[int]
+    forced_token_ids: list[int] | None
+    temperature: list[float]
+
+
+def _id_case(logits: np.ndarray, change: _IdChange) -> rs.RejectionCase:
+    """One seeded request with two drafts, ``logits`` ``[3, V]`` float32, free rows and T = 1, but for ``change``."""
+    fields: _IdChange = {"draft_token_ids": [1, 2], "forced_token_ids": None, "temperature": [1.0], **change}
+    return rs.RejectionCase(logits.copy(), num_draft_tokens=[2], seeds=[1], **fields)
+
+
+def _forced_ids(case: rs.RejectionCase) -> list[int] | None:
+    """The case's forced ids as a list, or None where it forces none."""
+    return None if case.forced_token_ids is None else case.forced_token_ids.tolist()
 
 
 @check(
@@ -56,7 +77,8 @@ def invalid_layout_check(engine, ctx: Context, requirements: tuple[str, ...]) ->
     device = getattr(engine, "tensor_device", None)
     if device is None:
         return tally.outcome("a NaN in a free row beside a forced one is rejected; the engine takes no tensors")
-    valid = {
+    # each field's values and dtype, or None for an optional field left out
+    valid: dict[str, tuple[npt.ArrayLike, torch.dtype] | None] = {
         "target_logits": (logits[:3], torch.float32),
         "draft_token_ids": ([1, 2], torch.int64),
         "num_draft_tokens": ([2], torch.int64),
@@ -67,7 +89,8 @@ def invalid_layout_check(engine, ctx: Context, requirements: tuple[str, ...]) ->
         "forced_token_ids": None,
     }
     wide = np.full((2, vocab + 1), 1 / (vocab + 1), dtype=np.float32)  # rows sum to 1, one column too many
-    cases = {  # what is wrong -> (the field an error must name, the fields that differ from the valid case)
+    # what is wrong -> (the field an error must name, the fields that differ from the valid case)
+    cases: dict[str, tuple[str, dict[str, tuple[npt.ArrayLike, torch.dtype] | None]]] = {
         "a negative draft count": (
             "num_draft_tokens",
             {
@@ -164,7 +187,7 @@ def _unvalidated_engine(engine, ctx: Context) -> Outcome:
     tally = Tally(("RS-INPUT-7",))
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
-    invalid_ids = (  # the ids just outside their ranges, and the temperatures, that RS-INPUT-5 has rejected
+    invalid_ids: tuple[_IdChange, ...] = (  # the ids just outside their ranges, and temperatures, RS-INPUT-5 rejects
         {"forced_token_ids": [-2, -1, -1]},
         {"forced_token_ids": [-1, -1, vocab]},
         {"draft_token_ids": [-2, 1]},
@@ -174,8 +197,7 @@ def _unvalidated_engine(engine, ctx: Context) -> Outcome:
     )
     refused = []
     for change in invalid_ids:
-        fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, "temperature": [1.0], **change}
-        case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], seeds=[1], **fields)
+        case = _id_case(logits, change)
         try:
             tokens, _ = sample_output(engine, ctx.profile, case)
         except Exception as exc:  # RS-INPUT-7 allows an error: the case shows no emitted id
@@ -220,8 +242,7 @@ def unvalidated_mode_check(engine, ctx: Context, requirements: tuple[str, ...]) 
     vocab = 9
     valid = _greedy_mode_case(ctx, [2, 1], vocab, forced=[0, -1, -1, vocab - 1, 6])  # 5 rows: 6 lies beyond them
     for case in (valid, replace(valid, forced_token_ids=None)):
-        forced = None if case.forced_token_ids is None else case.forced_token_ids.tolist()
-        label = f"forced ids {forced} (V = {vocab}) without validation"
+        label = f"forced ids {_forced_ids(case)} (V = {vocab}) without validation"
         try:
             tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), validate=False)
         except ValueError as exc:
@@ -234,9 +255,12 @@ def unvalidated_mode_check(engine, ctx: Context, requirements: tuple[str, ...]) 
             tally.violated("RS-INPUT-7", "valid-input-sampled-differently", f"{label}: {got}, expected {expected}")
     invalid = (  # draft ids -1 and V, forced ids -2 and V; V = 1, where every id but 0 is outside; NaN and +inf
         # temperatures, which a greedy test (T == 0) and a sampling one (T > 0) both miss
-        replace(valid, draft_token_ids=[-1, vocab, vocab], forced_token_ids=[vocab, -2, -1, -1, vocab]),
+        # (arrays: mypy types replace() by the stored fields, not by RejectionCase's array-like __init__)
+        replace(
+            valid, draft_token_ids=np.array([-1, vocab, vocab]), forced_token_ids=np.array([vocab, -2, -1, -1, vocab])
+        ),
         rs.RejectionCase(np.zeros((2, 1), np.float32), [1], [1], [1.0], forced_token_ids=[1, 1], seeds=[1]),
-        replace(valid, forced_token_ids=[-1] * 5, temperature=[np.nan, np.inf], seeds=[1, 2]),
+        replace(valid, forced_token_ids=np.full(5, -1), temperature=np.array([np.nan, np.inf]), seeds=np.array([1, 2])),
     )
     for case in invalid:
         tokens, num = engine.rejection_sample_tensors(*_mode_tensors(case, device), validate=False)
@@ -246,7 +270,7 @@ def unvalidated_mode_check(engine, ctx: Context, requirements: tuple[str, ...]) 
             tally.violated(
                 "RS-INPUT-7",
                 "id-outside-vocabulary",
-                f"draft ids {case.draft_token_ids.tolist()}, forced ids {case.forced_token_ids.tolist()}, "
+                f"draft ids {case.draft_token_ids.tolist()}, forced ids {_forced_ids(case)}, "
                 f"temperatures {case.temperature.tolist()} without validation emitted {rows} (V = {case.vocab_size})",
             )
         else:
@@ -374,15 +398,14 @@ def invalid_ids_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Ou
     tally = Tally(requirements)
     vocab = 6
     logits = np.random.default_rng(ctx.seed).normal(size=(3, vocab)).astype(np.float32)
-    cases = {
+    cases: dict[str, tuple[_IdChange, ...]] = {
         "forced_token_ids": ({"forced_token_ids": [-2, -1, -1]}, {"forced_token_ids": [-1, -1, vocab]}),
         "draft_token_ids": ({"draft_token_ids": [-2, 1]}, {"draft_token_ids": [1, vocab]}),
         "temperature": tuple({"temperature": [value]} for value in (np.nan, np.inf, -np.inf)),
     }
     for field_name, changes in cases.items():
         for change in changes:
-            fields = {"draft_token_ids": [1, 2], "forced_token_ids": None, "temperature": [1.0], **change}
-            case = rs.RejectionCase(logits.copy(), num_draft_tokens=[2], seeds=[1], **fields)
+            case = _id_case(logits, change)
             try:
                 engine.rejection_sample(case)
             except (ValueError, rs.InvalidCase) as exc:

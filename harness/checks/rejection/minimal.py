@@ -300,7 +300,11 @@ def exactly_compared(profile) -> bool | str:
     return True if "reference-draws" in profile.capabilities else "greedy"
 
 
-def gate(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: dict, label: str) -> bool:
+# what ``gate`` met before: a first violation's fingerprint -> (its owner, the evidence, the reproduction)
+Gated = dict[str, tuple[rj.Violation, str, dict]]
+
+
+def gate(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: Gated, label: str) -> bool:
     """RUN-FINDING-1 before statistics: whether a few trials of a statistical check's ``case`` (one batch) already
     break the output contract or part from the oracle where it can be compared (``exactly_compared``). Then the
     case is shrunk and judged alone (``attribute``) and recorded under its owner, ``own`` reading BLOCKED where that
@@ -336,7 +340,7 @@ def gate(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: 
 SECOND_LOOK_TRIALS = 256
 
 
-def second_look(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: dict, label: str) -> bool:
+def second_look(engine, profile, case: rs.RejectionCase, tally: Tally, own: str, seen: Gated, label: str) -> bool:
     """After a statistical test failed on an engine that claims the reference draws: whether ``SECOND_LOOK_TRIALS``
     trials of it (``case``) part from the oracle exactly (``gate``); then that is the failure, not the statistic."""
     return exactly_compared(profile) is True and gate(engine, profile, case, tally, own, seen, label)

@@ -58,7 +58,13 @@ def _rule_batch(rng, logits, q_row, draft, trials: int, layout: str):
     turn, same temperature) or a greedy request (``mixed``) after every fourth. Returns the case,
     the batch index of every trial request and the greedy requests' indices."""
     V = len(logits[0])
-    rows, drafts, num, temps, q, trial_index, greedy_index = [], [], [], [], [], [], []
+    rows: list[list[float]] = []  # [sum(K_i + 1)][V]
+    drafts: list[int] = []
+    num: list[int] = []
+    temps: list[float] = []
+    q: list[np.ndarray] = []  # [sum(K_i)] rows [V]
+    trial_index: list[int] = []
+    greedy_index: list[int] = []
     for t in range(trials):
         trial_index.append(len(num))
         rows += logits
@@ -221,7 +227,9 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
     alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
     target = stats.Power(ctx.deviation, ctx.power)
-    worst_p, total, uncounted, seen = 1.0, 0, [], {}
+    worst_p, total = 1.0, 0
+    uncounted: list[str] = []
+    seen: minimal.Gated = {}
 
     def violated(rid, mode, evidence, document) -> None:
         tally.violated(rid, mode, evidence, reproduction=None if rid in tally.failures else document())

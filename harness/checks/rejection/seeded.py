@@ -141,15 +141,15 @@ def counter_based_draws(engine, ctx: Context, requirements: tuple[str, ...]) -> 
         seed, position = int(rng.integers(0, 2**62)), int(rng.integers(0, 2**30))
         whole = rs.RejectionCase(logits, drafts, [2], [1.0], q, seeds=[seed], positions=[position])
         rest = rs.RejectionCase(logits[1:], drafts[1:], [1], [1.0], q[1:], seeds=[seed], positions=[position + 1])
-        first, _ = sample_output(engine, ctx.profile, whole)
-        first = [int(t) for t in np.asarray(first)[0, :3]]
+        tokens, _ = sample_output(engine, ctx.profile, whole)
+        first = [int(t) for t in np.asarray(tokens)[0, :3]]
         if first[0] != drafts[0] or first[1] == -1:
             continue  # d0 rejected: the rest of the step was never drawn
         for order in ("rest after whole", "rest before whole"):
-            again, _ = sample_output(engine, ctx.profile, rest)
+            tokens, _ = sample_output(engine, ctx.profile, rest)
             if order == "rest before whole":
                 sample_output(engine, ctx.profile, whole)
-            again = [int(t) for t in np.asarray(again)[0, :2]]
+            again = [int(t) for t in np.asarray(tokens)[0, :2]]
             if again != first[1:]:
                 if attributed(engine, ctx, tally, "RS-RNG-1", [whole, rest], n):
                     break
@@ -220,7 +220,9 @@ def _beside_seeded_copies(engine, profile):
 
 def beside_seeded_copies(trials: rs.RejectionCase) -> rs.RejectionCase:
     """The requests of ``trials`` (one draft count) each without its seed in slot ``2 i``, beside a seeded copy of
-    itself in slot ``2 i + 1``."""
+    itself in slot ``2 i + 1``; ``trials`` must carry seeds and positions."""
+    if trials.seeds is None or trials.positions is None:
+        raise ValueError("beside_seeded_copies: trials must carry seeds and positions; got None")
     b, V = trials.batch_size, trials.vocab_size
     K = int(trials.num_draft_tokens[0])
     q = trials.draft_probs
@@ -242,7 +244,8 @@ def _unseeded_rows_distribution(engine, ctx: Context, tally: Tally) -> list[str]
     target = stats.Power(ctx.deviation, ctx.power)
     alpha_test = stats.family_alpha_test(ctx.alpha, cases)
     sampler = _beside_seeded_copies(engine, ctx.profile)
-    lines, seen = [], {}
+    lines: list[str] = []
+    seen: minimal.Gated = {}
     for i, case in enumerate(cases):
         few = beside_seeded_copies(trial_case(case, GATE_TRIALS, ctx.seed + i))
         if minimal.gate(engine, ctx.profile, few, tally, "RS-PROB-5", seen, f"{case.name} beside seeded copies"):

@@ -5,6 +5,7 @@ step, tracked requests and whole ids."""
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,13 +14,19 @@ from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 from ...core import Context, Outcome, Tally
 from ...oracle import budget as tb
 from ..catalogue import check
-from .common import REJECTED, accepts, as_ints, device_tensor, rejects
+from .common import REJECTED, accepts, as_ints, device_tensor, ill_typed, rejects
+
+if TYPE_CHECKING:  # the light install has no torch: it is imported where it is used
+    import torch
 
 START, END = [1], [2]  # one-token markers; an id 2**32 + 2 wraps onto E in 32 bits
 FREE = 7  # a token that is no marker
 # the requests every budget case starts from: slot 0 in a section with budget 1 (free now, forced after one
 # more token), slot 1 untracked, slot 2 in a section with budget 0 after one thinking token (forced now)
 BASE = BatchUpdate(3, added=(AddedRequest(0, 1, (1,)), AddedRequest(1, None, (FREE,)), AddedRequest(2, 0, (1, FREE))))
+
+# A lambda's defaults bind the loop's values as it is made; mypy cannot type such a lambda (python/mypy#15459,
+# open), hence its `# type: ignore[misc]`.
 
 
 # The budget state (TB-TENSOR-1, TB-TENSOR-2)
@@ -68,19 +75,25 @@ def _update_cases(device: str) -> dict[str, tuple[str, object]]:
     swap = ((0, 2, Move.SWAP),)
     return {
         "an update given as a dict": ("update", {"batch_size": 3}),
-        "removed given as an int": ("removed", BatchUpdate(3, removed=2)),
-        "added given as one AddedRequest": ("added", BatchUpdate(4, added=AddedRequest(3, 1, (1,)))),
-        "moved given as a string": ("moved", BatchUpdate(3, moved="02")),
-        "an added entry given as a tuple, beside a SWAP": ("added", BatchUpdate(4, added=((3, 1, (1,)),), moved=swap)),
+        "removed given as an int": ("removed", ill_typed(BatchUpdate, 3, removed=2)),
+        "added given as one AddedRequest": ("added", ill_typed(BatchUpdate, 4, added=AddedRequest(3, 1, (1,)))),
+        "moved given as a string": ("moved", ill_typed(BatchUpdate, 3, moved="02")),
+        "an added entry given as a tuple, beside a SWAP": (
+            "added",
+            ill_typed(BatchUpdate, 4, added=((3, 1, (1,)),), moved=swap),
+        ),
         "an added entry of another type with AddedRequest's fields": (
             "added",
-            BatchUpdate(4, added=(SimpleNamespace(index=3, budget=1, prompt_token_ids=(1,)),)),
+            ill_typed(BatchUpdate, 4, added=(SimpleNamespace(index=3, budget=1, prompt_token_ids=(1,)),)),
         ),
         "a boolean slot": ("index", BatchUpdate(3, added=(AddedRequest(True, 1, (1,)),))),
-        "a prompt given as a string": ("prompt_token_ids", BatchUpdate(4, added=(AddedRequest(3, 1, "1"),))),
+        "a prompt given as a string": (
+            "prompt_token_ids",
+            BatchUpdate(4, added=(ill_typed(AddedRequest, 3, 1, "1"),)),
+        ),
         "a float prompt id, beside a SWAP": (
             "prompt_token_ids",
-            BatchUpdate(4, added=(AddedRequest(3, 1, (1.0,)),), moved=swap),
+            BatchUpdate(4, added=(ill_typed(AddedRequest, 3, 1, (1.0,)),), moved=swap),
         ),
         "a boolean prompt id": ("prompt_token_ids", BatchUpdate(4, added=(AddedRequest(3, 1, (True,)),))),
         "a 2-D prompt tensor": (
@@ -91,10 +104,13 @@ def _update_cases(device: str) -> dict[str, tuple[str, object]]:
             "prompt_token_ids",
             BatchUpdate(4, added=(AddedRequest(3, 1, device_tensor([1.0], "float32", device)),)),
         ),
-        "a move given as a pair, after a removal": ("moved", BatchUpdate(2, removed=(2,), moved=((0, 1),))),
-        "a move kind given as a string": ("move", BatchUpdate(3, moved=((0, 2, "SWAP"),))),
+        "a move given as a pair, after a removal": (
+            "moved",
+            ill_typed(BatchUpdate, 2, removed=(2,), moved=((0, 1),)),
+        ),
+        "a move kind given as a string": ("move", ill_typed(BatchUpdate, 3, moved=((0, 2, "SWAP"),))),
         "batch_size -1": ("batch_size", BatchUpdate(-1)),
-        "batch_size 3.0": ("batch_size", BatchUpdate(3.0)),
+        "batch_size 3.0": ("batch_size", ill_typed(BatchUpdate, 3.0)),
         "a string budget, beside an add and a SWAP": (
             "budget",
             BatchUpdate(4, added=(AddedRequest(3, 0, (1,)), AddedRequest(3, "1", (1,))), moved=swap),
@@ -156,7 +172,7 @@ def _step_cases(device: str) -> dict[str, tuple[str | tuple[str, ...], dict]]:
     }
 
 
-def _logits_cases(device: str) -> dict[str, tuple[str, object]]:
+def _logits_cases(device: str) -> dict[str, torch.Tensor]:
     """``logits`` outside its legal values (E = [2]), each beside committed tokens that must not be committed."""
     return {
         "integer logits": device_tensor(np.zeros((3, 8)).tolist(), "int64", device),
@@ -199,7 +215,7 @@ def budget_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome
             rid,
             case,
             argument,
-            lambda a=arguments: api.budget_state(
+            lambda a=arguments: api.budget_state(  # type: ignore[misc]
                 a["start_token_ids"],
                 a["end_token_ids"],
                 a["max_num_reqs"],
@@ -210,17 +226,17 @@ def budget_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome
     _legal_creation(api, ctx, tally)
     for case, (argument, update) in _update_cases(device).items():
         state, oracle = _budget_pair(api, ctx)
-        if rejects(tally, rid, case, argument, lambda s=state, u=update: s.sync_batch(u)):
+        if rejects(tally, rid, case, argument, lambda s=state, u=update: s.sync_batch(u)):  # type: ignore[misc]
             _rows_agree(tally, rid, "rejected-update-applied", case, state, oracle)
     _legal_prompt_tensor(api, ctx, device, tally)
-    for case, (argument, arguments) in _step_cases(device).items():
+    for case, (named, arguments) in _step_cases(device).items():
         state, oracle = _budget_pair(api, ctx)
-        if rejects(tally, rid, case, argument, lambda s=state, a=arguments: s.forced_tokens(**a)):
+        if rejects(tally, rid, case, named, lambda s=state, a=arguments: s.forced_tokens(**a)):  # type: ignore[misc]
             _rows_agree(tally, rid, "rejected-step-applied", case, state, oracle)
     committed = device_tensor([[FREE], [FREE], [FREE]], "int64", device)
     for case, logits in _logits_cases(device).items():
         state, oracle = _budget_pair(api, ctx)
-        call = lambda s=state, x=logits: s.apply_to_logits(x, sampled_token_ids=committed)  # noqa: E731
+        call = lambda s=state, x=logits: s.apply_to_logits(x, sampled_token_ids=committed)  # noqa: E731  # type: ignore[misc]
         if rejects(tally, rid, f"{case}, beside committed tokens", "logits", call):
             _rows_agree(tally, rid, "rejected-step-applied", case, state, oracle)
     _fused_advance(api, ctx, device, tally)

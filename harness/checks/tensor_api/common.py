@@ -4,18 +4,31 @@ the judging of a call handed an illegal value (``rejects``) or legal values only
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from ...core import Tally
 
+if TYPE_CHECKING:  # the light install has no torch: it is imported where it is used
+    import torch
 
-def device_tensor(values, dtype: str, device: str = "cpu"):
+T = TypeVar("T")
+
+
+def device_tensor(values, dtype: str, device: str = "cpu") -> torch.Tensor:
     """A torch tensor of ``values`` of the torch dtype named ``dtype`` (``"int64"``, ``"float32"``, ``"bool"``) on
     ``device``."""
     import torch
 
     return torch.tensor(values, dtype=getattr(torch, dtype), device=device)
+
+
+def ill_typed(make: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """``make(*args, **kwargs)`` with arguments outside its annotated types on purpose: a check's invalid input
+    (an int for a sequence, a str for a ``Move``), which the engine must reject naming the field. The annotations
+    state the legal values; this marks the places that leave them deliberately."""
+    return make(*args, **kwargs)
 
 
 def as_ints(values) -> list:

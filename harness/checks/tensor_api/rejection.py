@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...core import Context, Outcome, Tally
@@ -12,6 +14,9 @@ from ..rejection import minimal
 from ..rejection.minimal import comparable
 from ..rejection.output import describe_case
 from .common import REJECTED, accepts, as_ints, device_tensor, rejects
+
+if TYPE_CHECKING:  # the light install has no torch: it is imported where it is used
+    import torch
 
 
 @check(
@@ -43,8 +48,9 @@ def rejection_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
         "draft_token_ids": device_tensor(drafts, "int64", device),
         "num_draft_tokens": device_tensor([2], "int64", device),
     }
-    options = {"temperature": device_tensor([0.0], "float32", device)}
-    cases = {
+    options: dict[str, object] = {"temperature": device_tensor([0.0], "float32", device)}
+    # what is wrong -> (the argument an error must name, the tensors changed, the options changed)
+    cases: dict[str, tuple[str, dict[str, torch.Tensor], dict[str, object]]] = {
         "float num_draft_tokens": (
             "num_draft_tokens",
             {"num_draft_tokens": device_tensor([2.0], "float32", device)},
@@ -73,7 +79,7 @@ def rejection_check(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
             rid,
             case,
             argument,
-            lambda g=given, o={**options, **extra}: api.rejection_sample(
+            lambda g=given, o={**options, **extra}: api.rejection_sample(  # type: ignore[misc]  # python/mypy#15459
                 g["target_logits"], g["draft_token_ids"], g["num_draft_tokens"], **o
             ),
         )
