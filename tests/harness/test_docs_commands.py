@@ -38,6 +38,7 @@ NOT_HERE = {
     "specconform run --engine reference:cuda": "needs a GPU",
     "specconform run --engine reference:cuda --check rejection/distribution --check rejection/distribution-one-hot "
     "--thorough": "needs a GPU",
+    "specconform hunt --engine reference:cuda --draws 1e9 --rows 1e6 --report-dir reports/hunt": "needs a GPU",
     # long
     "specconform run": "judges every check of three engines (the suite's own tests cover each family)",
     # synopses: brackets mark what a user may leave out, capitals what they fill in
