@@ -45,6 +45,7 @@ KERNEL_ORDER = (
     "rejection/tensor-api",
     "rejection/output-contract",
     "rejection/reference-draws",
+    "rejection/own-draws",
     "rejection/seeded-independence",
     "rejection/counter-based-draws",
     "rejection/mixed-seeding",

@@ -1,0 +1,136 @@
+"""The sampled path judged exactly under the engine's own draws: for an engine whose profile declares a draw scheme
+the oracle computes (``draws:``, ``specconform.harness.oracle.draws_exact.SCHEMES``), every acceptance decision and
+every emitted token of its seeded, sampled requests is compared with the one the rule and those draws decide, on
+random cases and on cases whose acceptance uniform a hunt put on a decision boundary
+(``specconform.harness.oracle.boundaries``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import Context, Outcome, Tally
+from ...oracle import boundaries
+from ...oracle import draws_exact as exact
+from ...oracle import rejection as rs
+from ..catalogue import check
+from .output import describe_case, outside_contract, sample_output
+
+RANDOM_CASES = 8  # half one-hot, half with draft probabilities
+BATCH, VOCAB = 16, 40
+BOUNDARY_VOCAB = 8
+
+
+def random_case(rng: np.random.Generator, one_hot: bool) -> rs.RejectionCase:
+    """``BATCH`` seeded, sampled requests (``VOCAB`` ids, 0..4 drafts drawn from their q, a point mass for
+    ``one_hot``) whose targets lean on the drafts' logits, so that drafts are accepted and rejected alike."""
+    K = rng.integers(0, 5, BATCH)
+    rows, n = int((K + 1).sum()), int(K.sum())
+    draft_logits = rng.normal(0.0, 3.0, (n, VOCAB))
+    q = np.exp(draft_logits - draft_logits.max(axis=1, keepdims=True))
+    q /= q.sum(axis=1, keepdims=True)
+    drafts = np.array([rng.choice(VOCAB, p=row) for row in q], dtype=np.int64)
+    target = rng.normal(0.0, 2.0, (rows, VOCAB))
+    temperature = rng.choice([0.6, 1.0, 1.5], BATCH)
+    for i, (start, dstart) in enumerate(zip(np.cumsum(np.r_[0, K + 1])[:-1], np.cumsum(np.r_[0, K])[:-1])):
+        target[start : start + K[i]] += 2 * draft_logits[dstart : dstart + K[i]] * temperature[i]
+    return rs.RejectionCase(
+        target,
+        drafts,
+        K,
+        temperature,
+        None if one_hot else q,
+        seeds=rng.integers(-(2**63), 2**63 - 1, BATCH, dtype=np.int64),
+        positions=rng.integers(0, 2**20, BATCH),
+    )
+
+
+def _draft_row(rng: np.random.Generator, boundary: str, draft: int) -> np.ndarray:
+    """Logits ``[BOUNDARY_VOCAB]`` of a draft row whose ``p(draft)`` meets ``boundary``'s uniform exactly: 0 (a
+    ``-inf`` logit) for ``zero``, 1 (the only finite logit) for ``top``, 1/2 (two equal logits) for ``half``."""
+    row = rng.normal(size=BOUNDARY_VOCAB)
+    if boundary == "zero":
+        row[draft] = -np.inf
+        return row
+    other = (draft + 1) % BOUNDARY_VOCAB
+    kept = [draft] if boundary == "top" else [draft, other]
+    row[[i for i in range(BOUNDARY_VOCAB) if i not in kept]] = -np.inf
+    row[kept] = 0.0
+    return row
+
+
+def boundary_cases(scheme: str, seed: int, rng: np.random.Generator) -> tuple[list[rs.RejectionCase], str]:
+    """One case per boundary the hunt found for ``scheme`` under ``seed``: a one-hot request and one with draft
+    probabilities (``q(d) > 0``), each with one draft whose uniform is on the boundary; and a line saying what the
+    hunt found."""
+    found, searched = boundaries.hunt(scheme, seed)
+    cases = []
+    for boundary, position in found.items():
+        draft = int(rng.integers(0, BOUNDARY_VOCAB))
+        rows = np.stack([_draft_row(rng, boundary, draft), rng.normal(size=BOUNDARY_VOCAB)])
+        q = rng.dirichlet(np.ones(BOUNDARY_VOCAB), size=1)  # q(d) > 0: the draft could be drawn from it
+        for one_hot in (True, False):
+            cases.append(
+                rs.RejectionCase(rows, [draft], [1], [1.0], None if one_hot else q, seeds=[seed], positions=[position])
+            )
+    how = "by inverting its hash" if not searched else f"in {searched} positions of seed {seed}"
+    missing = sorted(set(boundaries.targets(scheme)) - set(found))
+    line = f"boundaries of {scheme} found {how}: " + ", ".join(f"{b} at position {p}" for b, p in found.items())
+    return cases, line + (f"; not found: {', '.join(missing)}" if missing else "")
+
+
+def _exercised(case: rs.RejectionCase, i: int, want: exact.Expected) -> set[str]:
+    """The requirements request ``i``'s exact comparison exercised."""
+    one_hot = case.draft_probs is None
+    tags = {"RS-ONEHOT-1" if one_hot else "RS-PROB-1"} if want.decisions else set()
+    if "recovered" in want.kinds or "bonus" in want.kinds:
+        tags.add("RS-ONEHOT-1" if one_hot and "recovered" in want.kinds else "RS-PROB-2")
+    if want.exact_boundaries:
+        tags.add("RS-PROB-3")
+    return tags
+
+
+@check(
+    "rejection/own-draws",
+    cls="rs.probabilistic",
+    covers=("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-ONEHOT-1"),
+    needs=("rejection", "seeded"),
+    description="every acceptance decision and emitted token of seeded, sampled requests compared with the "
+    "engine's own declared draws, on random cases and on seeds hunted onto decision boundaries",
+)
+def own_draws(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
+    """RS-PROB-1..3 and RS-ONEHOT-1 exactly, under the draw scheme the engine's profile declares (``draws:``):
+    ``RANDOM_CASES`` random cases of ``BATCH`` seeded requests, then one case per decision boundary a hunt put an
+    acceptance uniform on (``boundaries.hunt``: ``u`` at its smallest beside ``p(d) = 0``, at its largest beside
+    ``p(d) = 1``, at 1/2 beside ``p(d) = 1/2``), one-hot and with draft probabilities. Each request is judged up to
+    its first decision within 1e-5 (relative) of a floating-point boundary (RS-RNG-3 skips those), and the skipped
+    count is reported; a mismatch is blamed on the requirement of its first divergence (``draws_exact.judge_case``)."""
+    tally = Tally(requirements)
+    scheme = ctx.profile.draws
+    if scheme not in exact.SCHEMES:
+        known = ", ".join(exact.SCHEMES)
+        why = f"the profile declares draws {scheme or 'none'}; the oracle judges exactly under {known}"
+        tally.not_applicable(why, *requirements)
+        return tally.outcome("not judged: no draw scheme the oracle computes")
+    rng = np.random.default_rng(ctx.seed)
+    cases = [random_case(rng, one_hot=n % 2 == 0) for n in range(RANDOM_CASES)]
+    hunted, hunt_line = boundary_cases(scheme, int(rng.integers(0, 2**62)), rng)
+    total, outside = exact.Judgment(scheme), 0
+    for n, case in enumerate(cases + hunted):
+        if outside_contract(ctx.profile, case):
+            outside += 1
+            continue
+        tokens, num = sample_output(engine, ctx.profile, case)
+        judged = exact.judge_case(scheme, case, tokens, num)
+        total.add(judged)
+        failing = {m.request for m in judged.mismatches}
+        for m in judged.mismatches:
+            where = "boundary" if n >= len(cases) else "random"
+            tally.violated(m.requirement, m.mode, f"{where} case {n}: {m.evidence} ({describe_case(case)})")
+        for i in range(case.batch_size):
+            want = exact.expected_request(scheme, case, i)
+            if want is not None and i not in failing:
+                tally.exercised(*(_exercised(case, i, want) & set(requirements)))
+    return tally.outcome(
+        f"{total.summary}; {len(cases)} random cases and {len(hunted)} boundary cases"
+        f"{f' ({outside} outside the contract)' if outside else ''}; {hunt_line}"
+    )
