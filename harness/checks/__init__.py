@@ -46,6 +46,7 @@ KERNEL_ORDER = (
     "rejection/output-contract",
     "rejection/reference-draws",
     "rejection/own-draws",
+    "rejection/own-draws-one-hot",
     "rejection/seeded-independence",
     "rejection/counter-based-draws",
     "rejection/mixed-seeding",

@@ -76,7 +76,8 @@ class Expected:
     """What the rule and the draws decide for one request: the decided prefix of its emitted tokens, whether that is
     all of them, the acceptance decisions made (``accepted`` of them), the kind of each emitted token (``draft``,
     ``recovered``, ``recovered-from-p`` where the residual was empty, ``bonus``), the exactly decided boundary
-    decisions (``p(d)`` or ``q(d)`` 0 or ``p(d)`` 1) and why the rest is undecided (``""``: nothing is)."""
+    decisions (``p(d)`` or ``q(d)`` 0 or ``p(d)`` 1; ``zero_probability``: the first two) and why the rest is
+    undecided (``""``: nothing is)."""
 
     emitted: list[int] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
@@ -84,6 +85,7 @@ class Expected:
     decisions: int = 0
     accepted: int = 0
     exact_boundaries: int = 0
+    zero_probability: int = 0
     skipped: str = ""
 
 
@@ -124,6 +126,7 @@ def expected_request(scheme: str, case: rs.RejectionCase, i: int, tolerance: flo
                 return out
             out.decisions += 1
             out.exact_boundaries += exact
+            out.zero_probability += p[d] == 0 or q_d == 0
             if accepted:
                 out.accepted += 1
                 out.emitted.append(d)

@@ -15,7 +15,7 @@ from ...oracle import rejection as rs
 from ..catalogue import check
 from .output import describe_case, outside_contract, sample_output
 
-RANDOM_CASES = 8  # half one-hot, half with draft probabilities
+RANDOM_CASES = 6
 BATCH, VOCAB = 16, 40
 BOUNDARY_VOCAB = 8
 
@@ -44,34 +44,35 @@ def random_case(rng: np.random.Generator, one_hot: bool) -> rs.RejectionCase:
     )
 
 
-def _draft_row(rng: np.random.Generator, boundary: str, draft: int) -> np.ndarray:
-    """Logits ``[BOUNDARY_VOCAB]`` of a draft row whose ``p(draft)`` meets ``boundary``'s uniform exactly: 0 (a
-    ``-inf`` logit) for ``zero``, 1 (the only finite logit) for ``top``, 1/2 (two equal logits) for ``half``."""
+def _draft_row(rng: np.random.Generator, p_draft: float, draft: int) -> np.ndarray:
+    """Logits ``[BOUNDARY_VOCAB]`` of a draft row whose ``p(draft)`` is exactly ``p_draft``: 0 (a ``-inf`` logit),
+    1/2 (two equal logits, the rest ``-inf``) or 1 (the only finite logit)."""
     row = rng.normal(size=BOUNDARY_VOCAB)
-    if boundary == "zero":
+    if p_draft == 0:
         row[draft] = -np.inf
         return row
-    other = (draft + 1) % BOUNDARY_VOCAB
-    kept = [draft] if boundary == "top" else [draft, other]
+    kept = [draft] if p_draft == 1 else [draft, (draft + 1) % BOUNDARY_VOCAB]
     row[[i for i in range(BOUNDARY_VOCAB) if i not in kept]] = -np.inf
     row[kept] = 0.0
     return row
 
 
-def boundary_cases(scheme: str, seed: int, rng: np.random.Generator) -> tuple[list[rs.RejectionCase], str]:
-    """One case per boundary the hunt found for ``scheme`` under ``seed``: a one-hot request and one with draft
-    probabilities (``q(d) > 0``), each with one draft whose uniform is on the boundary; and a line saying what the
-    hunt found."""
+def boundary_cases(scheme: str, seed: int, rng: np.random.Generator, one_hot: bool) -> tuple[list, str]:
+    """One case per boundary the hunt found for ``scheme`` under ``seed``: three requests at the boundary's position,
+    one draft each, whose ``p(d)`` is 0, 1/2 and 1 (one-hot, or with draft probabilities where ``q(d) > 0``); and a
+    line saying what the hunt found."""
     found, searched = boundaries.hunt(scheme, seed)
     cases = []
-    for boundary, position in found.items():
-        draft = int(rng.integers(0, BOUNDARY_VOCAB))
-        rows = np.stack([_draft_row(rng, boundary, draft), rng.normal(size=BOUNDARY_VOCAB)])
-        q = rng.dirichlet(np.ones(BOUNDARY_VOCAB), size=1)  # q(d) > 0: the draft could be drawn from it
-        for one_hot in (True, False):
-            cases.append(
-                rs.RejectionCase(rows, [draft], [1], [1.0], None if one_hot else q, seeds=[seed], positions=[position])
-            )
+    for position in found.values():
+        drafts = rng.integers(0, BOUNDARY_VOCAB, 3)
+        rows = [
+            [_draft_row(rng, p_draft, d), rng.normal(size=BOUNDARY_VOCAB)] for p_draft, d in zip((0, 0.5, 1), drafts)
+        ]
+        q = None if one_hot else rng.dirichlet(np.ones(BOUNDARY_VOCAB), size=3)  # q(d) > 0: a draft drawn from it
+        case = rs.RejectionCase(
+            np.concatenate(rows), drafts, [1] * 3, [1.0] * 3, q, seeds=[seed] * 3, positions=[position] * 3
+        )
+        cases.append(case)
     how = "by inverting its hash" if not searched else f"in {searched} positions of seed {seed}"
     missing = sorted(set(boundaries.targets(scheme)) - set(found))
     line = f"boundaries of {scheme} found {how}: " + ", ".join(f"{b} at position {p}" for b, p in found.items())
@@ -84,7 +85,7 @@ def _exercised(case: rs.RejectionCase, i: int, want: exact.Expected) -> set[str]
     tags = {"RS-ONEHOT-1" if one_hot else "RS-PROB-1"} if want.decisions else set()
     if "recovered" in want.kinds or "bonus" in want.kinds:
         tags.add("RS-ONEHOT-1" if one_hot and "recovered" in want.kinds else "RS-PROB-2")
-    if want.exact_boundaries:
+    if want.zero_probability:
         tags.add("RS-PROB-3")
     return tags
 
@@ -92,18 +93,30 @@ def _exercised(case: rs.RejectionCase, i: int, want: exact.Expected) -> set[str]
 @check(
     "rejection/own-draws",
     cls="rs.probabilistic",
-    covers=("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-ONEHOT-1"),
+    covers=("RS-PROB-1", "RS-PROB-2", "RS-PROB-3"),
     needs=("rejection", "seeded"),
-    description="every acceptance decision and emitted token of seeded, sampled requests compared with the "
-    "engine's own declared draws, on random cases and on seeds hunted onto decision boundaries",
+    description="with draft probabilities: every acceptance decision and emitted token of seeded, sampled requests "
+    "compared with the engine's own declared draws, on random cases and on seeds hunted onto decision boundaries",
+    one_hot=False,
 )
-def own_draws(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
-    """RS-PROB-1..3 and RS-ONEHOT-1 exactly, under the draw scheme the engine's profile declares (``draws:``):
-    ``RANDOM_CASES`` random cases of ``BATCH`` seeded requests, then one case per decision boundary a hunt put an
-    acceptance uniform on (``boundaries.hunt``: ``u`` at its smallest beside ``p(d) = 0``, at its largest beside
-    ``p(d) = 1``, at 1/2 beside ``p(d) = 1/2``), one-hot and with draft probabilities. Each request is judged up to
-    its first decision within 1e-5 (relative) of a floating-point boundary (RS-RNG-3 skips those), and the skipped
-    count is reported; a mismatch is blamed on the requirement of its first divergence (``draws_exact.judge_case``)."""
+@check(
+    "rejection/own-draws-one-hot",
+    cls="rs.one-hot",
+    covers=("RS-ONEHOT-1", "RS-PROB-2", "RS-PROB-3"),
+    needs=("rejection", "seeded"),
+    description="without draft probabilities: every acceptance decision and emitted token of seeded, sampled "
+    "requests compared with the engine's own declared draws, on random cases and on seeds hunted onto decision "
+    "boundaries",
+    one_hot=True,
+)
+def own_draws(engine, ctx: Context, requirements: tuple[str, ...], one_hot: bool) -> Outcome:
+    """The sampled path exactly, under the draw scheme the engine's profile declares (``draws:``), with draft
+    probabilities (RS-PROB-1..3) or without (``one_hot``: RS-ONEHOT-1, RS-PROB-2, RS-PROB-3): ``RANDOM_CASES``
+    random cases of ``BATCH`` seeded requests, then one case per decision boundary a hunt put an acceptance uniform
+    on (``boundaries.hunt``: ``u`` at its smallest, at 1/2 and at its largest), each with drafts whose ``p(d)`` is 0,
+    1/2 and 1. Each request is judged up to its first decision within 1e-5 (relative) of a floating-point boundary
+    (RS-RNG-3 skips those), and the skipped count is reported; a mismatch is blamed on the requirement of its first
+    divergence (``draws_exact.judge_case``)."""
     tally = Tally(requirements)
     scheme = ctx.profile.draws
     if scheme not in exact.SCHEMES:
@@ -112,8 +125,8 @@ def own_draws(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
         tally.not_applicable(why, *requirements)
         return tally.outcome("not judged: no draw scheme the oracle computes")
     rng = np.random.default_rng(ctx.seed)
-    cases = [random_case(rng, one_hot=n % 2 == 0) for n in range(RANDOM_CASES)]
-    hunted, hunt_line = boundary_cases(scheme, int(rng.integers(0, 2**62)), rng)
+    cases = [random_case(rng, one_hot) for _ in range(RANDOM_CASES)]
+    hunted, hunt_line = boundary_cases(scheme, int(rng.integers(0, 2**62)), rng, one_hot)
     total, outside = exact.Judgment(scheme), 0
     for n, case in enumerate(cases + hunted):
         if outside_contract(ctx.profile, case):
