@@ -132,7 +132,8 @@ def expected_request(scheme: str, case: rs.RejectionCase, i: int, tolerance: flo
                 out.emitted.append(d)
                 out.kinds.append("draft")
                 continue
-            q = np.eye(len(p))[d] if q_rows is None else np.asarray(q_rows[j], dtype=np.float64)
+            q = np.array(q_rows[j], dtype=np.float64) if q_rows is not None else np.zeros(len(p))
+            q[d] += q_rows is None  # one-hot at the draft
             weights, kind = np.maximum(p - q, 0.0), "recovered"
             if weights.sum() <= tolerance:
                 if weights.sum() > 0:

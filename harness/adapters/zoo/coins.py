@@ -32,7 +32,8 @@ def _verify(logits_rows, drafts, q_rows, temperature: float, forced, seed: int, 
         if j == K:
             return out + [sglang_seeded.inverse_cdf(p, final[0])[0]]
         d = int(drafts[j])
-        q = np.eye(len(p))[d] if q_rows is None else np.asarray(q_rows[j], dtype=np.float64)
+        q = np.array(q_rows[j], dtype=np.float64) if q_rows is not None else np.zeros(len(p))
+        q[d] += q_rows is None  # one-hot at the draft
         if q[d] > 0 and float(coins[0, j]) * q[d] <= p[d]:  # the bug: "<=" where the rule has "<"
             out.append(d)
             continue

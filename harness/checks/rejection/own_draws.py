@@ -21,9 +21,10 @@ BOUNDARY_VOCAB = 8
 
 
 def random_case(rng: np.random.Generator, one_hot: bool) -> rs.RejectionCase:
-    """``BATCH`` seeded, sampled requests (``VOCAB`` ids, 0..4 drafts drawn from their q, a point mass for
-    ``one_hot``) whose targets lean on the drafts' logits, so that drafts are accepted and rejected alike."""
-    K = rng.integers(0, 5, BATCH)
+    """``BATCH`` seeded, sampled requests (``VOCAB`` ids, 1..4 drafts drawn from their q, a point mass for
+    ``one_hot``) whose targets lean on the drafts' logits, so that drafts are accepted and rejected alike. Every
+    request has a draft: a step without drafts is no verification, and SGLang samples it outside its verify path."""
+    K = rng.integers(1, 5, BATCH)
     rows, n = int((K + 1).sum()), int(K.sum())
     draft_logits = rng.normal(0.0, 3.0, (n, VOCAB))
     q = np.exp(draft_logits - draft_logits.max(axis=1, keepdims=True))
