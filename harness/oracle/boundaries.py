@@ -4,16 +4,17 @@ statistical check never sees (issue 38).
 
 The boundaries (``targets``): ``zero``, the smallest ``u`` the scheme draws (0, where a draft with ``p(d) = 0``
 must still be rejected: ``0 < 0`` is false, ``0 <= 0`` true); ``half``, ``u = 1/2``, equal to the representable
-``p(d) / q(d)`` of two equal logits; ``top``, the largest ``u`` it draws (below 1 in the spec, where a draft with
-``p(d) = 1`` must still be accepted).
+``p(d) / q(d)`` of two equal logits; ``top``, the largest ``u`` it draws, 1 - 2^-24 in all three (below 1, where a draft
+with ``p(d) = 1`` must still be accepted). Model Runner V2's uniform is ``float32(x) * float32(4.6566127342e-10)`` and
+that scale is 2^-31 rounded down, so its largest is 1 - 2^-24 too, never 1; its smallest, the floor ``TL_RAND_MIN``
+(4 words in 2^32), is no target: the search below would need some 10^9 positions.
 
 The schemes are counter-based, so a search is a vector computation: ``search`` computes the uniforms of draft 0 at
 positions ``start, start + 1, ...`` of one seed in chunks and keeps the first position of each boundary. That finds
-the boundaries of the reference draws (each a 2^-24 event) and Model Runner V2's ``top`` and ``half`` (2^-25 and
-about 2^-24.5) in some 10^7 draws; vLLM's floor ``TL_RAND_MIN`` (4 words of 2^32) is out of its reach. SGLang's
-coin is 0 only for the hash 0, a 2^-32 event, but MurmurHash3 is a bijection in each word of its message, so
-``sglang_position`` solves for the position word that gives a coin its hash, and every SGLang boundary is found at
-once.
+each boundary of the reference draws (a 2^-24 event each) and Model Runner V2's ``top`` and ``half`` (2^-25 and
+about 2^-24.5) in some 10^7 positions. SGLang's coin is 0 only for the hash 0, a 2^-32 event, but MurmurHash3 is a
+bijection in each word of its message, so ``sglang_position`` solves for the position word that gives a coin its
+hash, and every SGLang boundary is found at once.
 """
 
 from __future__ import annotations
