@@ -108,7 +108,7 @@ def _unmix(h_after: int, h_before: int) -> int:
 
 
 def _mix(h: int, word: int) -> int:
-    return int(murmur3.mix(np.uint64(h), np.uint64(word)))
+    return int(murmur3.mix(np.asarray(h, dtype=np.uint64), np.asarray(word, dtype=np.uint64)))
 
 
 def sglang_position(seed: int, column: int, coin_hash: int) -> int:

@@ -209,7 +209,7 @@ def _blame(case: rs.RejectionCase, i: int, want: Expected, got: list[int]) -> tu
             return rid, "draft-rejected-against-draws", f"draft {at - 1} ({int(drafts[at - 1])}) rejected"
         return "RS-PROB-2", "emits-too-few-tokens", f"nothing at token {at}"
     if at < len(drafts) and got[at] == int(drafts[at]):  # the engine accepted a draft the draws reject
-        q = 1.0 if one_hot else float(case.draft_probs[draft_slice][at][int(drafts[at])])
+        q = 1.0 if case.draft_probs is None else float(case.draft_probs[draft_slice][at][int(drafts[at])])
         T = float(case.temperature[i])
         forced = -1 if case.forced_token_ids is None else int(case.forced_token_ids[row_slice][at])
         p = float(rs.target_probs(case.target_logits[row_slice][at], T, forced)[int(drafts[at])])

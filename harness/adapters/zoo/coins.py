@@ -26,7 +26,7 @@ def _verify(logits_rows, drafts, q_rows, temperature: float, forced, seed: int, 
     """One seeded, sampled request verified with SGLang's coins and the ``<=`` test: its emitted tokens."""
     K = len(drafts)
     coins, final = sglang_seeded.verify_coins([seed], [position], K + 1)
-    out = []
+    out: list[int] = []
     for j in range(K + 1):
         p = rs.target_probs(logits_rows[j], temperature, int(forced[j]))
         if j == K:
