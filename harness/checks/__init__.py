@@ -45,6 +45,8 @@ KERNEL_ORDER = (
     "rejection/tensor-api",
     "rejection/output-contract",
     "rejection/reference-draws",
+    "rejection/own-draws",
+    "rejection/own-draws-one-hot",
     "rejection/seeded-independence",
     "rejection/counter-based-draws",
     "rejection/mixed-seeding",

@@ -49,3 +49,28 @@ def test_seeded_verify_coins_are_bit_exact(helpers_on, device):
     np.testing.assert_array_equal(coins.cpu().numpy().view(np.uint32), want_coins.view(np.uint32))
     np.testing.assert_array_equal(final.cpu().numpy().view(np.uint32), want_final.view(np.uint32))
     assert coins.dtype == torch.float32 and tuple(coins.shape) == (rows, draft_token_num)
+
+
+@pytest.mark.req("RS-PROB-1", "RS-PROB-2", "RS-PROB-3", "RS-ONEHOT-1")
+@pytest.mark.parametrize("one_hot", [True, False], ids=["one-hot", "probabilistic"])
+def test_sampled_verification_matches_the_scheme_at_a_zero_coin_too(one_hot):
+    """SGLang's chain sampler (reject_sampling.py) through the adapter decides as the ``sglang-seeded`` draws and the
+    rule decide (specconform.harness.oracle.draws_exact), on the random and boundary cases of
+    ``rejection/own-draws``: among them a draft with p(d) = 0 at a coin of exactly 0, which 0.5.23 rejects
+    (``coin * q < p``; issue 35771's ``coin <= p`` accepted it, the zoo's ``zero-coin-accepts-zero-p``)."""
+    from specconform.harness.adapters import sglang
+    from specconform.harness.checks.rejection import own_draws
+    from specconform.harness.oracle import draws_exact
+
+    engine = sglang.make()
+    rng = np.random.default_rng(8)
+    cases = [own_draws.random_case(rng, one_hot) for _ in range(2)]
+    hunted, line = own_draws.boundary_cases("sglang-seeded", int(rng.integers(0, 2**62)), rng, one_hot)
+    total = draws_exact.Judgment("sglang-seeded")
+    for case in cases + hunted:
+        tokens, num = engine.rejection_sample(case)
+        total.add(draws_exact.judge_case("sglang-seeded", case, tokens, num))
+    print(total.summary, line)
+    assert not total.mismatches, "\n".join(m.evidence for m in total.mismatches)
+    # three boundaries, each with a p(d) = 0 and a p(d) = 1 draft decided without tolerance
+    assert total.requests == 2 * own_draws.BATCH + 9 and total.exact_boundaries == 6

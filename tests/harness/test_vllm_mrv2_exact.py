@@ -1,15 +1,16 @@
-"""vLLM Model Runner V2's sampled verification judged exactly under its own draws
-(specconform.harness.oracle.vllm_mrv2_exact): every acceptance decision and every emitted token of seeded, sampled
-requests, through the adapter (specconform.harness.adapters.vllm_mrv2) on random cases. Skipped without vLLM 0.33; on
-a CPU it needs ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=``."""
+"""vLLM Model Runner V2's sampled verification judged exactly under its own draws (scheme ``vllm-mrv2``,
+specconform.harness.oracle.draws_exact): every acceptance decision and every emitted token of seeded, sampled
+requests, through the adapter (specconform.harness.adapters.vllm_mrv2) on random cases and on the boundary cases of
+``rejection/own-draws-one-hot`` (seeds hunted onto u = 1/2 and onto vLLM's largest u). Skipped without vLLM 0.33; on a
+CPU it needs ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=``."""
 
 import os
 
 import numpy as np
 import pytest
 
+from specconform.harness.oracle import draws_exact as exact
 from specconform.harness.oracle import rejection as rs
-from specconform.harness.oracle import vllm_mrv2_exact as exact
 
 vllm = pytest.importorskip("vllm", reason="vLLM 0.33 is installed by tox -e vllm-v1 / vllm-mrv2 only")
 torch = pytest.importorskip("torch")
@@ -66,21 +67,45 @@ def mrv2():
 )
 def test_every_decision_and_token_matches_vllm_draws(mrv2, one_hot):
     rng = np.random.default_rng(6 + one_hot)
-    total = exact.Judgment()
+    total = exact.Judgment("vllm-mrv2")
     cases = [_case(rng, 16, 40, one_hot) for _ in range(8)]
     for case in cases:
         tokens, num = mrv2.rejection_sample(case)
-        total.add(exact.judge_case(case, tokens, num))
-    assert not total.mismatches, "\n".join(total.mismatches)
+        total.add(exact.judge_case("vllm-mrv2", case, tokens, num))
+    assert not total.mismatches, "\n".join(m.evidence for m in total.mismatches)
     print(total.summary)
     # drafts accepted and rejected, recovered and bonus tokens alike
     assert total.requests == 128 and total.decisions >= 100 and total.tokens - total.requests >= 30
     assert total.skipped <= 2
     # the judgment can fail: the same outputs under other seeds are another engine's, and are found out
-    reseeded = exact.Judgment()
+    reseeded = exact.Judgment("vllm-mrv2")
     for case in cases:
         tokens, num = mrv2.rejection_sample(case)
         case.seeds = case.seeds ^ 1
-        reseeded.add(exact.judge_case(case, tokens, num))
+        reseeded.add(exact.judge_case("vllm-mrv2", case, tokens, num))
     print(reseeded.summary)
     assert len(reseeded.mismatches) >= 32
+
+
+@pytest.mark.req("RS-ONEHOT-1", "RS-PROB-2", "RS-PROB-3")
+def test_boundary_cases_match_vllm_draws(mrv2):
+    """The boundary cases of ``rejection/own-draws-one-hot`` (one-hot drafts with p(d) 0, 1/2 and 1 at a position
+    whose acceptance uniform the hunt found at 1/2 and at vLLM's largest, 1 - 2^-24) go through vLLM as the draws
+    decide: the p(d) = 1 draft accepted at the largest u, the p(d) = 0 one rejected, p(d) = 1/2 at u = 1/2 skipped."""
+    from specconform.harness.checks.rejection import own_draws
+    from specconform.harness.oracle import boundaries
+
+    rng = np.random.default_rng(11)
+    seed = int(rng.integers(0, 2**62))
+    cases, line = own_draws.boundary_cases("vllm-mrv2", seed, rng, one_hot=True)
+    found, _ = boundaries.hunt("vllm-mrv2", seed)
+    assert set(found) == {"half", "top"}, line
+    total = exact.Judgment("vllm-mrv2")
+    for case in cases:
+        assert boundaries.uniforms("vllm-mrv2", seed, case.positions[:1])[0] in (0.5, 1 - 2**-24)
+        tokens, num = mrv2.rejection_sample(case)
+        total.add(exact.judge_case("vllm-mrv2", case, tokens, num))
+    print(total.summary)
+    assert not total.mismatches, "\n".join(m.evidence for m in total.mismatches)
+    # per boundary: p(d) = 0 and p(d) = 1 decided exactly; p(d) = 1/2 at u = 1/2 skipped, at the largest u decided
+    assert total.exact_boundaries == 4 and total.skipped == 1 and total.requests == 6

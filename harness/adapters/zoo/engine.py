@@ -13,6 +13,7 @@ from ...core import UsageError
 from ...oracle import budget as tb
 from ...oracle import rejection as rs
 from ..oracle import OracleEngine
+from . import coins
 from .budget import BATCH_TYPES, REQUEST_TYPES, MutantBudget
 from .counting import CountingMutants
 from .registry import MUTANTS, SAMPLER_MUTATIONS, Mutant
@@ -46,6 +47,16 @@ class MutantEngine(CountingMutants, OracleEngine):
         if hides_draws:  # its randomness is not the reference's: judged statistically
             capabilities = self.profile.capabilities - {"reference-draws"}
             self.profile = replace(self.profile, capabilities=capabilities, draws=None)
+        if mutant.name == coins.NAME:
+            # SGLang's own draws, judged exactly under them (rejection/own-draws); its coins are keyed by the step's
+            # position and the draft's column, not by each draft's position (SGLang's RS-RNG-1 finding, judged on
+            # SGLang itself), so it claims no rs.seeded
+            self.profile = replace(
+                self.profile,
+                classes=self.profile.classes - {"rs.seeded"},
+                capabilities=self.profile.capabilities - {"reference-draws"},
+                draws="sglang-seeded",
+            )
         if mutant.name == "unvalidated-ids-emitted":  # uses the permission RS-INPUT-6
             capabilities = self.profile.capabilities - {"input-validation"} | {"unvalidated-mode"}
             self.profile = replace(self.profile, capabilities=capabilities)
@@ -71,6 +82,8 @@ class MutantEngine(CountingMutants, OracleEngine):
         return MutantBudget(batch, self.mutant.name)
 
     def rejection_sample(self, case: RejectionCase):
+        if self.mutant.name == coins.NAME:
+            return coins.zero_coin_sample_case(case)
         if self.mutant.name in VERIFY_MUTATIONS:
             return mutant_sample_case(case, self.mutant.name, self.draws_for)
         if self.mutant.name == "num-emitted-is-k-plus-one":

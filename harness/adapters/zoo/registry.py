@@ -180,6 +180,14 @@ MUTANTS = (
     Mutant("acceptance-ratio-squared", "RS-PROB-1", "a draft is accepted with probability min(1, p/q)²"),
     Mutant("residual-from-p", "RS-PROB-2", "on rejection the emitted token is sampled from p, not the residual"),
     Mutant("zero-q-draft-accepted", "RS-PROB-3", "a draft with q(d) = 0 is verified as if q(d) were 1"),
+    Mutant(
+        "zero-coin-accepts-zero-p",
+        "RS-PROB-3",
+        "SGLang's seeded coins, drawn from [0, 1), tested coin * q(d) <= p(d): a draft whose target probability is 0 "
+        "is accepted when its coin is exactly 0, once in 2^32 coins (SGLang 35771); caught by a seed hunted onto that "
+        "coin, under SGLang's own draws",
+        shipped=("SGLang 35771",),
+    ),
     Mutant("empty-residual-emits-argmax", "RS-PROB-4", "an empty residual emits the argmax of p, not a sample"),
     Mutant("one-hot-residual-keeps-draft", "RS-ONEHOT-1", "without q, a rejected draft stays in the residual"),
     Mutant("batch-shares-first-temperature", "RS-MIXED-1", "every request is verified at request 0's temperature"),

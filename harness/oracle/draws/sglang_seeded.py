@@ -37,3 +37,19 @@ def verify_coins(seed, seq_len, draft_token_num: int) -> tuple[np.ndarray, np.nd
     hashed = coin_hash(seed, seq_len, np.arange(draft_token_num + 1)[None, :]).astype(np.float64)
     coins = np.minimum((hashed / 4294967295.0).astype(np.float32), MAX_COIN)
     return coins[:, :draft_token_num], coins[:, draft_token_num]
+
+
+def inverse_cdf(weights: np.ndarray, coin: float) -> tuple[int, float]:
+    """SGLang's final sampling (``reject_sampling.py``, ``speculative_sampling_classic_kernel``, pass 2) of the
+    unnormalised ``weights [V]`` (float64, >= 0) with ``coin``: the first id whose running sum exceeds
+    ``coin * sum(weights)``, and that threshold's distance to the nearest running sum of a weighted id (the last
+    excepted: the threshold never reaches the total), relative to the total (inf where nothing is near). A kernel
+    summing in float32 may part from this only where that distance is within its rounding."""
+    weights = np.asarray(weights, dtype=np.float64)
+    cumulative = np.cumsum(weights)
+    total = cumulative[-1]
+    threshold = float(coin) * total
+    token = int(np.argmax(cumulative > threshold))
+    inner = cumulative[weights > 0][:-1]
+    distance = np.abs(inner - threshold).min(initial=np.inf) / total
+    return token, float(distance)
