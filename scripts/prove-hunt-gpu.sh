@@ -74,7 +74,7 @@ PY
 
 echo "== 3. patched: hunt again with the record's seed"
 read -r seed vocab < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["seed"], r["vocab_size"])' "$record")
-timeout "${RUN_LIMIT_S:-420}" python3 -m specconform.harness.cli hunt --engine "$engine" --draws "${DRAWS:-1e9}" \
+timeout "${RUN_LIMIT_S:-300}" python3 -m specconform.harness.cli hunt --engine "$engine" --draws "${DRAWS:-1e9}" \
   --rows "${ROWS:-1000000}" --vocab "$vocab" --seed "$seed" --max-seconds "${MAX_SECONDS:-120}" \
   --report-dir "$out/patched" > "$out/hunt-patched.log" 2>&1
 code=$?
