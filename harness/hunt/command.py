@@ -37,12 +37,33 @@ def gpus_of(text: str) -> list[int] | None:
     return gpus
 
 
+def replay_record(record: str, engine_spec: str) -> int:
+    """``--replay``: each violation of the hunt record ``record`` replayed alone through ``engine_spec``; 1 where one
+    still breaks its invariant, else 0."""
+    from ..adapters import make_engine
+    from .replay import replay
+
+    engine = make_engine(engine_spec)
+    replays = replay(record, engine)
+    for n, result in enumerate(replays):
+        verdict = "REPRODUCED" if result.reproduced else "not reproduced"
+        print(
+            f"violations[{n}] {result.invariant}: recorded {result.recorded}, {engine.name} emits {result.emitted}: "
+            f"{verdict} (breaks {', '.join(result.violations) or 'nothing'})"
+        )
+    return 1 if any(r.reproduced for r in replays) else 0
+
+
 def cmd_hunt(args) -> int:
     from ..adapters import check_engine_spec, require_extra
     from . import HuntOptions, hunt, write_record
 
     require_extra("reference", "specconform hunt")
     check_engine_spec(args.engine)
+    if args.replay:
+        return replay_record(args.replay, args.engine)
+    if args.report_dir is None:
+        raise UsageError("specconform hunt needs --report-dir (or --replay RECORD to replay a record's violations)")
     options = HuntOptions(args.engine, args.draws, args.rows, args.vocab, args.seed, args.max_seconds)
     record = hunt(options, gpus_of(args.devices))
     json_path, markdown_path = write_record(record, args.report_dir)
@@ -106,5 +127,11 @@ def add_hunt_parser(sub) -> None:
         default="auto",
         help="auto (every GPU, one engine process each; else the CPU in this process), cpu, or GPU indices such as 0,1",
     )
-    hunt.add_argument("--report-dir", required=True, help="the folder of hunt-<engine>.json and hunt-<engine>.md")
+    hunt.add_argument("--report-dir", help="the folder of hunt-<engine>.json and hunt-<engine>.md")
+    hunt.add_argument(
+        "--replay",
+        metavar="RECORD",
+        help="instead of hunting: replay each violation of this hunt record (hunt-<engine>.json) alone through "
+        "--engine; exit 1 if one still breaks its invariant",
+    )
     hunt.set_defaults(func=cmd_hunt)

@@ -21,6 +21,7 @@ from ..isolation import device_name
 from .invariants import INVARIANTS, DeviceTally, request_violations
 from .launchers import hunt_device, launcher_for
 from .record import CONFIDENCE, DeviceRun, HuntRecord, InvariantResult, Violation, missed_rate
+from .replay import replay_alone
 from .rows import HuntRows, build_rows
 
 ROUND = 64  # the most launches between two readings of the draws
@@ -86,10 +87,7 @@ def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, devi
     seed = None if seeds is None else int(seeds[request])
     case = request_case(rows, request, seed, one_hot)
     reproduced = invariant in request_violations(case, token_ids, num_emitted, one_hot)
-    replayed_alone = False
-    if launcher.replays_one_request:
-        alone_tokens, alone_num = engine.rejection_sample(case)
-        replayed_alone = invariant in request_violations(case, alone_tokens[0], int(alone_num[0]), one_hot)
+    replayed_alone = launcher.replays_one_request and invariant in replay_alone(engine, case, one_hot)[1]
     return Violation(
         invariant=invariant,
         device=device,
