@@ -16,6 +16,7 @@ from ..core import UsageError
 from ..expectations import load_expectations
 from ..isolation import EngineUsageError
 from ..profiles import load_profile
+from ..schemas import RunRecord
 from .options import (
     add_api_options,
     add_distribution_options,
@@ -42,7 +43,7 @@ def run_config(args) -> RunConfig:
     return RunConfig.from_options(vars(args))
 
 
-def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None) -> list[dict]:
+def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None) -> list[RunRecord]:
     """Run each engine's checks of ``plan`` (default: every selected check on every engine), each engine in its
     own processes (``execution.run_engine``), streaming records into ``run_dir``; whatever happens, the reports
     are rendered from what was recorded. Stops early once ``config.maxfail`` checks failed unexpectedly."""
@@ -114,7 +115,7 @@ def cmd_run(args) -> int:
                 folder.rmdir()
         raise
     missing = runner.missing_records(run_dir, records)
-    stopped = config.maxfail is not None and sum(bool(r.get("unexpected")) for r in records) >= config.maxfail
+    stopped = config.maxfail is not None and sum(r.regression for r in records) >= config.maxfail
     passed, closing = console.closing(
         records,
         missing,
@@ -155,21 +156,21 @@ def cmd_zoo(args) -> int:
     if args.findings:
         return zoo_findings(mutants, config, args.findings_out)
     run_dir = new_run_dir(config.report_dir)
-    records = []
+    records: list[RunRecord] = []
     for mutant in mutants:  # each mutant is judged by the checks of its own area
         own = replace(config, engines=(f"zoo:{mutant.name}",), checks=config.checks or tuple(mutant.area))
         records = judge(own, run_dir)  # the run's records so far
     table = []
     for mutant in mutants:
-        failing = [r for r in records if r["engine"] == f"zoo:{mutant.name}" and r["status"] == "FAIL"]
-        caught_by = [r["check"] for r in failing if mutant.breaks in r["violated"]]
+        failing = [r for r in records if r.engine == f"zoo:{mutant.name}" and r.status == "FAIL"]
+        caught_by = [r.check for r in failing if mutant.breaks in r.violated]
         table.append(
             {
                 "mutant": mutant.name,
                 "description": mutant.description,
                 "breaks": mutant.breaks,
                 "caught": bool(caught_by),
-                "caught_by": caught_by or [r["check"] for r in failing],
+                "caught_by": caught_by or [r.check for r in failing],
             }
         )
     reports.write_all(
