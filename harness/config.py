@@ -24,7 +24,7 @@ else:  # Python 3.10
     import tomli as tomllib
 
 from . import stats
-from .core import Check, Context, UsageError
+from .core import DEFAULT_SEED, Check, Context, UsageError
 
 # the options that name an OpenAI-compatible server (``--engine openai``), by their command-line names
 API_OPTION_NAMES = (
@@ -43,7 +43,6 @@ API_OPTION_NAMES = (
 # the environment variable a reproduce line names in place of the API key (the variable the client reads)
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 DEFAULT_ENGINES = ("reference", "oracle", "embedded:single", "embedded:multi")
-DEFAULT_SEED = 20261121
 
 
 def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[Check]:
@@ -153,7 +152,7 @@ class RunConfig:
             exclude=tuple(given.get("exclude") or ()),
             expectations=given.get("expectations") or None,
             report_dir=given.get("report_dir", cls.report_dir),
-            seed=given.get("seed", DEFAULT_SEED),
+            seed=given.get("seed", cls.seed),
             trials=given.get("trials", cap),
             deviation=given.get("deviation", power.deviation if thorough else None),
             power=given.get("power", power.power),
@@ -163,7 +162,7 @@ class RunConfig:
             shard=Shard.parse(shard) if isinstance(shard, str) else shard,
             maxfail=maxfail,
             last_failed=bool(given.get("last_failed")),
-            workers=given.get("workers", 1),
+            workers=given.get("workers", cls.workers),
         )
 
     def planned_engines(self, selected: Iterable[Check]) -> tuple[str, ...]:

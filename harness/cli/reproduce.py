@@ -6,7 +6,7 @@ from .. import preflight, proofs
 from ..adapters import check_engine_spec
 from ..config import RunConfig
 from ..core import UsageError
-from .options import add_api_options
+from ..run_options import add_api_options
 
 
 def cmd_replay(args) -> int:

@@ -11,7 +11,7 @@ from .. import checks as checks_module
 from .. import reports, runner
 from ..core import UsageError
 from ..expectations import load_expectations
-from .options import bounded
+from ..run_options import bounded
 
 
 def cmd_report(args) -> int:
