@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
@@ -43,6 +44,17 @@ API_OPTION_NAMES = (
 # the environment variable a reproduce line names in place of the API key (the variable the client reads)
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 DEFAULT_ENGINES = ("reference", "oracle", "embedded:single", "embedded:multi")
+
+
+def headers_of(pairs: Iterable[str]) -> dict[str, str]:
+    """``{name: value}`` of ``NAME:VALUE`` strings (``--header``), the value stripped of surrounding spaces."""
+    out = {}
+    for pair in pairs:
+        name, colon, value = pair.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(f"--header {pair!r}: expected NAME:VALUE")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[Check]:
@@ -164,6 +176,14 @@ class RunConfig:
             last_failed=bool(given.get("last_failed")),
             workers=given.get("workers", cls.workers),
         )
+
+    @functools.cached_property
+    def engine_api_options(self) -> dict[str, Any]:
+        """``api_options`` as an engine and the preflight take them: each ``--header``'s ``NAME:VALUE`` parsed, once
+        for the run, into ``headers`` (``{name: value}``); a malformed one is a ``UsageError`` naming it."""
+        options: dict[str, Any] = {name: value for name, value in self.api_options.items() if name != "header"}
+        headers = headers_of(self.api_options.get("header") or ())
+        return {**options, "headers": headers} if headers else options
 
     def planned_engines(self, selected: Iterable[Check]) -> tuple[str, ...]:
         """The engines to judge ``selected`` on: those named, or of the default engines those whose profile can

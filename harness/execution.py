@@ -76,7 +76,7 @@ def run_engine(
                 return
 
     def work(_worker: int) -> None:
-        engine = EngineProcess(engine_spec, dict(config.api_options))
+        engine = EngineProcess(engine_spec, config.engine_api_options)
         try:
             runner.run_checks(
                 engine,

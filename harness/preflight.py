@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import yaml_files
-from .adapters import headers_of
 from .adapters.api_profile_files import ASK_FOR_IDS, api_profile, missing_fields, probe_request, shaped_like
 from .adapters.http import ApiProfile
 from .core import CAPABILITY_PROTOCOLS, UsageError
@@ -69,7 +68,7 @@ def http_client(api_options: dict):
     from .adapters.http import auth_headers
 
     api_key = api_options.get("api_key") or os.environ.get("OPENAI_API_KEY")
-    headers = headers_of(api_options.get("header") or ())
+    headers = api_options.get("headers") or {}  # parsed once, by RunConfig.engine_api_options
     return httpx2.Client(timeout=PROBE_TIMEOUT_S, headers=auth_headers(api_key, headers))
 
 

@@ -58,7 +58,7 @@ class Session:
         option_prefix: str = "--",
     ) -> None:
         self.config = config
-        self.api_options: dict = dict(config.api_options)
+        self.api_options: dict = config.engine_api_options  # the headers parsed once, here
         for engine_spec in config.engines:
             check_engine_spec(engine_spec, self.api_options)
         self.profile: Profile | None = load_profile(config.profile) if config.profile else None

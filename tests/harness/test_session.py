@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from specconform.harness import cli, run_options, yaml_files
+from specconform.harness import config as config_module
 from specconform.harness.config import RunConfig
 from specconform.harness.core import Context
 from specconform.harness.session import Session
@@ -75,6 +76,19 @@ def test_every_default_of_a_run_is_run_configs():
     assert RunConfig.from_options(vars(parsed)) == RunConfig()
     assert RunConfig.from_options({}) == RunConfig()
     assert Context(profile=None).seed == RunConfig().seed  # type: ignore[arg-type]
+
+
+def test_a_runs_headers_are_parsed_once_and_a_malformed_one_is_refused_when_the_session_is_made(monkeypatch):
+    parsed = []
+    parse = config_module.headers_of
+    monkeypatch.setattr(config_module, "headers_of", lambda pairs: parsed.append(pairs) or parse(pairs))
+    options = {"engine": ["openai"], "base_url": "http://h.test/v1", "model": "m", "header": ["X-Team: a", "X-B:b"]}
+    run = RunConfig.from_options(options)
+    session = Session(run)
+    assert session.api_options["headers"] == {"X-Team": "a", "X-B": "b"} and "header" not in session.api_options
+    assert run.engine_api_options is session.api_options and len(parsed) == 1
+    with pytest.raises(ValueError, match="--header ':x'"):
+        Session(RunConfig.from_options({**options, "header": [":x"]}))
 
 
 def test_a_mistake_is_found_when_the_session_is_made_before_anything_runs(tmp_path):
