@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
@@ -24,7 +25,7 @@ else:  # Python 3.10
     import tomli as tomllib
 
 from . import stats
-from .core import Check, Context, UsageError
+from .core import DEFAULT_SEED, Check, Context, UsageError
 from .products import named
 
 # the options that name an OpenAI-compatible server (``--engine openai``), by their command-line names
@@ -44,7 +45,17 @@ API_OPTION_NAMES = (
 # the environment variable a reproduce line names in place of the API key (the variable the client reads)
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 DEFAULT_ENGINES = ("reference", "oracle", "embedded:single", "embedded:multi")
-DEFAULT_SEED = 20261121
+
+
+def headers_of(pairs: Iterable[str]) -> dict[str, str]:
+    """``{name: value}`` of ``NAME:VALUE`` strings (``--header``), the value stripped of surrounding spaces."""
+    out = {}
+    for pair in pairs:
+        name, colon, value = pair.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(f"--header {pair!r}: expected NAME:VALUE")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def select(checks: Iterable[Check], include: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[Check]:
@@ -157,7 +168,7 @@ class RunConfig:
             exclude=tuple(given.get("exclude") or ()),
             expectations=given.get("expectations") or None,
             report_dir=given.get("report_dir", cls.report_dir),
-            seed=given.get("seed", DEFAULT_SEED),
+            seed=given.get("seed", cls.seed),
             trials=given.get("trials", cap),
             deviation=given.get("deviation", power.deviation if thorough else None),
             power=given.get("power", power.power),
@@ -167,8 +178,16 @@ class RunConfig:
             shard=Shard.parse(shard) if isinstance(shard, str) else shard,
             maxfail=maxfail,
             last_failed=bool(given.get("last_failed")),
-            workers=given.get("workers", 1),
+            workers=given.get("workers", cls.workers),
         )
+
+    @functools.cached_property
+    def engine_api_options(self) -> dict[str, Any]:
+        """``api_options`` as an engine and the preflight take them: each ``--header``'s ``NAME:VALUE`` parsed, once
+        for the run, into ``headers`` (``{name: value}``); a malformed one is a ``UsageError`` naming it."""
+        options: dict[str, Any] = {name: value for name, value in self.api_options.items() if name != "header"}
+        headers = headers_of(self.api_options.get("header") or ())
+        return {**options, "headers": headers} if headers else options
 
     def planned_engines(self, selected: Iterable[Check]) -> tuple[str, ...]:
         """The engines to judge ``selected`` on: those named, or of the default engines those whose profile can

@@ -11,34 +11,29 @@ from __future__ import annotations
 
 from . import findings, reports
 from .core import FAIL, NOT_CLAIMED, PASS
+from .schemas import RunRecord
 
 EVIDENCE_CHARS = 200  # of the first line of evidence a console line shows
 
 
-def _get(record, key: str, default):
-    """A field of a record: a ``runner.Record`` or its JSON form."""
-    return record.get(key, default) if isinstance(record, dict) else getattr(record, key, default)
-
-
-def why(record) -> str:
+def why(record: RunRecord) -> str:
     """Why a check did not pass, in one line: the requirements it failed with the first one's evidence, or (ERROR,
     TIMEOUT, PRECONDITION_FAILED, ...) its requirements and message; "" for PASS and NOT_CLAIMED."""
-    status = _get(record, "status", PASS)
+    status, results = record.status, record.results
     if status in (PASS, NOT_CLAIMED):
         return ""
-    results = _get(record, "results", {}) or {}
-    failed = [rid for rid, result in results.items() if result["status"] == FAIL]
+    failed = [rid for rid, result in results.items() if result.status == FAIL]
     if status == FAIL and failed:
-        evidence = results[failed[0]].get("evidence") or _get(record, "message", "")
+        evidence = results[failed[0]].evidence or record.message
         named = failed[0] + (f" (and {', '.join(failed[1:])})" if failed[1:] else "")
         return f"{named}: {reports.first_line(evidence, EVIDENCE_CHARS)}"
-    own = [rid for rid, result in results.items() if result["status"] == status]
-    requirements = own or list(_get(record, "requirements", []) or [])
-    message = reports.first_line(_get(record, "message", "") or "", EVIDENCE_CHARS)
+    own = [rid for rid, result in results.items() if result.status == status]
+    requirements = own or list(record.requirements)
+    message = reports.first_line(record.message, EVIDENCE_CHARS)
     return ": ".join(part for part in (", ".join(requirements), message) if part)
 
 
-def progress_line(record, done: int, total: int) -> str:
+def progress_line(record: RunRecord, done: int, total: int) -> str:
     """``[done/total] STATUS engine: check (seconds)``, then why when it did not pass."""
     line = f"[{done}/{total}] {record.status:19} {record.engine}: {record.check} ({record.duration_s:.1f} s)"
     reason = why(record)
@@ -46,7 +41,7 @@ def progress_line(record, done: int, total: int) -> str:
 
 
 def closing(
-    records: list[dict], missing: list[str], run_dir, uncovered: list[str] = (), stopped_after: int | None = None
+    records: list[RunRecord], missing: list[str], run_dir, uncovered: list[str] = (), stopped_after: int | None = None
 ) -> tuple[bool, str]:
     """(whether the run passes, the closing lines): the findings, the checks that ended in ERROR or TIMEOUT, the
     selected checks with no record (and, with ``stopped_after``, that the run stopped after that many failing
@@ -70,10 +65,10 @@ def closing(
                 f"  {'UNEXPECTED' if not f.expected else 'known':10} {f.engine}: {f.title} ({requirement}seen by "
                 f"{seen}): {reports.evidence_of(record, rid, EVIDENCE_CHARS)}"
             )
-    errors = [r for r in records if r["status"] in ("ERROR", "TIMEOUT")]
+    errors = [r for r in records if r.status in ("ERROR", "TIMEOUT")]
     if errors:
         lines.append(f"checks that ended in ERROR or TIMEOUT ({len(errors)}):")
-        lines += [f"  {r['status']:10} {r['engine']}: {r['check']}: {why(r)}" for r in errors]
+        lines += [f"  {r.status:10} {r.engine}: {r.check}: {why(r)}" for r in errors]
     if missing:
         stopped = f"stopped after {stopped_after} failing checks (--maxfail): " if stopped_after else ""
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
@@ -81,7 +76,7 @@ def closing(
     for v in verdicts:
         lines.append(f"{v.engine}: {v.headline.replace('**', '')}")
         lines += [f"  {c.cls} judged in part: {c.why}" for c in v.claimed if c.verdict == "judged in part"]
-    counts = {status: sum(r["status"] == status for r in records) for status in reports.ORDER}
+    counts = {status: sum(r.status == status for r in records) for status in reports.ORDER}
     lines.append(
         f"{'PASS' if passed else 'FAIL'}: "
         + " ".join(f"{status}={n}" for status, n in counts.items() if n)

@@ -24,17 +24,18 @@ from .config import RunConfig, words
 from .core import Check, UsageError
 from .expectations import Expectation
 from .isolation import EngineProcess
+from .schemas import RunRecord
 
 
 class FailureLimit:
-    """Counts the checks whose record holds an unexpected bad result (``Record.regression``, what fails a run);
+    """Counts the checks whose record holds an unexpected bad result (``RunRecord.regression``, what fails a run);
     ``reached`` once there are ``maxfail`` of them (never when ``maxfail`` is ``None``)."""
 
     def __init__(self, maxfail: int | None):
         self.maxfail = maxfail
         self.failed = 0
 
-    def __call__(self, record: runner.Record) -> None:
+    def __call__(self, record: RunRecord) -> None:
         self.failed += record.regression
 
     @property
@@ -49,7 +50,7 @@ def run_engine(
     *,
     profile,
     expectations: list[Expectation],
-    on_record: Callable[[runner.Record], None],
+    on_record: Callable[[RunRecord], None],
     limit: FailureLimit,
     run_dir: Path,
 ) -> list[Check]:
@@ -62,7 +63,7 @@ def run_engine(
     stopping = threading.Event()
     recording = threading.Lock()
 
-    def recorded(record: runner.Record) -> None:
+    def recorded(record: RunRecord) -> None:
         with recording:
             on_record(record)
             limit(record)
@@ -75,7 +76,7 @@ def run_engine(
                 return
 
     def work(_worker: int) -> None:
-        engine = EngineProcess(engine_spec, dict(config.api_options))
+        engine = EngineProcess(engine_spec, config.engine_api_options)
         try:
             runner.run_checks(
                 engine,
@@ -130,10 +131,10 @@ def last_failures(run_dir: Path) -> set[tuple[str, str]]:
     """``(engine spec, check)`` of every check of the run at ``run_dir`` that failed unexpectedly (an unexpected
     FAIL, ERROR or TIMEOUT: what made the run exit 1) or that it planned and never recorded."""
     records = runner.read_records(run_dir)
-    failed = {(r.get("engine_spec", r["engine"]), r["check"]) for r in records if r.get("unexpected")}
+    failed = {(r.engine_spec, r.check) for r in records if r.unexpected}
     manifest = run_dir / "run.json"
     if manifest.is_file():
-        recorded = {(r.get("engine_spec", r["engine"]), r["check"]) for r in records}
+        recorded = {(r.engine_spec, r.check) for r in records}
         failed |= {(engine, check) for engine, check in json.loads(manifest.read_text())["planned"]} - recorded
     return failed
 

@@ -39,11 +39,12 @@ class Expectation:
     proof: str = ""
     defects: tuple[str, ...] = ()  # a combined patch's single-defect patches: its failures are each of those defects
 
-    def applies(self, record: dict, requirement: str = "") -> bool:
+    def applies(self, record: schemas.RunRecord, requirement: str = "") -> bool:
+        """Whether this entry covers ``record`` (its check's own status, or with ``requirement`` that result)."""
         return (
-            fnmatch.fnmatchcase(record["check"], self.check)
+            fnmatch.fnmatchcase(record.check, self.check)
             and self.requirement == requirement
-            and all(fnmatch.fnmatchcase(str(record.get(key, "")), pattern) for key, pattern in self.conditions)
+            and all(fnmatch.fnmatchcase(str(getattr(record, key)), pattern) for key, pattern in self.conditions)
         )
 
     def met_by(self, status: str, fingerprint: str) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import benchdiff, reports, runner
 from .core import SEVERITY
+from .schemas import RunRecord
 
 _STAMP = re.compile(r"\d{8}-\d{6}(?:-\d+)?")
 _COLOURS = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#B279A2", "#72B7B2", "#9D755D", "#999999"]
@@ -29,7 +30,7 @@ class Run:
 
     path: Path
     engine: str
-    records: list[dict]
+    records: list[RunRecord]
 
     @property
     def label(self) -> str:
@@ -67,8 +68,8 @@ def find(paths) -> tuple[list[Run], list[BenchRun]]:
         for path in found:
             if path.name == "results.jsonl":
                 records = runner.read_records(path)
-                for engine in sorted({r["engine"] for r in records}):
-                    runs.append(Run(path.parent, engine, [r for r in records if r["engine"] == engine]))
+                for engine in sorted({r.engine for r in records}):
+                    runs.append(Run(path.parent, engine, [r for r in records if r.engine == engine]))
             elif path.name.startswith("bench-") and path.suffix == ".json":
                 benches.append(BenchRun(path, benchdiff.load(path)))
     return sorted(runs, key=lambda r: (r.label, str(r.path))), sorted(benches, key=lambda b: (b.label, str(b.path)))
@@ -84,9 +85,7 @@ def _requirement_statuses(run: Run) -> dict[str, str]:
 
 def _bad(run: Run) -> dict[tuple[str, str], bool]:
     """``{(check, requirement or "check"): unexpected}`` for every failure of the run."""
-    return {
-        (r["check"], rid): rid in r.get("unexpected", ()) for (_, _, rid), r in reports.bad_results(run.records).items()
-    }
+    return {(r.check, rid): rid in r.unexpected for (_, _, rid), r in reports.bad_results(run.records).items()}
 
 
 def conformance_markdown(runs: list[Run]) -> list[str]:
@@ -109,7 +108,7 @@ def conformance_markdown(runs: list[Run]) -> list[str]:
             continue
         for before, after in zip(mine, mine[1:]):
             old, new = _bad(before), _bad(after)
-            checks_after = {r["check"] for r in after.records}
+            checks_after = {r.check for r in after.records}
             appeared = [key for key in new if key not in old]
             fixed = [key for key in old if key not in new and key[0] in checks_after]
             lines.append(f"{before.label} → {after.label}: {len(appeared)} new failures, {len(fixed)} fixes")

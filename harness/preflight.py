@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import yaml_files
-from .adapters import headers_of
 from .adapters.api_profile_files import ASK_FOR_IDS, api_profile, missing_fields, probe_request, shaped_like
 from .adapters.http import ApiProfile
 from .core import CAPABILITY_PROTOCOLS, UsageError
 from .isolation import EngineFailure, EngineInfo, EngineProcess, EngineUsageError, module_factories
-from .profiles import Profile, load_profile
+from .profiles import Profile
 
 PROBE_TIMEOUT_S = 10  # how long a server may take to answer one preflight request
 
@@ -69,7 +68,7 @@ def http_client(api_options: dict):
     from .adapters.http import auth_headers
 
     api_key = api_options.get("api_key") or os.environ.get("OPENAI_API_KEY")
-    headers = headers_of(api_options.get("header") or ())
+    headers = api_options.get("headers") or {}  # parsed once, by RunConfig.engine_api_options
     return httpx2.Client(timeout=PROBE_TIMEOUT_S, headers=auth_headers(api_key, headers))
 
 
@@ -246,11 +245,13 @@ def profile_mismatch(profile_option: str, profile: Profile, engine_spec: str, in
     )
 
 
-def check_profile(engine_specs: list[str], api_options: dict, profile_option: str, timeout_s: float) -> None:
-    """Raise ``UsageError`` when the run's ``--profile`` claims a capability that one of the engines lacks: each
-    is built in its own process, as the run builds it, and asked which protocols it implements, before any check
-    runs. An engine that cannot be built is left to the run, which records its failure."""
-    profile = load_profile(profile_option)
+def check_profile(
+    engine_specs: list[str], api_options: dict, profile_option: str, profile: Profile, timeout_s: float
+) -> None:
+    """Raise ``UsageError`` when the run's ``--profile profile_option`` (loaded: ``profile``) claims a capability
+    that one of the engines lacks: each is built in its own process, as the run builds it, and asked which protocols
+    it implements, before any check runs. An engine that cannot be built is left to the run, which records its
+    failure."""
     for engine_spec in engine_specs:
         engine = EngineProcess(engine_spec, api_options)
         try:

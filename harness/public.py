@@ -17,6 +17,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from .schemas import RunRecord
+
 PROJECT = Path(__file__).resolve().parents[1]
 
 
@@ -48,12 +50,18 @@ def scrub(text: str) -> str:
     return pattern.sub(lambda match: names[match.group(0)], text)
 
 
-def scrub_record(record) -> None:
-    """Scrub, in place, what a ``runner.Record`` publishes: its message, each requirement's evidence, the engine's
-    version and device, and the command that reproduces it."""
-    record.message = scrub(record.message)
-    record.engine_version = scrub(record.engine_version)
-    record.device = scrub(record.device)
-    record.reproduce = scrub(record.reproduce)
-    for result in record.results.values():
-        result["evidence"] = scrub(result.get("evidence", ""))
+def scrub_record(record: RunRecord) -> RunRecord:
+    """``record`` with what it publishes scrubbed: its message, each requirement's evidence, the engine's version and
+    device, and the command that reproduces it."""
+    results = {
+        rid: result.model_copy(update={"evidence": scrub(result.evidence)}) for rid, result in record.results.items()
+    }
+    return record.model_copy(
+        update={
+            "message": scrub(record.message),
+            "engine_version": scrub(record.engine_version),
+            "device": scrub(record.device),
+            "reproduce": scrub(record.reproduce),
+            "results": results,
+        }
+    )

@@ -33,14 +33,12 @@ from pathlib import Path
 import pytest
 
 from . import checks as checks_module
-from . import preflight, reports, runner, spec
-from .adapters import check_engine_spec
-from .cli.run import new_run_dir
-from .config import RunConfig, file_options, find_pyproject, option_actions, select, words
+from . import preflight, spec
+from .config import RunConfig, file_options, find_pyproject, option_actions, select
 from .core import UsageError
-from .expectations import load_expectations
 from .isolation import EngineFailure, EngineProcess, EngineUsageError
-from .profiles import load_profile
+from .run_options import run_parser
+from .session import Session
 
 # run options that pytest itself provides: -q, -x, --maxfail, --lf and pytest-xdist's -n act on the items
 PYTEST_OWN = frozenset({"quiet", "exitfirst", "maxfail", "last_failed", "workers"})
@@ -49,8 +47,6 @@ PYTEST_OWN = frozenset({"quiet", "exitfirst", "maxfail", "last_failed", "workers
 def _run_options(every: bool = False) -> dict:
     """``specconform run``'s options (``config.option_actions``) that the plugin takes as ``--specconform-*``
     (``every``: with those pytest provides, which a config file shared with the command line may set)."""
-    from .cli import run_parser
-
     return {name: a for name, a in option_actions(run_parser()).items() if every or a.dest not in PYTEST_OWN}
 
 
@@ -114,28 +110,22 @@ def pytest_configure(config):
         if len(run.engines) != 1:
             raise UsageError(f"the plugin judges one engine per session; got --engine {list(run.engines)}")
         (engine_spec,) = run.engines
-        check_engine_spec(engine_spec, dict(run.api_options))
-        profile = load_profile(run.profile) if run.profile else None
-        expectations = load_expectations(run.expectations)
         if not select(checks_module.all_checks(), run.checks, run.exclude):
             raise UsageError(
                 f"--specconform-check {' '.join(run.checks)} matches no check (`specconform list` shows them)"
             )
-        selected = run.selected(checks_module.all_checks())
-        preflight.check_engines([engine_spec], dict(run.api_options))  # the server answers and serves the model
+        session = Session(run, reproduce_prefix="pytest", option_prefix="--specconform-")
+        preflight.check_engines([engine_spec], session.api_options)  # the server answers and serves the model
     except (ValueError, OSError) as exc:  # UsageError is a ValueError; a missing file an OSError
         raise usage_error(str(exc)) from None
-    engine = EngineProcess(engine_spec, dict(run.api_options))  # one for the session, restarted if it dies
+    engine = EngineProcess(engine_spec, session.api_options)  # one for the session, restarted if it dies
     config.add_cleanup(engine.stop)
     config._specconform = {
-        "config": run,
+        "session": session,
         "engine": engine,
-        "expectations": expectations,
-        "profile": profile,
-        "checks": selected,
-        "judged": [],  # the names of the checks that ran
+        "judged": [],  # the checks that ran
         # named here or in the file: a run folder as `specconform run` writes one, made by the first check
-        "report_dir": run.report_dir if "report_dir" in {**from_file, **given} else None,
+        "report_dir": "report_dir" in {**from_file, **given},
     }
 
 
@@ -152,22 +142,11 @@ class SpecconformItem(pytest.Item):
 
     def runtest(self):
         state = self.config._specconform
-        run: RunConfig = state["config"]
-        if state["report_dir"] and "run_dir" not in state:
-            state["run_dir"] = new_run_dir(state["report_dir"])
-            state["writer"] = runner.RecordWriter(state["run_dir"] / "results.jsonl")
-        (record,) = runner.run_checks(
-            state["engine"],
-            [self.check],
-            lambda info: run.context(info, state["profile"]),
-            expectations=state["expectations"],
-            timeout_s=run.timeout,
-            reproduce=run.reproduce(self.engine_spec, prefix="pytest", option_prefix="--specconform-"),
-            on_record=state.get("writer", lambda record: None),
-            run_dir=state.get("run_dir"),
-            engine_args=words(run.engine_options(self.engine_spec)),
-        )
-        state["judged"].append(record.check)
+        session: Session = state["session"]
+        if state["report_dir"] and session.run_dir is None:
+            session.open_run_folder()
+        record = session.judge_check(state["engine"], self.check)
+        state["judged"].append(self.check)
         self.user_properties.append(("specconform", record.to_json()))
         if record.expected_status and record.expected_status != "PASS":
             if record.status == record.expected_status:
@@ -211,7 +190,7 @@ def pytest_collection_modifyitems(session, config, items):
             check=check,
             engine_spec=state["engine"].engine_spec,
         )
-        for check in state["checks"]
+        for check in state["session"].selected
     ]
     # counted as collected, like the items of a file
     config.hook.pytest_collectreport(report=pytest.CollectReport("specconform", "passed", None, checks))
@@ -228,12 +207,15 @@ def pytest_runtestloop(session):
     if not any(isinstance(item, SpecconformItem) for item in session.items):
         return
     try:
-        info = state["engine"].start(state["config"].timeout)
+        info = state["engine"].start(state["session"].timeout)
     except (EngineUsageError, EngineFailure) as exc:
         raise usage_error(f"engine {state['engine'].engine_spec!r} cannot be judged: {exc}") from None
-    profile_option = state["config"].profile
-    mismatch = profile_option and preflight.profile_mismatch(
-        profile_option, state["profile"], state["engine"].engine_spec, info
+    run: Session = state["session"]
+    profile_option = run.config.profile
+    mismatch = (
+        profile_option
+        and run.profile
+        and preflight.profile_mismatch(profile_option, run.profile, state["engine"].engine_spec, info)
     )
     if mismatch:  # every check of a capability the engine lacks would ERROR
         raise usage_error(mismatch)
@@ -243,11 +225,7 @@ def pytest_sessionfinish(session):
     """With a report folder: the run folder's reports (summary.md, junit.xml, report.html) of the checks that ran;
     those deselected or never reached are not planned in it."""
     state = getattr(session.config, "_specconform", None)
-    if state is None or "run_dir" not in state:
+    run: Session | None = state and state["session"]
+    if run is None or run.run_dir is None:
         return
-    state["writer"].close()
-    run_dir, judged = state["run_dir"], set(state["judged"])
-    runner.write_manifest(run_dir, list(state["config"].engines), [c for c in state["checks"] if c.name in judged])
-    records = runner.read_records(run_dir)
-    missing = runner.missing_records(run_dir, records)
-    reports.write_all(run_dir, records, checks_module.uncovered_requirements(), missing)
+    run.render(run.run_dir, judged={state["engine"].engine_spec: state["judged"]})

@@ -13,7 +13,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from . import public, schemas
@@ -38,117 +38,66 @@ from .core import (
 )
 from .expectations import Expectation
 from .isolation import EngineFailure, EngineInfo, EngineProcess
+from .schemas import RequirementRecord, RunRecord
 
 GIVE_UP_AFTER = 3  # consecutive deaths or timeouts of one engine
 
 
-@dataclass
-class Record:
-    check: str
-    cls: str
-    requirements: list[str]
-    status: str
-    message: str
-    results: dict[str, dict]  # requirement id -> RequirementResult.to_json(), plus its expectation
-    engine: str
-    engine_spec: str  # the engine as the command line named it
-    engine_version: str
-    device: str
-    profile: str
-    seed: int
-    duration_s: float
-    reproduce: str
-    # every class the profile claims, judged in this run or not: a verdict counts against all of them
-    claimed_classes: list[str] | None = None
-    statistic: float | None = None
-    p_value: float | None = None
-    alpha: float | None = None
-    trials: int | None = None
-    expected_status: str | None = None
-    expectation_reason: str = ""
-    expectation_link: str = ""
-    unexpected: list[str] = field(default_factory=list)  # what no expectation covers: requirement ids or "check"
-    plots: list = field(default_factory=list)
-    reproduction: str = ""  # the first failing requirement's minimal reproduction, relative to the run folder
-
-    @property
-    def violated(self) -> list[str]:
-        return [r for r, result in self.results.items() if result["status"] == FAIL]
-
-    @property
-    def regression(self) -> bool:
-        """A bad result that no expectation covers (RUN-EXPECT-2)."""
-        return bool(self.unexpected)
-
-    @property
-    def unexpected_pass(self) -> bool:
-        return self.status == PASS and self.expected_status not in (None, PASS)
-
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["violated"] = self.violated
-        return data
+_EXPECTATION_KEYS = ("expected_status", "expectation_reason", "expectation_link")
+_RESULT_EXPECTATION_KEYS = (*_EXPECTATION_KEYS, "expectation_proof", "expectation_defects")
 
 
-def _expect(record: Record, expectations: list[Expectation]) -> None:
-    """Attach expectations to the record and to each requirement result, and list what no expectation
-    covers: each failed requirement whose failure (and fingerprint) is not expected, and ``"check"``
-    for an ERROR or TIMEOUT that is not expected."""
-    whole = next((e for e in expectations if e.applies(record.__dict__)), None)
+def expect(record: RunRecord, expectations: list[Expectation]) -> RunRecord:
+    """``record`` with expectations attached to it and to each requirement result, and listing what no expectation
+    covers: each failed requirement whose failure (and fingerprint) is not expected, and ``"check"`` for an ERROR or
+    TIMEOUT that is not expected."""
+    update: dict = {}
+    whole = next((e for e in expectations if e.applies(record)), None)
     if whole:
-        record.expected_status, record.expectation_reason, record.expectation_link = (
-            whole.status,
-            whole.reason,
-            whole.link,
-        )
+        update.update(expected_status=whole.status, expectation_reason=whole.reason, expectation_link=whole.link)
     unexpected = []
     if record.status in (ERROR, TIMEOUT) and not (whole and whole.met_by(record.status, "")):
         unexpected.append("check")
+    results = {}
     for rid, result in record.results.items():
         # entries of one requirement may tell its failure modes apart (each its own cause and proof): the entry whose
         # fingerprints the result meets, else the first
-        owns = [e for e in expectations if e.applies(record.__dict__, rid)]
-        own = next((e for e in owns if e.met_by(result["status"], result["fingerprint"])), owns[0] if owns else None)
+        owns = [e for e in expectations if e.applies(record, rid)]
+        own = next((e for e in owns if e.met_by(result.status, result.fingerprint)), owns[0] if owns else None)
         expectation = own or whole  # an entry without a requirement covers every requirement of its check
         if expectation:
-            result.update(
+            fields: dict = dict(
                 expected_status=expectation.status,
                 expectation_reason=expectation.reason,
                 expectation_link=expectation.link,
             )
             if expectation.proof:
-                result["expectation_proof"] = expectation.proof
+                fields["expectation_proof"] = expectation.proof
             if expectation.defects:
-                result["expectation_defects"] = list(expectation.defects)
-        if result["status"] == FAIL and not (expectation and expectation.met_by(FAIL, result["fingerprint"])):
+                fields["expectation_defects"] = list(expectation.defects)
+            result = result.model_copy(update=fields)
+        results[rid] = result
+        if result.status == FAIL and not (expectation and expectation.met_by(FAIL, result.fingerprint)):
             unexpected.append(rid)
-    record.unexpected = unexpected
+    return record.model_copy(update={**update, "results": results, "unexpected": unexpected})
 
 
-def reexpect(records: list[dict], expectations: list[Expectation]) -> list[dict]:
+def reexpect(records: list[RunRecord], expectations: list[Expectation]) -> list[RunRecord]:
     """``records`` with their expectations attached anew from ``expectations`` (those of the run dropped): a run
     re-rendered after its causes were written or corrected."""
     out = []
-    for data in records:
-        data = json.loads(json.dumps(data))
-        for key in ("expected_status", "expectation_reason", "expectation_link"):
+    for record in records:
+        data = record.to_json()
+        for key in _EXPECTATION_KEYS:
             data.pop(key, None)
         for result in data["results"].values():
-            for key in (
-                "expected_status",
-                "expectation_reason",
-                "expectation_link",
-                "expectation_proof",
-                "expectation_defects",
-            ):
+            for key in _RESULT_EXPECTATION_KEYS:
                 result.pop(key, None)
-        record = Record(**{f: data[f] for f in Record.__dataclass_fields__ if f in data})
-        _expect(record, expectations)
-        out.append({**data, **record.to_json()})
+        out.append(expect(RunRecord.model_validate(data), expectations))
     return out
 
 
-def pin_expectations(records: list[dict], expectations: list[Expectation]) -> list[dict]:
+def pin_expectations(records: list[RunRecord], expectations: list[Expectation]) -> list[dict]:
     """Expectation entries that pin every bad result of ``records`` by requirement and fingerprint.
 
     Each failed requirement becomes ``{check, requirement, status, fingerprint, reason, link?, if?}``
@@ -169,22 +118,22 @@ def pin_expectations(records: list[dict], expectations: list[Expectation]) -> li
 
     for record in records:
         whole = next((e for e in expectations if e.applies(record)), None)
-        if record["status"] in (ERROR, TIMEOUT):
-            if whole and whole.met_by(record["status"], ""):
-                pin(whole, (record["check"], "", whole.conditions), check=record["check"], status=record["status"])
+        if record.status in (ERROR, TIMEOUT):
+            if whole and whole.met_by(record.status, ""):
+                pin(whole, (record.check, "", whole.conditions), check=record.check, status=record.status)
             else:
-                unexplained.append(f"{record['check']} ({record['status']})")
-        for rid, result in record.get("results", {}).items():
-            if result["status"] != FAIL:
+                unexplained.append(f"{record.check} ({record.status})")
+        for rid, result in record.results.items():
+            if result.status != FAIL:
                 continue
             source = next((e for e in expectations if e.applies(record, rid)), None) or whole
-            if source is None or not source.met_by(FAIL, result["fingerprint"]):
-                unexplained.append(f"{record['check']} {result['fingerprint'] or rid}")
+            if source is None or not source.met_by(FAIL, result.fingerprint):
+                unexplained.append(f"{record.check} {result.fingerprint or rid}")
                 continue
-            key = (record["check"], rid, source.conditions)
-            pin(source, key, check=record["check"], requirement=rid, status=FAIL, fingerprint=[])
-            if result["fingerprint"] not in pinned[key]["fingerprint"]:
-                pinned[key]["fingerprint"] = sorted([*pinned[key]["fingerprint"], result["fingerprint"]])
+            key = (record.check, rid, source.conditions)
+            pin(source, key, check=record.check, requirement=rid, status=FAIL, fingerprint=[])
+            if result.fingerprint not in pinned[key]["fingerprint"]:
+                pinned[key]["fingerprint"] = sorted([*pinned[key]["fingerprint"], result.fingerprint])
     if unexplained:
         raise ValueError(
             f"{len(unexplained)} bad result(s) have no expectation to take a reason from: "
@@ -204,11 +153,11 @@ def run_checks(
     *,
     expectations: Iterable[Expectation] = (),
     timeout_s: float | None = 600,
-    on_record: Callable[[Record], None] = lambda record: None,
+    on_record: Callable[[RunRecord], None] = lambda record: None,
     reproduce: Callable[[Check, Context | None], str] = lambda check, ctx: "",
     run_dir: Path | None = None,
     engine_args: str = "",
-) -> list[Record]:
+) -> list[RunRecord]:
     """Run ``checks`` in order against ``engine`` (started on first use); ``ctx_for`` builds each
     check's context from the engine's own name, version and profile. Every check gets a record.
     ``checks`` may be any iterable: it is drawn from one check at a time, as each is about to run.
@@ -218,7 +167,7 @@ def run_checks(
     A failure's minimal reproduction is written into ``run_dir`` (``write_reproductions``), with the command
     that replays it against the engine ``engine_args`` names (default: ``--engine <its spec>``)."""
     expectations = list(expectations)
-    records: list[Record] = []
+    records: list[RunRecord] = []
     failures_in_a_row = 0
     info = engine.info
     for check in checks:
@@ -244,13 +193,17 @@ def run_checks(
                 failures_in_a_row += 1
                 outcome = uniform_outcome(failure.status, failure.message, check.requirements)
         ctx = ctx_for(info) if info is not None else None
-        record = Record(
+        results = {rid: result.to_json() for rid, result in outcome.requirements.items()}
+        documents = {
+            rid: r.pop("reproduction") for rid, r in results.items() if isinstance(r.get("reproduction"), dict)
+        }
+        record = RunRecord(
             check=check.name,
             cls=check.cls,
             requirements=list(check.requirements),
             status=outcome.status,
             message=outcome.message,
-            results={rid: result.to_json() for rid, result in outcome.requirements.items()},
+            results={rid: RequirementRecord.model_validate(result) for rid, result in results.items()},
             engine=info.name if info else engine.engine_spec,
             engine_spec=engine.engine_spec,
             engine_version=info.version if info else "unknown (the engine never started)",
@@ -264,12 +217,18 @@ def run_checks(
             p_value=outcome.p_value,
             alpha=outcome.alpha,
             trials=outcome.trials,
+            expected_status=None,
+            expectation_reason="",
+            expectation_link="",
+            unexpected=[],
             plots=outcome.plots,
+            reproduction="",
         )
-        public.scrub_record(record)  # no path of this machine in what is published
+        record = public.scrub_record(record)  # no path of this machine in what is published
         if run_dir is not None:
-            write_reproductions(run_dir, record, engine_args or f"--engine {shlex.quote(engine.engine_spec)}")
-        _expect(record, expectations)
+            engine_args = engine_args or f"--engine {shlex.quote(engine.engine_spec)}"
+            record = write_reproductions(run_dir, record, documents, engine_args)
+        record = expect(record, expectations)
         records.append(record)
         on_record(record)
     return records
@@ -329,23 +288,23 @@ def _file_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def write_reproductions(run_dir: Path, record: Record, engine_args: str) -> None:
-    """Write each requirement's minimal reproduction (a golden-vector document) to
-    ``run_dir/reproductions/<engine>--<check>--<requirement>.json`` and keep its path, relative to the
-    run folder, in the result; the evidence names the file and the command that replays it against the
-    engine ``engine_args`` names (``--engine <spec>`` and its server's options)."""
-    for rid, result in record.results.items():
-        document = result.get("reproduction")
-        if not isinstance(document, dict):
-            continue
+def write_reproductions(run_dir: Path, record: RunRecord, documents: dict[str, dict], engine_args: str) -> RunRecord:
+    """Write each requirement's minimal reproduction (``documents``: requirement id -> a golden-vector document) to
+    ``run_dir/reproductions/<engine>--<check>--<requirement>.json``; ``record`` with each path, relative to the run
+    folder, in its result, and the evidence naming the file and the command that replays it against the engine
+    ``engine_args`` names (``--engine <spec>`` and its server's options)."""
+    results = dict(record.results)
+    first = record.reproduction
+    for rid, document in documents.items():
         relative = Path("reproductions") / _file_name(f"{record.engine}--{record.check}--{rid}.json")
         document = {"check": record.check, "engine": record.engine, "requirement": rid, "seed": record.seed, **document}
         (run_dir / relative.parent).mkdir(parents=True, exist_ok=True)
         (run_dir / relative).write_text(json.dumps(document, indent=1) + "\n")
-        result["reproduction"] = str(relative)
-        record.reproduction = record.reproduction or str(relative)
         command = f"specconform replay {relative} {engine_args}"
-        result["evidence"] += f" [minimal reproduction: {relative}; {command}]"
+        evidence = results[rid].evidence + f" [minimal reproduction: {relative}; {command}]"
+        results[rid] = results[rid].model_copy(update={"reproduction": str(relative), "evidence": evidence})
+        first = first or str(relative)
+    return record.model_copy(update={"results": results, "reproduction": first})
 
 
 class RecordWriter:
@@ -356,9 +315,9 @@ class RecordWriter:
         self.path = path
         self.file = path.open("a")
 
-    def __call__(self, record: Record) -> None:
+    def __call__(self, record: RunRecord) -> None:
         data = record.to_json()
-        schemas.RunRecord.model_validate(data)
+        RunRecord.model_validate(data)
         self.file.write(json.dumps(data) + "\n")
         self.file.flush()
 
@@ -374,7 +333,7 @@ def write_manifest(run_dir: Path, engines: list[str], checks: list[Check]) -> No
     manifest.write_text(json.dumps({"planned": planned}, indent=0))
 
 
-def read_records(path: str | Path) -> list[dict]:
+def read_records(path: str | Path) -> list[RunRecord]:
     """The records of a run's ``results.jsonl`` (``path`` or the folder holding it), each checked against
     ``specconform.harness.schemas.RunRecord``: a ``ValueError`` names the line and the key that does not fit."""
     path = Path(path)
@@ -385,16 +344,15 @@ def read_records(path: str | Path) -> list[dict]:
     records = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if line.strip():
-            records.append(json.loads(line))
-            schemas.parse(schemas.RunRecord, records[-1], f"{path}:{number}")
+            records.append(schemas.parse(RunRecord, json.loads(line), f"{path}:{number}"))
     return records
 
 
-def missing_records(run_dir: Path, records: list[dict]) -> list[str]:
+def missing_records(run_dir: Path, records: list[RunRecord]) -> list[str]:
     """``engine: check`` for every planned check of the run's manifest that has no record."""
     manifest = Path(run_dir) / "run.json"
     if not manifest.is_file():
         return []
-    recorded = {(r.get("engine_spec", r["engine"]), r["check"]) for r in records}
+    recorded = {(r.engine_spec, r.check) for r in records}
     planned = json.loads(manifest.read_text())["planned"]
     return [f"{engine}: {check}" for engine, check in planned if (engine, check) not in recorded]

@@ -214,7 +214,34 @@ class RunRecord(Strict):
     unexpected: list[str] = Field([], description="what no expectation covers: requirement ids or 'check'")
     plots: list[dict] = []
     reproduction: str = Field("", description="the first failing requirement's reproduction, relative to the run")
-    violated: list[str] = Field([], description="the requirements whose status is FAIL")
+    violated: list[str] = Field([], description="the requirements whose status is FAIL (default: read off results)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _violated_of_results(cls, data: Any) -> Any:
+        """A record made without ``violated`` (as the runner makes each) names the requirements its results FAIL."""
+        if isinstance(data, dict) and "violated" not in data and isinstance(data.get("results"), dict):
+            failed = [rid for rid, result in data["results"].items() if _status_of(result) == "FAIL"]
+            data = {**data, "violated": failed}
+        return data
+
+    @property
+    def regression(self) -> bool:
+        """A bad result that no expectation covers (RUN-EXPECT-2): what fails a run."""
+        return bool(self.unexpected)
+
+    @property
+    def unexpected_pass(self) -> bool:
+        return self.status == "PASS" and self.expected_status not in (None, "PASS")
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as one line of ``results.jsonl`` holds it: the keys it was given or made with (a record read
+        from a file is written back with the same keys), in the model's order."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def _status_of(result: Any) -> Any:
+    return result.get("status") if isinstance(result, dict) else getattr(result, "status", None)
 
 
 # ---------------------------------------------------------------------------------------------

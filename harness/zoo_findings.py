@@ -113,11 +113,10 @@ def judge_mutant(mutant: zoo.Mutant, config: RunConfig, selected: list[Check] | 
         )
     finally:
         engine.stop()
-    as_json = [record.to_json() for record in records]
     return MutantFindings(
         mutant,
-        findings.findings(as_json),
-        broken_checks=[r["check"] for r in as_json if r["status"] in ("ERROR", "TIMEOUT")],
+        findings.findings(records),
+        broken_checks=[r.check for r in records if r.status in ("ERROR", "TIMEOUT")],
         seconds=time.perf_counter() - started,
     )
 
@@ -184,7 +183,7 @@ def render_markdown(judged: list[MutantFindings], how: str) -> str:
     if mismatched:
         lines += ["", "## Findings of the mutants that do not match", ""]
         for j in mismatched:
-            named = "; ".join(f"{f.name} (first seen by `{f.first[0]['check']}`)" for f in j.found) or "none"
+            named = "; ".join(f"{f.name} (first seen by `{f.first[0].check}`)" for f in j.found) or "none"
             broken = f" ERROR/TIMEOUT: {', '.join(j.broken_checks)}." if j.broken_checks else ""
             lines.append(f"- **{j.mutant.name}** (declares {j.mutant.breaks}): {named}.{broken}")
     return "\n".join(lines) + "\n"

@@ -2,8 +2,9 @@
 
 ``make_engine(spec)`` builds one from its command-line name: ``oracle``, ``reference[:device[:backend]]``,
 ``zoo:<mutant>``, ``embedded[:single|multi]`` (the embedded engine over HTTP), ``openai`` (any server;
-``api_options`` gives base_url, model, ...), ``module:factory`` (an engine team's own adapter) or the name an installed
-package registers its adapter under (entry-point group ``specconform.engines``: ``registered``).
+``api_options`` gives base_url, model, ..., and ``headers``: ``{name: value}``, as
+``RunConfig.engine_api_options`` makes them), ``module:factory`` (an engine team's own adapter) or the name an
+installed package registers its adapter under (entry-point group ``specconform.engines``: ``registered``).
 The runner calls it inside the engine's own process (``specconform.harness.isolation``). The core install judges servers
 (``openai``) and the oracle; the engines built on torch need an extra (``EXTRAS``), and naming one without it is a
 usage error that says which extra to install.
@@ -145,7 +146,7 @@ def _build(spec: str, api_options: dict | None):
         )
         restart_command = options.pop("restart_command", None)
         api_key = options.pop("api_key", None)
-        headers = headers_of(options.pop("header", None) or ())
+        headers = options.pop("headers", None) or {}  # parsed once, by RunConfig.engine_api_options
         profile = ApiProfile(name=profile_name, **fields, **options)
         return ApiEngine(
             base_url, profile, name=name, restart_command=restart_command, api_key=api_key, headers=headers
@@ -194,17 +195,6 @@ def _moved(module_name: str) -> str:
     except (ImportError, ValueError):
         moved = False
     return f"; specconform's modules are under 'specconform.' now: 'specconform.{module_name}'" if moved else ""
-
-
-def headers_of(pairs) -> dict[str, str]:
-    """``{name: value}`` of ``NAME:VALUE`` strings (``--header``), the value stripped of surrounding spaces."""
-    out = {}
-    for pair in pairs:
-        name, colon, value = pair.partition(":")
-        if not colon or not name.strip():
-            raise UsageError(f"--header {pair!r}: expected NAME:VALUE")
-        out[name.strip()] = value.strip()
-    return out
 
 
 def check_engine_spec(spec: str, api_options: dict | None = None) -> None:

@@ -14,8 +14,8 @@ from ..config import file_options, find_pyproject, option_actions
 from ..core import UsageError
 from ..hunt.command import add_hunt_parser
 from ..isolation import EngineUsageError
+from ..run_options import Parser
 from . import export, reproduce, results, run, tools
-from .options import Parser
 
 
 def _version() -> str:
@@ -63,11 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
     (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return action.choices[command]
-
-
-def run_parser() -> argparse.ArgumentParser:
-    """The parser of ``specconform run``'s options (the pytest plugin takes the same options)."""
-    return _subparser(build_parser(), "run")
 
 
 def parse(argv=None) -> argparse.Namespace:

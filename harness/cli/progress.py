@@ -8,7 +8,8 @@ import sys
 import threading
 import time
 
-from .. import console, runner
+from .. import console
+from ..schemas import RunRecord
 
 # the environment that silences third-party chatter (transformers' logging and its "Loading weights"
 # bars, huggingface_hub's bars) in this process and in every engine process it starts
@@ -94,10 +95,10 @@ class Progress:
                     f"({time.monotonic() - since:.0f} s; run {time.monotonic() - self.started:.0f} s)"
                 )
 
-    def __call__(self, record: runner.Record) -> None:
+    def __call__(self, record: RunRecord) -> None:
         with self._lock:
             self.done += 1
-            self.finished.add((getattr(record, "engine_spec", record.engine), record.check))
+            self.finished.add((record.engine_spec, record.check))
             if not self.enabled:
                 return
             line = console.progress_line(record, self.done, len(self.plan))

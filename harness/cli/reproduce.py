@@ -6,7 +6,7 @@ from .. import preflight, proofs
 from ..adapters import check_engine_spec
 from ..config import RunConfig
 from ..core import UsageError
-from .options import add_api_options
+from ..run_options import add_api_options
 
 
 def cmd_replay(args) -> int:
@@ -14,7 +14,7 @@ def cmd_replay(args) -> int:
     from .. import reproductions
     from ..adapters import make_engine
 
-    api_options = dict(RunConfig.from_options(vars(args)).api_options)
+    api_options = RunConfig.from_options(vars(args)).engine_api_options
     check_engine_spec(args.engine, api_options)
     preflight.check_engines([args.engine], api_options)
     try:
@@ -41,7 +41,7 @@ def cmd_replay(args) -> int:
 def cmd_prove(args) -> int:
     """``specconform prove``: prove each published cause that has a proof (``specconform.harness.proofs``), one
     line per entry; 1 if any is not proven."""
-    api_options = dict(RunConfig.from_options(vars(args)).api_options)
+    api_options = RunConfig.from_options(vars(args)).engine_api_options
     check_engine_spec(args.engine, api_options)
     entries, without = proofs.load_proofs(args.expectations, args.entry or "")
     not_proven = 0

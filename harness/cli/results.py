@@ -11,7 +11,7 @@ from .. import checks as checks_module
 from .. import reports, runner
 from ..core import UsageError
 from ..expectations import load_expectations
-from .options import bounded
+from ..run_options import bounded
 
 
 def cmd_report(args) -> int:
@@ -38,7 +38,7 @@ def cmd_report(args) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         records = runner.reexpect(records, expectations)
-        (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        (run_dir / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
     reports.write_all(
         run_dir, records, checks_module.uncovered_requirements(), runner.missing_records(run_dir, records)
     )

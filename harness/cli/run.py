@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
-import time
 from dataclasses import replace
-from pathlib import Path
 
 from .. import checks as checks_module
-from .. import console, execution, preflight, reports, runner
-from ..adapters import ENGINE_FORMS, check_engine_spec
+from .. import console, preflight, reports, runner
+from ..adapters import check_engine_spec
 from ..config import RunConfig
 from ..core import UsageError
-from ..expectations import load_expectations
-from ..isolation import EngineUsageError
-from ..profiles import load_profile
-from .options import (
+from ..run_options import (
     add_api_options,
-    add_distribution_options,
     add_product_option,
+    add_run_arguments,
     add_run_options,
     add_selection_options,
     bounded,
 )
+from ..schemas import RunRecord
+from ..session import Session, new_run_dir
 from .progress import Progress, quiet_third_parties
-
-
-def new_run_dir(base: str) -> Path:
-    """A new run folder under ``base``, named by the time (``-1``, ``-2``, ... when that name is taken)."""
-    path = Path(base) / time.strftime("%Y%m%d-%H%M%S")
-    suffix = 0
-    while path.exists():
-        suffix += 1
-        path = Path(base) / f"{time.strftime('%Y%m%d-%H%M%S')}-{suffix}"
-    path.mkdir(parents=True)
-    return path
 
 
 def run_config(args) -> RunConfig:
@@ -43,79 +28,22 @@ def run_config(args) -> RunConfig:
     return RunConfig.from_options(vars(args))
 
 
-def judge(config: RunConfig, run_dir: Path, plan: dict[str, list] | None = None) -> list[dict]:
-    """Run each engine's checks of ``plan`` (default: every selected check on every engine), each engine in its
-    own processes (``execution.run_engine``), streaming records into ``run_dir``; whatever happens, the reports
-    are rendered from what was recorded. Stops early once ``config.maxfail`` checks failed unexpectedly."""
-    if plan is None:
-        selected = config.selected(checks_module.all_checks())
-        plan = {engine_spec: selected for engine_spec in config.planned_engines(selected)}
-    expectations = load_expectations(config.expectations)
-    profile = load_profile(config.profile) if config.profile else None
-    for engine_spec, checks in plan.items():
-        runner.write_manifest(run_dir, [engine_spec], checks)
-    writer = runner.RecordWriter(run_dir / "results.jsonl")
-    if config.quiet:
-        quiet_third_parties()
-    limit = execution.FailureLimit(config.maxfail)
-    try:
-        planned = [(e, check.name) for e, checks in plan.items() for check in checks]
-        with Progress(planned, config.quiet, workers=config.workers) as progress:
-
-            def on_record(record):
-                writer(record)
-                progress(record)
-
-            for engine_spec, checks in plan.items():
-                execution.run_engine(
-                    engine_spec,
-                    checks,
-                    config,
-                    profile=profile,
-                    expectations=expectations,
-                    on_record=on_record,
-                    limit=limit,
-                    run_dir=run_dir,
-                )
-                if limit.reached:
-                    break
-    finally:  # whatever happened, render what was measured
-        writer.close()
-        records = runner.read_records(run_dir)
-        reports.write_all(
-            run_dir, records, checks_module.uncovered_requirements(), runner.missing_records(run_dir, records)
-        )
-    return records
-
-
 def cmd_run(args) -> int:
+    """``specconform run``: a ``Session`` of the options, with progress on stderr and the closing lines on stdout."""
     config = run_config(args)
-    for engine_spec in config.engines:
-        check_engine_spec(engine_spec, dict(config.api_options))
-    if config.profile:
-        load_profile(config.profile)
-    selected = config.selected(checks_module.all_checks())
-    load_expectations(config.expectations)
-    plan, last = execution.plan(config, selected)
+    session = Session(config)
+    plan, last = session.plan()
     if not plan:
         print(f"nothing to re-run: the last run ({last}) has no unexpected failure among the selected checks")
         return 0
-    # a mistake is a usage error before any folder is made
-    preflight.check_engines(list(plan), dict(config.api_options))
-    if config.profile:
-        preflight.check_profile(list(plan), dict(config.api_options), config.profile, config.timeout)
-    made = [p for p in (Path(config.report_dir), *Path(config.report_dir).parents) if not p.exists()]
-    run_dir = new_run_dir(config.report_dir)
-    try:
-        records = judge(config, run_dir, plan)
-    except EngineUsageError:  # an engine's factory refused how it was named: nothing was measured, nothing stays
-        if not runner.read_records(run_dir):
-            shutil.rmtree(run_dir)
-            for folder in made:  # the report folders this run made, innermost first
-                folder.rmdir()
-        raise
-    missing = runner.missing_records(run_dir, records)
-    stopped = config.maxfail is not None and sum(bool(r.get("unexpected")) for r in records) >= config.maxfail
+    session.preflight(list(plan))  # a mistake is a usage error before any folder is made
+    if config.quiet:
+        quiet_third_parties()
+    planned = [(engine, check.name) for engine, checks in plan.items() for check in checks]
+    with session.run_folder() as run_dir, Progress(planned, config.quiet, workers=config.workers) as progress:
+        records = session.judge(run_dir, plan, on_record=progress)
+    missing = session.missing(run_dir, records)
+    stopped = config.maxfail is not None and sum(r.regression for r in records) >= config.maxfail
     passed, closing = console.closing(
         records,
         missing,
@@ -130,14 +58,12 @@ def cmd_run(args) -> int:
 def cmd_doctor(args) -> int:
     """The preflight alone: whether each engine can be judged, and what each selected check will judge."""
     config = run_config(args)
-    for engine_spec in config.engines:
-        check_engine_spec(engine_spec, dict(config.api_options))
-    profile = load_profile(config.profile) if config.profile else None
-    selected = config.selected(checks_module.all_checks())
-    engines = list(config.planned_engines(selected))
-    print(
-        preflight.doctor(engines, dict(config.api_options), selected, profile, config.timeout, config.profile), end=""
+    session = Session(config)
+    engines = list(config.planned_engines(session.selected))
+    report = preflight.doctor(
+        engines, session.api_options, session.selected, session.profile, config.timeout, config.profile
     )
+    print(report, end="")
     return 0
 
 
@@ -156,21 +82,21 @@ def cmd_zoo(args) -> int:
     if args.findings:
         return zoo_findings(mutants, config, args.findings_out)
     run_dir = new_run_dir(config.report_dir)
-    records = []
+    records: list[RunRecord] = []
     for mutant in mutants:  # each mutant is judged by the checks of its own area
         own = replace(config, engines=(f"zoo:{mutant.name}",), checks=config.checks or tuple(mutant.area))
-        records = judge(own, run_dir)  # the run's records so far
+        records = Session(own).judge(run_dir)  # the run's records so far
     table = []
     for mutant in mutants:
-        failing = [r for r in records if r["engine"] == f"zoo:{mutant.name}" and r["status"] == "FAIL"]
-        caught_by = [r["check"] for r in failing if mutant.breaks in r["violated"]]
+        failing = [r for r in records if r.engine == f"zoo:{mutant.name}" and r.status == "FAIL"]
+        caught_by = [r.check for r in failing if mutant.breaks in r.violated]
         table.append(
             {
                 "mutant": mutant.name,
                 "description": mutant.description,
                 "breaks": mutant.breaks,
                 "caught": bool(caught_by),
-                "caught_by": caught_by or [r["check"] for r in failing],
+                "caught_by": caught_by or [r.check for r in failing],
             }
         )
     reports.write_all(
@@ -224,24 +150,7 @@ def add_run_parser(sub) -> None:
         'long name (base-url = "http://127.0.0.1:8000/v1", check = ["api/*"], seed = 7); the command line overrides '
         "it.",
     )
-    run.add_argument(
-        "--engine",
-        action="append",
-        help=f"{', '.join(ENGINE_FORMS)} (repeatable; default: reference, oracle and the "
-        "embedded engine with both tokenizer variants)",
-    )
-    add_product_option(run)
-    add_api_options(run)
-    run.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
-    add_selection_options(run)
-    run.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
-    run.add_argument(
-        "--report-dir",
-        default="reports/runs",
-        help="where each run's folder (results.jsonl, summary.md, junit.xml, report.html) is made",
-    )
-    add_run_options(run)
-    add_distribution_options(run)
+    add_run_arguments(run)
     run.set_defaults(func=cmd_run)
 
 
@@ -261,7 +170,7 @@ def add_doctor_parser(sub) -> None:
     doc.add_argument(
         "--timeout",
         type=bounded(float, 0, 7 * 86400, open_interval=True),
-        default=600,
+        default=RunConfig.timeout,
         help="seconds each engine may take to be built",
     )
     doc.set_defaults(func=cmd_doctor)

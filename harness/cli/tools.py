@@ -9,7 +9,7 @@ from .. import checks as checks_module
 from .. import spec, vectors
 from ..adapters import require_extra
 from ..config import RunConfig
-from .options import add_selection_options, bounded
+from ..run_options import add_selection_options, bounded
 
 
 def cmd_vectors(args) -> int:

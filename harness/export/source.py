@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import reproductions
 from ..core import UsageError
+from ..schemas import RequirementRecord
 
 
 @dataclass
@@ -35,9 +36,9 @@ def _load(path: Path) -> dict:
         raise UsageError(str(exc)) from None
 
 
-def _matches(selector: str, rid: str, result: dict) -> bool:
-    finding = result.get("finding", "")
-    return selector in (rid, result.get("fingerprint", ""), finding, finding.split(" ", 1)[0])
+def _matches(selector: str, rid: str, result: RequirementRecord) -> bool:
+    finding = result.finding or ""
+    return selector in (rid, result.fingerprint, finding, finding.split(" ", 1)[0])
 
 
 def _size(document: dict) -> tuple[int, int]:
@@ -53,14 +54,14 @@ def from_run(run_dir: Path, selector: str, check: str = "") -> Source:
     found: dict[Path, str] = {}
     failed_with_reproduction = set()
     for record in read_records(run_dir):
-        if check and record["check"] != check:
+        if check and record.check != check:
             continue
-        for rid, result in record.get("results", {}).items():
-            if result.get("status") != "FAIL" or not isinstance(result.get("reproduction"), str):
+        for rid, result in record.results.items():
+            if result.status != "FAIL" or not result.reproduction:
                 continue
             failed_with_reproduction.add(rid)
             if _matches(selector, rid, result):
-                found[run_dir / result["reproduction"]] = record["engine"]
+                found[run_dir / result.reproduction] = record.engine
     if not found:
         known = ", ".join(sorted(failed_with_reproduction)) or "none"
         where = f" of check {check}" if check else ""

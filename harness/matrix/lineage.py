@@ -28,7 +28,7 @@ _JUDGED = (PASS, FAIL)
 def fingerprints(finding: findings.Finding) -> frozenset[str]:
     """A finding's fingerprints: ``<requirement>/<mode>`` of each of its failures (``<requirement>/`` for a failure
     recorded without a mode)."""
-    return frozenset(record["results"][rid].get("fingerprint") or f"{rid}/" for record, rid in finding.records)
+    return frozenset(record.results[rid].fingerprint or f"{rid}/" for record, rid in finding.records)
 
 
 @dataclass
@@ -155,8 +155,8 @@ def histories(rows: list[Row]) -> list[History]:
 
 def _joined(earlier: Row, later: Row) -> Row:
     """``later`` with the records of ``earlier``'s checks that ``later`` did not run."""
-    ran = {record["check"] for record in later.records}
-    return replace(later, records=[r for r in earlier.records if r["check"] not in ran] + later.records)
+    ran = {record.check for record in later.records}
+    return replace(later, records=[r for r in earlier.records if r.check not in ran] + later.records)
 
 
 def summary_line(item: History) -> str:

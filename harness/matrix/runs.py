@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import findings, runner
 from ..products import registry
 from ..reports.verdicts import EngineVerdict, engine_verdicts
+from ..schemas import RunRecord
 
 _STAMP = re.compile(r"^\d{8}-\d{6}(?:-\d+)?$")
 # a release: 0.33, 0.33.0, 0.7.2.post1, 1.0rc2; preceded by the start, a space, "-" or "v"
@@ -80,7 +81,7 @@ class Row:
     variant: str
     runner: str
     run: Path
-    records: list[dict]
+    records: list[RunRecord]
     earlier: list[Path] = field(default_factory=list)
 
     @property
@@ -96,7 +97,7 @@ class Row:
     @property
     def gpu(self) -> bool:
         """Whether the run needed a GPU (a kernel judged on CUDA)."""
-        return any(r["device"].startswith("cuda") for r in self.records)
+        return any(r.device.startswith("cuda") for r in self.records)
 
     @property
     def series(self) -> tuple[str, str, str]:
@@ -131,20 +132,20 @@ def rows(engines_dir: Path, products_dir: Path | None = None) -> list[Row]:
     if not engines_dir.is_dir():
         raise FileNotFoundError(f"{str(engines_dir)!r} is not a folder of published runs (reports/engines)")
     listed = _products_of(products_dir)
-    latest: dict[tuple[str, str, str], tuple[Path, list[dict], list[Path]]] = {}
+    latest: dict[tuple[str, str, str], tuple[Path, list[RunRecord], list[Path]]] = {}
     for folder in sorted(p for p in engines_dir.iterdir() if p.is_dir()):
         for run in _run_folders(folder):
             records = runner.read_records(run)
-            for engine in sorted({r["engine"] for r in records}):
-                mine = [r for r in records if r["engine"] == engine]
-                key = (folder.name, engine, runner_of(mine[0]["device"], mine[0]["engine_version"]))
+            for engine in sorted({r.engine for r in records}):
+                mine = [r for r in records if r.engine == engine]
+                key = (folder.name, engine, runner_of(mine[0].device, mine[0].engine_version))
                 earlier = latest[key][2] + [latest[key][0]] if key in latest else []
                 latest[key] = (run, mine, earlier)
     product_of_engine = {engine: listed[folder] for folder, engine, _ in latest if folder in listed}
     out = []
     for (name, engine, where), (run, records, earlier) in latest.items():
         product = listed.get(name) or product_of_engine.get(engine) or name
-        version = release(records[0]["engine_version"], engine, name) or "unknown"
+        version = release(records[0].engine_version, engine, name) or "unknown"
         out.append(
             Row(product, name, engine, version, variant_of(engine, product, version), where, run, records, earlier)
         )

@@ -70,19 +70,14 @@ def _finding_class(finding: findings.Finding, registry: dict[str, spec.Requireme
     """The class a finding counts in: its requirement's (the first sighting's check's class for a requirement the
     registry no longer names)."""
     found = registry.get(finding.requirement)
-    return found.cls if found else finding.first[0]["cls"]
+    return found.cls if found else finding.first[0].cls
 
 
 def finding_link(finding: findings.Finding) -> FindingLink:
     """A finding as a cell shows it: its first sighting's minimal case and proof."""
     record, rid = finding.first
-    result = record["results"][rid]
-    return FindingLink(
-        finding.title,
-        finding.expected,
-        result.get("reproduction") or None,
-        result.get("expectation_proof") or None,
-    )
+    result = record.results[rid]
+    return FindingLink(finding.title, finding.expected, result.reproduction or None, result.expectation_proof or None)
 
 
 def line(row: Row, uncovered: list[str]) -> Line:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 import specconform.harness.mutation
+from specconform.harness.config import RunConfig
 from specconform.harness.mutation.mutator import OPERATORS
 from specconform.harness.mutation.run import run
 from specconform.harness.mutation.summary import load_classified, report
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
     go.add_argument("--rejudge", type=float, default=5, help="a TIMEOUT is re-judged with this many times the limit")
     go.add_argument("--trials", type=int, default=2_000, help="trials per case of a statistical check")
     go.add_argument("--cases", type=int, default=30, help="generated cases per check, at most (0: all)")
-    go.add_argument("--seed", type=int, default=20261121)
+    go.add_argument("--seed", type=int, default=RunConfig.seed)
     go.add_argument("--report-dir", default="reports/mutation")
     go.add_argument("--equivalent", default=str(REPO / "expectations" / "mutation-equivalent.yaml"))
     again = sub.add_parser("report", help="re-render a run's summary.md with the current classification")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specconform.harness.config import RunConfig
 from specconform.harness.mutation.mutator import Mutant
 from specconform.harness.mutation.targets import FAST_EXCLUDE
 
@@ -71,7 +72,7 @@ class Setup:
     source_root: Path
     catalogue: str = "specconform.harness.checks:all_checks"
     exclude: tuple[str, ...] = FAST_EXCLUDE
-    seed: int = 20261121
+    seed: int = RunConfig.seed
     trials: int = 2_000
     max_cases: int = 0  # each check draws at most this many of its generated cases (0: all of them)
     start_limit_s: float = 120  # importing the project and building the engine

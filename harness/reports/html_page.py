@@ -11,6 +11,7 @@ from jinja2.ext import Extension
 from markupsafe import Markup
 
 from .. import findings, spec
+from ..schemas import RunRecord
 from .svg import plots_html
 from .tables import cell_text, requirement_rows, uncovered_lines
 from .text import (
@@ -90,7 +91,7 @@ _ENVIRONMENT.filters.update(
 )
 
 
-def _class_rows(records: list[dict], engines: list[str], cells: dict, classes: list[str]) -> list[dict]:
+def _class_rows(records: list[RunRecord], engines: list[str], cells: dict, classes: list[str]) -> list[dict]:
     """Per class: its cells (an engine's ``ClassVerdict`` or ``None``, from ``class_cells``), the statuses and
     requirements the filters match."""
     registered = spec.classes()
@@ -100,14 +101,14 @@ def _class_rows(records: list[dict], engines: list[str], cells: dict, classes: l
             "cells": [cells.get((cls, e)) for e in engines],
             "statuses": [cells[(cls, e)].status for e in engines if (cls, e) in cells],
             "requirements": sorted(
-                set(registered.get(cls, ())) | {rid for r in records if r["cls"] == cls for rid in r["results"]}
+                set(registered.get(cls, ())) | {rid for r in records if r.cls == cls for rid in r.results}
             ),
         }
         for cls in classes
     ]
 
 
-def _requirement_page_rows(records: list[dict], engines: list[str], uncovered: list[str]) -> list[dict]:
+def _requirement_page_rows(records: list[RunRecord], engines: list[str], uncovered: list[str]) -> list[dict]:
     """Per requirement (failures first): its cells as (background, text) and the statuses the filters match."""
     return [
         {
@@ -121,26 +122,26 @@ def _requirement_page_rows(records: list[dict], engines: list[str], uncovered: l
     ]
 
 
-def _check_rows(ordered: list[dict]) -> list[dict]:
+def _check_rows(ordered: list[RunRecord]) -> list[dict]:
     """Per judged check (NOT_CLAIMED ones are summed up per class): its statistic, plots and what the filters
     match."""
     return [
         {
             "record": r,
             "statistic": ""
-            if r.get("p_value") is None
-            else f"p = {r['p_value']:.3g}, α = {r['alpha']:.2g}, N = {r['trials']}",
+            if r.p_value is None
+            else f"p = {r.p_value:.3g}, α = {r.alpha:.2g}, N = {r.trials}",
             "plots": Markup(plots_html(r)),
-            "statuses": [r["status"], *(result["status"] for result in r["results"].values())],
-            "requirements": list(r["results"]) or r["requirements"],
+            "statuses": [r.status, *(result.status for result in r.results.values())],
+            "requirements": list(r.results) or r.requirements,
         }
         for r in ordered
-        if r["status"] != "NOT_CLAIMED"
+        if r.status != "NOT_CLAIMED"
     ]
 
 
 def html_report(
-    records: list[dict],
+    records: list[RunRecord],
     uncovered: list[str],
     missing: list[str] = (),
     zoo_table: list[dict] | None = None,
@@ -159,14 +160,14 @@ def html_report(
     texts = requirement_texts()
     cells = class_cells(records, engines, uncovered)
     classes = sorted({cls for cls, _ in cells})
-    cited = sorted({rid for r in records for rid in [*r["requirements"], *r["results"]]} | set(uncovered))
+    cited = sorted({rid for r in records for rid in [*r.requirements, *r.results]} | set(uncovered))
     return _ENVIRONMENT.get_template("report.html.j2").render(
         passed=passed,
         line=line,
         verdicts=verdicts,
         incomplete=[text for text in incomplete_lines(list(missing)) if text],
         found=findings.findings(records),
-        errors=[r for r in ordered if r["status"] in ("ERROR", "TIMEOUT")],
+        errors=[r for r in ordered if r.status in ("ERROR", "TIMEOUT")],
         outside=[(e, rid, why) for e, pairs in sorted(findings.not_applicable(records).items()) for rid, why in pairs],
         passes=[r for v in verdicts for r in v.unexpected_passes],
         zoo_table=zoo_table,

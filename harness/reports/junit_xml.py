@@ -13,22 +13,25 @@ from __future__ import annotations
 from collections import defaultdict
 from xml.sax.saxutils import escape, quoteattr
 
+from ..schemas import RequirementRecord, RunRecord
+
 from .text import first_line, own_reproduction
 
 
-def junit(records: list[dict], missing: list[str] = ()) -> str:
+def junit(records: list[RunRecord], missing: list[str] = ()) -> str:
     """One test case per (check, requirement): FAIL is a failure, ERROR and TIMEOUT errors, NOT_RUN,
     NOT_CLAIMED and PRECONDITION_FAILED skipped; a selected check without a record is an error."""
     cases = []
     counts = defaultdict(int)
     for r in records:
-        for rid, result in r["results"].items() or [("check", {"status": r["status"], "evidence": r["message"]})]:
-            status = result["status"]
-            detail = result.get("evidence") or r["message"]
+        own_result = RequirementRecord(status=r.status, cases=0, evidence=r.message, fingerprint="")
+        for rid, result in r.results.items() or [("check", own_result)]:
+            status = result.status
+            detail = result.evidence or r.message
             body = ""
             if status == "FAIL":
                 own = own_reproduction(r, rid)
-                text = escape(detail + (f"\nminimal reproduction: {own}" if own else "") + "\n" + r["reproduce"])
+                text = escape(detail + (f"\nminimal reproduction: {own}" if own else "") + "\n" + r.reproduce)
                 body = f"<failure message={quoteattr(first_line(detail))}>{text}</failure>"
                 counts["failures"] += 1
             elif status in ("ERROR", "TIMEOUT"):
@@ -38,8 +41,8 @@ def junit(records: list[dict], missing: list[str] = ()) -> str:
                 body = f"<skipped message={quoteattr(status + ': ' + first_line(detail))}/>"
                 counts["skipped"] += 1
             cases.append(
-                f"  <testcase classname={quoteattr(r['engine'] + '.' + r['check'])} name={quoteattr(rid)} "
-                f'time="{r["duration_s"]:.4f}">{body}</testcase>'
+                f"  <testcase classname={quoteattr(r.engine + '.' + r.check)} name={quoteattr(rid)} "
+                f'time="{r.duration_s:.4f}">{body}</testcase>'
             )
     for item in missing:
         cases.append(

@@ -8,6 +8,8 @@ to one library is a change of the published pages, to land on its own with the p
 
 from __future__ import annotations
 
+from ..schemas import RunRecord
+
 import html
 import math
 
@@ -62,9 +64,9 @@ def _trace(title: str, values: list[int], budget: int, forced: list[int], width=
     )
 
 
-def plots_html(record: dict) -> str:
+def plots_html(record: RunRecord) -> str:
     out = []
-    for plot in record.get("plots") or []:
+    for plot in record.plots or []:
         if plot["kind"] == "distribution":
             for j, (target, seen) in enumerate(zip(plot["target"], plot["empirical"])):
                 cells = sorted(range(len(target)), key=lambda x: -max(target[x], seen[x]))[:32]

@@ -4,11 +4,12 @@ page renders too."""
 from __future__ import annotations
 
 from .. import spec
+from ..schemas import RunRecord
 from .text import ORDER
 from .verdicts import NOT_CLAIMED_VERDICT, NOT_JUDGED_VERDICT, class_cells, engine_requirements, requirement_status
 
 
-def class_table(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> list[str]:
+def class_table(records: list[RunRecord], engines: list[str], uncovered: list[str] = ()) -> list[str]:
     """Rows: conformance classes, each that an engine claims or has a record of; cells: each engine's verdict on
     the class (the worst status of its requirements, NOT_RUN for one no check of the run reached). A class judged
     in part or not at all is explained below the table."""
@@ -33,16 +34,16 @@ def class_table(records: list[dict], engines: list[str], uncovered: list[str] = 
     return lines
 
 
-def requirement_rows(records: list[dict], engines: list[str], uncovered: list[str]):
+def requirement_rows(records: list[RunRecord], engines: list[str], uncovered: list[str]):
     """``(requirement, level, class, rank, [cell per engine])`` rows, failures first. A cell is
     ``(status, cases, expected)``, ``None`` when no check of the run reached it for that engine, or
     ``"not covered"`` when no check covers it at all."""
     per_req = requirement_status(records)
     expected = {
-        (r["engine"], rid)
+        (r.engine, rid)
         for r in records
-        for rid, result in r["results"].items()
-        if result["status"] == "FAIL" and rid not in r.get("unexpected", ())
+        for rid, result in r.results.items()
+        if result.status == "FAIL" and rid not in r.unexpected
     }
     registry = spec.load_registry()
     rows = []
@@ -72,7 +73,7 @@ def cell_text(cell) -> str:
     return status
 
 
-def requirement_table(records: list[dict], engines: list[str], uncovered: list[str]) -> list[str]:
+def requirement_table(records: list[RunRecord], engines: list[str], uncovered: list[str]) -> list[str]:
     """Rows: the requirements an engine is judged on, failures first; cells: each engine's status with
     the cases that exercised it; ``not covered`` where no check covers it, ``-`` where none ran here."""
     lines = ["| requirement | level | " + " | ".join(engines) + " |", "| --- | --- |" + " --- |" * len(engines)]

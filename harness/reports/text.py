@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import findings
 from ..core import BAD, SEVERITY
+from ..schemas import RunRecord
 
 ORDER = SEVERITY
 
@@ -97,8 +98,8 @@ def _unclosed(text: str) -> str:
     return "".join(_CLOSERS[char] for char in reversed(opened))
 
 
-def sorted_records(records):
-    return sorted(records, key=lambda r: (ORDER.get(r["status"], 9), r["engine"], r["check"]))
+def sorted_records(records: list[RunRecord]) -> list[RunRecord]:
+    return sorted(records, key=lambda r: (ORDER.get(r.status, 9), r.engine, r.check))
 
 
 def count_of(n: int, noun: str) -> str:
@@ -106,31 +107,31 @@ def count_of(n: int, noun: str) -> str:
     return f"{n} {noun if n == 1 else plural}"
 
 
-def evidence_of(record: dict, rid: str, limit: int = 240) -> str:
-    result = record["results"].get(rid, {})
-    return first_line(result.get("evidence") or record["message"], limit)
+def evidence_of(record: RunRecord, rid: str, limit: int = 240) -> str:
+    result = record.results.get(rid)
+    return first_line((result.evidence if result else "") or record.message, limit)
 
 
 def status_counts_text(counts: dict[str, int]) -> str:
     return " · ".join(f"{status} {n}" for status, n in counts.items())
 
 
-def unexpected_pass(r: dict) -> bool:
-    return r["status"] == "PASS" and r.get("expected_status") not in (None, "PASS")
+def unexpected_pass(r: RunRecord) -> bool:
+    return r.unexpected_pass
 
 
-def check_status_text(r: dict) -> str:
+def check_status_text(r: RunRecord) -> str:
     if unexpected_pass(r):
         return "PASS (unexpected)"
-    if r["status"] in BAD:
-        return r["status"] + (" (unexpected)" if r.get("unexpected") else " (expected)")
-    return r["status"]
+    if r.status in BAD:
+        return r.status + (" (unexpected)" if r.unexpected else " (expected)")
+    return r.status
 
 
-def own_reproduction(record: dict, rid: str) -> str:
+def own_reproduction(record: RunRecord, rid: str) -> str:
     """The minimal reproduction of requirement ``rid`` of ``record`` ("" when it has none, or for ``"check"``)."""
-    found = record["results"].get(rid, {}).get("reproduction") if rid != "check" else None
-    return found if isinstance(found, str) else ""
+    result = record.results.get(rid) if rid != "check" else None
+    return (result.reproduction or "") if result else ""
 
 
 def also_failing(f: findings.Finding) -> str:

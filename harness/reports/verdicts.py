@@ -7,24 +7,32 @@ from dataclasses import dataclass
 
 from .. import findings, requirement_order, spec
 from ..core import worst
+from ..schemas import RunRecord
 from .text import ORDER, count_of, evidence_of, first_line, sorted_records, unexpected_pass
 
 
-def _renamed(records: list[dict]) -> list[dict]:
+def _renamed(records: list[RunRecord]) -> list[RunRecord]:
     """``records`` with each id of an earlier specification that is now an alias (``spec.load_aliases``) read as
     its first successor."""
     successor = {rid: alias.now[0] for rid, alias in spec.load_aliases().items()}
     return [
-        {
-            **r,
-            "requirements": [successor.get(rid, rid) for rid in r["requirements"]],
-            "results": {successor.get(rid, rid): result for rid, result in r["results"].items()},
-        }
+        r.model_copy(
+            update={
+                "requirements": [successor.get(rid, rid) for rid in r.requirements],
+                "results": {successor.get(rid, rid): result for rid, result in r.results.items()},
+            }
+        )
         for r in records
     ]
 
 
-def requirement_status(records: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
+def _status(record: RunRecord, rid: str) -> str | None:
+    """The status of ``record``'s result of requirement ``rid`` (``None``: it has none)."""
+    result = record.results.get(rid)
+    return result.status if result else None
+
+
+def requirement_status(records: list[RunRecord]) -> dict[tuple[str, str], tuple[str, int]]:
     """``{(engine, requirement): (status, cases)}``, one status per requirement merged across the checks
     (``findings.merged_status``: FAIL only where a case violated it, PASS where cases exercised it and none
     violated it). A record of an earlier specification that names an id now an alias counts for the alias's
@@ -37,12 +45,12 @@ def engine_requirements(registry: dict[str, spec.Requirement]) -> list[str]:
     return [rid for rid in registry if not rid.startswith("RUN-")]
 
 
-def claimed_classes(records: list[dict]) -> list[str]:
+def claimed_classes(records: list[RunRecord]) -> list[str]:
     """The classes one engine's profile claims, every one whether this run judged it or not, as its records name
     them (``claimed_classes``); for records written before they named them, the classes of the checks judged. A
     class whose requirements all bind the runner is no engine's to conform to."""
-    named = [r["claimed_classes"] for r in records if r.get("claimed_classes") is not None]
-    classes = set().union(*named) if named else {r["cls"] for r in records if r["status"] != "NOT_CLAIMED"}
+    named = [r.claimed_classes for r in records if r.claimed_classes is not None]
+    classes = set().union(*named) if named else {r.cls for r in records if r.status != "NOT_CLAIMED"}
     registry = spec.load_registry()
     runner_only = set(spec.classes()) - {registry[rid].cls for rid in engine_requirements(registry)}
     return sorted(classes - runner_only)
@@ -76,9 +84,9 @@ class EngineVerdict:
     profile: str
     counts: dict[str, int]
     classes: list[ClassVerdict]
-    unexpected: list[tuple[dict, str]]
-    known: list[tuple[dict, str]]
-    unexpected_passes: list[dict]
+    unexpected: list[tuple[RunRecord, str]]
+    known: list[tuple[RunRecord, str]]
+    unexpected_passes: list[RunRecord]
 
     @property
     def claimed(self) -> list[ClassVerdict]:
@@ -126,13 +134,13 @@ NOT_JUDGED_VERDICT = "not judged"
 _OUTSIDE = "outside the engine's contract or judged only on adapter-derived values (NOT_APPLICABLE)"
 
 
-def _bad_pairs(records: list[dict]) -> list[tuple[dict, str]]:
+def _bad_pairs(records: list[RunRecord]) -> list[tuple[RunRecord, str]]:
     """Every failed requirement and every check that ended in ERROR or TIMEOUT: (record, requirement
     or ``"check"``)."""
     out = []
     for r in sorted_records(records):
-        out += [(r, rid) for rid, result in r["results"].items() if result["status"] == "FAIL"]
-        if r["status"] in ("ERROR", "TIMEOUT"):
+        out += [(r, rid) for rid, result in r.results.items() if result.status == "FAIL"]
+        if r.status in ("ERROR", "TIMEOUT"):
             out.append((r, "check"))
     return out
 
@@ -146,20 +154,20 @@ class _EngineRun:
     their successors), each requirement's merged status, the requirements its checks left to a variant the profile
     does not declare, the registry, and the requirements no check covers."""
 
-    records: list[dict]
+    records: list[RunRecord]
     merged: dict[str, tuple[str, int]]
     other_variant: set[str]
     registry: dict[str, spec.Requirement]
     uncovered: list[str]
 
     @classmethod
-    def of(cls, records: list[dict], uncovered: list[str]) -> _EngineRun:
+    def of(cls, records: list[RunRecord], uncovered: list[str]) -> _EngineRun:
         """A check that covers a requirement of a variant the profile does not declare judges the declared
         variant's instead and leaves it out of its results (TB-FORCE-6 beside TB-FORCE-5): the profile does not
         claim it."""
         records = _renamed(records)
         merged = {rid: value for (_, rid), value in findings.requirement_statuses(records).items()}
-        other_variant = {rid for r in records for rid in r["requirements"] if rid not in merged}
+        other_variant = {rid for r in records for rid in r.requirements if rid not in merged}
         return cls(records, merged, other_variant, spec.load_registry(), list(uncovered))
 
 
@@ -168,8 +176,8 @@ def class_verdict(run: _EngineRun, cls: str, claimed: bool) -> ClassVerdict:
     claims. A requirement no record of the run names was left out by ``--check``, unless no check covers it."""
     records, registry = run.records, run.registry
     if not claimed:
-        own_checks = [r for r in records if r["cls"] == cls]
-        return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", first_line(own_checks[0]["message"]))
+        own_checks = [r for r in records if r.cls == cls]
+        return ClassVerdict(cls, NOT_CLAIMED_VERDICT, "NOT_CLAIMED", first_line(own_checks[0].message))
     ids = [rid for rid in engine_requirements(registry) if registry[rid].cls == cls and rid not in run.other_variant]
     outside = sorted(rid for rid in ids if run.merged.get(rid, ("",))[0] == "NOT_APPLICABLE")
     per_req = {rid: run.merged.get(rid) for rid in ids if rid not in outside}  # the verdict rests on these
@@ -178,21 +186,21 @@ def class_verdict(run: _EngineRun, cls: str, claimed: bool) -> ClassVerdict:
     if not per_req:  # a class of an earlier specification: nothing it required can be shown to have passed
         return ClassVerdict(cls, NOT_JUDGED_VERDICT, "NOT_RUN", "the registry (requirements.yaml) names none of its requirements")
     status = worst([value[0] if value else "NOT_RUN" for value in per_req.values()])
-    bad = [(r, rid) for r, rid in _bad_pairs(records) if rid in per_req or (rid == "check" and r["cls"] == cls)]
+    bad = [(r, rid) for r, rid in _bad_pairs(records) if rid in per_req or (rid == "check" and r.cls == cls)]
     if bad:
-        unexpected = [(r, rid) for r, rid in bad if rid in r.get("unexpected", ())]
+        unexpected = [(r, rid) for r, rid in bad if rid in r.unexpected]
         record, rid = (unexpected or bad)[0]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        what = f"{record['status']} on {rid}" if rid != "check" else record["status"]
+        what = f"{record.status} on {rid}" if rid != "check" else record.status
         return ClassVerdict(
             cls,
             "fails" if unexpected else "known failure",
             status,
-            f"{what} in `{record['check']}`{more}: {evidence_of(record, rid)}",
+            f"{what} in `{record.check}`{more}: {evidence_of(record, rid)}",
         )
     blocked = sorted(rid for rid, value in per_req.items() if value and value[0] == "BLOCKED")
     if blocked:
-        record = next(r for r in records if r["results"].get(blocked[0], {}).get("status") == "BLOCKED")
+        record = next(r for r in records if _status(r, blocked[0]) == "BLOCKED")
         return ClassVerdict(cls, "blocked", "BLOCKED", f"{', '.join(blocked)} {evidence_of(record, blocked[0])}")
     passed = [rid for rid, value in per_req.items() if value and value[0] == "PASS"]
     if len(passed) == len(per_req):
@@ -210,7 +218,7 @@ def class_verdict(run: _EngineRun, cls: str, claimed: bool) -> ClassVerdict:
     )
 
 
-def _not_judged(records: list[dict], unjudged: dict[str, tuple[str, int] | None], uncovered: list[str]) -> list[str]:
+def _not_judged(records: list[RunRecord], unjudged: dict[str, tuple[str, int] | None], uncovered: list[str]) -> list[str]:
     """Why each requirement of ``unjudged`` was not judged, requirements of one reason together: no record of the
     run names it (left out by ``--check``, or no check covers it), or its status with the first record's evidence
     (the capability the engine lacks, the case that never came)."""
@@ -219,33 +227,33 @@ def _not_judged(records: list[dict], unjudged: dict[str, tuple[str, int] | None]
         if value is None:
             reason = "no check covers it" if rid in uncovered else LEFT_OUT
         else:
-            record = next(r for r in records if r["results"].get(rid, {}).get("status") == value[0])
+            record = next(r for r in records if _status(r, rid) == value[0])
             reason = f"{value[0]} ({evidence_of(record, rid)})"
         reasons.setdefault(reason, []).append(rid)
     return [f"{', '.join(rids)} {reason}" for reason, rids in reasons.items()]
 
 
-def _engine_class_verdicts(records: list[dict], uncovered: list[str]) -> list[ClassVerdict]:
+def _engine_class_verdicts(records: list[RunRecord], uncovered: list[str]) -> list[ClassVerdict]:
     """One engine's verdict on every class its profile claims and every class its records name, in name order."""
     claimed = claimed_classes(records)
     run = _EngineRun.of(records, uncovered)
-    return [class_verdict(run, cls, cls in claimed) for cls in sorted(set(claimed) | {r["cls"] for r in records})]
+    return [class_verdict(run, cls, cls in claimed) for cls in sorted(set(claimed) | {r.cls for r in records})]
 
 
-def engine_verdicts(records: list[dict], uncovered: list[str] = ()) -> list[EngineVerdict]:
+def engine_verdicts(records: list[RunRecord], uncovered: list[str] = ()) -> list[EngineVerdict]:
     """One verdict per engine, in name order; ``uncovered``: the requirements no check covers."""
     out = []
-    for engine in sorted({r["engine"] for r in records}):
-        mine = [r for r in records if r["engine"] == engine]
-        counts = {s: sum(r["status"] == s for r in mine) for s in ORDER}
+    for engine in sorted({r.engine for r in records}):
+        mine = [r for r in records if r.engine == engine]
+        counts = {s: sum(r.status == s for r in mine) for s in ORDER}
         bad = _bad_pairs(mine)
-        unexpected = [(r, rid) for r, rid in bad if rid in r.get("unexpected", ())]
+        unexpected = [(r, rid) for r, rid in bad if rid in r.unexpected]
         out.append(
             EngineVerdict(
                 engine=engine,
-                version=mine[0]["engine_version"],
-                device=mine[0]["device"],
-                profile=mine[0]["profile"],
+                version=mine[0].engine_version,
+                device=mine[0].device,
+                profile=mine[0].profile,
                 counts={s: n for s, n in counts.items() if n},
                 classes=_engine_class_verdicts(mine, uncovered),
                 unexpected=unexpected,
@@ -272,7 +280,7 @@ def run_verdict(verdicts: list[EngineVerdict], missing: list[str]) -> tuple[bool
             (pair for v in verdicts for pair in v.unexpected),
             key=lambda pair: (pair[1] == "check", requirement_order.sort_key(pair[1])),
         )
-        first = f"`{record['check']}` on {rid}" if rid != "check" else f"`{record['check']}` {record['status']}"
+        first = f"`{record.check}` on {rid}" if rid != "check" else f"`{record.check}` {record.status}"
         return False, f"{count_of(unexpected, 'unexpected failure')} in {', '.join(failing)} (first: {first}); {tail}"
     conforming = sum(v.verdict == "CONFORMS" for v in verdicts)
     line = f"no unexpected failure; engines conforming in every claimed class: {conforming} of {len(verdicts)}; "
@@ -287,10 +295,10 @@ def not_claimed_line(verdict: EngineVerdict) -> list[str]:
     return [f"not claimed by profile {verdict.profile} ({count_of(len(classes), 'class')}): {', '.join(classes)}"]
 
 
-def class_cells(records: list[dict], engines: list[str], uncovered: list[str] = ()) -> dict[tuple[str, str], ClassVerdict]:
+def class_cells(records: list[RunRecord], engines: list[str], uncovered: list[str] = ()) -> dict[tuple[str, str], ClassVerdict]:
     """``{(class, engine): verdict}`` for every class each engine claims or has a record of."""
     return {
         (verdict.cls, engine): verdict
         for engine in engines
-        for verdict in _engine_class_verdicts([r for r in records if r["engine"] == engine], uncovered)
+        for verdict in _engine_class_verdicts([r for r in records if r.engine == engine], uncovered)
     }

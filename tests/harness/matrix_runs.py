@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from specconform.harness import checks, reports, spec
+from specconform.harness.schemas import RunRecord
 
 REGISTRY_CLASSES = spec.classes()
 
@@ -83,7 +84,7 @@ def _record(engine: str, version: str, check: str, cls: str, statuses: dict, ext
     }
 
 
-def records(engine: str, version: str, statuses: dict) -> list[dict]:
+def records(engine: str, version: str, statuses: dict) -> list[RunRecord]:
     out = [_record(engine, version, f"{cls}/all", cls, statuses) for cls in CLAIMED]
     if any(len(modes) > 1 for _, modes, _ in statuses.values()):
         out.append(_record(engine, version, "tb.multitoken/again", "tb.multitoken", statuses, extra_check=True))
@@ -91,13 +92,13 @@ def records(engine: str, version: str, statuses: dict) -> list[dict]:
     for result in unclaimed["results"].values():
         result.update(status="NOT_CLAIMED", cases=0)
     out.append({**unclaimed, "status": "NOT_CLAIMED", "message": "not claimed by profile toy"})
-    return out
+    return [RunRecord.model_validate(record) for record in out]
 
 
-def publish(run_dir: Path, recs: list[dict]) -> None:
+def publish(run_dir: Path, recs: list[RunRecord]) -> None:
     """A published run folder: results.jsonl and the reports ``specconform report`` renders from it."""
     run_dir.mkdir(parents=True)
-    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in recs))
     reports.write_all(run_dir, recs, checks.uncovered_requirements())
 
 

@@ -34,7 +34,7 @@ def test_every_request_carries_the_key_and_the_headers(monkeypatch):
     seen = []
     route_clients(monkeypatch, guarded_server(seen))
     options = {"base_url": "http://think.test/v1", "model": "tiny-think", "api_key": KEY, "header": [f"X-Team:{TEAM}"]}
-    engine = make_engine("openai", options)
+    engine = make_engine("openai", RunConfig.from_options(options).engine_api_options)
     assert {"token-ids", "marker-ids"} <= engine.profile.capabilities, engine.probe_problem
     paths = {path for path, _, _ in seen}
     assert {"/v1/models", "/v1/chat/completions", "/tokenize"} <= paths

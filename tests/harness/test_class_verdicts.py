@@ -6,8 +6,9 @@ failed unexpectedly."""
 import pytest
 
 from specconform.harness import adapters, checks, cli, reports, spec
+from specconform.harness.schemas import RunRecord
 
-from .test_reports import make_record
+from .test_reports import edited, make_record
 
 
 def _engine_classes(classes) -> list[str]:
@@ -70,8 +71,8 @@ def test_every_check_of_a_class_makes_the_class_conform(tmp_path, capsys, refere
     assert engine_line.startswith("reference: CONFORMS WHERE JUDGED")  # the other classes were left out
 
 
-def _claiming(records: list[dict], classes: list[str]) -> list[dict]:
-    return [{**r, "claimed_classes": classes} for r in records]
+def _claiming(records: list[RunRecord], classes: list[str]) -> list[RunRecord]:
+    return [edited(r, claimed_classes=classes) for r in records]
 
 
 def test_a_claimed_class_without_any_record_is_not_judged_and_counted():
@@ -100,7 +101,8 @@ def test_a_requirement_of_a_variant_the_profile_does_not_declare_is_not_claimed(
     tb_core = spec.classes()["tb.core"]
     covered = sorted(_covered("budget/forced-logits"))
     record = make_record("budget/forced-logits", "PASS", reqs=covered)
-    del record["results"]["TB-FORCE-6"]  # a one-hot engine's: TB-FORCE-5 judged instead
+    results = {rid: result for rid, result in record.results.items() if rid != "TB-FORCE-6"}
+    record = record.model_copy(update={"results": results})  # a one-hot engine's: TB-FORCE-5 judged instead
     rest = make_record("b", "PASS", reqs=[rid for rid in tb_core if rid not in covered])
     (verdict,) = reports.engine_verdicts(_claiming([record, rest], ["tb.core"]))
     assert verdict.verdict == "CONFORMS", verdict.classes[0].why

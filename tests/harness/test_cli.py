@@ -10,14 +10,13 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from specconform.harness import cli
 from specconform.harness.adapters import make_engine
 from tests.harness.test_api_spec_counters import fake_vllm, route_clients
-from tests.harness.test_reports import make_record
+from tests.harness.test_reports import edited, make_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,12 +36,11 @@ def run_folders(tmp_path):
     """Two run folders: ``old`` where every check passes, ``new`` where one fails with long evidence."""
     evidence = "ids " + str(list(range(200)))  # longer than any one-line cut
     old = [make_record("a", "PASS"), make_record("b", "PASS")]
-    failed = make_record("a", "FAIL")
-    failed["results"]["TB-FORCE-1"]["evidence"] = evidence
+    failed = edited(make_record("a", "FAIL"), "TB-FORCE-1", evidence=evidence)
     new = [failed, make_record("b", "PASS")]
     for name, records in (("old", old), ("new", new)):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        (tmp_path / name / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
     return tmp_path / "old", tmp_path / "new", evidence
 
 
@@ -195,7 +193,8 @@ PLAN = [("oracle", "rejection/greedy"), ("oracle", "rejection/distribution")]
 
 
 def _finished(check, status="PASS"):
-    return SimpleNamespace(check=check, engine="oracle", status=status, duration_s=1.0)
+    """A record of a check that names no requirement: its progress line says no more than its status."""
+    return edited(make_record(check, status, engine="oracle", reqs=()), duration_s=1.0, message="")
 
 
 def test_a_log_gets_a_line_per_check_and_a_heartbeat_while_one_runs(monkeypatch):

@@ -7,19 +7,19 @@ import re
 import pytest
 
 from specconform.harness import cli, console
-from tests.harness.test_reports import make_record
+from tests.harness.test_reports import edited, make_record
 
 
 def test_a_failed_check_names_its_requirement_and_the_first_line_of_evidence():
     record = make_record("budget/x", "FAIL", reqs=("TB-FORCE-1", "TB-FORCE-2"), violated=("TB-FORCE-2",))
-    record["results"]["TB-FORCE-2"]["evidence"] = "position 3 carried 7, not the end marker 9\ncase: [...]"
+    record = edited(record, "TB-FORCE-2", evidence="position 3 carried 7, not the end marker 9\ncase: [...]")
     assert console.why(record) == "TB-FORCE-2: position 3 carried 7, not the end marker 9"
 
 
 @pytest.mark.parametrize("status", ["ERROR", "TIMEOUT", "PRECONDITION_FAILED"])
 def test_a_check_not_judged_names_its_requirements_and_why(status):
     record = make_record("api/x", status, reqs=("API-SPEC-1",))
-    record["message"] = "the engine lacks spec-model\nmore"
+    record = edited(record, message="the engine lacks spec-model\nmore")
     assert console.why(record) == "API-SPEC-1: the engine lacks spec-model"
 
 
@@ -65,11 +65,10 @@ def test_a_run_says_why_on_the_console_and_ends_with_its_word(tmp_path, capsys):
 
 def test_a_log_leaves_out_the_checks_not_claimed():
     import io
-    from types import SimpleNamespace
 
     log = io.StringIO()
     plan = [("e", "a"), ("e", "b")]
     with cli.Progress(plan, quiet=False, stream=log) as progress:
         for check, status in (("a", "NOT_CLAIMED"), ("b", "PASS")):
-            progress(SimpleNamespace(check=check, engine="e", status=status, duration_s=0.0))
+            progress(edited(make_record(check, status), duration_s=0.0))
     assert [line for line in log.getvalue().splitlines() if "] " in line] == ["[2/2] PASS                e: b (0.0 s)"]

@@ -2,25 +2,25 @@
 its own callers produce and on values it produced itself, and one defect is one finding under the requirement its
 minimal case isolates."""
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from specconform.harness import cli, contract, findings, profiles
+from specconform.harness import cli, contract, findings, profiles, runner
 from specconform.harness.adapters.oracle import OracleEngine
 from specconform.harness.checks import attribution
 from specconform.harness.oracle import rejection as rs
+from specconform.harness.schemas import RunRecord
 
 
-def _run(tmp_path: Path, engine: str, *checks: str, options=()) -> list[dict]:
+def _run(tmp_path: Path, engine: str, *checks: str, options=()) -> list[RunRecord]:
     argv = ["run", "--engine", engine, "--report-dir", str(tmp_path), "--quiet", *options]
     for pattern in checks:
         argv += ["--check", pattern]
     cli.main(argv)
     (run_dir,) = tmp_path.iterdir()
-    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    return runner.read_records(run_dir)
 
 
 @pytest.mark.req("RUN-FINDING-1", "RUN-FINDING-2", "RUN-STATUS-4")
@@ -28,8 +28,8 @@ def test_a_basic_defect_fails_its_own_requirement_alone_and_blocks_the_others(tm
     """The zoo's start-marker restart (a start marker inside an open section restarts the count) is seen by
     seven checks of six classes; it is one finding, FAIL on TB-MARK-1 only, and BLOCKED where other checks met it."""
     records = _run(tmp_path, "zoo:start-looked-for-inside-section", "budget/*", "vectors/thinking-budget/*")
-    failed = {rid for r in records for rid, res in r["results"].items() if res["status"] == "FAIL"}
-    blocked = {(r["check"], rid) for r in records for rid, res in r["results"].items() if res["status"] == "BLOCKED"}
+    failed = {rid for r in records for rid, res in r.results.items() if res.status == "FAIL"}
+    blocked = {(r.check, rid) for r in records for rid, res in r.results.items() if res.status == "BLOCKED"}
     assert failed == {"TB-MARK-1"}
     assert {check for check, _ in blocked} >= {"budget/batch", "budget/spec-decode", "budget/prompt-opened"}
     (finding,) = findings.findings(records)
@@ -46,8 +46,8 @@ def test_a_defect_of_the_checks_own_feature_stays_its_own(tmp_path):
     without drafts passes (the sequential twin)."""
     records = _run(tmp_path, "zoo:budget-not-applied-to-draft-rows", "budget/spec-decode")
     (record,) = records
-    assert record["results"]["TB-SPEC-1"]["status"] == "FAIL"
-    assert not [rid for rid, res in record["results"].items() if res["status"] == "BLOCKED"]
+    assert record.results["TB-SPEC-1"].status == "FAIL"
+    assert not [rid for rid, res in record.results.items() if res.status == "BLOCKED"]
 
 
 @pytest.mark.req("RUN-CONTRACT-1")
@@ -61,7 +61,7 @@ def test_an_engine_that_declares_sampled_drafts_never_meets_a_draft_outside_q(tm
         "vectors/rejection/*",
         options=("--deviation", "0.3", "--trials", "3000"),
     )
-    statuses = {r["check"]: r["status"] for r in records}
+    statuses = {r.check: r.status for r in records}
     assert "ERROR" not in statuses.values() and "FAIL" not in statuses.values(), statuses
     assert statuses["vectors/rejection/draft-with-zero-q"] == "NOT_APPLICABLE"
     assert statuses["vectors/rejection/residual-without-mass"] == "NOT_APPLICABLE"
@@ -78,9 +78,9 @@ def test_a_value_the_adapter_derived_is_neither_pass_nor_fail(tmp_path):
     records = _run(tmp_path, "tests.harness.contract_engines:derived_flags", "counting/*", "vectors/counting/*")
     for record in records:
         for rid in ("AC-COUNT-2", "AC-COUNT-3"):
-            if rid in record["results"]:
-                assert record["results"][rid]["status"] in ("NOT_APPLICABLE", "NOT_CLAIMED"), (record["check"], rid)
-    assert {r["check"]: r["status"] for r in records}["counting/validated"] == "PASS"  # AC-COUNT-1 judged
+            if rid in record.results:
+                assert record.results[rid].status in ("NOT_APPLICABLE", "NOT_CLAIMED"), (record.check, rid)
+    assert {r.check: r.status for r in records}["counting/validated"] == "PASS"  # AC-COUNT-1 judged
     outside = findings.not_applicable(records)["derived-flags"]
     assert [rid for rid, _ in outside] == ["AC-COUNT-2", "AC-COUNT-3"]
 
@@ -204,10 +204,10 @@ def test_a_minimal_case_of_an_unclaimed_class_is_no_failure(tmp_path):
     profile.write_text(f"name: no-scope-claim\nbase: canonical-section\nclasses: [{', '.join(claimed)}]\n")
     checks = ("budget/sequential", "budget/spec-decode", "budget/multitoken")
     control = _run(tmp_path / "control", "zoo:section-scope-spends", *checks)
-    assert "TB-SCOPE-2" in {rid for r in control for rid, res in r["results"].items() if res["status"] == "FAIL"}
+    assert "TB-SCOPE-2" in {rid for r in control for rid, res in r.results.items() if res.status == "FAIL"}
 
     records = _run(tmp_path / "unclaimed", "zoo:section-scope-spends", *checks, options=("--profile", str(profile)))
-    failed = {rid for r in records for rid, res in r["results"].items() if res["status"] == "FAIL"}
+    failed = {rid for r in records for rid, res in r.results.items() if res.status == "FAIL"}
     assert "TB-SCOPE-2" not in failed and {registry[rid].cls for rid in failed} <= set(claimed)
-    named = {res.get("finding", "") for r in records for res in r["results"].values()}
+    named = {res.finding or "" for r in records for res in r.results.values()}
     assert not [name for name in named if name.startswith("TB-SCOPE-2")]

@@ -11,6 +11,7 @@ from specconform.harness import checks, cli, execution, runner
 from specconform.harness.config import RunConfig, Shard, select
 from specconform.harness.core import Context
 from specconform.harness.isolation import EngineProcess
+from specconform.harness.schemas import RunRecord
 
 from . import fake_checks
 
@@ -94,13 +95,10 @@ def test_maxfail_starts_no_check_after_the_limit(fake_engine, tmp_path):
 
 def test_an_expected_failure_does_not_count_toward_maxfail():
     limit = execution.FailureLimit(1)
-    record = runner.Record(
-        "fail", "tb.core", ["TB-FORCE-1"], "FAIL", "", {}, "oracle", "oracle", "", "cpu", "p", 0, 0.0, ""
-    )
+    record = RunRecord.model_validate(_record("fail", "FAIL"))
     limit(record)  # an expected failure: nothing unexpected
     assert not limit.reached
-    record.unexpected = ["TB-FORCE-1"]
-    limit(record)
+    limit(record.model_copy(update={"unexpected": ["TB-FORCE-1"]}))
     assert limit.reached
 
 
@@ -172,7 +170,7 @@ def test_last_failed_re_runs_only_the_failures(tmp_path, capsys):
     _earlier_run(tmp_path, "20261126-100000", [_record("rejection/greedy", "PASS")], planned)
     assert cli.main(["run", "--engine", "oracle", "--lf", "--quiet", "--report-dir", str(tmp_path)]) == 0
     (new,) = [p for p in tmp_path.iterdir() if p.name != "20261126-100000"]
-    assert [r["check"] for r in runner.read_records(new)] == ["rejection/invalid-ids"]
+    assert [r.check for r in runner.read_records(new)] == ["rejection/invalid-ids"]
 
 
 def test_a_context_follows_the_config():
@@ -195,7 +193,7 @@ def test_a_run_stopped_by_maxfail_says_so_in_its_closing_lines(tmp_path, capsys)
     (run_dir,) = tmp_path.iterdir()
     records = runner.read_records(run_dir)
     missing = runner.missing_records(run_dir, records)
-    assert sum(bool(r["unexpected"]) for r in records) == 1 and missing
+    assert sum(bool(r.unexpected) for r in records) == 1 and missing
     (stopped,) = [line for line in closing if "(--maxfail)" in line]
     assert stopped.startswith(f"stopped after 1 failing checks (--maxfail): {len(missing)} selected checks have NO")
     assert closing[-1].startswith("FAIL: ") and f"INCOMPLETE: {len(missing)} selected checks" in closing[-1]

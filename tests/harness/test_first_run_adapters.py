@@ -7,7 +7,6 @@ statistical, and those checks take minutes each on CI's two cores (the zoo's fir
 same reason: ``specconform.harness.zoo_findings``). Both run long, as the zoo's do: marked ``long``."""
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specconform.harness import findings, zoo_findings
+from specconform.harness import findings, runner, zoo_findings
 from specconform.harness.adapters.reference import ReferenceEngine
 from specconform.harness.profiles import Profile
 
@@ -95,8 +94,8 @@ def _first_run(factory: str, tmp_path) -> list[findings.Finding]:
     )
     assert result.returncode in (0, 1), result.stdout + result.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
-    records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
-    broken = [(r["check"], r["message"][:200]) for r in records if r["status"] in ("ERROR", "TIMEOUT")]
+    records = runner.read_records(run_dir)
+    broken = [(r.check, r.message[:200]) for r in records if r.status in ("ERROR", "TIMEOUT")]
     assert not broken, broken
     return findings.findings(records)
 

@@ -12,6 +12,7 @@ import pytest
 
 from specconform.harness import cli, matrix
 from specconform.harness.matrix import lineage, runs
+from specconform.harness.schemas import RunRecord
 
 from . import matrix_runs
 
@@ -172,13 +173,13 @@ def test_a_folder_of_published_runs_that_is_not_there_is_named(tmp_path, capsys)
 def test_two_runs_of_one_release_that_judge_different_classes_are_read_as_one_in_its_history():
     # 0.9.0's budget classes in one folder's run, its rejection classes in a later run of another folder (as a CPU
     # judges a release's budget and its verification apart): the history sees both, as if one run held them
-    def row(folder: str, stamp: str, records: list[dict]) -> runs.Row:
+    def row(folder: str, stamp: str, records: list[RunRecord]) -> runs.Row:
         return runs.Row("toy", folder, "toy", "0.9.0", "-", "CPU", Path(folder) / stamp, records)
 
     statuses = matrix_runs.RELEASES["0.9.0"]
     whole = matrix_runs.records("toy", "0.9.0", statuses)
-    budget = [r for r in whole if r["cls"].startswith("tb.")]
-    rest = [r for r in whole if not r["cls"].startswith("tb.")]
+    budget = [r for r in whole if r.cls.startswith("tb.")]
+    rest = [r for r in whole if not r.cls.startswith("tb.")]
     (joined,) = lineage.histories([row("toy-0.9", "20260101-000000", budget), row("toy-rs", "20260102-000000", rest)])
     (alone,) = lineage.histories([row("toy-0.9", "20260101-000000", whole)])
     failing = [rid for rid, (status, _, _) in statuses.items() if status == "FAIL"]

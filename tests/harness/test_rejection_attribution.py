@@ -361,10 +361,9 @@ def test_an_adapter_that_drops_the_bonus_token_has_one_finding(tmp_path, monkeyp
         )
     finally:
         engine.stop()
-    records = [r.to_json() for r in records]
     found = findings.findings(records)
     assert [(f.name, f.requirement) for f in found] == [("RS-ZERO-1", "RS-ZERO-1")], [
-        (f.name, f.checks, f.first[0]["results"][f.requirement]["evidence"]) for f in found
+        (f.name, f.checks, f.first[0].results[f.requirement].evidence) for f in found
     ]
     (finding,) = found
     assert {"rejection/greedy", "rejection/zero-draft", "counting/sampler"} <= set(finding.checks)

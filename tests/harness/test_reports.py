@@ -4,43 +4,53 @@ import html
 import xml.etree.ElementTree as ET
 
 from specconform.harness import reports, spec
+from specconform.harness.schemas import RunRecord
 
 
 def make_record(check, status, engine="e", cls="tb.core", reqs=("TB-FORCE-1",), violated=(), p=None, plots=()):
-    return {
-        "check": check,
-        "cls": cls,
-        "requirements": list(reqs),
-        "status": status,
-        "message": f"{status} msg",
-        "violated": list(violated),
-        "results": {
-            r: {
-                "status": ("FAIL" if r in violated or not violated else "NOT_RUN") if status == "FAIL" else status,
-                "cases": 1 if status in ("PASS", "FAIL") else 0,
-                "evidence": "",
-                "fingerprint": f"{r}/mode" if status == "FAIL" else "",
-            }
-            for r in reqs
-        },
-        "unexpected": [r for r in reqs if status == "FAIL"] + (["check"] if status in ("ERROR", "TIMEOUT") else []),
-        "engine": engine,
-        "engine_spec": engine,
-        "engine_version": "1",
-        "device": "cpu",
-        "profile": "c",
-        "seed": 1,
-        "duration_s": 0.1,
-        "reproduce": f"specconform run --check {check}",
-        "statistic": None,
-        "p_value": p,
-        "alpha": None if p is None else 1e-6,
-        "trials": None if p is None else 10,
-        "expected_status": None,
-        "expectation_reason": "",
-        "expectation_link": "",
-        "plots": list(plots),
-    }
+    return RunRecord.model_validate(
+        {
+            "check": check,
+            "cls": cls,
+            "requirements": list(reqs),
+            "status": status,
+            "message": f"{status} msg",
+            "violated": list(violated),
+            "results": {
+                r: {
+                    "status": ("FAIL" if r in violated or not violated else "NOT_RUN") if status == "FAIL" else status,
+                    "cases": 1 if status in ("PASS", "FAIL") else 0,
+                    "evidence": "",
+                    "fingerprint": f"{r}/mode" if status == "FAIL" else "",
+                }
+                for r in reqs
+            },
+            "unexpected": [r for r in reqs if status == "FAIL"] + (["check"] if status in ("ERROR", "TIMEOUT") else []),
+            "engine": engine,
+            "engine_spec": engine,
+            "engine_version": "1",
+            "device": "cpu",
+            "profile": "c",
+            "seed": 1,
+            "duration_s": 0.1,
+            "reproduce": f"specconform run --check {check}",
+            "statistic": None,
+            "p_value": p,
+            "alpha": None if p is None else 1e-6,
+            "trials": None if p is None else 10,
+            "expected_status": None,
+            "expectation_reason": "",
+            "expectation_link": "",
+            "plots": list(plots),
+        }
+    )
+
+
+def edited(record: RunRecord, rid: str = "", **fields) -> RunRecord:
+    """``record`` with ``fields`` changed: its own, or with ``rid`` those of that requirement's result."""
+    data = record.to_json()
+    (data["results"][rid] if rid else data).update(fields)
+    return RunRecord.model_validate(data)
 
 
 def test_markdown_lists_checks_failures_first_with_classes_requirements_and_uncovered():
@@ -91,7 +101,7 @@ def test_the_first_ten_lines_of_a_failing_run_name_the_unexpected_failure():
 
 def test_the_first_ten_lines_of_a_run_with_expected_failures_say_they_are_known():
     failed = make_record("b", "FAIL", violated=("TB-FORCE-1",))
-    failed.update(unexpected=[], expected_status="FAIL", expectation_reason="the engine's design")
+    failed = edited(failed, unexpected=[], expected_status="FAIL", expectation_reason="the engine's design")
     head = _first_ten([make_record("a", "PASS"), failed])
     assert "**Verdict: PASS**: no unexpected failure" in head and "1 known failure (expected)" in head
     assert "| e | **KNOWN FAILURES** only (1, all expected); 0 of 1 claimed classes conform |" in head
@@ -106,7 +116,7 @@ def test_an_incomplete_run_fails_its_verdict():
 
 def test_a_class_judged_in_part_says_why_and_not_claimed_classes_take_one_line_per_engine():
     blocked = make_record("b", "PRECONDITION_FAILED", cls="api.budget", reqs=("API-BUDGET-7",))
-    blocked["results"]["API-BUDGET-7"]["evidence"] = "'</think>' is one token"
+    blocked = edited(blocked, "API-BUDGET-7", evidence="'</think>' is one token")
     records = [make_record("a", "PASS", cls="api.budget", reqs=("API-BUDGET-1",)), blocked]
     records += [make_record(f"n{i}", "NOT_CLAIMED", cls="tb.core", reqs=(f"TB-FORCE-{i}",)) for i in (1, 2)]
     records += [make_record("r", "NOT_CLAIMED", cls="rs.greedy", reqs=("RS-GREEDY-1",))]
@@ -169,7 +179,9 @@ def test_html_is_self_contained_with_plots():
 
 def test_html_filters_and_links_each_failure_to_evidence_reproduction_and_spec_text():
     failed = make_record("b", "FAIL", violated=("TB-FORCE-1",))
-    failed["reproduction"] = failed["results"]["TB-FORCE-1"]["reproduction"] = "repro/b-TB-FORCE-1.json"
+    failed = edited(
+        edited(failed, reproduction="repro/b-TB-FORCE-1.json"), "TB-FORCE-1", reproduction="repro/b-TB-FORCE-1.json"
+    )
     page = reports.html_report([make_record("a", "PASS"), failed, make_record("c", "NOT_CLAIMED", cls="rs.greedy")], [])
     assert page.index("Verdict: FAIL") < page.index("<h2>Findings (1 defect)</h2>") < page.index("Per requirement")
     failures = page.split("<h2>Findings (1 defect)</h2>")[1].split("</ul>")[0]
@@ -190,7 +202,7 @@ def test_html_escapes_text_as_the_published_pages_do_and_adds_no_line_break_of_i
     also inside an attribute; the template's own layout adds no line break to the page, a message keeps its own."""
     message = 'it\'s <b>"bad"</b> & cut\nsecond line'
     failed = make_record("b", "FAIL", violated=("TB-FORCE-1",))
-    failed["message"] = failed["results"]["TB-FORCE-1"]["evidence"] = message
+    failed = edited(edited(failed, message=message), "TB-FORCE-1", evidence=message)
     page = reports.html_report([failed], [])
     assert f'<pre style="white-space:pre-wrap;margin:0">{html.escape(message)}</pre>' in page
     assert f"title='FAIL on TB-FORCE-1 in `b`: {html.escape(message.splitlines()[0])}'" in page
@@ -203,8 +215,8 @@ def test_each_failed_requirement_links_its_own_reproduction():
     """A check that fails two requirements, each with its own minimal case (the record keeps the first's)."""
     failed = make_record("b", "FAIL", reqs=("TB-FORCE-1", "TB-COUNT-1"))
     for rid in ("TB-FORCE-1", "TB-COUNT-1"):
-        failed["results"][rid]["reproduction"] = f"reproductions/e--b--{rid}.json"
-    failed["reproduction"] = "reproductions/e--b--TB-FORCE-1.json"
+        failed = edited(failed, rid, reproduction=f"reproductions/e--b--{rid}.json")
+    failed = edited(failed, reproduction="reproductions/e--b--TB-FORCE-1.json")
     page = reports.html_report([failed], [])
     findings_html = page.split("<h2>Findings")[1].split("<h2>")[0]
     for rid in ("TB-FORCE-1", "TB-COUNT-1"):
@@ -246,8 +258,8 @@ def test_the_report_names_the_permissions_and_how_they_are_declared():
 def test_one_proof_patch_is_one_finding_under_one_name_with_what_else_it_fails():
     first = make_record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
     second = make_record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
-    for record in (first, second):
-        next(iter(record["results"].values()))["expectation_proof"] = "proofs/e/restart.diff"
+    first = edited(first, "TB-FORCE-2", expectation_proof="proofs/e/restart.diff")
+    second = edited(second, "TB-MARK-2", expectation_proof="proofs/e/restart.diff")
     text = reports.markdown([first, second], [])
     assert "## Findings (1 defect, 1 unexpected)" in text
     seen = "(1 defect, seen by 2 checks: `a`, `b`; also failing TB-MARK-2 (the same defect))"
@@ -258,10 +270,13 @@ def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
     single_a = make_record("a", "FAIL", reqs=("TB-FORCE-2",), violated=("TB-FORCE-2",))
     single_b = make_record("b", "FAIL", reqs=("TB-MARK-2",), violated=("TB-MARK-2",))
     both = make_record("c", "FAIL", reqs=("TB-FORCE-1",), violated=("TB-FORCE-1",))
-    single_a["results"]["TB-FORCE-2"]["expectation_proof"] = "proofs/e/a.diff"
-    single_b["results"]["TB-MARK-2"]["expectation_proof"] = "proofs/e/b.diff"
-    both["results"]["TB-FORCE-1"].update(
-        expectation_proof="proofs/e/a-and-b.diff", expectation_defects=["proofs/e/a.diff", "proofs/e/b.diff"]
+    single_a = edited(single_a, "TB-FORCE-2", expectation_proof="proofs/e/a.diff")
+    single_b = edited(single_b, "TB-MARK-2", expectation_proof="proofs/e/b.diff")
+    both = edited(
+        both,
+        "TB-FORCE-1",
+        expectation_proof="proofs/e/a-and-b.diff",
+        expectation_defects=["proofs/e/a.diff", "proofs/e/b.diff"],
     )
     text = reports.markdown([single_a, single_b, both], [])
     assert "## Findings (2 defects, 2 unexpected)" in text
@@ -269,15 +284,15 @@ def test_a_failure_a_combined_patch_proves_counts_under_each_defect_it_joins():
     assert "finding **TB-MARK-2** `mode` (1 defect, seen by 2 checks: `b`, `c`; also failing TB-FORCE-1" in text
     named_later = reports.markdown([both, single_a, single_b], [])  # a defect is named by a failure of its own
     assert "finding **TB-FORCE-2** `mode` (1 defect, seen by 2 checks: `a`, `c`; also failing TB-FORCE-1" in named_later
-    both["results"]["TB-FORCE-1"]["finding"] = "TB-FORCE-2"  # the same name: said once
+    both = edited(both, "TB-FORCE-1", finding="TB-FORCE-2")  # the same name: said once
     assert "seen by 2 checks: `a`, `c`)" in reports.markdown([both, single_a, single_b], [])
 
 
 def test_two_defects_under_one_name_each_say_the_patch_that_fixes_it():
     first = make_record("a", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
     second = make_record("b", "FAIL", reqs=("TB-MARK-1",), violated=("TB-MARK-1",))
-    first["results"]["TB-MARK-1"]["expectation_proof"] = "proofs/e/stray-end-kept.diff"
-    second["results"]["TB-MARK-1"]["expectation_proof"] = "proofs/e/last-start-taken.diff"
+    first = edited(first, "TB-MARK-1", expectation_proof="proofs/e/stray-end-kept.diff")
+    second = edited(second, "TB-MARK-1", expectation_proof="proofs/e/last-start-taken.diff")
     text = reports.markdown([first, second], [])
     assert "## Findings (2 defects, 2 unexpected)" in text
     assert "finding **TB-MARK-1 [stray-end-kept]** `mode` (1 defect, seen by 1 check: `a`)" in text

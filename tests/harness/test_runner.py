@@ -40,14 +40,14 @@ def test_every_status_is_reachable_and_each_requirement_has_its_own():
     records = _run(["pass", "fail", "unclaimed", "precondition", "crash", "slow"], profile, timeout_s=3)
     assert [r.status for r in records] == ["PASS", "FAIL", "NOT_CLAIMED", "PRECONDITION_FAILED", "ERROR", "TIMEOUT"]
     failed = records[1]
-    assert failed.results["TB-FORCE-1"]["status"] == "FAIL" and failed.violated == ["TB-FORCE-1"]
-    assert failed.results["TB-FORCE-2"] == {
+    assert failed.results["TB-FORCE-1"].status == "FAIL" and failed.violated == ["TB-FORCE-1"]
+    assert failed.results["TB-FORCE-2"].model_dump(exclude_unset=True) == {
         "status": "NOT_RUN",
         "cases": 0,
         "evidence": "no case of this check exercised it",
         "fingerprint": "",
     }
-    assert failed.results["TB-FORCE-1"]["fingerprint"] == "TB-FORCE-1/left-a-forced-row-free"
+    assert failed.results["TB-FORCE-1"].fingerprint == "TB-FORCE-1/left-a-forced-row-free"
     assert "engine exploded" in records[4].message
     assert records[1].regression and records[4].regression and records[5].regression
 
@@ -75,7 +75,7 @@ def test_expectations_pin_a_failure_by_requirement_and_fingerprint(tmp_path):
     )
     passed, failed = _run(["pass", "fail"], expectations=known)
     assert passed.unexpected_pass and not passed.regression
-    assert not failed.regression and failed.results["TB-FORCE-1"]["expectation_link"].endswith("/1")
+    assert not failed.regression and failed.results["TB-FORCE-1"].expectation_link.endswith("/1")
     other_mode = _expectations(
         tmp_path,
         "  - {check: fail, requirement: TB-FORCE-1, status: FAIL, fingerprint: TB-FORCE-1/forced-a-free-row,"
@@ -105,7 +105,7 @@ def test_pinning_turns_check_level_expectations_into_fingerprints_and_never_move
     known = _expectations(
         tmp_path, "  - {check: 'fai*', status: FAIL, reason: known bug, link: 'https://example.invalid/2'}\n"
     )
-    records = [r.to_json() for r in _run(["pass", "fail"])]
+    records = _run(["pass", "fail"])
     (entry,) = runner.pin_expectations(records, known)
     assert entry == {
         "check": "fail",
@@ -155,7 +155,9 @@ def test_a_check_cut_short_never_reports_an_unexercised_requirement_as_pass(tmp_
     not_run = {(r["check"], rid) for r in records for rid, x in r["results"].items() if x["status"] == "NOT_RUN"}
     assert not_run, "the engine fails at the first step: some requirements must stay unreached"
     summary = (run_dir / "summary.md").read_text().split("## Per requirement")[1]
-    across_engines = reports.engines_summary(records).split("## Requirements")[1].split("## Failures")[0]
+    across_engines = (
+        reports.engines_summary(runner.read_records(run_dir)).split("## Requirements")[1].split("## Failures")[0]
+    )
     for table in (summary, across_engines):
         for rid in {rid for r in records for rid in r["results"]}:
             row = next(line for line in table.splitlines() if line.startswith(f"| {rid} |"))

@@ -61,8 +61,9 @@ def test_an_expectation_entry_with_a_bad_value_names_the_key(tmp_path):
 
 def test_a_record_with_an_unknown_key_is_a_usage_error_naming_it_and_its_line(tmp_path, capsys):
     good, bad = make_record("a", "PASS"), make_record("b", "FAIL", violated=("TB-FORCE-1",))
+    bad = bad.to_json()
     bad["results"]["TB-FORCE-1"]["fingrprint"] = ""
-    (tmp_path / "results.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    (tmp_path / "results.jsonl").write_text(json.dumps(good.to_json()) + "\n" + json.dumps(bad) + "\n")
     err = _usage_error(["report", str(tmp_path)], capsys)
     assert "results.jsonl:2: unknown key 'results.TB-FORCE-1.fingrprint'" in err
 

@@ -2,14 +2,14 @@
 function (``reports.first_line``), which drops whole clauses and keeps the minimal reproduction note the runner
 appends whole, its replay command and closing bracket included."""
 
-import dataclasses
 import html
 
 import pytest
 
 from specconform.harness import console, reports, runner
+from specconform.harness.schemas import RunRecord
 
-from .test_reports import make_record
+from .test_reports import edited, make_record
 
 STEPS = "; ".join(f"step {i}: drafts per slot [2] ids [{i}, {i + 1}], committed [[{i}, {i + 1}, 5]]" for i in range(9))
 EVIDENCE = f"S=[90, 91, 92] E=[30, 17] scope request max_num_reqs 1; {STEPS}; at step 9 slot 0 row 1: forced [-1]"
@@ -21,15 +21,11 @@ LONG_ENGINE = (  # an API engine's options, restart command included: its note a
 )
 
 
-def _failed(tmp_path, engine_args: str) -> tuple[dict, str]:
+def _failed(tmp_path, engine_args: str) -> tuple[RunRecord, str]:
     """A failed record whose evidence the runner gave its reproduction note, and the note's replay command."""
-    fields = {f.name for f in dataclasses.fields(runner.Record)}
-    record = runner.Record(
-        **{k: v for k, v in make_record("b", "FAIL", violated=("TB-FORCE-1",)).items() if k in fields}
-    )
-    record.results["TB-FORCE-1"].update(evidence=EVIDENCE, reproduction={"vectors": []})
-    runner.write_reproductions(tmp_path, record, engine_args)
-    return dataclasses.asdict(record), f"specconform replay reproductions/e--b--TB-FORCE-1.json {engine_args}]"
+    record = edited(make_record("b", "FAIL", violated=("TB-FORCE-1",)), "TB-FORCE-1", evidence=EVIDENCE)
+    record = runner.write_reproductions(tmp_path, record, {"TB-FORCE-1": {"vectors": []}}, engine_args)
+    return record, f"specconform replay reproductions/e--b--TB-FORCE-1.json {engine_args}]"
 
 
 def _balanced(text: str) -> bool:
@@ -63,7 +59,7 @@ FRONT_ENDS = {"console": (_console, console.EVIDENCE_CHARS), "summary.md": (_sum
 def test_each_front_end_keeps_the_whole_replay_command_and_drops_whole_clauses(tmp_path, front_end, engine_args):
     render, limit = FRONT_ENDS[front_end]
     record, command = _failed(tmp_path, engine_args)
-    evidence = record["results"]["TB-FORCE-1"]["evidence"]
+    evidence = record.results["TB-FORCE-1"].evidence
     shown = reports.first_line(evidence, limit)
     lines = [line for line in render(record) if shown in line]
     assert lines, (front_end, shown)
@@ -78,7 +74,7 @@ def test_each_front_end_keeps_the_whole_replay_command_and_drops_whole_clauses(t
 
 def test_evidence_within_the_limit_is_shown_as_written_its_note_naming_its_file(tmp_path):
     record, command = _failed(tmp_path, SHORT_ENGINE)
-    evidence = record["results"]["TB-FORCE-1"]["evidence"]
+    evidence = record.results["TB-FORCE-1"].evidence
     assert reports.first_line(evidence, len(evidence)) == evidence
     assert "[minimal reproduction: reproductions/e--b--TB-FORCE-1.json; specconform replay" in evidence
 

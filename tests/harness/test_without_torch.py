@@ -100,7 +100,7 @@ def test_a_light_install_judges_a_server(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = tmp_path.iterdir()
     records = runner.read_records(run_dir)
-    assert sorted((r["check"], r["status"]) for r in records) == sorted((name, "PASS") for name in selected)
+    assert sorted((r.check, r.status) for r in records) == sorted((name, "PASS") for name in selected)
     (report, summary, listed) = light_cli([["report", str(run_dir)], ["summary", str(run_dir)], ["list"]], tmp_path)
     assert [report[0], summary[0], listed[0]] == [0, 0, 0], [report, summary, listed]
     assert (run_dir / "report.html").is_file() and "tiny-think-single" in summary[1]

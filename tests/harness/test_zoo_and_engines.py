@@ -58,7 +58,7 @@ def test_the_reference_and_the_oracle_pass_every_claimed_check(make, trials):
         for r in records
         if r.check not in unjudged  # the statistical checks' power depends on the trials given
         for rid, x in r.results.items()
-        if x["status"] == "NOT_RUN"
+        if x.status == "NOT_RUN"
     ]
     assert not_run == []  # every requirement a passing check declares was exercised by its cases
     # the reference implements neither a forced phrase nor other end markers (TB-END-*); the oracle does

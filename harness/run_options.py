@@ -1,14 +1,16 @@
-"""What several subcommands share: the parser class, argparse types, and the groups of options."""
+"""The options of a run, as every front end takes them (``specconform run``'s and, as ``--specconform-<option>``,
+the pytest plugin's), and what the command line's other subcommands share of them: the parser class, argparse
+types, and the groups of options. Each default is ``RunConfig``'s: an option's default here only shows it."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..adapters import api_profile_files
-from ..adapters.http import API_PROFILES
-from ..config import Shard
-from ..core import UsageError
-from ..products import named, products
+from .adapters import ENGINE_FORMS, api_profile_files
+from .adapters.http import API_PROFILES
+from .config import RunConfig, Shard
+from .core import UsageError
+from .products import named, products
 
 
 def bounded(kind, low, high, open_interval=False):
@@ -123,7 +125,7 @@ def add_api_options(parser) -> None:
 
 def add_run_options(parser) -> None:
     parser.add_argument(
-        "--seed", type=bounded(int, 0, 2**63 - 1), default=20261121, help="seed of every generated case"
+        "--seed", type=bounded(int, 0, 2**63 - 1), default=RunConfig.seed, help="seed of every generated case"
     )
     parser.add_argument(
         "--trials",
@@ -153,13 +155,13 @@ def add_run_options(parser) -> None:
     parser.add_argument(
         "--alpha",
         type=bounded(float, 0, 1, open_interval=True),
-        default=1e-6,
+        default=RunConfig.alpha,
         help="family-wise α of each statistical check, in (0, 1)",
     )
     parser.add_argument(
         "--timeout",
         type=bounded(float, 0, 7 * 86400, open_interval=True),
-        default=600,
+        default=RunConfig.timeout,
         help="seconds per check before TIMEOUT, in (0, 604800): there is no 'no limit'",
     )
     parser.add_argument(
@@ -202,7 +204,7 @@ def add_distribution_options(parser) -> None:
         "-n",
         "--workers",
         type=bounded(int, 1, 256),
-        default=1,
+        default=RunConfig.workers,
         help="engine processes of each engine that run its checks side by side (each check still runs once)",
     )
     parser.add_argument(
@@ -220,3 +222,31 @@ def add_distribution_options(parser) -> None:
         help="only the selected checks that the newest run under --report-dir failed unexpectedly (FAIL, ERROR, "
         "TIMEOUT) or never recorded; nothing to re-run is said so, with exit 0",
     )
+
+
+ENGINE_HELP = "(repeatable; default: reference, oracle and the embedded engine with both tokenizer variants)"
+
+
+def add_run_arguments(parser) -> None:
+    """Every option of a run: the engines and their server, the profile, the selection, the expectations, the report
+    folder, the statistics and how the checks are spread."""
+    parser.add_argument("--engine", action="append", help=f"{', '.join(ENGINE_FORMS)} {ENGINE_HELP}")
+    add_product_option(parser)
+    add_api_options(parser)
+    parser.add_argument("--profile", help="a built-in profile name or a YAML file (default: the engine's own)")
+    add_selection_options(parser)
+    parser.add_argument("--expectations", help="YAML file of known failures (RUN-EXPECT-1)")
+    parser.add_argument(
+        "--report-dir",
+        default=RunConfig.report_dir,
+        help="where each run's folder (results.jsonl, summary.md, junit.xml, report.html) is made",
+    )
+    add_run_options(parser)
+    add_distribution_options(parser)
+
+
+def run_parser() -> Parser:
+    """A parser of a run's options alone (``specconform run``'s; the pytest plugin takes the same)."""
+    parser = Parser(prog="specconform run")
+    add_run_arguments(parser)
+    return parser
