@@ -96,10 +96,24 @@ class MutantEngine(CountingMutants, OracleEngine):
             case.num_draft_tokens,
             case.draft_probs,
             case.temperature,
-            case.seeds,
+            _seeds_or_fresh(case),
             case.positions,
         )
         return tokens, (np.asarray(tokens) != -1).sum(axis=1)
+
+
+# Where a request without a seed draws (section 6): one generator for the process, as the oracle's fresh draws
+_FRESH = np.random.default_rng(1)
+
+
+def _seeds_or_fresh(case: RejectionCase) -> np.ndarray:
+    """``[B]`` int64: each request's seed, or a fresh one from the process's generator where it has none (the
+    sampler keys every request's draws by its seed, RS-RNG-1; an unseeded request draws fresh randomness)."""
+    fresh = _FRESH.integers(0, 2**62, size=case.batch_size)
+    if case.seeds is None:
+        return fresh
+    unseeded = np.zeros(case.batch_size, dtype=bool) if case.seeded is None else ~np.asarray(case.seeded, dtype=bool)
+    return np.where(unseeded, fresh, case.seeds)
 
 
 def needs_torch(name: str) -> bool:
