@@ -2,9 +2,9 @@
 
 ``mutant_sampler(None)`` is a correct, vectorised NumPy rejection sampler (one K for the whole
 batch, as in distribution checks). Its draws are keyed by each request's ``(seed, position, purpose)`` (RS-RNG-1,
-``_keyed_draws``): one generator for the whole batch, seeded by its first request, would make a seeded request's tokens
-depend on the others in its batch, a second defect in every mutant built on it. Every other name breaks exactly one
-rule:
+``uniforms``, ``sample_rows``): one generator for the whole batch, seeded by its first request, would make a seeded
+request's tokens depend on the others in its batch, a second defect in every mutant built on it. Every other name
+breaks exactly one rule:
 
 - ``always-accept``: accepts every draft (a probabilistic kernel that always accepted);
 - ``ignore-draft-probs``: treats sampled drafts as one-hot although ``q`` was passed;
@@ -49,7 +49,7 @@ def _softmax(x):
         return e / e.sum(axis=-1, keepdims=True)
 
 
-def _stream_keys(seeds, positions, purpose: int) -> np.ndarray:
+def stream_keys(seeds, positions, purpose: int) -> np.ndarray:
     """``counter.stream_key`` for every request at once: ``seeds``, ``positions`` ``[N]`` int64 -> keys ``[N]``
     uint64 (values below 2^32)."""
     seed, position = (np.asarray(x).astype(np.int64).view(np.uint64) for x in (seeds, positions))
@@ -60,17 +60,17 @@ def _stream_keys(seeds, positions, purpose: int) -> np.ndarray:
     return h
 
 
-def _uniforms(seeds, positions, K: int) -> np.ndarray:
+def uniforms(seeds, positions, K: int) -> np.ndarray:
     """The acceptance uniforms ``[N, K]`` float64 of the drafts at ``positions + j`` (``counter.uniform``)."""
-    columns = [_stream_keys(seeds, positions + j, counter.PURPOSE_ACCEPT) for j in range(K)]
+    columns = [stream_keys(seeds, positions + j, counter.PURPOSE_ACCEPT) for j in range(K)]
     h = counter.mix32(np.stack(columns, axis=1) if columns else np.zeros((len(seeds), 0), dtype=np.uint64))
     return (h >> np.uint64(8)).astype(np.float64) * 2.0**-24
 
 
-def _sample_rows(weights, seeds, positions):
+def sample_rows(weights, seeds, positions):
     """One sample per row of ``weights [N, V]`` (unnormalised) by the exponential race, with the noise of the token
     at ``positions [N]`` of requests ``seeds [N]`` (``counter.exponentials``)."""
-    keys = _stream_keys(seeds, positions, counter.PURPOSE_SAMPLE)
+    keys = stream_keys(seeds, positions, counter.PURPOSE_SAMPLE)
     h = counter.mix32(keys[:, None] ^ np.arange(weights.shape[1], dtype=np.uint64)[None, :])
     x = ((h & np.uint64(0x7FFFFFFF)).astype(np.float64) + 0.5) * 2.0**-32
     noise = np.where((h >> np.uint64(31)) == 1, -np.log1p(-x), -np.log(x))
@@ -105,13 +105,13 @@ def mutant_sampler(mutation: str | None):
             q = one_hot
         else:
             q = np.asarray(draft_probs).reshape(B, K, V)
-        u = _uniforms(seeds, positions, K)
+        u = uniforms(seeds, positions, K)
         p_d = np.take_along_axis(p[:, :K], d[:, :, None], axis=2)[:, :, 0]
         q_d = np.take_along_axis(q, d[:, :, None], axis=2)[:, :, 0]
         accept = (q_d > 0) & (u * q_d < p_d)
         if mutation == "always-accept":
             accept[:] = True
-        accepted = np.where(accept.all(axis=1), K, np.argmin(accept, axis=1))
+        accepted = np.where(accept.all(axis=1), K, np.argmin(accept, axis=1) if K else 0)  # K = 0: the bonus row
         rows = np.arange(B)
         out = np.full((B, K + 1), -1, dtype=np.int64)
         for j in range(K):
@@ -119,7 +119,7 @@ def mutant_sampler(mutation: str | None):
         rejected = accepted < K
         final = np.empty(B, dtype=np.int64)
         bonus_rows = rows[~rejected]
-        final[bonus_rows] = _sample_rows(p[bonus_rows, K], seeds[bonus_rows], positions[bonus_rows] + K)
+        final[bonus_rows] = sample_rows(p[bonus_rows, K], seeds[bonus_rows], positions[bonus_rows] + K)
         rej = rows[rejected]
         if len(rej):
             a = accepted[rej]
@@ -130,7 +130,7 @@ def mutant_sampler(mutation: str | None):
             if mutation == "reuse-acceptance-draw":
                 final[rej] = _inverse_cdf(residual, u[rej, a])
             else:
-                final[rej] = _sample_rows(residual, seeds[rej], positions[rej] + a)
+                final[rej] = sample_rows(residual, seeds[rej], positions[rej] + a)
             if mutation == "recovered-id-equals-v":
                 final[rej] = np.where(final[rej] == V - 1, V, final[rej])
         out[rows, accepted] = final
