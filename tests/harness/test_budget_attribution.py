@@ -4,13 +4,15 @@ against the oracle's run of the same case."""
 
 import pytest
 
+from specconform.harness.adapters.reference import ReferenceEngine
 from specconform.harness.adapters.zoo import make_mutant
 from specconform.harness.cases.budget import BudgetScenario
 from specconform.harness.checks import attribution
 from specconform.harness.checks.budget.minimal import attributed_owner
 from specconform.harness.checks.budget.replay import BLAME_ORDER, replay_scenario
+from specconform.harness.checks.budget.update_order import parts_twin
 from specconform.harness.vectors import SlotStep
-from specconform.specs.interface import AddedRequest, BatchUpdate
+from specconform.specs.interface import AddedRequest, BatchUpdate, Move
 
 
 def _vector(end, budget, prompt, committed, runs=None):
@@ -67,3 +69,41 @@ def test_the_one_step_twin_needs_a_partial_match_at_a_boundary_and_one_token_per
     assert [s["draft_token_ids"] for s in twin["steps"]] == [[], [100, 59]]
     assert attribution.one_step_twin(_vector((101,), 2, (), (100, 5)), 2, 0) is None  # no partial match
     assert attribution.one_step_twin(_vector((59, 32), 5, (), (), runs=[[100, 59], [5]]), 2, 0) is None
+
+
+def _add_and_move(kind):
+    """Slot 0 (budget 0, S = [100] in its prompt) and an untracked slot 1; one step later an update adds a request
+    (budget 0, S in its prompt) to slot 1 and moves ``kind`` 0 -> 1. TB-BATCH-1 applies the addition first, so the
+    move finds both slots filled: a SWAP leaves the new request in slot 0, a one-way move puts slot 0's in slot 1.
+    Both requests are in a section with nothing left of their budget, so each slot that holds one is forced."""
+    first = BatchUpdate(2, added=(AddedRequest(0, 0, (100,)), AddedRequest(1, None, (1,))))
+    second = BatchUpdate(2, added=(AddedRequest(1, 0, (100,)),), moved=((0, 1, kind),))
+    steps = ((first, (SlotStep([], 0, 101), SlotStep([], 0, 5))), (second, (SlotStep([], 0, 5), SlotStep([], 0, 5))))
+    vector = BudgetScenario((100,), (101,), "request", 2, steps).vector("case", list(BLAME_ORDER))
+    vector["max_spec_len"] = 0
+    return vector
+
+
+@pytest.mark.req("TB-BATCH-1")
+@pytest.mark.parametrize(
+    "mutant,kind,owner",
+    [
+        ("moves-before-additions", Move.SWAP, "TB-BATCH-1"),
+        ("moves-before-additions", Move.UNIDIRECTIONAL, "TB-BATCH-1"),
+        ("move-keeps-occupied-destination", Move.UNIDIRECTIONAL, "TB-BATCH-2"),
+    ],
+)
+def test_an_updates_parts_applied_out_of_order_are_tb_batch_1s_a_wrong_move_the_moves(mutant, kind, owner):
+    """An update that adds and moves: the reference forces the same rows on the case and on its twin with each part
+    applied as an update of its own (``parts_twin``, what TB-BATCH-1 defines an update to be). The engine that moves
+    before it adds fails the case and replays the twin, so its failure is the order's; an engine whose move is wrong
+    fails both, and its failure stays the move's."""
+    vector = _add_and_move(kind)
+    twin = parts_twin(vector)
+    assert len(twin["steps"]) == len(vector["steps"]) + 1  # the second update's addition in a step of its own
+    assert replay_scenario(ReferenceEngine(), vector, BLAME_ORDER) is None
+    assert replay_scenario(ReferenceEngine(), twin, BLAME_ORDER) is None
+    engine = make_mutant(mutant)
+    shown = replay_scenario(engine, vector, BLAME_ORDER)
+    assert shown is not None, f"{mutant} replays the case"
+    assert attributed_owner(engine, shown, vector)[0] == owner

@@ -95,24 +95,67 @@ class MutantEngine(CountingMutants, OracleEngine):
             except InvalidCase:
                 return ids_as_given(case)
         case.validate()
-        uniform = (
-            case.forced_token_ids is None
-            and len(set(case.num_draft_tokens.tolist())) == 1
-            and len(set(case.temperature.tolist())) == 1
-            and case.temperature[0] > 0
-        )
-        if self.mutant.name not in SAMPLER_MUTATIONS or not uniform:
+        if self.mutant.name not in SAMPLER_MUTATIONS or case.forced_token_ids is not None:
             return super().rejection_sample(case)
-        tokens = self.sampler(
-            case.target_logits,
-            case.draft_token_ids,
-            case.num_draft_tokens,
-            case.draft_probs,
-            case.temperature,
-            case.seeds,
-            case.positions,
-        )
+        tokens = np.full((case.batch_size, int(case.num_draft_tokens.max(initial=0)) + 1), -1, dtype=np.int64)
+        seeds = _seeds_or_fresh(case)
+        positions = np.zeros(case.batch_size, dtype=np.int64) if case.positions is None else case.positions
+        for members, sub in _groups(case, seeds, positions):
+            # the sampler takes one draft count and one temperature per call; a greedy group is the oracle's
+            rows = (
+                self.sampler(
+                    sub.target_logits,
+                    sub.draft_token_ids,
+                    sub.num_draft_tokens,
+                    sub.draft_probs,
+                    sub.temperature,
+                    sub.seeds,
+                    sub.positions,
+                )
+                if sub.temperature[0] > 0
+                else super().rejection_sample(sub)[0]
+            )
+            tokens[members, : rows.shape[1]] = rows
         return tokens, (np.asarray(tokens) != -1).sum(axis=1)
+
+
+# Where a request without a seed draws (section 6): one generator for the process, as the oracle's fresh draws
+_FRESH = np.random.default_rng(1)
+
+
+def _seeds_or_fresh(case: RejectionCase) -> np.ndarray:
+    """``[B]`` int64: each request's seed, or a fresh one from the process's generator where it has none (the
+    sampler keys every request's draws by its seed, RS-RNG-1; an unseeded request draws fresh randomness)."""
+    fresh = _FRESH.integers(0, 2**62, size=case.batch_size)
+    if case.seeds is None:
+        return fresh
+    unseeded = np.zeros(case.batch_size, dtype=bool) if case.seeded is None else ~np.asarray(case.seeded, dtype=bool)
+    return np.where(unseeded, fresh, case.seeds)
+
+
+def _groups(case: RejectionCase, seeds: np.ndarray, positions: np.ndarray):
+    """``(members [n] int, sub-case)`` for each group of ``case``'s requests that share one draft count and one
+    temperature, the sub-case holding their rows in their order. Each request's draws are keyed by its own seed and
+    position, so grouping changes no request's tokens (RS-RNG-1): the mutant's bug shows whatever the batch holds."""
+    num, temperature = case.num_draft_tokens, case.temperature
+    rows, drafts = np.asarray(case.row_offsets()), np.asarray(case.draft_offsets())
+    for k, t in sorted(set(zip(num.tolist(), temperature.tolist()))):
+        members = np.flatnonzero((num == k) & (temperature == t))
+        row_index = (rows[members][:, None] + np.arange(k + 1)).reshape(-1)
+        draft_index = (drafts[members][:, None] + np.arange(k)).reshape(-1)
+        q = None if case.draft_probs is None else case.draft_probs[draft_index]
+        yield (
+            members,
+            RejectionCase(
+                case.target_logits[row_index],
+                case.draft_token_ids[draft_index],
+                num[members],
+                temperature[members],
+                q,
+                seeds=seeds[members],
+                positions=positions[members],
+            ),
+        )
 
 
 def needs_torch(name: str) -> bool:

@@ -1,7 +1,10 @@
 """Deliberately broken samplers: each reproduces a bug class seen in a real engine.
 
 ``mutant_sampler(None)`` is a correct, vectorised NumPy rejection sampler (one K for the whole
-batch, as in distribution checks); every other name breaks exactly one rule:
+batch, as in distribution checks). Its draws are keyed by each request's ``(seed, position, purpose)`` (RS-RNG-1,
+``uniforms``, ``sample_rows``): one generator for the whole batch, seeded by its first request, would make a seeded
+request's tokens depend on the others in its batch, a second defect in every mutant built on it. Every other name
+breaks exactly one rule:
 
 - ``always-accept``: accepts every draft (a probabilistic kernel that always accepted);
 - ``ignore-draft-probs``: treats sampled drafts as one-hot although ``q`` was passed;
@@ -15,6 +18,8 @@ batch, as in distribution checks); every other name breaks exactly one rule:
 from __future__ import annotations
 
 import numpy as np
+
+from ...oracle import rng as counter
 
 REJECTION_MUTANTS = (
     "always-accept",
@@ -44,9 +49,31 @@ def _softmax(x):
         return e / e.sum(axis=-1, keepdims=True)
 
 
-def _sample_rows(weights, rng):
-    """One sample per row of ``weights [N, V]`` (unnormalised) by the exponential race."""
-    noise = rng.exponential(size=weights.shape)
+def stream_keys(seeds, positions, purpose: int) -> np.ndarray:
+    """``counter.stream_key`` for every request at once: ``seeds``, ``positions`` ``[N]`` int64 -> keys ``[N]``
+    uint64 (values below 2^32)."""
+    seed, position = (np.asarray(x).astype(np.int64).view(np.uint64) for x in (seeds, positions))
+    low, high = np.uint64(counter.MASK32), np.uint64(32)
+    h = counter.mix32((seed & low) ^ np.uint64(0x9E3779B9))
+    for word in (seed >> high, position & low, position >> high, np.uint64(purpose)):
+        h = counter.mix32(h ^ word)
+    return h
+
+
+def uniforms(seeds, positions, K: int) -> np.ndarray:
+    """The acceptance uniforms ``[N, K]`` float64 of the drafts at ``positions + j`` (``counter.uniform``)."""
+    columns = [stream_keys(seeds, positions + j, counter.PURPOSE_ACCEPT) for j in range(K)]
+    h = counter.mix32(np.stack(columns, axis=1) if columns else np.zeros((len(seeds), 0), dtype=np.uint64))
+    return (h >> np.uint64(8)).astype(np.float64) * 2.0**-24
+
+
+def sample_rows(weights, seeds, positions):
+    """One sample per row of ``weights [N, V]`` (unnormalised) by the exponential race, with the noise of the token
+    at ``positions [N]`` of requests ``seeds [N]`` (``counter.exponentials``)."""
+    keys = stream_keys(seeds, positions, counter.PURPOSE_SAMPLE)
+    h = counter.mix32(keys[:, None] ^ np.arange(weights.shape[1], dtype=np.uint64)[None, :])
+    x = ((h & np.uint64(0x7FFFFFFF)).astype(np.float64) + 0.5) * 2.0**-32
+    noise = np.where((h >> np.uint64(31)) == 1, -np.log1p(-x), -np.log(x))
     return np.argmax(weights / noise, axis=1)
 
 
@@ -65,7 +92,8 @@ def mutant_sampler(mutation: str | None):
         B = len(num_draft_tokens)
         K = int(num_draft_tokens[0])
         V = target_logits.shape[1]
-        rng = np.random.default_rng(int(seeds[0]) % (2**63))
+        seeds = np.asarray(seeds, dtype=np.int64).reshape(B)
+        positions = np.zeros(B, dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
         scale = 1.0 if mutation == "temperature-ignored" else float(temperature[0])
         p = _softmax(target_logits.reshape(B, K + 1, V) / scale)
         if mutation == "next-row-logits":  # row j read from row j + 1, the bonus row from itself
@@ -77,13 +105,13 @@ def mutant_sampler(mutation: str | None):
             q = one_hot
         else:
             q = np.asarray(draft_probs).reshape(B, K, V)
-        u = rng.random((B, K))
+        u = uniforms(seeds, positions, K)
         p_d = np.take_along_axis(p[:, :K], d[:, :, None], axis=2)[:, :, 0]
         q_d = np.take_along_axis(q, d[:, :, None], axis=2)[:, :, 0]
         accept = (q_d > 0) & (u * q_d < p_d)
         if mutation == "always-accept":
             accept[:] = True
-        accepted = np.where(accept.all(axis=1), K, np.argmin(accept, axis=1))
+        accepted = np.where(accept.all(axis=1), K, np.argmin(accept, axis=1) if K else 0)  # K = 0: the bonus row
         rows = np.arange(B)
         out = np.full((B, K + 1), -1, dtype=np.int64)
         for j in range(K):
@@ -91,7 +119,7 @@ def mutant_sampler(mutation: str | None):
         rejected = accepted < K
         final = np.empty(B, dtype=np.int64)
         bonus_rows = rows[~rejected]
-        final[bonus_rows] = _sample_rows(p[bonus_rows, K], rng)
+        final[bonus_rows] = sample_rows(p[bonus_rows, K], seeds[bonus_rows], positions[bonus_rows] + K)
         rej = rows[rejected]
         if len(rej):
             a = accepted[rej]
@@ -102,7 +130,7 @@ def mutant_sampler(mutation: str | None):
             if mutation == "reuse-acceptance-draw":
                 final[rej] = _inverse_cdf(residual, u[rej, a])
             else:
-                final[rej] = _sample_rows(residual, rng)
+                final[rej] = sample_rows(residual, seeds[rej], positions[rej] + a)
             if mutation == "recovered-id-equals-v":
                 final[rej] = np.where(final[rej] == V - 1, V, final[rej])
         out[rows, accepted] = final

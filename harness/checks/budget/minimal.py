@@ -19,6 +19,7 @@ from ...cases.budget import BudgetScenario, smaller, unreachable
 from ...core import Tally
 from .. import attribution
 from .replay import BLAME_ORDER, Divergence, describe, replay_scenario, reproduction_document
+from .update_order import parts_twin
 
 
 def _replayed(
@@ -58,12 +59,14 @@ def minimal_scenario(engine, scenario: BudgetScenario, max_spec: int) -> BudgetS
 def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, frozenset[str]]:
     """``(requirement, features)``: the requirement a failing minimal case isolates, whichever check met it, and the
     features it holds. Each feature with a twin (``attribution.TWINS``) is tried away: where the twin diverges too,
-    the feature is only the stage the defect was met on. A misplaced marker a twin showed needed is TB-MARK-1's (the
-    lowest requirement); a failure committed one token per step that the case's one-step twin does not show needs a
-    marker split across a step boundary (``attribution.one_step_twin``): TB-MARK-2's; a row its own values single
-    out is that requirement's (``Divergence.diagnosis``); otherwise the owner is the most specific requirement of the
-    diverging row (``BLAME_ORDER``) whose feature a twin showed needed, else the most specific one whose feature the
-    case holds or that has none."""
+    the feature is only the stage the defect was met on. A failure that needs a batch operation and goes where each
+    update's parts are applied as updates of their own (``update_order.parts_twin``) is TB-BATCH-1's, the order the
+    moves' requirements build on. A misplaced marker a twin showed needed is TB-MARK-1's (the lowest requirement); a
+    failure committed one token per step that the case's one-step twin does not show needs a marker split across a
+    step boundary (``attribution.one_step_twin``): TB-MARK-2's; a row its own values single out is that requirement's
+    (``Divergence.diagnosis``); otherwise the owner is the most specific requirement of the diverging row
+    (``BLAME_ORDER``) whose feature a twin showed needed, else the most specific one whose feature the case holds or
+    that has none."""
     features = attribution.case_features(minimal)
     proven = set()  # features whose twins pass: the failure needs them
     for feature in sorted(features):  # drafts first: a case whose failure does not need them is tried without them
@@ -74,6 +77,8 @@ def attributed_owner(engine, shown: Divergence, minimal: dict) -> tuple[str, fro
             features -= {feature}
         elif twins:
             proven.add(feature)
+    if "batch-ops" in features and _passes(engine, parts_twin(minimal)):
+        return "TB-BATCH-1", features  # each move did what it should; the update's order did not
     if shown.mode == "rows-misplaced":  # the right forced tokens in the wrong rows, or two requests each wrong
         for twin in attribution.solo_twins(minimal):
             if (alone := _divergence(engine, twin)) is not None:

@@ -165,29 +165,44 @@ def judge_report(
     RS-PROB-6 or RS-INPUT-1; a counted position exercises RS-PROB-5 and the position-level requirements
     the check names; the harness's STAT-* requirements count once for a case whose every reachable test
     was counted (STAT-POWER-1 can then not be PASS at trials that cannot reach the declared deviation).
-    ``reproduction(requirement, mode)``, when given, makes the document a failure leaves."""
+    ``reproduction(requirement, mode)``, when given, makes the document a failure leaves.
 
-    def violated(rid: str, mode: str, evidence: str) -> None:
+    Which tests of one case deviate tells its failures apart. The accepted length (RS-PROB-6) and the positions
+    (RS-PROB-5) are read off the same trials, and both build on the acceptance rule (RS-PROB-1), not on each other.
+    A position's marginal mixes the drafts a row accepted there with the token emitted at its first rejection, in
+    the proportions the accepted length gives, so an engine whose acceptance is off moves both; one whose positions
+    all hold ``p`` while the length deviates emits the right tokens at the wrong rate (one-hot verification of
+    sampled drafts, RS-ONEHOT-1, is that). So where a case's positions deviate, its length's deviation is the same
+    defect, the finding of RS-PROB-5, the emitted distribution the theorem is about (RS-PROB-6 still reads FAIL,
+    with its evidence, under that finding); where only the length deviates, the finding is RS-PROB-6's. Rows that
+    hold an id outside ``[0, V)`` or a hole are RS-INPUT-1's, shown exactly rather than certified; they are no sample
+    of any distribution over the vocabulary, so the deviations of the case they fall in are counted under that
+    finding (each requirement still reads FAIL with its own evidence)."""
+
+    def violated(rid: str, mode: str, evidence: str, finding: str = "") -> None:
         document = reproduction(rid, mode) if reproduction and rid not in tally.failures else None
-        tally.violated(rid, mode, evidence, reproduction=document)
+        tally.violated(rid, mode, evidence, reproduction=document, finding=finding)
 
     if report.out_of_range:
         violated("RS-INPUT-1", "id-outside-vocabulary-or-broken-row", f"{report.case}: {report.out_of_range} bad rows")
     elif "RS-INPUT-1" in requirements:
         tally.exercised("RS-INPUT-1")
     per_position = ["RS-PROB-5"] if "RS-PROB-5" in requirements else []
+    bad_rows = "RS-INPUT-1" if report.out_of_range else ""  # the finding of every deviation beside them (see above)
     complete = True
     for j, judgement in enumerate(report.positions):
         if judgement.failed:
             kind = "zero-probability-token" if judgement.result.zero_hits else "position-distribution"
-            violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"))
+            violated("RS-PROB-5", kind, judgement.line(f"{report.case} position {j}"), bad_rows)
         elif judgement.counted:
             tally.exercised(*per_position)
         elif report.reach[j] > stats.UNREACHABLE:
             complete = False
     length = report.accepted_length
-    if length.failed:
-        violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"))
+    if length.failed:  # beside a deviating position, the same defect (see above)
+        tokens_off = any(j.failed for j in report.positions) and "RS-PROB-5" in requirements
+        finding = bad_rows or ("RS-PROB-5" if tokens_off else "")
+        violated("RS-PROB-6", "accepted-length-law", length.line(f"{report.case} accepted length"), finding)
     elif length.counted:
         tally.exercised(*[r for r in ("RS-PROB-6",) if r in requirements])
     else:

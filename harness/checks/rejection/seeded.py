@@ -190,7 +190,7 @@ def mixed_seeding(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcom
       neighbours without their seeds (``seeded`` false), in the last, first and second slot, emit the same tokens;
     - RS-PROB-5: the unseeded trials of two standard distribution cases (``MIXED_DISTRIBUTION_CASES``), each beside
       a seeded copy of itself in one batch, follow the exact output distribution (calibrated G-tests, specs/
-      statistics.md);
+      statistics.md); where only their accepted length deviates, the failure is RS-PROB-6's;
     - RS-PROB-5: a seeded request and two unseeded ones with the same input (one draft, one-hot, a uniform target
       over 64 ids) sampled in ``INDEPENDENT_CALLS`` calls: an unseeded row equal to another row of its batch in
       every call (probability about 4e-15 for independent rows) is no fresh sample of its distribution."""
@@ -263,10 +263,14 @@ def _unseeded_rows_distribution(engine, ctx: Context, tally: Tally) -> list[str]
             failed = [line for line, judgement in zip(report.position_lines(), judged) if judgement.failed]
             if report.out_of_range:
                 failed.append(f"{report.out_of_range} rows with an id outside [0, V) or a hole")
+            # only the accepted length deviating: the right tokens at the wrong rate, RS-PROB-6's law (as
+            # ``distribution.judge_report`` tells them apart); any position or bad row: the emitted distribution's
+            tokens_off = report.out_of_range or any(judgement.failed for judgement in report.positions)
+            rid, mode = (
+                ("RS-PROB-5", "unseeded-rows-off-distribution") if tokens_off else ("RS-PROB-6", "accepted-length-law")
+            )
             tally.violated(
-                "RS-PROB-5",
-                "unseeded-rows-off-distribution",
-                f"unseeded trials beside seeded copies of themselves ({trials} trials): " + "; ".join(failed),
+                rid, mode, f"unseeded trials beside seeded copies of themselves ({trials} trials): " + "; ".join(failed)
             )
         elif all(t.counted for t, r in zip(report.positions, report.reach) if r > stats.UNREACHABLE):
             tally.exercised("RS-PROB-5")
