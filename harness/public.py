@@ -22,18 +22,24 @@ from .schemas import RunRecord
 PROJECT = Path(__file__).resolve().parents[1]
 
 
-@functools.lru_cache(maxsize=1)
 def _pattern() -> tuple[re.Pattern, dict[str, str]]:
     """One regular expression matching any of this machine's folders (the longest first, each only as a whole
-    path component), and the name each is published under."""
+    path component), and the name each is published under. The temporary and home folders are read on each call
+    (a test, or a tool such as pytest's pytester, may move them while the process runs); the rest never change."""
+    return _pattern_of(tempfile.gettempdir(), os.path.expanduser("~"))
+
+
+@functools.lru_cache(maxsize=4)
+def _pattern_of(temporary: str, home: str) -> tuple[re.Pattern, dict[str, str]]:
+    """``_pattern`` with the temporary folder ``temporary`` and the home folder ``home``."""
     names: dict[str, str] = {}
     for folder, name in (
         (str(PROJECT), "."),
         *((path, "<site-packages>") for key in ("purelib", "platlib") if (path := sysconfig.get_paths().get(key))),
         (sysconfig.get_paths().get("stdlib", ""), "<stdlib>"),
         (sys.prefix if sys.prefix != sys.base_prefix else "", "<python>"),  # a virtual environment's folder
-        (tempfile.gettempdir(), "<tmp>"),
-        (os.path.expanduser("~"), "~"),
+        (temporary, "<tmp>"),
+        (home, "~"),
     ):
         for spelling in {folder, os.path.realpath(folder)} if folder else ():
             if len(spelling) > 1:  # never "/" itself
