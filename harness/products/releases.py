@@ -117,7 +117,10 @@ def release(name: str, version: str) -> Release:
             return Release(
                 product=name,
                 version=version,
-                names={factory: n.replace("{series}", series(version)) for factory, n in r.names.items()},
+                names={
+                    factory: n.replace("{series}", series(version)).replace("{version}", version)
+                    for factory, n in r.names.items()
+                },
                 imports={**releases.imports, **r.imports},
                 signatures={**releases.signatures, **r.signatures},
                 profile_path=folder / profile,

@@ -164,7 +164,7 @@ def test_sglang_mixed_batch_takes_the_sampling_path(sglang_engine):
     assert sglang_engine.eagle.verify_uses_greedy(True) and not sglang_engine.eagle.verify_uses_greedy(False)
     logits = np.array([[0.0, 5.0, 0.0], [0.0, 0.0, 5.0], [5.0, 0.0, 0.0], [0.0, 9.0, -9.0]])
     case = rs.RejectionCase(logits, [1, 1], [1, 1], [0.0, 1.0], np.array([[0.1, 0.8, 0.1], [0.2, 0.6, 0.2]]))
-    if sglang_engine.sglang.renorm.top_k_renorm_prob is None:
+    if sglang_engine.device.type == "cpu":  # no taught release has a top-k kernel on a CPU
         with pytest.raises(OutsideContract, match="temperature"):
             sglang_engine.rejection_sample(case)
         return

@@ -121,3 +121,13 @@ def test_each_taught_vllm_release_has_a_tox_environment_that_installs_and_judges
     assert f" --report-dir reports/engines/{release.name_of('make')}-cpu" in env
     expectations = str(release.expectations_path.relative_to(ROOT))
     assert f"specconform prove {expectations} --engine specconform.harness.adapters.vllm_mrv2:make" in env
+
+
+@pytest.mark.parametrize("version", releases.taught("sglang"))
+def test_each_taught_sglang_release_has_a_tox_environment_that_installs_and_judges_it(version):
+    release = releases.release("sglang", version)
+    env = _tox_env(f"sglang-{version}")
+    assert f"pip install --no-deps sglang=={version}\n" in env
+    expectations = str(release.expectations_path.relative_to(ROOT))
+    assert f"--expectations {expectations} --report-dir reports/engines/{release.name_of('make')} " in env
+    assert f"specconform prove {expectations} --engine specconform.harness.adapters.sglang:make" in env

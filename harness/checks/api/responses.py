@@ -93,8 +93,9 @@ def _seed_not_honoured(engine, ctx: Context, tally: Tally, request, whole: dict,
     streaming (``twins.alone``, recorded under API-SEED-1): its minimal case is sent alone and not streamed, and
     compared with the whole response. Where the ids part before either carries a token the budget forces, the minimal
     case has no budget and is compared up to there (``attribution.without_budget_up_to``)."""
-    ids, streamed_ids = whole["choices"][0]["token_ids"], streamed["token_ids"]
-    position = None if streamed_ids is None else attribution.first_difference(ids, streamed_ids)
+    # a server that returns no token ids (transformers serve) leaves no position to compare up to
+    ids, streamed_ids = whole["choices"][0].get("token_ids"), streamed.get("token_ids")
+    position = None if ids is None or streamed_ids is None else attribution.first_difference(ids, streamed_ids)
     minimal, upto = request, None
     judged = request.budget is None or "marker-ids" in engine.profile.capabilities
     if position is not None and judged:

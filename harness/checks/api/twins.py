@@ -25,6 +25,7 @@ its summary but does not publish as a finding.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -69,8 +70,15 @@ def repeats(engine, request: SeededRequest) -> list[dict]:
     ]
 
 
-def ids(responses: list[dict]) -> list[list[int]]:
-    return [response["choices"][0]["token_ids"] for response in responses]
+def ids(responses: list[dict]) -> list[list]:
+    """Each response's output token ids. A server that returns none (``transformers serve``) is compared by its
+    message instead, one item: its text and reasoning as JSON; another message means other ids."""
+    outputs: list[list] = []
+    for response in responses:
+        choice = response["choices"][0]
+        token_ids = choice.get("token_ids")
+        outputs.append(token_ids if token_ids is not None else [json.dumps(choice.get("message"), sort_keys=True)])
+    return outputs
 
 
 def differ(responses: list[dict]) -> bool:

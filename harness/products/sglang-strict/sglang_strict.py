@@ -1,5 +1,6 @@
 """Kernel-level adapter for SGLang 0.5.23's budget B, strict thinking
-(``specconform.harness.adapters.sglang_strict:make``), judged as ``sglang-0.5.23-strict``.
+(``specconform.harness.adapters.sglang_strict:make``), judged as ``sglang-0.5.23-strict``: the one release
+``harness/products/sglang-strict/releases.yaml`` teaches it (an earlier one is refused, naming it).
 
 SGLang has two thinking budgets. Budget A, the custom logit processor, is ``specconform.harness.adapters.sglang``.
 Budget B is the strict-thinking grammar: a server started with ``--enable-strict-thinking`` wraps every request in a
@@ -49,7 +50,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import products
+from ..core import UsageError
+from ..products import registry, releases
 from .sglang import import_sglang
 
 QWEN3_EXCLUDED = ("<tool_call>", "</tool_call>", "<|im_end|>", "<|endoftext|>")
@@ -84,12 +86,23 @@ def _tree_functions(path: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(**{name: namespace[name] for name in _TREE_FUNCTIONS})
 
 
-def import_strict() -> types.SimpleNamespace:
-    """SGLang's strict-thinking grammar, its grammar manager, the xgrammar backend, the batch mask fill and the
-    speculative tree traversal, imported with the package root stood in for."""
-    import_sglang()
+PRODUCT = "sglang-strict"  # whose releases.yaml names the releases this adapter is taught
+
+
+def import_strict() -> tuple[releases.Release, types.SimpleNamespace]:
+    """The installed SGLang as ``harness/products/sglang-strict/releases.yaml`` teaches it (a ``UsageError`` names the
+    releases taught when it is not one of them, or the parameter that moved), and its strict-thinking grammar, its
+    grammar manager, the xgrammar backend, the batch mask fill and the speculative tree traversal, imported with the
+    package root stood in for."""
+    try:
+        release = releases.release(PRODUCT, import_sglang())
+        release.check_signature(
+            "GrammarManager.process_req_with_grammar", release.load("GrammarManager").process_req_with_grammar
+        )
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
     spec_utils = importlib.util.find_spec("sglang.srt.speculative.spec_utils")
-    return types.SimpleNamespace(
+    return release, types.SimpleNamespace(
         reasoner=importlib.import_module("sglang.srt.constrained.reasoner_grammar_backend"),
         manager=importlib.import_module("sglang.srt.constrained.grammar_manager"),
         xgrammar=importlib.import_module("sglang.srt.constrained.xgrammar_backend"),
@@ -127,18 +140,18 @@ def make():
 
 
 class SglangStrictEngine:
-    name = "sglang-0.5.23-strict"
-
     def __init__(self):
         import torch
 
         self.torch = torch
-        self.sglang = import_strict()
+        self.release, self.sglang = import_strict()
+        self.name = self.release.name_of("make")
         from importlib.metadata import version
 
         self.device = "cpu"  # the scheduler fills the bitmask on the host (pinned), then moves it
         self.version = f"sglang-{version('sglang')} xgrammar-{version('xgrammar')} torch-{torch.__version__} cpu"
-        self.profile = products.profile_of("sglang-strict")  # with its reasons: harness/products/sglang-strict/
+        # with its reasons: harness/products/sglang-strict/profile.yaml, named for this release
+        self.profile = self.release.profile("make", registry.product(PRODUCT).profile_path)
 
     def budget_state(self, start, end, max_num_reqs, scope="section", max_spec_len=0):
         return StrictBudget(self, list(start), list(end), max_num_reqs)

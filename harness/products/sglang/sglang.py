@@ -1,4 +1,11 @@
-"""Kernel-level adapter for SGLang 0.5.23 (``specconform.harness.adapters.sglang:make``), judged as ``sglang-0.5.23``.
+"""Kernel-level adapter for SGLang (``specconform.harness.adapters.sglang:make``), judged as ``sglang-<release>``.
+
+It serves the releases ``harness/products/sglang/releases.yaml`` teaches it (``specconform.harness.products.releases``):
+where each release keeps the pieces below (0.5.23 moved the greedy verifiers from ``srt/speculative/eagle_utils.py``
+to ``kernels/ops/speculative/spec_tree.py`` and resolves its top-k renormalisation in
+``kernels/ops/sampling/renorm.py``) and the parameters the adapter passes them are that file's data, checked
+against the release's code when the engine is built; any other release is refused, naming those taught.
+Line numbers below are 0.5.23's.
 
 SGLang's server cannot run here (its ``sglang-kernel`` wheel is built for another torch and has no CPU ops), so its
 pieces are driven as its own callers drive them:
@@ -28,7 +35,7 @@ pieces are driven as its own callers drive them:
     so) is verified by ``kernels/ops/speculative/spec_tree.py``: ``target_predict`` is the argmax of each row
     (``torch.argmax``, as ``eagle_sample`` computes it), handed to the JIT CUDA ``verify_tree_greedy`` through
     ``verify_tree_greedy_func`` on a GPU and to the Triton ``verify_tree_greedy_triton`` (SGLang's XPU path) on a
-    CPU.
+    CPU (both in ``eagle_utils`` before 0.5.23).
   - Any other group goes to ``kernels/ops/speculative/reject_sampling.py`` ``chain_speculative_sampling_triton``:
     target probabilities from SGLang's ``kernels/ops/sampling`` ``softmax`` with one temperature per row, then, where
     a request has a top-k (a greedy request of a mixed batch), SGLang's ``top_k_renorm_prob``
@@ -54,6 +61,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -63,9 +71,10 @@ import numpy as np
 
 from specconform.specs.interface import RejectionCase
 
-from .. import products
 from ..contract import OutsideContract
-from .sglang_eagle import EagleVerifyHelpers
+from ..core import UsageError
+from ..products import registry, releases
+from .sglang_eagle import EagleVerifyHelpers, import_eagle_utils
 
 # what its modules import beyond torch, Triton and transformers, installed without their dependencies (SGLang pins
 # torch 2.14 and its CUDA kernels); the pinned versions are SGLang's pins
@@ -75,17 +84,32 @@ PACKAGES = (
     *("loguru", "gguf"),
 )
 _NAMESPACES = ("sglang", "sglang.kernels", "sglang.kernels.ops", "sglang.kernels.ops.speculative")
+PRODUCT = "sglang"  # whose releases.yaml says what differs between the releases this adapter drives
+# the roles loaded only when a case needs them: a platform kernel a release may lack here (its absence makes the case
+# lie outside what can be run, not the release untaught)
+PLATFORM_ROLES = ("top_k_renorm_prob",)
+# the roles whose signatures the adapter relies on, checked when the engine is built
+CHECKED = (
+    "ThinkingBudgetLogitProcessor.__call__",
+    "chain_speculative_sampling_triton",
+    "verify_tree_greedy_triton",
+    "verify_tree_greedy_func",
+    "_verify_uses_greedy",
+    "_seeded_verify_coins",
+    "softmax",
+)
 
 
-def import_sglang() -> types.SimpleNamespace:
-    """SGLang's budget processor, verifiers, sampling kernels and sampling parameters, the package root stood in for."""
+def import_sglang() -> str:
+    """Stand in for SGLang's package root (``sglang/__init__.py`` never runs); the installed release's version."""
     import torch
 
     if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("SGLang's Triton chain sampler runs on a CPU only with TRITON_INTERPRET=1 set before start")
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(f"sglang is not installed (pip install --no-deps sglang==0.5.23 {' '.join(PACKAGES)})")
+        newest = releases.taught(PRODUCT)[-1]
+        raise RuntimeError(f"sglang is not installed (pip install --no-deps sglang=={newest} {' '.join(PACKAGES)})")
     root = list(spec.submodule_search_locations)[0]
     if not getattr(sys.modules.get("sglang"), "_specconform_stand_in", False):
         for name in _NAMESPACES:
@@ -95,14 +119,26 @@ def import_sglang() -> types.SimpleNamespace:
             module.__spec__.submodule_search_locations = module.__path__
             module._specconform_stand_in = True
             sys.modules[name] = module
-    return types.SimpleNamespace(
-        processors=importlib.import_module("sglang.srt.sampling.custom_logit_processor"),
-        chain=importlib.import_module("sglang.kernels.ops.speculative.reject_sampling"),
-        spec_tree=importlib.import_module("sglang.kernels.ops.speculative.spec_tree"),
-        sampling=importlib.import_module("sglang.kernels.ops.sampling"),
-        renorm=importlib.import_module("sglang.kernels.ops.sampling.renorm"),
-        sampling_params=importlib.import_module("sglang.srt.sampling.sampling_params"),
-    )
+    return importlib.metadata.version("sglang")
+
+
+def load_release(version: str) -> tuple[releases.Release, types.SimpleNamespace]:
+    """SGLang ``version`` as ``harness/products/sglang/releases.yaml`` teaches it, and what the adapter drives there by
+    role (its imports, but ``PLATFORM_ROLES``); a ``UsageError`` names the releases taught when it is not one of them,
+    or the role that is not where its range declares it, or the parameter that moved."""
+    try:
+        release = releases.release(PRODUCT, version)
+        import_eagle_utils()  # with its stand-ins, before any role reads eagle_utils
+        loaded = types.SimpleNamespace(
+            **{role: release.load(role) for role in release.imports if role not in PLATFORM_ROLES}
+        )
+        for role in CHECKED:
+            owner, _, method = role.partition(".")
+            function = getattr(loaded, owner) if owner in release.imports else getattr(loaded.eagle_utils, owner)
+            release.check_signature(role, getattr(function, method) if method else function)
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
+    return release, loaded
 
 
 def make():
@@ -110,20 +146,19 @@ def make():
 
 
 class SglangEngine:
-    name = "sglang-0.5.23"
-
     def __init__(self):
         import torch
 
         self.torch = torch
-        self.sglang = import_sglang()
+        installed = import_sglang()
+        self.release, self.sglang = load_release(installed)
+        self.name = self.release.name_of("make")
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.eagle = EagleVerifyHelpers(torch, self.device)
-        from importlib.metadata import version
-
         where = torch.cuda.get_device_name() if self.device.type == "cuda" else "cpu (Triton interpreter)"
-        self.version = f"sglang-{version('sglang')} torch-{torch.__version__} {where}"
-        self.profile = products.profile_of("sglang")  # with its reasons: harness/products/sglang/profile.yaml
+        self.version = f"sglang-{installed} torch-{torch.__version__} {where}"
+        # with its reasons: harness/products/sglang/profile.yaml, named for this release
+        self.profile = self.release.profile("make", registry.product(PRODUCT).profile_path)
 
     # -- verification ---------------------------------------------------------------------------
 
@@ -140,7 +175,7 @@ class SglangEngine:
                 "(--enable-deterministic-inference, 42 where a request names none) or none"
             )
         params = [
-            self.sglang.sampling_params.SamplingParams(temperature=float(t), sampling_seed=case.seed_of(i))
+            self.sglang.SamplingParams(temperature=float(t), sampling_seed=case.seed_of(i))
             for i, t in enumerate(case.temperature)
         ]
         rows, drafts = case.row_offsets(), case.draft_offsets()
@@ -202,8 +237,8 @@ class SglangEngine:
         ``verify_tree_greedy_triton`` (SGLang's XPU path) on a CPU."""
         b = layout["candidates"].shape[0]
         target_predict = self.torch.argmax(logits, dim=-1).reshape(b, -1)
-        tree = self.sglang.spec_tree
-        verify = tree.verify_tree_greedy_func if self.device.type == "cuda" else tree.verify_tree_greedy_triton
+        sg = self.sglang
+        verify = sg.verify_tree_greedy_func if self.device.type == "cuda" else sg.verify_tree_greedy_triton
         verify(
             predicts=layout["predicts"],
             accept_index=layout["accept_index"],
@@ -223,16 +258,10 @@ class SglangEngine:
         b, width = layout["candidates"].shape
         K, V = width - 1, case.vocab_size
         temperature = torch.tensor([p.temperature for p in group], dtype=torch.float32, device=device)
-        target = self.sglang.sampling.softmax(logits, temperatures=temperature.repeat_interleave(width).unsqueeze(1))
+        target = self._softmax(logits, temperature.repeat_interleave(width).unsqueeze(1))
         top_ks = [p.top_k for p in group]
-        if any(k != self.sglang.sampling_params.TOP_K_ALL for k in top_ks):  # SamplingBatchInfo.need_top_k_sampling
-            renorm = self.sglang.renorm.top_k_renorm_prob
-            if renorm is None:
-                raise OutsideContract(
-                    f"temperature is {case.temperature[requests].tolist()}: a batch mixing greedy and sampled "
-                    "requests needs SGLang's top-k renormalisation (kernels/ops/sampling/renorm.py), which has no "
-                    "kernel on this platform (FlashInfer's on CUDA): judged on a GPU"
-                )
+        if any(k != self.sglang.TOP_K_ALL for k in top_ks):  # SamplingBatchInfo.need_top_k_sampling
+            renorm = self._top_k_renorm(case.temperature[requests].tolist())
             target = renorm(target, torch.tensor(top_ks, dtype=torch.int32, device=device).repeat_interleave(width))
         drafts = case.draft_offsets()
         if case.draft_probs is None:
@@ -252,7 +281,7 @@ class SglangEngine:
             coins, coins_final = self.eagle.seeded_coins(
                 [p.sampling_seed for p in group], positions[requests], draft_token_num=width
             )
-        self.sglang.chain.chain_speculative_sampling_triton(
+        self.sglang.chain_speculative_sampling_triton(
             predicts=layout["predicts"],
             accept_index=layout["accept_index"],
             accept_token_num=layout["accept_token_num"],
@@ -269,12 +298,35 @@ class SglangEngine:
             deterministic=True,
         )
 
+    def _softmax(self, logits, temperatures):
+        """The target probabilities ``[rows, V]`` float32 of ``logits [rows, V]`` at ``temperatures [rows, 1]``, as
+        the release's ``eagle_sample`` computes them (releases.yaml's ``softmax``: SGLang's, or torch's of the
+        logits over the temperatures)."""
+        values = {"logits": logits, "temperatures": temperatures, "input": logits / temperatures, "dim": -1}
+        return self.release.call("softmax", self.sglang.softmax, values)
+
+    def _top_k_renorm(self, temperatures: list):
+        """SGLang's top-k renormalisation where this release keeps it (releases.yaml's ``top_k_renorm_prob``);
+        ``OutsideContract`` where it has no kernel on this platform (none on a CPU; FlashInfer's on CUDA)."""
+        try:
+            renorm = self.release.load("top_k_renorm_prob")
+        except releases.UntaughtRelease as exc:
+            renorm, why = None, f" ({exc})"
+        else:
+            why = ""
+        if renorm is None:
+            raise OutsideContract(
+                f"temperature is {temperatures}: a batch mixing greedy and sampled requests needs SGLang's top-k "
+                f"renormalisation, which has no kernel on this platform (FlashInfer's on CUDA): judged on a GPU{why}"
+            )
+        return renorm
+
     def _sample_without_drafts(self, logits, group) -> np.ndarray:
         """The adapter's stand-in for SGLang's sampler on ``logits [b, V]`` (no claimed requirement judges it): the
         argmax for a greedy request (top-k 1), else a draw from SGLang's softmax."""
         torch = self.torch
         temperature = torch.tensor([p.temperature for p in group], dtype=torch.float32, device=self.device)
-        probs = self.sglang.sampling.softmax(logits, temperatures=temperature.unsqueeze(1))
+        probs = self._softmax(logits, temperature.unsqueeze(1))
         drawn = torch.multinomial(probs, 1).flatten()
         greedy = torch.tensor([p.top_k <= 1 for p in group], device=self.device)
         return torch.where(greedy, torch.argmax(logits, dim=-1), drawn).cpu().numpy()
@@ -295,7 +347,7 @@ class SglangBudget:
                     f"{field} is {marker}: SGLang's ThinkingBudgetLogitProcessor holds one token id per marker "
                     "(THINKING_START_TOKEN_ID, THINKING_END_TOKEN_ID), so no longer marker ever reaches it"
                 )
-        base = engine.sglang.processors.ThinkingBudgetLogitProcessor
+        base = engine.sglang.ThinkingBudgetLogitProcessor
         self.processor = type(
             "CaseThinkingBudgetLogitProcessor",
             (base,),
