@@ -296,7 +296,8 @@ class ReleaseRange(Strict):
     names: dict[str, str] = Field(
         min_length=1,
         description="adapter factory -> the name it is judged as on these releases, '{series}' standing for the "
-        "release's major.minor and '{version}' for the release; a factory not named is refused (what the releases lack)",
+        "release's major.minor and '{version}' for the release; a factory not named is refused (what the releases "
+        "lack)",
     )
     expectations: str | None = Field(None, description="its expectation file, beside the record")
     profile: str | None = Field(None, description="its profile file, beside the record (default: the product's)")

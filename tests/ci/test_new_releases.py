@@ -82,7 +82,7 @@ def test_a_taught_release_without_a_cell_is_judged_on_a_branch_of_its_own(tmp_pa
     assert step["action"] == "judge"
     assert step["tox_env"] == f"vllm-mrv2-{series}" and step["report"] == f"reports/engines/vllm-{series}-mrv2-cpu"
     assert step["branch"] == f"matrix/vllm-{version}" and version in step["title"]
-    assert f"`tox -e vllm-{series}`" in step["body"] and "summary.md" in step["body"]
+    assert f"`tox -e vllm-mrv2-{series}`" in step["body"] and "summary.md" in step["body"]
     tox = (ROOT / "tox.ini").read_text()
     assert f"[testenv:{step['tox_env']}]" in tox  # the environment the job runs exists
 
