@@ -92,8 +92,12 @@ def _seed_not_honoured(engine, ctx: Context, tally: Tally, request, whole: dict,
     """Whether a sampled request whose whole and streamed responses differ is shown not reproducible without
     streaming (``twins.alone``, recorded under API-SEED-1): its minimal case is sent alone and not streamed, and
     compared with the whole response. Where the ids part before either carries a token the budget forces, the minimal
-    case has no budget and is compared up to there (``attribution.without_budget_up_to``)."""
-    ids, streamed_ids = whole["choices"][0]["token_ids"], streamed["token_ids"]
+    case has no budget and is compared up to there (``attribution.without_budget_up_to``). An engine that returns no
+    ids cannot be shown not reproducible (its repeats are compared by id, as API-SEED-1's own check needs ids): the
+    difference stays the check's own."""
+    ids, streamed_ids = whole["choices"][0].get("token_ids"), streamed["token_ids"]
+    if ids is None:
+        return False
     position = None if streamed_ids is None else attribution.first_difference(ids, streamed_ids)
     minimal, upto = request, None
     judged = request.budget is None or "marker-ids" in engine.profile.capabilities
