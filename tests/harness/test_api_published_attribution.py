@@ -22,7 +22,6 @@ from specconform.harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINES = ROOT / "reports" / "engines"
 LLAMACPP_PROOFS = ROOT / "proofs" / "llamacpp-b1-0c1e570"
 MARKERS = {  # the tiny model's marker ids, as each variant's /tokenize gave them to the judged runs
     "single": {"<think>": [350], "</think>": [351]},
@@ -99,7 +98,8 @@ def test_llamacpp_concurrent_budget_failures_are_their_requests_own(monkeypatch,
     assert outcome.requirements["API-BUDGET-2"].status == FAIL
 
 
-VLLM_RUN = ENGINES / "vllm-cpu-0.32-api" / "20261126-151429" / "reproductions"
+# vLLM CPU's run 20261126-151429, replaced by its re-judged run: the reproductions these tests replay, kept here
+VLLM_RUN = Path(__file__).resolve().parent / "published_exchanges"
 
 
 def streamed_events(model: str, out: dict) -> httpx2.Response:
