@@ -2,13 +2,12 @@
 # Judge `transformers serve` (transformers >= 5.23, needs accelerate) at API level on the embedded
 # engine's tiny model, offline on loopback; reports go to reports/engines/transformers-<version>/.
 set -euo pipefail
-model=$(python -c "from specconform.embedded import model; print(model.build('single').path)")
+source scripts/transformers-serve-lib.sh
+cache_model
+model=$MODEL_NAME
 version=$(python -c "import transformers; print(transformers.__version__)")
 port=${PORT:-8771}
-# its /v1/models lists the Hugging Face cache and answers 500 when the cache folder does not exist (a fresh machine)
-export HF_HUB_CACHE="${HF_HUB_CACHE:-$HOME/.cache/huggingface/hub}"
-mkdir -p "$HF_HUB_CACHE"
-HF_HUB_OFFLINE=1 transformers serve --host 127.0.0.1 --port "$port" "$model" > /tmp/transformers-serve.log 2>&1 &
+transformers serve --host 127.0.0.1 --port "$port" "$model" > /tmp/transformers-serve.log 2>&1 &
 server=$!
 trap 'kill $server 2> /dev/null' EXIT
 healthy=0

@@ -41,8 +41,10 @@ start_server() {  # start_server ROLE PORT VARIANT ARGS...: a vLLM server on 127
   echo "$!" > "$log/$port.pid"
 }
 
-wait_healthy() {  # wait_healthy ROLE PORT: poll /health until it answers, the server dies, or 600 s pass
-  local role=$1 port=$2 pid deadline=$((SECONDS + 600))
+# a vLLM CPU server can take many minutes to answer /health on a loaded two-core machine
+health_timeout_s=${HEALTH_TIMEOUT_S:-600}
+wait_healthy() {  # wait_healthy ROLE PORT: poll /health until it answers, the server dies, or HEALTH_TIMEOUT_S pass
+  local role=$1 port=$2 pid deadline=$((SECONDS + health_timeout_s))
   pid=$(cat "$log/$port.pid")
   # curl paces the polls: a refused connection is retried once after a second
   until curl -sf --max-time 5 --retry 1 --retry-delay 1 --retry-connrefused "http://127.0.0.1:$port/health" > /dev/null; do
@@ -52,7 +54,7 @@ wait_healthy() {  # wait_healthy ROLE PORT: poll /health until it answers, the s
       exit 1
     fi
     if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "vLLM ($role) did not answer /health on port $port within 600 s; see $log/$port.log" >&2
+      echo "vLLM ($role) did not answer /health on port $port within $health_timeout_s s (HEALTH_TIMEOUT_S); see $log/$port.log" >&2
       exit 1
     fi
   done
@@ -68,10 +70,13 @@ stop_servers() {  # a restarted server is no child of this shell: stopped by its
 }
 
 think=$base_port spec=$((base_port + 1)) plain=$((base_port + 2)) multi=$((base_port + 3))
+# one server starts at a time: three starting together on two cores each take longer than all three in turn
 start_server think "$think" single --served-model-name tiny-think-single "${reasoning[@]}"
+wait_healthy think "$think"
 start_server spec "$spec" single --served-model-name tiny-think-single-spec "${reasoning[@]}" --speculative-config "$ngram"
+wait_healthy spec "$spec"
 start_server plain "$plain" single --served-model-name tiny-plain-single
-for role in think spec plain; do wait_healthy "$role" "${!role}"; done
+wait_healthy plain "$plain"
 
 status=0
 judge() {  # judge ARGS...: one specconform run against the servers up now, recorded in ENGINE.md

