@@ -1,10 +1,15 @@
-"""Kernel-level adapter for lmdeploy 0.18.0's speculative verifiers (``specconform.harness.adapters.lmdeploy:make``).
+"""Kernel-level adapter for lmdeploy's speculative verifiers (``specconform.harness.adapters.lmdeploy:make``), one
+adapter for the releases ``harness/products/lmdeploy/releases.yaml`` teaches it (0.16.0 to 0.18.0): per release, where
+it finds what it drives, the signature of ``RejectionSampler.forward`` and the name each factory is judged as. Any
+other release is refused with a ``UsageError`` naming those.
 
-Judged as ``lmdeploy-0.18.0`` (the pure-torch ``DefaultRejectionSamplingImpl`` of
-``pytorch/backends/default/rejection_sampling.py``, which lmdeploy's dlinfer backends inherit) and as
-``lmdeploy-0.18.0-triton`` (``make_triton``: ``CudaRejectionSamplingImpl``, the Triton kernels of
-``pytorch/kernels/cuda/rejection_sampling.py`` that its CUDA backend builds; on a CPU under Triton's
-interpreter). Each is driven as lmdeploy's PyTorch engine drives it (``pytorch/spec_decode/spec_agent.py``):
+From 0.17.0 ``make`` is judged as ``lmdeploy-<version>``: the pure-torch ``DefaultRejectionSamplingImpl`` of
+``pytorch/backends/default/rejection_sampling.py``, which lmdeploy's dlinfer backends inherit. ``make_triton`` is
+judged as ``lmdeploy-<version>-triton``: ``CudaRejectionSamplingImpl``, the Triton kernels of
+``pytorch/kernels/cuda/rejection_sampling.py`` that its CUDA backend builds; on a CPU they run under Triton's
+interpreter. 0.16.0 has one verifier, the Triton kernels of ``spec_decode/reject_sampler.py``, and its
+``spec_agent.py`` draws the bonus token before verification (``rows_of``). Each is driven as lmdeploy's PyTorch
+engine drives it (``pytorch/spec_decode/spec_agent.py``):
 
 - sampling inputs come from lmdeploy's own ``ARSamplingStrategy.make_sampling_inputs`` over one stand-in
   sequence per request: a temperature of 0 becomes ``top_k = 1`` as ``SamplingParam.from_gen_config`` makes it
@@ -227,7 +232,7 @@ def _sequence(temperature: float, seed, position: int, index: int):
     )
 
 
-def _rows_of(inputs, num_tokens: int, bonus: bool):
+def rows_of(inputs, num_tokens: int, bonus: bool):
     """The bonus rows (``bonus``: every ``num_tokens``-th, a strided view) or the draft rows (the others) of
     expanded ``SamplingInputs``, as ``spec_agent._slice_sampling_inputs`` of lmdeploy before 0.17.0 takes them
     (0.16.0's lines 83-148): tensors, and arrays and lists of one entry per row, are sliced, the other fields kept."""
@@ -321,11 +326,11 @@ class LmdeployEngine:
         if self.lmdeploy.verifier is not None:
             sampler._impl = self.lmdeploy.verifier  # what RejectionSampler.__init__ builds for this backend
         else:  # spec_agent._rejection_sampling before 0.17.0 (its lines 472-491 in 0.16.0)
-            bonus_inputs = _rows_of(inputs, K + 1, bonus=True)
+            bonus_inputs = rows_of(inputs, K + 1, bonus=True)
             bonus_logits = processed[K :: K + 1]
             values["bonus_token_ids"] = self.lmdeploy.logits.FusedLogitsProcessor(bonus_inputs).sampling(bonus_logits)
             values["target_logits"] = values["target_logits"][:, :-1].contiguous()
-            values["sampling_inputs"] = _rows_of(inputs, K + 1, bonus=False)
+            values["sampling_inputs"] = rows_of(inputs, K + 1, bonus=False)
         output, rejected, _ = self.release.call("RejectionSampler.forward", sampler, values)
         return output, rejected
 
