@@ -41,13 +41,16 @@ source_wheel() {
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64 -d "$work" "$@"
 }
-# lmdeploy 0.18.0's verifiers (specconform.harness.adapters.lmdeploy): its Python files only; the adapter stands in for the
-# package root, so neither its compiled TurboMind extension nor its serving dependencies are needed
-source_wheel lmdeploy==0.18.0
-mkdir -p "$work/lmdeploy"
-(cd "$work/lmdeploy" && python3 -m zipfile -e "$work"/lmdeploy-0.18.0-*.whl . \
-  && find lmdeploy -type f ! -name '*.py' -delete && find lmdeploy -type d -empty -delete \
-  && tar -cJf "$out/lmdeploy-0.18.0-python.tar.xz" lmdeploy lmdeploy-0.18.0.dist-info)
+# lmdeploy's verifiers at the releases its adapter is taught (specconform.harness.adapters.lmdeploy): their Python files
+# only; the adapter stands in for the package root, so neither the compiled TurboMind extension nor the serving
+# dependencies are needed
+for v in 0.16.0 0.17.0 0.18.0; do
+  source_wheel "lmdeploy==$v"
+  mkdir -p "$work/lmdeploy-$v"
+  (cd "$work/lmdeploy-$v" && python3 -m zipfile -e "$work"/lmdeploy-"$v"-*.whl . \
+    && find lmdeploy -type f ! -name '*.py' -delete && find lmdeploy -type d -empty -delete \
+    && tar -cJf "$out/lmdeploy-$v-python.tar.xz" lmdeploy "lmdeploy-$v.dist-info")
+done
 # SGLang 0.5.23 at kernel level (specconform.harness.adapters.sglang): its Python sources (but its model, multimodal-generation,
 # test and benchmark trees, which the adapter never imports) and the JIT CUDA sources of its kernels, plus the
 # packages its modules import beyond a CUDA PyTorch image with transformers, in a folder of their own (SGLang pins

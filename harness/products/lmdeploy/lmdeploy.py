@@ -1,10 +1,15 @@
-"""Kernel-level adapter for lmdeploy 0.18.0's speculative verifiers (``specconform.harness.adapters.lmdeploy:make``).
+"""Kernel-level adapter for lmdeploy's speculative verifiers (``specconform.harness.adapters.lmdeploy:make``), one
+adapter for the releases ``harness/products/lmdeploy/releases.yaml`` teaches it (0.16.0 to 0.18.0): per release, where
+it finds what it drives, the signature of ``RejectionSampler.forward`` and the name each factory is judged as. Any
+other release is refused with a ``UsageError`` naming those.
 
-Judged as ``lmdeploy-0.18.0`` (the pure-torch ``DefaultRejectionSamplingImpl`` of
-``pytorch/backends/default/rejection_sampling.py``, which lmdeploy's dlinfer backends inherit) and as
-``lmdeploy-0.18.0-triton`` (``make_triton``: ``CudaRejectionSamplingImpl``, the Triton kernels of
-``pytorch/kernels/cuda/rejection_sampling.py`` that its CUDA backend builds; on a CPU under Triton's
-interpreter). Each is driven as lmdeploy's PyTorch engine drives it (``pytorch/spec_decode/spec_agent.py``):
+From 0.17.0 ``make`` is judged as ``lmdeploy-<version>``: the pure-torch ``DefaultRejectionSamplingImpl`` of
+``pytorch/backends/default/rejection_sampling.py``, which lmdeploy's dlinfer backends inherit. ``make_triton`` is
+judged as ``lmdeploy-<version>-triton``: ``CudaRejectionSamplingImpl``, the Triton kernels of
+``pytorch/kernels/cuda/rejection_sampling.py`` that its CUDA backend builds; on a CPU they run under Triton's
+interpreter. 0.16.0 has one verifier, the Triton kernels of ``spec_decode/reject_sampler.py``, and its
+``spec_agent.py`` draws the bonus token before verification (``rows_of``). Each is driven as lmdeploy's PyTorch
+engine drives it (``pytorch/spec_decode/spec_agent.py``):
 
 - sampling inputs come from lmdeploy's own ``ARSamplingStrategy.make_sampling_inputs`` over one stand-in
   sequence per request: a temperature of 0 becomes ``top_k = 1`` as ``SamplingParam.from_gen_config`` makes it
@@ -37,6 +42,7 @@ lmdeploy's code is copied here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import importlib.machinery
 import importlib.util
@@ -44,12 +50,17 @@ import os
 import sys
 import types
 from dataclasses import fields
+from importlib.metadata import version
 
 import numpy as np
 
 from specconform.specs.interface import RejectionCase
 
 from .. import products
+from ..core import UsageError
+from ..products import releases
+
+PRODUCT = "lmdeploy"  # whose releases.yaml names the releases this adapter drives and what each is judged as
 
 # namespace packages whose __init__ would import the whole engine
 _NAMESPACES = (
@@ -82,18 +93,26 @@ def _stand_in(name: str, **attributes) -> None:
     sys.modules[name] = module
 
 
-def import_lmdeploy(backend: str) -> types.SimpleNamespace:
-    """lmdeploy's verifier modules for ``backend`` (``torch`` or ``triton``), imported with the package
-    root stood in for."""
+def import_lmdeploy(backend: str, release: releases.Release | None = None) -> types.SimpleNamespace:
+    """lmdeploy's verifier modules for ``backend`` (``torch`` or ``triton``) where ``release`` keeps them
+    (``releases.yaml``'s imports), imported with the package root stood in for. ``verifier`` is the backend's
+    verification implementation, or ``None`` where the release verifies with ``reject_sampler.py``'s own Triton
+    kernels (before 0.17.0). ``release`` defaults to the installed one."""
     import torch
 
-    if backend == "triton" and not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
-        raise RuntimeError("lmdeploy's Triton verifier runs on a CPU only with TRITON_INTERPRET=1 set before start")
-    if backend == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
+    if release is None:
+        release, _ = installed_release("make" if backend == "torch" else "make_triton")
+    triton = backend == "triton" or f"{backend}.verifier" not in release.imports
+    if triton and not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError(
+            f"lmdeploy {release.version}'s {backend} verifier runs Triton kernels: on a CPU only with "
+            "TRITON_INTERPRET=1 set before start"
+        )
+    if triton and os.environ.get("TRITON_INTERPRET") == "1":
         _interpreter_takes_list_grids()
     spec = importlib.util.find_spec("lmdeploy")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("lmdeploy is not installed (pip install --no-deps lmdeploy==0.18.0)")
+        raise RuntimeError(f"lmdeploy is not installed (pip install --no-deps lmdeploy=={release.version})")
     root = list(spec.submodule_search_locations)[0]
     if "lmdeploy" not in sys.modules or not hasattr(sys.modules["lmdeploy"], "_specconform_stand_in"):
         for name in _NAMESPACES:
@@ -101,31 +120,42 @@ def import_lmdeploy(backend: str) -> types.SimpleNamespace:
             namespace = importlib.machinery.ModuleSpec(name, None, is_package=True)
             namespace.submodule_search_locations = [path]
             _stand_in(name, __path__=[path], __spec__=namespace, _specconform_stand_in=True)
-        _stand_in("lmdeploy.pytorch.backends.base", BuildSpec=_BuildSpec)
+        _stand_in("lmdeploy.pytorch.backends.base", BuildSpec=_BuildSpec, OpType=_OP_TYPES)
         _stand_in("lmdeploy.messages", LogitsProcessor=object)
         _stand_in("lmdeploy.pytorch.messages", SchedulerSequence=object)
         _stand_in("lmdeploy.pytorch.engine.guided_process", GuidedDecodingManager=object)
-    modules = types.SimpleNamespace()
-    modules.logits = importlib.import_module("lmdeploy.pytorch.engine.logits_process")
-    modules.strategy = importlib.import_module("lmdeploy.pytorch.strategies.ar.sampling")
-    if backend == "torch":
-        impl = importlib.import_module("lmdeploy.pytorch.backends.default.rejection_sampling")
-        multinomial = importlib.import_module("lmdeploy.pytorch.backends.default.multinomial_sampling")
-        modules.verifier = impl.DefaultRejectionSamplingImpl()
-        modules.multinomial = multinomial.DefaultMultinomialSamplingImpl()
-    else:
+    if backend == "triton":
         kernels = sys.modules["lmdeploy.pytorch.kernels.cuda"]
         kernel = importlib.import_module("lmdeploy.pytorch.kernels.cuda.multinomial_sampling")
         kernels.multinomial_sampling = kernel.multinomial_sampling  # what kernels/cuda/__init__.py exports
-        impl = importlib.import_module("lmdeploy.pytorch.backends.cuda.rejection_sampling")
-        multinomial = importlib.import_module("lmdeploy.pytorch.backends.cuda.multinomial_sampling")
-        modules.verifier = impl.CudaRejectionSamplingImpl()
-        modules.multinomial = multinomial.TritonMultinomialSamplingImpl()
-    # the backend registry lmdeploy's sampling asks for its multinomial sampler (backends/selector.py)
-    chosen = types.SimpleNamespace(build_op=lambda build_spec, **_: modules.multinomial)
-    sys.modules["lmdeploy.pytorch.backends"].get_backend = lambda device_type=None: chosen
-    modules.reject_sampler = importlib.import_module("lmdeploy.pytorch.spec_decode.reject_sampler")
+    try:
+        modules = types.SimpleNamespace(
+            logits=release.load("logits"),
+            strategy=release.load("strategy"),
+            multinomial=release.load(f"{backend}.multinomial")(),
+            verifier=release.load(f"{backend}.verifier")() if f"{backend}.verifier" in release.imports else None,
+        )
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
+    # the backend registry lmdeploy's sampling asks for its multinomial sampler (backends/selector.py): by build spec
+    # from 0.18.0, by OpType and a builder before
+    builder = types.SimpleNamespace(build=lambda: modules.multinomial)
+    chosen = types.SimpleNamespace(
+        build_op=lambda build_spec, **_: modules.multinomial, get_layer_impl_builder=lambda op_type: builder
+    )
+    backends = sys.modules["lmdeploy.pytorch.backends"]
+    backends.get_backend = lambda device_type=None: chosen
+    backends.OpType = _OP_TYPES
+    try:
+        modules.reject_sampler = release.load("reject_sampler")
+        release.check_signature("RejectionSampler.forward", modules.reject_sampler.RejectionSampler.forward)
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
     return modules
+
+
+# stands in for lmdeploy.pytorch.backends.base.OpType, the registry key lmdeploy before 0.18.0 builds its samplers by
+_OP_TYPES = types.SimpleNamespace(MultinomialSampling="MultinomialSampling", RejectionSampling="RejectionSampling")
 
 
 def _interpreter_takes_list_grids() -> None:
@@ -143,6 +173,25 @@ def _interpreter_takes_list_grids() -> None:
 
     init._specconform_tuple_grid = True
     interpreter.GridExecutor.__init__ = init
+
+
+def release_of(version: str, factory: str) -> tuple[releases.Release, str]:
+    """lmdeploy ``version`` as ``harness/products/lmdeploy/releases.yaml`` teaches it, and the name ``factory`` is
+    judged as there; a ``UsageError`` names the releases taught when it is not one of them."""
+    try:
+        release = releases.release(PRODUCT, version)
+        return release, release.name_of(factory)
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
+
+
+def installed_release(factory: str) -> tuple[releases.Release, str]:
+    """The installed lmdeploy's release and the name ``factory`` is judged as (``release_of``); a ``RuntimeError``
+    naming the newest release taught where lmdeploy is not installed."""
+    if importlib.util.find_spec("lmdeploy") is None:
+        newest = releases.taught(PRODUCT)[-1]
+        raise RuntimeError(f"lmdeploy is not installed (pip install --no-deps lmdeploy=={newest})")
+    return release_of(version("lmdeploy"), factory)
 
 
 def make():
@@ -183,25 +232,54 @@ def _sequence(temperature: float, seed, position: int, index: int):
     )
 
 
+def rows_of(inputs, num_tokens: int, bonus: bool):
+    """The bonus rows (``bonus``: every ``num_tokens``-th, a strided view) or the draft rows (the others) of
+    expanded ``SamplingInputs``, as ``spec_agent._slice_sampling_inputs`` of lmdeploy before 0.17.0 takes them
+    (0.16.0's lines 83-148): tensors, and arrays and lists of one entry per row, are sliced, the other fields kept."""
+    import torch
+
+    size = inputs.batch_size // num_tokens
+    kept = {}
+    for f in fields(inputs):
+        value = getattr(inputs, f.name)
+        # every tensor has one row per token (expanded); arrays and lists only where their length says so
+        per_row = isinstance(value, torch.Tensor) or (
+            isinstance(value, (np.ndarray, list, tuple)) and len(value) == inputs.batch_size
+        )
+        if f.name == "batch_size":
+            value = size if bonus else size * (num_tokens - 1)
+        elif per_row and bonus:
+            value = value[num_tokens - 1 :: num_tokens]
+        elif per_row and isinstance(value, (torch.Tensor, np.ndarray)):
+            value = value.reshape(size, num_tokens, *value.shape[1:])[:, :-1].reshape(-1, *value.shape[1:])
+        elif per_row:
+            value = type(value)(v for i, v in enumerate(value) if i % num_tokens != num_tokens - 1)
+        kept[f.name] = value
+    return type(inputs)(**kept)
+
+
 class LmdeployEngine:
     def __init__(self, backend: str):
         import torch
 
         self.torch = torch
         self.backend = backend
-        self.lmdeploy = import_lmdeploy(backend)
-        self.device = torch.device("cuda" if backend == "triton" and torch.cuda.is_available() else "cpu")
-        self.name = "lmdeploy-0.18.0" if backend == "torch" else "lmdeploy-0.18.0-triton"
-        from importlib.metadata import version
-
+        # a release the adapter was not taught is refused before any of its code is imported
+        self.release, self.name = installed_release("make" if backend == "torch" else "make_triton")
+        self.lmdeploy = import_lmdeploy(backend, self.release)
+        triton = backend == "triton" or self.lmdeploy.verifier is None
+        self.device = torch.device("cuda" if triton and torch.cuda.is_available() else "cpu")
         where = torch.cuda.get_device_name() if self.device.type == "cuda" else "cpu"
-        if backend == "triton" and self.device.type == "cpu":
+        if triton and self.device.type == "cpu":
             where += " (Triton interpreter)"
-        impl = type(self.lmdeploy.verifier).__name__
+        verifier = self.lmdeploy.verifier
+        impl = "reject_sampler.rejection_sample" if verifier is None else type(verifier).__name__
         self.version = f"lmdeploy-{version('lmdeploy')} {impl} torch-{torch.__version__} {where}"
         self.strategy = self.lmdeploy.strategy.ARSamplingStrategy(pad_token_id=0)
-        # with its reasons: harness/products/lmdeploy/profile.yaml (lmdeploy-triton/ for the Triton backend)
-        self.profile = products.profile_of("lmdeploy" if backend == "torch" else "lmdeploy-triton")
+        # with its reasons: harness/products/lmdeploy/profile.yaml (lmdeploy-triton/ for the Triton backend), named for
+        # this release
+        product = "lmdeploy" if backend == "torch" else "lmdeploy-triton"
+        self.profile = dataclasses.replace(products.profile_of(product), name=self.name)
 
     # -- sampling inputs, as the engine builds them -----------------------------------------------
 
@@ -232,6 +310,29 @@ class LmdeployEngine:
         """``FusedLogitsProcessor``'s processed logits (temperature applied)."""
         processed, _ = asyncio.run(self.lmdeploy.logits.FusedLogitsProcessor(inputs)(logits))
         return processed
+
+    def _verify(self, processed, draft_ids, inputs, draft_probs, K: int):
+        """lmdeploy's ``RejectionSampler`` over ``processed`` ([n * (K + 1), V] float32, each request's draft rows then
+        its bonus row) and ``draft_ids`` ([n, K] int64), called as the release's ``spec_agent.py`` calls it: from
+        0.17.0 with the expanded rows, the sampler drawing the bonus token; before, with the bonus token already drawn
+        from the bonus rows and the inputs of the draft rows alone. Returns ``output_token_ids`` ([n, K + 1] int64,
+        -1-padded) and ``num_rejected_tokens`` ([n] int64)."""
+        n, V = draft_ids.shape[0], processed.shape[-1]
+        sampler_class = self.lmdeploy.reject_sampler.RejectionSampler
+        sampler = sampler_class.__new__(sampler_class)
+        self.torch.nn.Module.__init__(sampler)
+        values = {"target_logits": processed.view(n, K + 1, V), "draft_token_ids": draft_ids}
+        values.update(draft_probs=draft_probs, expanded_sampling_inputs=inputs)
+        if self.lmdeploy.verifier is not None:
+            sampler._impl = self.lmdeploy.verifier  # what RejectionSampler.__init__ builds for this backend
+        else:  # spec_agent._rejection_sampling before 0.17.0 (its lines 472-491 in 0.16.0)
+            bonus_inputs = rows_of(inputs, K + 1, bonus=True)
+            bonus_logits = processed[K :: K + 1]
+            values["bonus_token_ids"] = self.lmdeploy.logits.FusedLogitsProcessor(bonus_inputs).sampling(bonus_logits)
+            values["target_logits"] = values["target_logits"][:, :-1].contiguous()
+            values["sampling_inputs"] = rows_of(inputs, K + 1, bonus=False)
+        output, rejected, _ = self.release.call("RejectionSampler.forward", sampler, values)
+        return output, rejected
 
     # -- rejection sampling -----------------------------------------------------------------------
 
@@ -276,12 +377,7 @@ class LmdeployEngine:
                     dtype=torch.float32,
                     device=self.device,
                 )
-            sampler = self.lmdeploy.reject_sampler.RejectionSampler.__new__(
-                self.lmdeploy.reject_sampler.RejectionSampler
-            )
-            torch.nn.Module.__init__(sampler)
-            sampler._impl = self.lmdeploy.verifier  # what RejectionSampler.__init__ builds for this backend
-            output, rejected, _ = sampler(processed.view(len(requests), K + 1, V), draft_ids, inputs, draft_probs=q)
+            output, rejected = self._verify(processed, draft_ids, inputs, q, K)
             tokens[requests, : K + 1] = output.cpu().numpy()
             emitted[requests] = K + 1 - rejected.cpu().numpy()
         return tokens, emitted
