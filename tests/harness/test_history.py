@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from specconform.harness import benchdiff, cli, history
+from specconform.harness.schemas import RunRecord
 
 from .test_reports import make_record
 
@@ -91,9 +92,9 @@ def test_runs_on_different_gpus_are_not_compared(baseline, tmp_path, capsys):
     assert "comparable on one GPU only" in capsys.readouterr().err
 
 
-def _conformance_run(folder: Path, records: list[dict]) -> None:
+def _conformance_run(folder: Path, records: list[RunRecord]) -> None:
     folder.mkdir(parents=True)
-    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
 
 
 def test_history_shows_new_failures_fixes_and_perf_trends(baseline, tmp_path):

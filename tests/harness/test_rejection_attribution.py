@@ -4,6 +4,7 @@ The violation function (``oracle.rejection_judge``) is judged against cases comp
 specs/rejection-sampling.md; an adapter a user would write (docs/engines.md) that wraps the reference and drops
 the bonus token is judged through the runner and gets exactly one finding, RS-ZERO-1."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -357,7 +358,10 @@ def test_an_adapter_that_drops_the_bonus_token_has_one_finding(tmp_path, monkeyp
     engine = EngineProcess("drop_bonus:make")
     try:
         records = runner.run_checks(
-            engine, select(checks.kernel_checks(), EXACT_CHECKS), lambda info: Context(profile=info.profile)
+            engine,
+            select(checks.kernel_checks(), EXACT_CHECKS),
+            lambda info: Context(profile=info.profile),
+            run_dir=tmp_path / "run",
         )
     finally:
         engine.stop()
@@ -368,13 +372,15 @@ def test_an_adapter_that_drops_the_bonus_token_has_one_finding(tmp_path, monkeyp
     (finding,) = found
     assert {"rejection/greedy", "rejection/zero-draft", "counting/sampler"} <= set(finding.checks)
     # the minimal case: one request, no drafts, its bonus token missing
-    reproduction = next(
-        r["results"]["RS-ZERO-1"]["reproduction"]
-        for r in records
-        if r["check"] == "rejection/greedy" and r["results"]["RS-ZERO-1"].get("reproduction")
+    reproduction = json.loads(
+        (
+            tmp_path
+            / "run"
+            / next(r.results["RS-ZERO-1"].reproduction for r in records if r.check == "rejection/greedy")
+        ).read_text()
     )
     assert reproduction["fingerprint"] == "RS-ZERO-1/zero-draft-count"
     assert reproduction["exact"][0]["case"]["num_draft_tokens"] == [0]
-    greedy = next(r for r in records if r["check"] == "rejection/greedy")
-    assert greedy["results"]["RS-GREEDY-2"]["status"] in ("BLOCKED", "PASS")
-    assert "BLOCKED" in {result["status"] for result in greedy["results"].values()}
+    greedy = next(r for r in records if r.check == "rejection/greedy")
+    assert greedy.results["RS-GREEDY-2"].status in ("BLOCKED", "PASS")
+    assert "BLOCKED" in {result.status for result in greedy.results.values()}

@@ -23,7 +23,7 @@ SPEC_ORDER = ("removed", "added", "moved")
 
 def _parts(update: dict) -> list[dict]:
     """The non-empty parts of ``update`` (golden-vector format), each an update of its own, in TB-BATCH-1's order."""
-    empty = {part: [] for part in SPEC_ORDER}
+    empty: dict[str, list] = {part: [] for part in SPEC_ORDER}
     return [{**update, **empty, part: update[part]} for part in SPEC_ORDER if update[part]]
 
 

@@ -143,9 +143,10 @@ def import_lmdeploy(backend: str, release: releases.Release | None = None) -> ty
     chosen = types.SimpleNamespace(
         build_op=lambda build_spec, **_: modules.multinomial, get_layer_impl_builder=lambda op_type: builder
     )
-    backends = sys.modules["lmdeploy.pytorch.backends"]
-    backends.get_backend = lambda device_type=None: chosen
-    backends.OpType = _OP_TYPES
+    # the package module's namespace is set as a dict: its attributes are the stand-in's, not lmdeploy's own
+    sys.modules["lmdeploy.pytorch.backends"].__dict__.update(
+        get_backend=lambda device_type=None: chosen, OpType=_OP_TYPES
+    )
     try:
         modules.reject_sampler = release.load("reject_sampler")
         release.check_signature("RejectionSampler.forward", modules.reject_sampler.RejectionSampler.forward)
