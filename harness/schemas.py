@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .statuses import STATUSES
 
+# a release range's draws where no scheme of specconform.harness.oracle.draws is what those releases draw
+UNMODELLED_DRAWS = "unmodelled"
+
 Status = Literal[STATUSES]  # type: ignore[valid-type]
 
 
@@ -301,6 +304,12 @@ class ReleaseRange(Strict):
     )
     expectations: str | None = Field(None, description="its expectation file, beside the record")
     profile: str | None = Field(None, description="its profile file, beside the record (default: the product's)")
+    draws: str | None = Field(
+        None,
+        description="the draw scheme of these releases' seeded requests, which every factory's profile takes over its "
+        f"own: a scheme of specconform.harness.oracle.draws, or '{UNMODELLED_DRAWS}' where none of them is what these "
+        "releases draw (default: as each profile says)",
+    )
     imports: dict[str, str] = Field(
         {}, description="role -> 'module:attribute' where these releases keep it, over the file's imports"
     )

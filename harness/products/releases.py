@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from .. import profiles, schemas
+from ..oracle import draws as draw_schemes
 from .registry import product
 
 
@@ -38,6 +39,7 @@ class Release:
     signatures: dict[str, list[str]]
     profile_path: Path
     expectations_path: Path | None
+    draws: str | None = None
 
     def name_of(self, factory: str) -> str:
         """The name the adapter's ``factory`` is judged as in this release; ``UntaughtRelease`` where it has none."""
@@ -88,7 +90,10 @@ class Release:
         """The profile of ``factory`` in this release: this range's file for its standard factory, else ``default``
         (the factory's own product's), named as the range names it."""
         path = self.profile_path if factory == STANDARD else default
-        return dataclasses.replace(profiles.load_profile(str(path)), name=self.name_of(factory))
+        loaded = dataclasses.replace(profiles.load_profile(str(path)), name=self.name_of(factory))
+        if self.draws is None:
+            return loaded
+        return dataclasses.replace(loaded, draws=None if self.draws == schemas.UNMODELLED_DRAWS else self.draws)
 
 
 STANDARD = "make"  # the factory whose profile a range may replace (the others are judged by their own products)
@@ -125,11 +130,19 @@ def release(name: str, version: str) -> Release:
                 signatures={**releases.signatures, **r.signatures},
                 profile_path=folder / profile,
                 expectations_path=None if r.expectations is None else folder / r.expectations,
+                draws=range_draws(r.draws, f"{folder / str(record.record.releases)}: {releases.engine} {version}"),
             )
     raise UntaughtRelease(
         f"{name}'s adapter is not taught {releases.engine} {version}; it judges {', '.join(taught(name))} "
         f"(teach a release in {folder / str(product(name).record.releases)})"
     )
+
+
+def range_draws(name: str | None, where: str) -> str | None:
+    """A range's ``draws`` when it is a known scheme, ``UNMODELLED_DRAWS`` or absent; else a ValueError naming it."""
+    if name is None or name == schemas.UNMODELLED_DRAWS:
+        return name
+    return draw_schemes.validate(name, where)
 
 
 def series(version: str) -> str:

@@ -101,9 +101,31 @@ def test_each_taught_release_is_judged_under_its_own_name(version, name):
     assert judged_as == name
     profile = release.profile("make", products.registry.product("vllm-mrv2").profile_path)
     assert profile.name == name
-    # the profile is the product's, renamed: same claims and variants
+    # the profile is the product's, renamed: same claims and variants; the draws are the range's
     shared = products.profile_of("vllm-mrv2").to_json()
-    assert {**profile.to_json(), "name": shared["name"]} == shared
+    assert {**profile.to_json(), "name": shared["name"], "draws": shared["draws"]} == shared
+
+
+@pytest.mark.parametrize(
+    ("version", "draws"),
+    # vLLM's sample/gumbel.py: 0.30 draws its Gumbel noise from Philox (tl_rand64), 0.31 on from murmur3; the block
+    # mode's step seeds (spec_step_seed) came in 0.33, and the scheme was held against 0.33's kernels alone
+    [("0.30.0", None), ("0.31.0", None), ("0.32.0", None), ("0.33.0", "vllm-mrv2")],
+)
+def test_each_release_is_judged_by_the_draws_its_range_declares_in_every_mode(version, draws):
+    release = releases.release("vllm-mrv2", version)
+    for factory in release.names:
+        default = products.registry.product(
+            release.name_of(factory).replace(f"-{releases.series(version)}", "")
+        ).profile_path
+        assert release.profile(factory, default).draws == draws
+
+
+def test_a_range_naming_draws_no_scheme_computes_is_an_error_that_names_them():
+    with pytest.raises(ValueError, match=r"releases.yaml: x 1.0.0: draws must be one of reference, .*; got 'vllm-v2'"):
+        releases.range_draws("vllm-v2", "releases.yaml: x 1.0.0")
+    assert releases.range_draws(schemas.UNMODELLED_DRAWS, "here") == schemas.UNMODELLED_DRAWS
+    assert releases.range_draws(None, "here") is None
 
 
 def test_a_range_overrides_the_shared_signatures_and_keeps_the_rest():
