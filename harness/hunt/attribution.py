@@ -103,7 +103,8 @@ def _deciding_rule(case: rs.RejectionCase, row: list[int], n: int, found: rj.Vio
         return found
     evidence = (
         f"row {j} rejected draft {int(case.draft_token_ids[j])} and its residual max(p - q, 0) holds {mass:.2g} of "
-        f"mass (none within {RESIDUAL_TOLERANCE:g}), so its token is a sample of p; {row[j]} has p = 0 "
+        f"mass (empty within rounding, at most {RESIDUAL_TOLERANCE:g}), so its token is a sample of p whatever the "
+        f"draws (RS-PROB-4); {row[j]} has p = 0 "
         "(RS-PROB-3 forbids it too)"
     )
     return rj.Violation("RS-PROB-4", "empty-residual-emits-zero-probability-token", evidence, 0)
@@ -143,17 +144,18 @@ def case_line(violation: dict) -> str:
     q = "q given" if case.draft_probs is not None else "one-hot (no q)"
     forced = [] if case.forced_token_ids is None else [int(t) for t in case.forced_token_ids if t >= 0]
     emitted = violation["token_ids"][: violation["num_emitted"]]
+    seed = "no seed (drawn by its launch's generator)" if violation["seed"] is None else f"seed {violation['seed']}"
     return (
         f"K={int(case.num_draft_tokens[0])}, V={case.vocab_size}, T={float(case.temperature[0]):.3g}, "
         f"drafts {case.draft_token_ids.tolist()}, {q}{f', forced {forced}' if forced else ''}, "
-        f"seed {violation['seed']}, position {violation['position']}: emitted {emitted}"
+        f"{seed}, position {violation['position']}: emitted {emitted}"
     )
 
 
 def replay_command(violation: dict, record: dict, record_path: str) -> str:
     """The command that meets the violation again: the request replayed alone where its draws are its own (it has a
     seed), else the hunt run again with the record's seed, which redraws every launch."""
-    engine = record.get("engine_spec") or "ENGINE"
+    engine = record.get("engine_spec") or "ENGINE"  # a record written before it was kept
     if violation.get("seed") is not None:
         return f"specconform hunt --replay {record_path} --engine {engine}"
     rows = record["devices"][0]["rows_per_launch"] if record.get("devices") else 1
@@ -168,7 +170,7 @@ def hunt_findings(record: dict, record_path: str) -> list[HuntFinding]:
     requirement they are filed under, lowest in the order of the requirements first."""
     from .. import requirement_order
 
-    scheme = record.get("draws")
+    scheme = record.get("scheme")
     groups: dict[str, list] = {}
     for index, violation in enumerate(record.get("violations") or []):
         owner, unjudged = judge(violation, scheme)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..core import UsageError
 from ..isolation import device_name
+from .attribution import scheme_of
 from .invariants import INVARIANTS, DeviceTally, request_violations
 from .launchers import hunt_device, launcher_for
 from .record import CONFIDENCE, DeviceRun, HuntRecord, InvariantResult, Violation, missed_rate
@@ -132,8 +133,9 @@ def _launches(launcher, tally: DeviceTally, target: int, max_seconds: float) -> 
 def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: int | None = None) -> dict:
     """``target`` draws of ``options.engine`` on the device this process sees, as a plain dict (it crosses
     processes): ``name``, ``version``, ``run`` (a ``DeviceRun``), ``tally`` (``DeviceTally.read``), ``outside``
-    (the invariants the engine's contract leaves unjudged, with why) and ``violations`` (the first of each
-    invariant). ``gpu``: the GPU's index on the machine, where this process sees that one alone."""
+    (the invariants the engine's contract leaves unjudged, with why), ``violations`` (the first of each
+    invariant) and ``scheme`` (the draws the oracle judges them under). ``gpu``: the GPU's index on the machine,
+    where this process sees that one alone."""
     from ..adapters import make_engine
 
     engine = make_engine(options.engine)
@@ -166,6 +168,7 @@ def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: in
         "tally": read,
         "outside": {"q-zero-draft-rejected": outside} if outside else {},
         "violations": violations,
+        "scheme": scheme_of(engine.profile),
     }
 
 
@@ -253,4 +256,6 @@ def hunt(options: HuntOptions, gpus: list[int] | None) -> HuntRecord:
         devices=[p["run"] for p in parts],
         invariants=invariants,
         violations=[v for p in parts for v in p["violations"]],
+        engine_spec=options.engine,
+        scheme=parts[0]["scheme"],
     )
