@@ -16,8 +16,10 @@ the reference draws (``rejection_judge._sampled``). Where the oracle finds nothi
 recorded, or the engine's output breaks no rule the oracle can judge without the engine's draws), the finding keeps
 the invariant's requirement and says why.
 
-The recorded case is judged as it was recorded: shrinking needs the engine (``specconform hunt --replay`` runs it),
-and a hunt's case is already one request.
+A case is judged as small as the hunt could make it: where the request replays alone, the hunt shrank it with the
+project's shrinker while the engine still broke the invariant (``replay.minimal_case``, kept as the violation's
+``minimal``); shrinking needs the engine, so a record is judged as it was written, and a violation that does not
+replay alone (its draws are its launch's) is judged on its recorded request.
 """
 
 from __future__ import annotations
@@ -149,7 +151,17 @@ def case_line(violation: dict) -> str:
         f"K={int(case.num_draft_tokens[0])}, V={case.vocab_size}, T={float(case.temperature[0]):.3g}, "
         f"drafts {case.draft_token_ids.tolist()}, {q}{f', forced {forced}' if forced else ''}, "
         f"{seed}, position {violation['position']}: emitted {emitted}"
+        + (f" (shrunk from K={violation['shrunk_from']})" if "shrunk_from" in violation else "")
     )
+
+
+def smallest(violation: dict) -> dict:
+    """The violation as it is judged: with its ``minimal`` case and output in place of the recorded ones where the
+    hunt shrank it (``replay.minimal_case``), marked ``shrunk_from`` (the recorded drafts)."""
+    minimal = violation.get("minimal")
+    if not minimal:
+        return violation
+    return violation | minimal | {"shrunk_from": violation["case"]["num_draft_tokens"][0]}
 
 
 def replay_command(violation: dict, record: dict, record_path: str) -> str:
@@ -172,7 +184,8 @@ def hunt_findings(record: dict, record_path: str) -> list[HuntFinding]:
 
     scheme = record.get("scheme")
     groups: dict[str, list] = {}
-    for index, violation in enumerate(record.get("violations") or []):
+    for index, recorded in enumerate(record.get("violations") or []):
+        violation = smallest(recorded)
         owner, unjudged = judge(violation, scheme)
         invariant = violation["invariant"]
         requirement = owner.requirement if owner else _REQUIREMENT.get(invariant, invariant)
@@ -191,7 +204,7 @@ def hunt_findings(record: dict, record_path: str) -> list[HuntFinding]:
                 invariants=tuple(invariants),
                 violations=tuple(m[0] for m in members),
                 case=case_line(first),
-                replay=replay_command(first, record, record_path),
+                replay=replay_command(first, record, record_path),  # replays the case as it was met
                 unjudged=unjudged,
             )
         )

@@ -48,7 +48,8 @@ class Violation:
     """The first violation of an invariant on one device: the launch and request, the request's seed and position
     (None where the engine draws from a generator of the launch), the request as a canonical case (``case_json``,
     ``draft_probs`` None in a one-hot launch), what the engine emitted, and whether running the request again
-    (alone where the engine's draws allow, else its whole launch) emitted the same."""
+    (alone where the engine's draws allow, else its whole launch) emitted the same; ``minimal``: the smallest case
+    the engine alone still breaks it on."""
 
     invariant: str
     device: str
@@ -62,6 +63,10 @@ class Violation:
     num_emitted: int
     replayed_alone: bool
     reproduced: bool
+    # the case shrunk while the engine alone still breaks the invariant, with what it emits there
+    # (``replay.minimal_case``: ``case``, ``token_ids``, ``num_emitted``); None where it did not shrink or cannot
+    # replay alone
+    minimal: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from .attribution import scheme_of
 from .invariants import INVARIANTS, DeviceTally, request_violations
 from .launchers import hunt_device, launcher_for
 from .record import CONFIDENCE, DeviceRun, HuntRecord, InvariantResult, Violation, missed_rate
-from .replay import replay_alone
+from .replay import minimal_case, replay_alone
 from .rows import HuntRows, build_rows
 
 ROUND = 64  # the most launches between two readings of the draws
@@ -76,7 +76,8 @@ def request_case(rows: HuntRows, request: int, seed: int | None, one_hot: bool):
 
 def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, device: str) -> Violation:
     """The first violation of ``invariant`` (``code``: launch * R + row), its launch run again, and the request
-    replayed alone through the engine's canonical entry point where its draws are the request's own."""
+    replayed alone through the engine's canonical entry point where its draws are the request's own, then shrunk
+    there (``minimal_case``)."""
     from ..vectors.codec import case_json
 
     launch, row = divmod(code, rows.num_rows)
@@ -89,6 +90,7 @@ def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, devi
     case = request_case(rows, request, seed, one_hot)
     reproduced = invariant in request_violations(case, token_ids, num_emitted, one_hot)
     replayed_alone = launcher.replays_one_request and invariant in replay_alone(engine, case, one_hot)[1]
+    minimal = minimal_case(engine, case, invariant, one_hot) if replayed_alone else None
     return Violation(
         invariant=invariant,
         device=device,
@@ -102,6 +104,7 @@ def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, devi
         num_emitted=num_emitted,
         replayed_alone=replayed_alone,
         reproduced=reproduced,
+        minimal=minimal,
     )
 
 

@@ -1,8 +1,9 @@
 """A hunt's violations attributed by their cases, as every other failure is (RUN-FINDING-1): a token of p = 0 sampled
 where the residual max(p - q, 0) is empty is RS-PROB-4's (the emitted token is then a sample of p), whichever
 invariant met it; a violation whose case breaks only the invariant's own requirement stays there; violations of
-several invariants on one case are one finding; where the oracle finds nothing the invariant's requirement is kept
-with the reason; and the published records re-render from their JSON without an engine."""
+several invariants on one case are one finding; a case that replays alone is shrunk; where the oracle finds nothing
+the invariant's requirement is kept with the reason; and the published records re-render from their JSON without an
+engine."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from specconform.harness.adapters.oracle import OracleEngine
 from specconform.harness.cli import main
 from specconform.harness.hunt import HuntOptions, hunt, write_record
 from specconform.harness.hunt.attribution import hunt_findings
+from specconform.harness.hunt.replay import minimal_case
 from specconform.harness.vectors import case_from_json
 from specconform.harness.vectors.codec import case_json
 from specconform.specs.interface import RejectionCase
@@ -147,3 +150,30 @@ def test_the_published_records_render_again_from_their_json(tmp_path, capsys, mo
     assert f"--render {broken}: not a hunt record" in capsys.readouterr().err
     assert main(["hunt", "--render", MRV2]) == 2
     assert "--report-dir" in capsys.readouterr().err
+
+
+class LastIdOutsideVocab:
+    """The oracle's rows with the last emitted id replaced by V, outside [0, V) (RS-INPUT-1) whatever the drafts."""
+
+    def __init__(self):
+        self.oracle = OracleEngine()
+
+    def rejection_sample(self, case):
+        tokens, num = (np.array(x) for x in self.oracle.rejection_sample(case))
+        tokens[0, int(num[0]) - 1] = case.vocab_size
+        return tokens, num
+
+
+def test_a_violation_that_replays_alone_is_shrunk_while_the_engine_still_breaks_its_invariant():
+    engine = LastIdOutsideVocab()
+    logits = np.zeros((3, 4))
+    case = RejectionCase(logits, [1, 2], [2], [1.0], np.full((2, 4), 0.25), [-1, -1, -1], seeds=[9], positions=[4])
+    tokens, num = engine.rejection_sample(case)
+    minimal = minimal_case(engine, case, "emitted-in-vocab", one_hot=False)
+    # every draft dropped: the one token of a zero-draft request is still replaced by V
+    assert minimal["case"]["num_draft_tokens"] == [0] and minimal["token_ids"][:1] == [4]
+    record = record_of("emitted-in-vocab", case, tokens[0][: int(num[0])].tolist())
+    record["violations"][0]["minimal"] = minimal
+    (finding,) = hunt_findings(record, "r.json")
+    assert finding.requirement == "RS-INPUT-1" and "K=0," in finding.case and "(shrunk from K=2)" in finding.case
+    assert minimal_case(engine, case_from_json(minimal["case"]), "emitted-in-vocab", one_hot=False) is None
