@@ -18,8 +18,8 @@ the invariant's requirement and says why.
 
 A case is judged as small as the hunt could make it: where the request replays alone, the hunt shrank it with the
 project's shrinker while the engine still broke the invariant (``replay.minimal_case``, kept as the violation's
-``minimal``); shrinking needs the engine, so a record is judged as it was written, and a violation that does not
-replay alone (its draws are its launch's) is judged on its recorded request.
+``minimal``). Attributing runs no engine: a record is judged as it was written (``--render``), and a violation that
+does not replay alone (its draws are its launch's) on its recorded request.
 """
 
 from __future__ import annotations
@@ -120,7 +120,11 @@ def judge(violation: dict, scheme: str | None) -> tuple[rj.Violation | None, str
 
     if not violation.get("case"):
         return None, "the record holds no case for it"
-    case = case_from_json(violation["case"])
+    try:
+        case = case_from_json(violation["case"])
+        case.validate()
+    except (KeyError, TypeError, ValueError) as exc:  # InvalidCase is a ValueError
+        return None, f"the recorded case is not a valid case ({type(exc).__name__}: {exc})"
     tokens, num = _output(case, violation["token_ids"], int(violation["num_emitted"]))
     # an unseeded sampled request has no draws to compare under: its output contract alone is judged
     compare = (True if scheme == "reference" else "greedy") if case.seeds is not None else False

@@ -112,9 +112,17 @@ def test_where_the_oracle_finds_nothing_the_invariants_requirement_is_kept_with_
     case = RejectionCase(np.zeros((1, 4)), [], [0], [1.0], None, None, seeds=[3], positions=[0])
     record = record_of("emitted-in-support", case, [1])  # id 1 has p = 1/4: no rule broken
     record["violations"].append(dict(record["violations"][0], case=None))
+    nan = dict(record["violations"][0]["case"], target_logits=[["nan", 0.0, 0.0, 0.0]])  # RS-INPUT-3: not valid
+    record["violations"].append(dict(record["violations"][0], case=nan))
     (finding,) = hunt_findings(record, "r.json")
-    assert finding.requirement == "RS-INPUT-2" and finding.violations == (0, 1)
+    assert finding.requirement == "RS-INPUT-2" and finding.violations == (0, 1, 2)
     assert "finds no rule broken by the recorded output [1]" in finding.unjudged
+    assert [
+        hunt_findings(dict(record, violations=[v]), "r.json")[0].unjudged[:27] for v in record["violations"][1:]
+    ] == [
+        "the record holds no case fo",
+        "the recorded case is not a ",
+    ]
     assert "kept under the invariant's requirement" in finding.line()
 
 
