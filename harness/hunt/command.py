@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from ..core import UsageError
 
@@ -54,10 +56,28 @@ def replay_record(record: str, engine_spec: str) -> int:
     return 1 if any(r.reproduced for r in replays) else 0
 
 
+def render_records(records: list[str], report_dir: str | None, engine_spec: str | None) -> int:
+    """``--render``: each hunt record's Markdown written again into ``report_dir`` from its JSON, its violations
+    attributed by their cases; nothing runs an engine (``engine_spec``, where given, names it in the replay commands
+    of records that do not). 1 where a record holds a finding, else 0."""
+    from .record import record_from_json, render
+
+    if report_dir is None:
+        raise UsageError("specconform hunt --render needs --report-dir (where hunt-<engine>.md is written)")
+    for path in render(records, report_dir, engine_spec or ""):
+        print(f"wrote {path}", file=sys.stderr)
+        print(path.read_text(), end="")
+    return 1 if any(record_from_json(json.loads(Path(r).read_text())).violated for r in records) else 0
+
+
 def cmd_hunt(args) -> int:
     from ..adapters import check_engine_spec, require_extra
     from . import HuntOptions, hunt, write_record
 
+    if args.render:
+        return render_records(args.render, args.report_dir, args.engine)
+    if not args.engine:
+        raise UsageError("specconform hunt needs --engine (or --render RECORD... to render records again)")
     require_extra("reference", "specconform hunt")
     check_engine_spec(args.engine)
     if args.replay:
@@ -80,6 +100,8 @@ def cmd_hunt(args) -> int:
             f"  {inv.name:24} {inv.requirement:11} {inv.opportunities:>15,} judged  {inv.violations:>12,} violated  "
             f"bound {inv.bound:.3g}"
         )
+    for finding in record.findings(json_path):
+        print(f"  finding {finding.line()}")
     for violation in record.violations:
         print(
             f"  first {violation.invariant} on {violation.device}: launch {violation.launch}, request "
@@ -101,8 +123,8 @@ def add_hunt_parser(sub) -> None:
     )
     hunt.add_argument(
         "--engine",
-        required=True,
-        help="the engine, as for run: reference:cuda, a zoo mutant built "
+        help="the engine (with --render: the spec the replay commands name where a record does not keep it), "
+        "as for run: reference:cuda, a zoo mutant built "
         "on the reference, or module:factory (vLLM's adapters)",
     )
     hunt.add_argument(
@@ -133,5 +155,12 @@ def add_hunt_parser(sub) -> None:
         metavar="RECORD",
         help="instead of hunting: replay each violation of this hunt record (hunt-<engine>.json) alone through "
         "--engine; exit 1 if one still breaks its invariant",
+    )
+    hunt.add_argument(
+        "--render",
+        nargs="+",
+        metavar="RECORD",
+        help="instead of hunting: write hunt-<engine>.md into --report-dir again from these hunt records (JSON), "
+        "each violation attributed by its case (no engine runs); exit 1 if one holds a finding",
     )
     hunt.set_defaults(func=cmd_hunt)

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+from ..core import UsageError
+from .attribution import HuntFinding, hunt_findings
 
 CONFIDENCE = 0.95
 
@@ -45,7 +48,8 @@ class Violation:
     """The first violation of an invariant on one device: the launch and request, the request's seed and position
     (None where the engine draws from a generator of the launch), the request as a canonical case (``case_json``,
     ``draft_probs`` None in a one-hot launch), what the engine emitted, and whether running the request again
-    (alone where the engine's draws allow, else its whole launch) emitted the same."""
+    (alone where the engine's draws allow, else its whole launch) emitted the same; ``minimal``: the smallest case
+    the engine alone still breaks it on."""
 
     invariant: str
     device: str
@@ -59,6 +63,10 @@ class Violation:
     num_emitted: int
     replayed_alone: bool
     reproduced: bool
+    # the case shrunk while the engine alone still breaks the invariant, with what it emits there
+    # (``replay.minimal_case``: ``case``, ``token_ids``, ``num_emitted``); None where it did not shrink or cannot
+    # replay alone
+    minimal: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,10 @@ class HuntRecord:
     devices: list[DeviceRun]
     invariants: list[InvariantResult]
     violations: list[Violation] = field(default_factory=list)
+    # how to run it again (``make_engine``'s spec) and the draw scheme the oracle judges its violations under
+    # (``attribution.scheme_of``; None: its draws are its own): a record written before they were kept has neither
+    engine_spec: str = ""
+    scheme: str | None = None
 
     @property
     def violated(self) -> bool:
@@ -97,6 +109,17 @@ class HuntRecord:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def findings(self, record_path: str | Path) -> list[HuntFinding]:
+        """Its violations attributed by their cases (``attribution.hunt_findings``), replayed from ``record_path``."""
+        return hunt_findings(self.to_json(), str(record_path))
+
+    def markdown(self, record_path: str | Path) -> str:
+        """The record for a report: ``markdown_line``, then one line per finding, each under the requirement its
+        case violates, with the invariants that saw it, the case and the replay command."""
+        lines = [self.markdown_line()]
+        lines += [f"  - finding {finding.line()}" for finding in self.findings(record_path)]
+        return "\n".join(lines) + "\n"
 
     def markdown_line(self) -> str:
         """One line for a report: the engine, its devices, the draws and seconds, and what they show."""
@@ -108,8 +131,9 @@ class HuntRecord:
         found = [f"{inv.name} ({inv.requirement}) {inv.violations:,}" for inv in self.invariants if inv.violations]
         if found:
             return (
-                f"{head}, violations: {', '.join(found)}; violations per draw at most {self.bound:.3g} "
-                f"at {self.confidence:.0%} confidence (Clopper-Pearson)"
+                f"{head}, violations of the invariants: {', '.join(found)}; violations per draw at most "
+                f"{self.bound:.3g} at {self.confidence:.0%} confidence (Clopper-Pearson); each filed under the "
+                "requirement its case violates:"
             )
         alpha = 1 - self.confidence
         return (
@@ -119,12 +143,47 @@ class HuntRecord:
         )
 
 
-def write_record(record: HuntRecord, report_dir: str | Path) -> tuple[Path, Path]:
-    """``hunt-<engine>.json`` and ``hunt-<engine>.md`` (the Markdown line) in ``report_dir``."""
+def _markdown_path(record: HuntRecord, report_dir: str | Path) -> Path:
     folder = Path(report_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", record.engine).strip("-")
-    json_path, markdown_path = folder / f"hunt-{slug}.json", folder / f"hunt-{slug}.md"
-    json_path.write_text(json.dumps(record.to_json(), indent=1) + "\n")
-    markdown_path.write_text(record.markdown_line() + "\n")
+    return folder / f"hunt-{re.sub(r'[^A-Za-z0-9._-]+', '-', record.engine).strip('-')}.md"
+
+
+def write_record(record: HuntRecord, report_dir: str | Path) -> tuple[Path, Path]:
+    """``hunt-<engine>.json`` (the record with its ``findings``) and ``hunt-<engine>.md`` (``markdown``) in
+    ``report_dir``."""
+    markdown_path = _markdown_path(record, report_dir)
+    json_path = markdown_path.with_suffix(".json")
+    data = record.to_json() | {"findings": [f.to_json() for f in record.findings(json_path)]}
+    json_path.write_text(json.dumps(data, indent=1) + "\n")
+    markdown_path.write_text(record.markdown(json_path))
     return json_path, markdown_path
+
+
+def record_from_json(data: dict) -> HuntRecord:
+    """A ``HuntRecord`` from its JSON (``to_json``, with or without ``findings``, which are derived again)."""
+    nested = {
+        "devices": [DeviceRun(**d) for d in data["devices"]],
+        "invariants": [InvariantResult(**i) for i in data["invariants"]],
+        "violations": [Violation(**v) for v in data.get("violations") or []],
+    }
+    fields = {k: v for k, v in data.items() if k in HuntRecord.__dataclass_fields__}
+    return HuntRecord(**(fields | nested))
+
+
+def render(record_paths: list[str], report_dir: str | Path, engine_spec: str = "") -> list[Path]:
+    """``hunt-<engine>.md`` in ``report_dir`` again from each hunt record (JSON) of ``record_paths``, its violations
+    attributed anew; no engine runs, so no GPU is needed. ``engine_spec`` names the engine in the replay commands of
+    a record written before its spec was kept. A ``UsageError`` names a file that is not a hunt record."""
+    written = []
+    for path in record_paths:
+        try:
+            record = record_from_json(json.loads(Path(path).read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"--render {path}: not a hunt record ({type(exc).__name__}: {exc})") from None
+        if engine_spec and not record.engine_spec:
+            record = replace(record, engine_spec=engine_spec)
+        markdown_path = _markdown_path(record, report_dir)
+        markdown_path.write_text(record.markdown(path))
+        written.append(markdown_path)
+    return written

@@ -40,6 +40,30 @@ def replay_alone(engine, case, one_hot: bool) -> tuple[list[int], list[str]]:
     return emitted, request_violations(case, tokens[0], int(num[0]), one_hot)
 
 
+def minimal_case(engine, case, invariant: str, one_hot: bool) -> dict | None:
+    """``case`` (one request that breaks ``invariant`` replayed alone through ``engine``) shrunk by the project's
+    shrinker (``shrink.minimise`` over ``cases.rejection.smaller_cases``: its last drafts dropped) while the engine,
+    run on the smaller case alone, still breaks ``invariant``: ``{"case", "token_ids", "num_emitted"}`` of the
+    smallest such case (``case`` JSON, the ids the engine emits for it), or None where no smaller case breaks it.
+    The draws of a request are keyed by its seed and position, so a row kept sees the draws it saw."""
+    from ..cases.rejection import smaller_cases
+    from ..shrink import minimise
+    from ..vectors.codec import case_json
+
+    def still_breaks(candidate) -> bool:
+        try:
+            candidate.validate()
+            return invariant in replay_alone(engine, candidate, one_hot)[1]
+        except Exception:  # noqa: BLE001 - invalid, or the engine fails otherwise: not the violation to follow
+            return False
+
+    minimal = minimise(case, smaller_cases, still_breaks)
+    if minimal is case:
+        return None
+    tokens, num = engine.rejection_sample(minimal)
+    return {"case": case_json(minimal), "token_ids": [int(t) for t in tokens[0]], "num_emitted": int(num[0])}
+
+
 def read_violations(path: str | Path) -> list[dict]:
     """The ``violations`` of the hunt record at ``path``; a ``UsageError`` naming the file and what is wrong where it
     cannot be read, holds none, or holds one whose draws were its whole launch's (no seed: it cannot replay alone)."""

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from ..core import UsageError
 from ..isolation import device_name
+from .attribution import scheme_of
 from .invariants import INVARIANTS, DeviceTally, request_violations
 from .launchers import hunt_device, launcher_for
 from .record import CONFIDENCE, DeviceRun, HuntRecord, InvariantResult, Violation, missed_rate
-from .replay import replay_alone
+from .replay import minimal_case, replay_alone
 from .rows import HuntRows, build_rows
 
 ROUND = 64  # the most launches between two readings of the draws
@@ -75,7 +76,8 @@ def request_case(rows: HuntRows, request: int, seed: int | None, one_hot: bool):
 
 def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, device: str) -> Violation:
     """The first violation of ``invariant`` (``code``: launch * R + row), its launch run again, and the request
-    replayed alone through the engine's canonical entry point where its draws are the request's own."""
+    replayed alone through the engine's canonical entry point where its draws are the request's own, then shrunk
+    there (``minimal_case``)."""
     from ..vectors.codec import case_json
 
     launch, row = divmod(code, rows.num_rows)
@@ -88,6 +90,7 @@ def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, devi
     case = request_case(rows, request, seed, one_hot)
     reproduced = invariant in request_violations(case, token_ids, num_emitted, one_hot)
     replayed_alone = launcher.replays_one_request and invariant in replay_alone(engine, case, one_hot)[1]
+    minimal = minimal_case(engine, case, invariant, one_hot) if replayed_alone else None
     return Violation(
         invariant=invariant,
         device=device,
@@ -101,6 +104,7 @@ def _violation(engine, launcher, rows: HuntRows, invariant: str, code: int, devi
         num_emitted=num_emitted,
         replayed_alone=replayed_alone,
         reproduced=reproduced,
+        minimal=minimal,
     )
 
 
@@ -132,8 +136,9 @@ def _launches(launcher, tally: DeviceTally, target: int, max_seconds: float) -> 
 def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: int | None = None) -> dict:
     """``target`` draws of ``options.engine`` on the device this process sees, as a plain dict (it crosses
     processes): ``name``, ``version``, ``run`` (a ``DeviceRun``), ``tally`` (``DeviceTally.read``), ``outside``
-    (the invariants the engine's contract leaves unjudged, with why) and ``violations`` (the first of each
-    invariant). ``gpu``: the GPU's index on the machine, where this process sees that one alone."""
+    (the invariants the engine's contract leaves unjudged, with why), ``violations`` (the first of each
+    invariant) and ``scheme`` (the draws the oracle judges them under). ``gpu``: the GPU's index on the machine,
+    where this process sees that one alone."""
     from ..adapters import make_engine
 
     engine = make_engine(options.engine)
@@ -166,6 +171,7 @@ def hunt_on_device(options: HuntOptions, device_index: int, target: int, gpu: in
         "tally": read,
         "outside": {"q-zero-draft-rejected": outside} if outside else {},
         "violations": violations,
+        "scheme": scheme_of(engine.profile),
     }
 
 
@@ -253,4 +259,6 @@ def hunt(options: HuntOptions, gpus: list[int] | None) -> HuntRecord:
         devices=[p["run"] for p in parts],
         invariants=invariants,
         violations=[v for p in parts for v in p["violations"]],
+        engine_spec=options.engine,
+        scheme=parts[0]["scheme"],
     )

@@ -53,12 +53,16 @@ def case_from_json(data: dict) -> RejectionCase:
     def matrix(rows):
         return None if rows is None else np.array([[decode_float(v) for v in r] for r in rows])
 
+    target = matrix(data["target_logits"])
+    draft_probs = matrix(data["draft_probs"])
+    if draft_probs is not None and not len(draft_probs):  # no drafts: [] holds no row to give V, the logits do
+        draft_probs = np.zeros((0, target.shape[1]))
     return RejectionCase(
-        target_logits=matrix(data["target_logits"]),
+        target_logits=target,
         draft_token_ids=np.array(data["draft_token_ids"], dtype=np.int64),
         num_draft_tokens=np.array(data["num_draft_tokens"], dtype=np.int64),
         temperature=np.array([decode_float(t) for t in data["temperature"]]),
-        draft_probs=matrix(data["draft_probs"]),
+        draft_probs=draft_probs,
         forced_token_ids=None if data["forced_token_ids"] is None else np.array(data["forced_token_ids"]),
         seeds=None if data["seeds"] is None else np.array(data["seeds"], dtype=np.int64),
         positions=None if data["positions"] is None else np.array(data["positions"], dtype=np.int64),
