@@ -1,0 +1,64 @@
+"""The candidate draw functions of scripts/draw_candidates.py defined in NumPy (float64), from the oracle's draw
+schemes (``specconform.harness.oracle``), sharing no code with the kernels: each candidate's race scores of one row,
+whose argmax is the token the candidate samples. The kernels compute in float32 with hardware approximations, so a
+kernel's winner is held to this one only where the best score leads the runner-up by more than a tolerance
+(``winner``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specconform.harness.oracle import rng
+from specconform.harness.oracle.draws import philox, vllm_mrv2
+
+PHILOX_WORDS = 4  # ids per Philox4x32 counter
+UNIFORM_24_SCALE = 2.0**-24
+
+
+def uniform24(bits: np.ndarray) -> np.ndarray:
+    """``((bits >> 8) + 1/2) 2^-24`` in (0, 1), float64 (exact) of uint32 ``bits``."""
+    return ((np.asarray(bits, dtype=np.uint64) >> np.uint64(8)).astype(np.float64) + 0.5) * UNIFORM_24_SCALE
+
+
+def philox4_bits(seed: int, position: int, vocab: int) -> np.ndarray:
+    """``[vocab]`` uint32: id ``x`` takes word ``x & 3`` of Philox4x32-10 under key (seed low, seed high) at counter
+    ``(x >> 2, PURPOSE_SAMPLE, position low, position high)``."""
+    ids = np.arange(vocab, dtype=np.uint64)
+    seed_bits = seed & (2**64 - 1)
+    position_bits = position & (2**64 - 1)
+    words = philox.philox4x32(
+        (ids >> np.uint64(2), rng.PURPOSE_SAMPLE, position_bits & 0xFFFFFFFF, position_bits >> 32),
+        (seed_bits & 0xFFFFFFFF, seed_bits >> 32),
+    )
+    return np.choose((ids & np.uint64(PHILOX_WORDS - 1)).astype(np.int64), words)
+
+
+def exponential_race(logits: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """``l - log(e)``: the exponential race's scores of ``logits [V]`` with Exp(1) noise ``e [V]`` (float64)."""
+    return logits - np.log(noise)
+
+
+def scores(name: str, logits: np.ndarray, seed: int, position: int) -> np.ndarray:
+    """Candidate ``name``'s race scores ``[V]`` float64 of one row of ``logits [V]`` (float64, temperature 1) for the
+    request ``seed`` at ``position``; -inf logits score -inf."""
+    logits = np.asarray(logits, dtype=np.float64)
+    vocab = logits.shape[-1]
+    if name in ("reference-0.2", "cross-multiply"):  # cross-multiply races the same noise, compared otherwise
+        return exponential_race(logits, rng.exponentials(seed, position, vocab))
+    if name == "vllm-mrv2":
+        noise = vllm_mrv2.gumbel_noise(seed, position, np.arange(vocab))
+        return np.where(np.isneginf(logits), -np.inf, logits + noise)
+    if name == "philox4":
+        return exponential_race(logits, -np.log(uniform24(philox4_bits(seed, position, vocab))))
+    if name == "lean-hash":
+        bits = rng.counter_hash(seed, position, rng.PURPOSE_SAMPLE, np.arange(vocab))
+        return exponential_race(logits, -np.log(uniform24(bits)))
+    if name == "no-noise":
+        return logits
+    raise ValueError(f"candidate must be one of the draw candidates; got {name!r}")
+
+
+def winner(name: str, logits: np.ndarray, seed: int, position: int) -> tuple[int, float]:
+    """(candidate ``name``'s winner of the row, its lead over the runner-up relative to ``max(1, |best|)``)."""
+    return vllm_mrv2.argmax_with_gap(scores(name, logits, seed, position))
