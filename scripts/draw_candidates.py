@@ -14,9 +14,10 @@ draws cost per element; ``winners`` reduces the splits outside the timed kernel.
   (``murmur3_hash32``, ``murmur3_uniform32``, ``_log1p_neg_stable``, ``gumbel_noised_argmax``'s float32 path):
   MurmurHash3 of (seed low, seed high, position low, x), its request-wide prefix mixed once per program as vLLM keeps
   it scalar, the uniform from two 16-bit halves, ``-log(-log1p(-u))`` with ``tl.log``;
-- ``philox4``: Philox4x32-10 (``tl.philox``) keyed by the seed, counter ``(x >> 2, PURPOSE_SAMPLE, position low,
-  position high)``, word ``x & 3`` for id ``x``: one call gives four ids' bits; ``u = ((bits >> 8) + 1/2) 2^-24``, the
-  noise ``-log2(u)``, then the race's log2;
+- ``philox4``: Philox4x32-10 (``tl.philox``) keyed by the seed, counter ``(c, PURPOSE_SAMPLE, position low,
+  position high)``; id ``x = 4Gb + kG + i`` (``G = PHILOX_GROUP``, ``0 <= k < 4``, ``0 <= i < G``) takes word ``k`` of
+  counter ``c = Gb + i``: one call gives four ids' bits, all in the thread that made them;
+  ``u = ((bits >> 8) + 1/2) 2^-24``, the noise ``-log2(u)``, then the race's log2;
 - ``cross-multiply``: the spec 0.2 noise ``e_x`` kept beside ``w_x = exp(l - m)`` (``m`` the row's largest logit,
   an input: a race run after the row pass knows it), compared by ``w_i e_b > w_b e_i`` (``tl.reduce`` with a combine
   function) instead of a logarithm of ``e``;
@@ -44,6 +45,7 @@ NO_ARG = tl.constexpr(2147483647)  # the id of a lane that has seen only -inf
 PURPOSE_SAMPLE = tl.constexpr(2)  # the sampling stream's purpose word (RS-RNG-3), also philox4's counter word 1
 UNIFORM_24_SCALE = tl.constexpr(5.9604644775390625e-08)  # 2^-24: u = ((bits >> 8) + 1/2) 2^-24 lies in (0, 1)
 PHILOX_WORDS = tl.constexpr(4)  # the words of one Philox4x32 block: the ids of one counter
+PHILOX_GROUP = tl.constexpr(256)  # philox4: ids 4Gb + kG + i take word k of counter Gb + i (G this, 0 <= i < G)
 MURMUR3_C1 = tl.constexpr(0xCC9E2D51)
 MURMUR3_C2 = tl.constexpr(0x1B873593)
 MURMUR3_MESSAGE_BYTES = tl.constexpr(16)  # four 32-bit words: seed low, seed high, position low, token id
@@ -183,35 +185,31 @@ def vllm_mrv2_kernel(
 def philox4_kernel(
     logits_ptr, seeds_ptr, positions_ptr, shift_ptr, best_ptr, arg_ptr, vocab, split, scale, BLOCK: tl.constexpr
 ):
-    """``philox4``: each block is a ``[BLOCK / 4, 4]`` tile, row ``c`` the four ids of counter ``c``. logits [N, V]
+    """``philox4``: one Philox call per ``PHILOX_GROUP`` lanes gives the bits of four sub-blocks of ``PHILOX_GROUP``
+    ids, each loaded in the counters' own layout, so that no word moves between threads. logits [N, V]
     float32/bfloat16; seeds, positions [N] int64; shift [N] float32 (unused); best [N, S] float32; arg [N, S]
-    int32."""
+    int32. ``BLOCK`` is a multiple of ``PHILOX_WORDS * PHILOX_GROUP``."""
     row, lo, hi = split_bounds(vocab, split)
     seed = tl.load(seeds_ptr + row)
     position = tl.load(positions_ptr + row)
-    counters = tl.arange(0, BLOCK // PHILOX_WORDS)  # [BLOCK / 4]
-    words = tl.arange(0, PHILOX_WORDS)[None, :]  # [1, 4]
-    zeros = counters.to(tl.uint32) * 0
+    lanes = tl.arange(0, PHILOX_GROUP)  # [PHILOX_GROUP]
+    zeros = lanes.to(tl.uint32) * 0
     purpose = zeros + PURPOSE_SAMPLE
     position_lo = zeros + (position & 0xFFFFFFFF).to(tl.uint32)
     position_hi = zeros + ((position >> 32) & 0xFFFFFFFF).to(tl.uint32)
-    best = tl.full([BLOCK // PHILOX_WORDS, PHILOX_WORDS], float("-inf"), tl.float32)
-    best_arg = tl.full([BLOCK // PHILOX_WORDS, PHILOX_WORDS], NO_ARG, tl.int32)
+    best = tl.full([PHILOX_GROUP], float("-inf"), tl.float32)
+    best_arg = tl.full([PHILOX_GROUP], NO_ARG, tl.int32)
     for start in range(lo, hi, BLOCK):
-        offsets = start + counters[:, None] * PHILOX_WORDS + words  # [BLOCK / 4, 4]
-        x = tl.load(logits_ptr + row * vocab + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-        block_counters = (counters + start // PHILOX_WORDS).to(tl.uint32)
-        r0, r1, r2, r3 = tl.philox(seed, block_counters, purpose, position_lo, position_hi)
-        bits = tl.where(
-            words == 0, r0[:, None], tl.where(words == 1, r1[:, None], tl.where(words == 2, r2[:, None], r3[:, None]))
-        )
-        score = x * scale - hardware_log2(-hardware_log2(uniform24(bits)))
-        best, best_arg = lane_update(score, offsets, best, best_arg)
-    top = tl.max(tl.max(best, axis=1), axis=0)
-    arg = tl.min(tl.min(tl.where(best == top, best_arg, NO_ARG), axis=1), axis=0)
-    entry = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
-    tl.store(best_ptr + entry, top)
-    tl.store(arg_ptr + entry, arg)
+        for group in tl.static_range(BLOCK // (PHILOX_WORDS * PHILOX_GROUP)):
+            first = start + group * PHILOX_WORDS * PHILOX_GROUP
+            counters = (lanes + first // PHILOX_WORDS).to(tl.uint32)
+            words = tl.philox(seed, counters, purpose, position_lo, position_hi)
+            for word in tl.static_range(PHILOX_WORDS):
+                offsets = first + word * PHILOX_GROUP + lanes
+                x = tl.load(logits_ptr + row * vocab + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
+                score = x * scale - hardware_log2(-hardware_log2(uniform24(words[word])))
+                best, best_arg = lane_update(score, offsets, best, best_arg)
+    store_split(best, best_arg, best_ptr, arg_ptr)
 
 
 @triton.jit
@@ -292,12 +290,15 @@ class Candidate:
     kernel: object
     natural_units: bool  # scores in units of 1 (scale 1 / T), else of ln 2 (scale log2(e) / T)
     needs_shift: bool  # reads each row's largest scaled logit
+    block_multiple: int = 1  # its BLOCK must be a multiple of this
 
 
 CANDIDATES = {
     "reference-0.2": Candidate(reference_kernel, natural_units=False, needs_shift=False),
     "vllm-mrv2": Candidate(vllm_mrv2_kernel, natural_units=True, needs_shift=False),
-    "philox4": Candidate(philox4_kernel, natural_units=False, needs_shift=False),
+    "philox4": Candidate(
+        philox4_kernel, natural_units=False, needs_shift=False, block_multiple=PHILOX_WORDS.value * PHILOX_GROUP.value
+    ),
     "cross-multiply": Candidate(cross_multiply_kernel, natural_units=True, needs_shift=True),
     "lean-hash": Candidate(lean_hash_kernel, natural_units=False, needs_shift=False),
     "no-noise": Candidate(no_noise_kernel, natural_units=False, needs_shift=False),
@@ -324,6 +325,8 @@ def race_launcher(name: str, logits: torch.Tensor, seeds: torch.Tensor, position
     int32) for ``logits [N, V]`` (float32 or bfloat16, contiguous) and ``seeds``, ``positions [N]`` int64, at
     temperature 1. The row shift ``cross-multiply`` reads is computed here, outside the launch."""
     chosen = candidate(name)
+    if launch.block % chosen.block_multiple:
+        raise ValueError(f"launch.block of {name} must be a multiple of {chosen.block_multiple}; got {launch.block}")
     if launch.split % launch.block:
         raise ValueError(f"launch.split must be a multiple of launch.block ({launch.block}); got {launch.split}")
     rows, vocab = logits.shape

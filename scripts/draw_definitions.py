@@ -13,6 +13,7 @@ from specconform.harness.oracle import rng
 from specconform.harness.oracle.draws import philox, vllm_mrv2
 
 PHILOX_WORDS = 4  # ids per Philox4x32 counter
+PHILOX_GROUP = 256  # counters per group of PHILOX_WORDS sub-blocks
 UNIFORM_24_SCALE = 2.0**-24
 
 
@@ -22,16 +23,19 @@ def uniform24(bits: np.ndarray) -> np.ndarray:
 
 
 def philox4_bits(seed: int, position: int, vocab: int) -> np.ndarray:
-    """``[vocab]`` uint32: id ``x`` takes word ``x & 3`` of Philox4x32-10 under key (seed low, seed high) at counter
-    ``(x >> 2, PURPOSE_SAMPLE, position low, position high)``."""
+    """``[vocab]`` uint32: id ``x = 4Gb + kG + i`` (``G = PHILOX_GROUP``, ``0 <= k < 4``, ``0 <= i < G``) takes word
+    ``k`` of Philox4x32-10 under key (seed low, seed high) at counter ``(Gb + i, PURPOSE_SAMPLE, position low, position
+    high)``."""
     ids = np.arange(vocab, dtype=np.uint64)
+    group, within = np.divmod(ids, np.uint64(PHILOX_WORDS * PHILOX_GROUP))
+    word, lane = np.divmod(within, np.uint64(PHILOX_GROUP))
     seed_bits = seed & (2**64 - 1)
     position_bits = position & (2**64 - 1)
     words = philox.philox4x32(
-        (ids >> np.uint64(2), rng.PURPOSE_SAMPLE, position_bits & 0xFFFFFFFF, position_bits >> 32),
+        (group * np.uint64(PHILOX_GROUP) + lane, rng.PURPOSE_SAMPLE, position_bits & 0xFFFFFFFF, position_bits >> 32),
         (seed_bits & 0xFFFFFFFF, seed_bits >> 32),
     )
-    return np.choose((ids & np.uint64(PHILOX_WORDS - 1)).astype(np.int64), words)
+    return np.choose(word.astype(np.int64), words)
 
 
 def exponential_race(logits: np.ndarray, noise: np.ndarray) -> np.ndarray:

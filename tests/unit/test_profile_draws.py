@@ -61,7 +61,7 @@ def test_each_candidate_samples_its_definitions_token(scripts, name, dtype):
     logits = _rows(dtype)
     seeds = torch.tensor(SEEDS, dtype=torch.int64)
     positions = torch.tensor(POSITIONS, dtype=torch.int64)
-    launch = candidates.Launch(split=1024, block=256, warps=4)
+    launch = candidates.Launch(split=1024, block=1024, warps=4)
     got = candidates.race(name, logits, seeds, positions, launch).tolist()
 
     rows = logits.double().numpy()
@@ -86,10 +86,16 @@ def test_the_candidates_draw_differently(scripts):
     assert len(set(picks.values())) == len(picks), picks
 
 
-def test_an_unknown_candidate_is_named(scripts):
+def test_an_unknown_candidate_or_a_bad_launch_is_named(scripts):
     candidates, _ = scripts
     with pytest.raises(ValueError, match="'gumbel'"):
         candidates.candidate("gumbel")
+    rows = torch.zeros(1, 8)
+    one = torch.zeros(1, dtype=torch.int64)
+    with pytest.raises(ValueError, match="launch.block of philox4 must be a multiple of 1024; got 256"):
+        candidates.race_launcher("philox4", rows, one, one, candidates.Launch(split=1024, block=256, warps=4))
+    with pytest.raises(ValueError, match="launch.split must be a multiple of launch.block"):
+        candidates.race_launcher("no-noise", rows, one, one, candidates.Launch(split=1000, block=256, warps=4))
 
 
 def test_the_script_checks_and_tables_every_candidate(scripts, monkeypatch, capsys):
@@ -112,7 +118,7 @@ def test_the_script_checks_and_tables_every_candidate(scripts, monkeypatch, caps
     monkeypatch.setattr(timing, "REPEATS", 2)
     candidates, _ = scripts
     profile = _load_path("profile_draws", SCRIPTS / "profile-draws.py")
-    monkeypatch.setattr(profile, "CANDIDATE_LAUNCHES", (candidates.Launch(split=1024, block=256, warps=4),))
+    monkeypatch.setattr(profile, "CANDIDATE_LAUNCHES", (candidates.Launch(split=1024, block=1024, warps=4),))
     try:
         status = profile.main(["--rows", "3", "--vocabs", "1500", "--dtypes", "bf16"])
     finally:
