@@ -17,7 +17,7 @@ draws cost per element; ``winners`` reduces the splits outside the timed kernel.
 - ``philox4``: Philox4x32-10 (``tl.philox``) keyed by the seed, counter ``(c, PURPOSE_SAMPLE, position low,
   position high)``; id ``x = 4Gb + kG + i`` (``G = PHILOX_GROUP``, ``0 <= k < 4``, ``0 <= i < G``) takes word ``k`` of
   counter ``c = Gb + i``: one call gives four ids' bits, all in the thread that made them;
-  ``u = ((bits >> 8) + 1/2) 2^-24``, the noise ``-log2(u)``, then the race's log2;
+  ``u = ((bits >> 9) + 1/2) 2^-23``, the noise ``-log2(u)``, then the race's log2;
 - ``cross-multiply``: the spec 0.2 noise ``e_x`` kept beside ``w_x = exp(l - m)`` (``m`` the row's largest logit,
   an input: a race run after the row pass knows it), compared by ``w_i e_b > w_b e_i`` (``tl.reduce`` with a combine
   function) instead of a logarithm of ``e``;
@@ -43,7 +43,9 @@ from specconform.impl.kernels.rng import hardware_exp, hardware_log2, mix32, rac
 
 NO_ARG = tl.constexpr(2147483647)  # the id of a lane that has seen only -inf
 PURPOSE_SAMPLE = tl.constexpr(2)  # the sampling stream's purpose word (RS-RNG-3), also philox4's counter word 1
-UNIFORM_24_SCALE = tl.constexpr(5.9604644775390625e-08)  # 2^-24: u = ((bits >> 8) + 1/2) 2^-24 lies in (0, 1)
+# 2^-23: u = ((bits >> 9) + 1/2) 2^-23 is exact in float32 and lies in (0, 1); with one more bit the largest value
+# would round to 1, whose noise 0 wins every race
+UNIFORM_23_SCALE = tl.constexpr(1.1920928955078125e-07)
 PHILOX_WORDS = tl.constexpr(4)  # the words of one Philox4x32 block: the ids of one counter
 PHILOX_GROUP = tl.constexpr(256)  # philox4: ids 4Gb + kG + i take word k of counter Gb + i (G this, 0 <= i < G)
 MURMUR3_C1 = tl.constexpr(0xCC9E2D51)
@@ -82,9 +84,9 @@ def store_split(best, best_arg, best_ptr, arg_ptr):
 
 
 @triton.jit
-def uniform24(bits):
-    """uint32 ``bits`` -> float32 ``((bits >> 8) + 1/2) 2^-24`` in (0, 1), exact."""
-    return ((bits >> 8).to(tl.float32) + 0.5) * UNIFORM_24_SCALE
+def uniform23(bits):
+    """uint32 ``bits`` -> float32 ``((bits >> 9) + 1/2) 2^-23`` in (0, 1), exact."""
+    return ((bits >> 9).to(tl.float32) + 0.5) * UNIFORM_23_SCALE
 
 
 @triton.jit
@@ -207,7 +209,7 @@ def philox4_kernel(
             for word in tl.static_range(PHILOX_WORDS):
                 offsets = first + word * PHILOX_GROUP + lanes
                 x = tl.load(logits_ptr + row * vocab + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-                score = x * scale - hardware_log2(-hardware_log2(uniform24(words[word])))
+                score = x * scale - hardware_log2(-hardware_log2(uniform23(words[word])))
                 best, best_arg = lane_update(score, offsets, best, best_arg)
     store_split(best, best_arg, best_ptr, arg_ptr)
 
@@ -263,7 +265,7 @@ def lean_hash_kernel(
     for start in range(lo, hi, BLOCK):
         offsets = start + tl.arange(0, BLOCK)
         x = tl.load(logits_ptr + row * vocab + offsets, mask=offsets < hi, other=float("-inf")).to(tl.float32)
-        u = uniform24(mix32(key ^ offsets.to(tl.uint32)))
+        u = uniform23(mix32(key ^ offsets.to(tl.uint32)))
         score = x * scale - hardware_log2(-hardware_log2(u))
         best, best_arg = lane_update(score, offsets, best, best_arg)
     store_split(best, best_arg, best_ptr, arg_ptr)

@@ -14,12 +14,12 @@ from specconform.harness.oracle.draws import philox, vllm_mrv2
 
 PHILOX_WORDS = 4  # ids per Philox4x32 counter
 PHILOX_GROUP = 256  # counters per group of PHILOX_WORDS sub-blocks
-UNIFORM_24_SCALE = 2.0**-24
+UNIFORM_23_SCALE = 2.0**-23
 
 
-def uniform24(bits: np.ndarray) -> np.ndarray:
-    """``((bits >> 8) + 1/2) 2^-24`` in (0, 1), float64 (exact) of uint32 ``bits``."""
-    return ((np.asarray(bits, dtype=np.uint64) >> np.uint64(8)).astype(np.float64) + 0.5) * UNIFORM_24_SCALE
+def uniform23(bits: np.ndarray) -> np.ndarray:
+    """``((bits >> 9) + 1/2) 2^-23`` in (0, 1), float64 of uint32 ``bits`` (exact, and exact in float32 too)."""
+    return ((np.asarray(bits, dtype=np.uint64) >> np.uint64(9)).astype(np.float64) + 0.5) * UNIFORM_23_SCALE
 
 
 def philox4_bits(seed: int, position: int, vocab: int) -> np.ndarray:
@@ -54,10 +54,10 @@ def scores(name: str, logits: np.ndarray, seed: int, position: int) -> np.ndarra
         noise = vllm_mrv2.gumbel_noise(seed, position, np.arange(vocab))
         return np.where(np.isneginf(logits), -np.inf, logits + noise)
     if name == "philox4":
-        return exponential_race(logits, -np.log(uniform24(philox4_bits(seed, position, vocab))))
+        return exponential_race(logits, -np.log(uniform23(philox4_bits(seed, position, vocab))))
     if name == "lean-hash":
         bits = rng.counter_hash(seed, position, rng.PURPOSE_SAMPLE, np.arange(vocab))
-        return exponential_race(logits, -np.log(uniform24(bits)))
+        return exponential_race(logits, -np.log(uniform23(bits)))
     if name == "no-noise":
         return logits
     raise ValueError(f"candidate must be one of the draw candidates; got {name!r}")
