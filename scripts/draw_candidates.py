@@ -13,16 +13,18 @@ draws cost per element; ``winners`` reduces the splits outside the timed kernel.
 - ``vllm-mrv2``: ``l + g_x``, MRV2's Gumbel noise written from vLLM 0.33's ``vllm/v1/worker/gpu/sample/gumbel.py``
   (``murmur3_hash32``, ``murmur3_uniform32``, ``_log1p_neg_stable``, ``gumbel_noised_argmax``'s float32 path):
   MurmurHash3 of (seed low, seed high, position low, x), its request-wide prefix mixed once per program as vLLM keeps
-  it scalar, the uniform from two 16-bit halves, ``-log(-log1p(-u))`` with ``tl.log``;
+  it scalar, the uniform from two 16-bit halves, ``-log(-log1p(-u))`` with ``tl.log`` (Triton's, as vLLM calls it);
+  the logits times ``1 / T`` as in every candidate, where vLLM divides by ``T``;
 - ``philox4``: Philox4x32-10 (``tl.philox``) keyed by the seed, counter ``(c, PURPOSE_SAMPLE, position low,
   position high)``; id ``x = 4Gb + kG + i`` (``G = PHILOX_GROUP``, ``0 <= k < 4``, ``0 <= i < G``) takes word ``k`` of
   counter ``c = Gb + i``: one call gives four ids' bits, all in the thread that made them;
   ``u = ((bits >> 9) + 1/2) 2^-23``, the noise ``-log2(u)``, then the race's log2;
 - ``cross-multiply``: the spec 0.2 noise ``e_x`` kept beside ``w_x = exp(l - m)`` (``m`` the row's largest logit,
   an input: a race run after the row pass knows it), compared by ``w_i e_b > w_b e_i`` (``tl.reduce`` with a combine
-  function) instead of a logarithm of ``e``;
+  function) instead of a logarithm of ``e``; ``w`` costs an exponential per element here, which a residual race
+  (``w = max(p - q, 0)``) has paid already;
 - ``lean-hash``: the spec 0.2 hash (one lowbias32 of ``key ^ x``) with ``u`` as for ``philox4`` and the noise
-  ``-lg2.approx(u)`` alone: the cheapest plausible draw, the lower bound;
+  ``-lg2.approx(u)`` alone, then the race's log2: the cheapest plausible draw, the lower bound;
 - ``no-noise``: the argmax of the logits (greedy), the skeleton's own cost.
 
 Scores of ``vllm-mrv2`` and ``cross-multiply`` are in natural units (``scale = 1 / T``), the others in units of
