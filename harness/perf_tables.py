@@ -165,6 +165,13 @@ def _budget_verdict(rows: list[dict], ok) -> str:
     return "met" if not failing else f"not met at {', '.join(failing)}"
 
 
+def draws_line(results: dict) -> list[str]:
+    """The draw scheme of each column, as the bench recorded it (benches before the record say nothing)."""
+    if "draws" not in results:
+        return []
+    return ["Draws: " + "; ".join(f"{name} {scheme}" for name, scheme in results["draws"].items()) + ".", ""]
+
+
 def gpu_section(path: Path) -> list[str]:
     """The tables of one bench JSON, headed by its environment, its peers and the repeats' spread."""
     results = json.loads(path.read_text())
@@ -182,6 +189,7 @@ def gpu_section(path: Path) -> list[str]:
         "",
         "Peers: " + "; ".join(f"{name} {why}" for name, why in results["peers"].items()) + ".",
         "",
+        *draws_line(results),
         "### Targets",
         "",
         *targets_table(results),

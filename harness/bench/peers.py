@@ -1,18 +1,45 @@
 """The peers timed beside ours, when importable: vLLM's legacy rejection sampler and budget holder, Model Runner
 V2's ``rejection_sample`` and ``apply_thinking_budget``, FlashInfer's ``chain_speculative_sampling``; each is
-prepared on the same inputs as ours and handed back as a function of no arguments to time."""
+prepared on the same inputs as ours and handed back as a function of no arguments to time. ``draw_schemes`` says
+which random draws each column uses."""
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 
 import torch
 
 from specconform import impl
+from specconform.harness.oracle import draws
+from specconform.harness.spec import spec_dir
 
 from . import timing
 from .shapes import VOCAB
+
+TORCH_GENERATOR = "torch generator"  # vLLM's legacy sampler draws from it; no counter-based scheme defines it
+# the draw scheme (``specconform.harness.oracle.draws``) of each peer column
+PEER_DRAWS = {"vllm": TORCH_GENERATOR, "vllm_v2": "vllm-mrv2", "flashinfer": "flashinfer-philox"}
+
+
+def reference_spec_version() -> str:
+    """The version of specs/rejection-sampling.md (its ``Version X`` line), whose RS-RNG-3 defines ours' draws."""
+    text = (spec_dir() / "rejection-sampling.md").read_text()
+    found = re.search(r"^Version (\S+) ", text, re.MULTILINE)
+    if found is None:
+        raise ValueError("specs/rejection-sampling.md: no 'Version X' line to name the reference draws by")
+    return found.group(1)
+
+
+def draw_schemes() -> dict[str, str]:
+    """Which draws each column of the rejection tables uses, by column: ``ours`` the spec's ``reference`` scheme of
+    the version this checkout carries, each peer its own, so that a comparison says whose draws it compares."""
+    peers = {
+        name: scheme if scheme == TORCH_GENERATOR else draws.validate(scheme, f"PEER_DRAWS[{name!r}]")
+        for name, scheme in PEER_DRAWS.items()
+    }
+    return {"ours": f"{draws.validate('reference', 'ours')} (spec {reference_spec_version()}, RS-RNG-3)", **peers}
 
 
 def load_peers() -> tuple[dict, dict[str, str]]:

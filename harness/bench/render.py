@@ -113,7 +113,8 @@ def perf_page(results: dict) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>specconform perf</title><style>"
         "body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:3px;font-size:12px}"
         "table{border-collapse:collapse}</style></head><body><h1>specconform benchmarks</h1>"
-        f"<p>{env}</p><p>peers: {html.escape(json.dumps(results['peers']))}</p>{''.join(plots)}"
+        f"<p>{env}</p><p>peers: {html.escape(json.dumps(results['peers']))}</p>"
+        f"<p>draws: {html.escape(json.dumps(results.get('draws', {})))}</p>{''.join(plots)}"
         f"<h2>Rejection sampler</h2>{table(results['rejection'])}"
         f"<h2>Budget state</h2>{table(results['budget'])}<h2>Statistical suite</h2>"
         f"{table([results['statistics']])}</body></html>\n"
@@ -125,6 +126,8 @@ def print_tables(results: dict, path: Path) -> None:
     print(f"\n{env['gpu']} | torch {env['torch']} | triton {env['triton']} | copy {env['copy_tb_per_s']:.2f} TB/s")
     for name, reason in results["peers"].items():
         print(f"peer {name}: {reason}")
+    for name, scheme in results.get("draws", {}).items():
+        print(f"draws of {name}: {scheme}")
     # ours/vllm_v2: graph replays; "eager": launched as a caller without graphs does; the other peers
     # run eagerly and are compared with ours eager
     columns = [

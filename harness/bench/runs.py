@@ -15,7 +15,7 @@ from specconform import impl
 from specconform.harness.oracle import budget as tb
 
 from . import timing
-from .peers import GRAPHED, PREPARE_REJECTION, load_peers, vllm_budget_step, vllm_v2_budget_step
+from .peers import GRAPHED, PREPARE_REJECTION, draw_schemes, load_peers, vllm_budget_step, vllm_v2_budget_step
 from .render import perf_page, print_tables
 from .shapes import BUDGET_BATCHES, REJECTION_SHAPES, VOCAB, read_floors, rejection_inputs
 
@@ -220,6 +220,7 @@ def main(out_dir: str | None = None) -> int:
             **{name: "measured" for name in peers},
             **{name: f"not measured: {why}" for name, why in missing.items()},
         },
+        draws=draw_schemes(),
         rejection=bench_rejection(peers),
         budget=bench_budget(peers.get("vllm"), peers.get("vllm_v2_budget")),
         statistics=bench_statistics(),

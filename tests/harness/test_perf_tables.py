@@ -1,16 +1,19 @@
 """reports/perf/README.md is generated from the bench JSON, and stays in step with it."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from specconform.harness import perf_tables
+from specconform.harness.bench import peers as bench_peers
+from specconform.harness.oracle import draws
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bench(folder: Path, stamp: str, ours_ms: float) -> Path:
+def _bench(folder: Path, stamp: str, ours_ms: float, draws: dict | None = None) -> Path:
     row = dict(
         family="mode", B=256, K=4, V=32_000, dtype="float32", draft_probs=True, mode="greedy", acceptance=0.01,
         floor_ms=ours_ms / 2, one_pass_floor_ms=ours_ms * 4, spread={"ours": 1.01}, not_run={"flashinfer": "no greedy"},
@@ -23,6 +26,8 @@ def _bench(folder: Path, stamp: str, ours_ms: float) -> Path:
         budget=[dict(B=1, K=0, ours_us=5.0, ours_with_logits_us=5.5, ours_with_logits_eager_us=6.0)],
         statistics=dict(case="c", trials=10, positions=3, seconds=1.0, passed=True),
     )
+    if draws is not None:
+        results["draws"] = draws
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"bench-{stamp}.json"
     path.write_text(json.dumps(results))
@@ -44,6 +49,26 @@ def test_tables_come_from_the_newest_bench_of_each_gpu(tmp_path):
     assert greedy + ", V = 32,000, greedy, 2.00× |" in page
     assert "| B = 1, K = 4 at most 15 µs from a CUDA graph | not run |" in page
     assert "| budget step with logits at B = 1024 at most 10 µs (graph) | not run |" in page
+
+
+def test_the_header_names_each_columns_draws_where_the_bench_recorded_them(tmp_path):
+    _bench(tmp_path / "Old-GPU", "20260101-000000", ours_ms=0.5)
+    _bench(tmp_path / "New-GPU", "20260102-000000", ours_ms=0.5, draws=bench_peers.draw_schemes())
+    new, old = perf_tables.render(tmp_path).split("## Test GPU")[1:]  # folders in name order
+    assert "Draws:" not in old  # a bench from before the record says nothing rather than guess
+    released = re.findall(r"^## (\d[\w.]*)$", (ROOT / "specs/CHANGELOG.md").read_text(), re.MULTILINE)[0]
+    assert (
+        f"Draws: ours reference (spec {released}, RS-RNG-3); vllm torch generator; vllm_v2 vllm-mrv2; "
+        "flashinfer flashinfer-philox." in new
+    )
+
+
+def test_each_peers_draws_are_a_scheme_the_oracle_defines():
+    schemes = bench_peers.draw_schemes()
+    assert set(schemes) == {"ours", *bench_peers.PREPARE_REJECTION}
+    for name, scheme in schemes.items():
+        if name != "vllm":  # the legacy sampler's torch generator has no counter-based definition
+            assert scheme.split()[0] in draws.names(), (name, scheme)
 
 
 def test_published_tables_match_the_published_benches():
