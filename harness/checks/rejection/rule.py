@@ -240,7 +240,7 @@ def replay_rule(engine, profile, entry: dict) -> tuple[str, str]:
     needs=("rejection",),
     description=(
         "fixed drafts under the engine's own draws: acceptance rate and rejection token G-tested, alone, in "
-        "ragged and in mixed batches (one and two drafts per request)"
+        "ragged and in mixed batches"
     ),
 )
 def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
