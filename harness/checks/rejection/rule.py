@@ -28,8 +28,8 @@ _ALL_LAYOUTS = ("homogeneous", "ragged", "mixed")
 # i // K). In a batch of greedy requests followed by as many sampled ones, every sampled request then reads a greedy
 # flag. Greedy verification never accepts this draft (the argmax is token 0); the acceptance rule accepts it with
 # p(1) = 0.45: the acceptance rate parts by TV 0.45 for a request verified by the wrong rule. Its trials are sized for
-# the declared deviation, as every case's; at the default α about 105 trials detect TV 0.45 at power 0.9
-# (``stats.trials_needed``), so a run capped at 100 trials per case still meets this effect near that power.
+# the declared deviation, as every case's; at the default α even a run capped at 100 trials per case detects TV 0.34
+# at power 0.9 (``stats.detectable_deviation``), well inside this effect.
 _TWO_DRAFTS = [[np.log(0.55), np.log(0.45), _NEG, _NEG]] * 2 + [[0.0] * 4]
 _RULE_CASES = (
     (
