@@ -1,7 +1,9 @@
 """An engine's history across its releases: each finding's "first seen in" and "fixed in", and each regression.
 
 The rows of one series (one product, variant and runner: ``runs.Row.series``) are compared in release order. Runs on
-different runners are not compared: a CPU run and a GPU run judge different kernels, sized differently.
+different runners are not compared: a CPU run and a GPU run judge different kernels, sized differently. A CPU run
+under Triton's interpreter and a pure-torch CPU run are one runner (``runs.device_kind``): a release's factory may
+verify with Triton kernels where the next release's verifies in torch, and a finding of the one is fixed in the other.
 
 - **A finding keeps one identity across releases by its fingerprints.** A finding's fingerprints are those of its
   failures (``<requirement>/<mode>``, ``results.jsonl``'s ``fingerprint``). A finding of a later release continues the
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import findings
 from ..core import FAIL, PASS
-from .runs import Row
+from .runs import Row, release_key
 
 _JUDGED = (PASS, FAIL)
 
@@ -141,16 +143,15 @@ def history(series_rows: list[Row]) -> History:
 
 
 def histories(rows: list[Row]) -> list[History]:
-    """One history per series of ``rows`` (ordered by product, variant, runner and release, as ``runs.rows`` gives
-    them). Two rows of one series at one release (two folders judging the same release, say its budget and its
-    verification) are read as one: the later run's records, and the earlier run's of the checks the later one did not
-    run."""
+    """One history per series of ``rows`` (``runs.Row.series``), its rows in release order. Two rows of one series
+    at one release (two folders judging the same release, say its budget and its verification) are read as one: the
+    later run's records, and the earlier run's of the checks the later one did not run."""
     by_series: dict[tuple[str, str, str], dict[str, Row]] = {}
     for row in rows:
         kept = by_series.setdefault(row.series, {})
         other = kept.get(row.version)
         kept[row.version] = row if other is None else _joined(*sorted((other, row), key=lambda r: r.stamp))
-    return [history(list(kept.values())) for kept in by_series.values()]
+    return [history(sorted(kept.values(), key=lambda r: release_key(r.version))) for kept in by_series.values()]
 
 
 def _joined(earlier: Row, later: Row) -> Row:

@@ -60,6 +60,14 @@ def runner_of(device: str, engine_version: str) -> str:
     return device
 
 
+def device_kind(runner: str) -> str:
+    """The device a runner (``runner_of``) judges on, for comparing releases: ``CPU`` for both ``CPU`` and ``CPU
+    (Triton interpreter)``. A release whose only verifier is Triton kernels (lmdeploy 0.16.0) runs them under the
+    interpreter on a CPU, where the releases around it run a pure-torch verifier: both are what the engine's factory
+    verifies with on a CPU, and one finding is followed across them."""
+    return "CPU" if runner == "CPU (Triton interpreter)" else runner
+
+
 def variant_of(engine: str, product: str, version: str) -> str:
     """What tells an engine's rows of one product and release apart: the words of its name that name neither the
     product nor a release (``llamacpp-b1-0c1e570-multi`` of ``llamacpp``: ``multi``); "" for none."""
@@ -101,8 +109,9 @@ class Row:
 
     @property
     def series(self) -> tuple[str, str, str]:
-        """What the rows of one engine's history share: product, variant and runner."""
-        return (self.product, self.variant, self.runner)
+        """What the rows of one engine's history share: product, variant and runner, a CPU run under Triton's
+        interpreter read as a CPU run (``device_kind``)."""
+        return (self.product, self.variant, device_kind(self.runner))
 
     def verdict(self, uncovered: list[str]) -> EngineVerdict:
         """The engine's verdict in its run (``uncovered``: the requirements no check covers)."""
@@ -126,9 +135,9 @@ def _products_of(products_dir: Path | None) -> dict[str, str]:
 
 
 def rows(engines_dir: Path, products_dir: Path | None = None) -> list[Row]:
-    """Every row of the published runs under ``engines_dir`` (``reports/engines``), ordered by product, variant,
-    runner and release. ``products_dir``: where the product records are (default: the harness's own). A folder that
-    holds no run is left out; a folder that is not there is an error naming it."""
+    """Every row of the published runs under ``engines_dir`` (``reports/engines``), ordered by series (product,
+    variant and ``device_kind``), release and runner. ``products_dir``: where the product records are (default: the
+    harness's own). A folder that holds no run is left out; a folder that is not there is an error naming it."""
     if not engines_dir.is_dir():
         raise FileNotFoundError(f"{str(engines_dir)!r} is not a folder of published runs (reports/engines)")
     listed = _products_of(products_dir)
@@ -149,4 +158,4 @@ def rows(engines_dir: Path, products_dir: Path | None = None) -> list[Row]:
         out.append(
             Row(product, name, engine, version, variant_of(engine, product, version), where, run, records, earlier)
         )
-    return sorted(out, key=lambda r: (r.product, r.variant, r.runner, release_key(r.version), r.stamp))
+    return sorted(out, key=lambda r: (*r.series, release_key(r.version), r.runner, r.stamp))

@@ -185,3 +185,19 @@ def test_two_runs_of_one_release_that_judge_different_classes_are_read_as_one_in
     failing = [rid for rid, (status, _, _) in statuses.items() if status == "FAIL"]
     assert len(joined.lineages) == len(failing) == 2
     assert sorted(x.name for x in joined.lineages) == sorted(x.name for x in alone.lineages)
+
+
+def test_a_cpu_run_under_triton_s_interpreter_and_a_pure_torch_cpu_run_share_one_history():
+    # 0.9.0 judged on a CPU under Triton's interpreter (its one verifier is Triton kernels), 0.10.0 on a CPU in torch:
+    # TB-MARK-1 fails in 0.9.0 and passes in 0.10.0, so it is fixed in 0.10.0; a GPU run of 0.9.0 stays apart
+    def row(version: str, runner: str) -> runs.Row:
+        recs = matrix_runs.records("toy", version, matrix_runs.RELEASES[version])
+        return runs.Row("toy", f"toy-{version}", "toy", version, "-", runner, Path(matrix_runs.STAMPS[version]), recs)
+
+    cpu, gpu = lineage.histories(
+        [row("0.10.0", "CPU"), row("0.9.0", "CPU (Triton interpreter)"), row("0.9.0", "NVIDIA H200")]
+    )
+    assert cpu.series == ("toy", "-", "CPU") and cpu.versions == ["0.9.0", "0.10.0"]
+    (mark,) = [x for x in cpu.lineages if x.requirements == {"TB-MARK-1"}]
+    assert (mark.first_seen, mark.fixed_in, mark.open) == ("0.9.0", ["0.10.0"], False)
+    assert gpu.series == ("toy", "-", "NVIDIA H200") and gpu.versions == ["0.9.0"]

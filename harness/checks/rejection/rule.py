@@ -18,9 +18,19 @@ from .output import sample_output
 # trials of a case and layout judged exactly before its statistics (``minimal.gate``)
 GATE_TRIALS = 32
 
-# Fixed-draft cases of the acceptance-rule check: (name, logits [2, V] (draft row, bonus row), q of the
-# draft row or None (one-hot), draft, requirement of the acceptance rate, requirement of the residual).
+# Fixed-draft cases of the acceptance-rule check: (name, logits [K + 1, V] (K draft rows, then the bonus row), q of
+# a draft row or None (one-hot), the draft (the same token at every draft row), requirement of the acceptance rate,
+# requirement of the residual, the batch layouts it runs in). Each test reads the first draft row only.
 _NEG = -np.inf
+_ALL_LAYOUTS = ("homogeneous", "ragged", "mixed")
+# Two drafts per request, the second case of RS-MIXED-1: a verifier that takes each request's greedy flag from a
+# per-draft-row array at the request's index reads another request's flag once K >= 2 (row i belongs to request
+# i // K). In a batch of greedy requests followed by as many sampled ones, every sampled request then reads a greedy
+# flag. Greedy verification never accepts this draft (the argmax is token 0); the acceptance rule accepts it with
+# p(1) = 0.45: the acceptance rate parts by TV 0.45 for a request verified by the wrong rule. Its trials are sized for
+# the declared deviation, as every case's; at the default α even a run capped at 100 trials per case detects TV 0.34
+# at power 0.9 (``stats.detectable_deviation``), well inside this effect.
+_TWO_DRAFTS = [[np.log(0.55), np.log(0.45), _NEG, _NEG]] * 2 + [[0.0] * 4]
 _RULE_CASES = (
     (
         "residual",
@@ -29,8 +39,17 @@ _RULE_CASES = (
         2,
         "RS-PROB-1",
         "RS-PROB-2",
+        _ALL_LAYOUTS,
     ),
-    ("one-hot", [[2.0, 1.0, 0.5, 0.0, -1.0, _NEG], [0.0] * 6], None, 1, "RS-ONEHOT-1", "RS-ONEHOT-1"),
+    (
+        "one-hot",
+        [[2.0, 1.0, 0.5, 0.0, -1.0, _NEG], [0.0] * 6],
+        None,
+        1,
+        "RS-ONEHOT-1",
+        "RS-ONEHOT-1",
+        ("homogeneous",),
+    ),
     (
         "zero-q",
         [[2.0, 1.0, 0.5, 0.0, -1.0, _NEG], [0.0] * 6],
@@ -38,8 +57,18 @@ _RULE_CASES = (
         0,
         "RS-PROB-3",
         "RS-PROB-2",
+        ("homogeneous",),
     ),
-    ("empty-residual", [[0.0, 0.0, _NEG, _NEG], [0.0] * 4], [0.5, 0.5, 0.0, 0.0], 2, "RS-PROB-3", "RS-PROB-4"),
+    (
+        "empty-residual",
+        [[0.0, 0.0, _NEG, _NEG], [0.0] * 4],
+        [0.5, 0.5, 0.0, 0.0],
+        2,
+        "RS-PROB-3",
+        "RS-PROB-4",
+        ("homogeneous",),
+    ),
+    ("two-drafts", _TWO_DRAFTS, None, 1, "RS-ONEHOT-1", "RS-ONEHOT-1", ("homogeneous", "greedy-first")),
 )
 
 
@@ -53,11 +82,12 @@ def _rule_expectation(logits, q_row, draft) -> tuple[float, np.ndarray]:
 
 
 def _rule_batch(rng, logits, q_row, draft, trials: int, layout: str):
-    """``trials`` seeded requests of one fixed-draft case (K = 1, temperature 1), alone
-    (``homogeneous``) or with a request of another draft count (``ragged``: K = 0 and K = 2 in
-    turn, same temperature) or a greedy request (``mixed``) after every fourth. Returns the case,
-    the batch index of every trial request and the greedy requests' indices."""
-    V = len(logits[0])
+    """``trials`` seeded requests of one fixed-draft case (``K = len(logits) - 1`` drafts, each ``draft``,
+    temperature 1), alone (``homogeneous``), with a request of another draft count after every fourth
+    (``ragged``: K - 1 and K + 1 in turn, same temperature), with a greedy request of K drafts after every
+    fourth (``mixed``), or after as many greedy requests of K drafts (``greedy-first``: a batch ordered by
+    policy). Returns the case, the batch index of every trial request and the greedy requests' indices."""
+    V, K = len(logits[0]), len(logits) - 1
     rows: list[list[float]] = []  # [sum(K_i + 1)][V]
     drafts: list[int] = []
     num: list[int] = []
@@ -65,25 +95,30 @@ def _rule_batch(rng, logits, q_row, draft, trials: int, layout: str):
     q: list[np.ndarray] = []  # [sum(K_i)] rows [V]
     trial_index: list[int] = []
     greedy_index: list[int] = []
+
+    def add(request_rows, request_drafts: list[int], temperature: float, q_rows) -> None:
+        rows.extend(request_rows)
+        drafts.extend(request_drafts)
+        num.append(len(request_drafts))
+        temps.append(temperature)
+        q.extend(q_rows)
+
+    def filler(k: int, temperature: float) -> None:
+        if temperature == 0:
+            greedy_index.append(len(num))
+        request_rows = [list(rng.normal(size=V)) for _ in range(k + 1)]
+        fill_drafts = [int(rng.integers(0, V)) for _ in range(k)]
+        add(request_rows, fill_drafts, temperature, [np.eye(V)[d] for d in fill_drafts])
+
+    for _ in range(trials if layout == "greedy-first" else 0):
+        filler(K, 0.0)
     for t in range(trials):
         trial_index.append(len(num))
-        rows += logits
-        drafts.append(draft)
-        num.append(1)
-        temps.append(1.0)
-        q.append(np.eye(V)[draft] if q_row is None else q_row)
-        if layout == "homogeneous" or t % 4:
-            continue
-        k = 1 if layout == "mixed" else (0, 2)[(t // 4) % 2]
-        filler = [list(rng.normal(size=V)) for _ in range(k + 1)]
-        if layout == "mixed":
-            greedy_index.append(len(num))
-        rows += filler
-        fill_drafts = [int(rng.integers(0, V)) for _ in range(k)]
-        drafts += fill_drafts
-        num.append(k)
-        temps.append(0.0 if layout == "mixed" else 1.0)
-        q += [np.eye(V)[d] for d in fill_drafts]
+        add(logits, [draft] * K, 1.0, [np.eye(V)[draft] if q_row is None else q_row] * K)
+        if layout == "mixed" and t % 4 == 0:
+            filler(K, 0.0)
+        elif layout == "ragged" and t % 4 == 0:
+            filler((K - 1, K + 1)[(t // 4) % 2], 1.0)
     case = rs.RejectionCase(
         np.array(rows),
         drafts,
@@ -97,14 +132,14 @@ def _rule_batch(rng, logits, q_row, draft, trials: int, layout: str):
 
 
 def _greedy_row(case: rs.RejectionCase, i: int) -> list[int]:
-    """The oracle's first two tokens of greedy request ``i`` (``-1`` padded)."""
+    """The oracle's tokens of greedy request ``i``, ``-1`` padded to its K + 1."""
     row_slice, draft_slice = rs.request_slices(case, i)
     rows = case.target_logits[row_slice]
     emitted = rs.verify_request(rows, case.draft_token_ids[draft_slice], None, 0.0, [-1] * len(rows), None).emitted
-    return (emitted + [-1, -1])[:2]
+    return (emitted + [-1] * len(rows))[: len(rows)]
 
 
-_BLAME = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1"}
+_BLAME = {"homogeneous": None, "ragged": "RS-LAYOUT-1", "mixed": "RS-MIXED-1", "greedy-first": "RS-MIXED-1"}
 
 
 def _rule_trials(accept: float, residual: np.ndarray, target: stats.Power, alpha_test: float) -> int:
@@ -138,10 +173,11 @@ def run_rule(engine, profile, logits, q_row, draft: int, layout: str, trials: in
     greedy_failure = None
     if greedy_index:
         expected = {i: _greedy_row(case, i) for i in greedy_index}
-        wrong = [i for i in greedy_index if tokens[i, :2].tolist() != expected[i]]
+        wrong = [i for i in greedy_index if tokens[i, : len(expected[i])].tolist() != expected[i]]
         if wrong:
             greedy_failure = (
-                f"greedy request {wrong[0]} emitted {tokens[wrong[0], :2].tolist()}, expected {expected[wrong[0]]}"
+                f"greedy request {wrong[0]} emitted {tokens[wrong[0], : len(expected[wrong[0]])].tolist()}, "
+                f"expected {expected[wrong[0]]}"
             )
     trial_tokens = tokens[trial_index, :2]
     accepted = trial_tokens[:, 1] != -1
@@ -212,20 +248,22 @@ def replay_rule(engine, profile, entry: dict) -> tuple[str, str]:
 def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outcome:
     """RS-PROB-1..4, RS-ONEHOT-1, RS-MIXED-1 and RS-LAYOUT-1 under the engine's own draws.
 
-    For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))`` and
-    the token emitted on rejection against the residual (``p`` where the residual is empty). Each case
-    runs alone, in a ragged batch (other draft counts) and in a mixed batch (greedy requests, which must
-    emit the oracle's tokens exactly); a deviation only in a ragged or mixed batch is blamed on
-    RS-LAYOUT-1 or RS-MIXED-1. Trials are sized from the declared ``Power(ctx.deviation, ctx.power)``
-    (at most ``ctx.trials`` per case and layout); a test counts as a case only when it detects and
-    certifies that deviation (STAT-POWER-1, STAT-CERT-1). An engine that does not claim greedy
-    verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN, and does not hold back the
-    check's PASS (RUN-STATUS-3: it applies only to an engine with both rules). Each case and layout draws
-    from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
+    For fixed drafts, the acceptance rate of the draft row is G-tested against ``min(1, p(d)/q(d))`` and the token
+    emitted on rejection against the residual (``p`` where the residual is empty). Each case runs alone; the first
+    also in a ragged batch (other draft counts) and in a mixed batch (greedy requests, which must emit the oracle's
+    tokens exactly), and ``two-drafts`` (K = 2) after as many greedy requests of two drafts (``greedy-first``),
+    where a verifier that reads a request's policy from a per-draft-row array at the request's index verifies every
+    sampled request greedily. A deviation only in a ragged or mixed batch is blamed on RS-LAYOUT-1 or RS-MIXED-1.
+    Trials are sized from the declared ``Power(ctx.deviation, ctx.power)`` (at most ``ctx.trials`` per case and
+    layout); a test counts as a case only when it detects and certifies that deviation (STAT-POWER-1, STAT-CERT-1).
+    An engine that does not claim greedy verification (``rs.greedy``) gets no mixed batch: RS-MIXED-1 stays NOT_RUN,
+    and does not hold back the check's PASS (RUN-STATUS-3: it applies only to an engine with both rules). Each case
+    and layout draws from its own seed, so a failed test leaves a reproduction that re-runs it alone."""
     greedy = "rs.greedy" in ctx.profile.classes
     tally = Tally(requirements, conditional=() if greedy else ("RS-MIXED-1",))  # no mixed batch without greedy
-    layouts = ("homogeneous", "ragged", "mixed") if greedy else ("homogeneous", "ragged")
-    alpha_test = stats.sidak(ctx.alpha, 2 * (len(_RULE_CASES) + len(layouts) - 1))
+    plan = [(number, case, layout) for number, case in enumerate(_RULE_CASES) for layout in case[-1]]
+    plan = [item for item in plan if greedy or _BLAME[item[2]] != "RS-MIXED-1"]  # no mixed batch without greedy
+    alpha_test = stats.sidak(ctx.alpha, 2 * len(plan))
     target = stats.Power(ctx.deviation, ctx.power)
     worst_p, total = 1.0, 0
     uncounted: list[str] = []
@@ -234,7 +272,8 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
     def violated(rid, mode, evidence, document) -> None:
         tally.violated(rid, mode, evidence, reproduction=None if rid in tally.failures else document())
 
-    for number, (name, logits, q_row, draft, accept_rid, residual_rid) in enumerate(_RULE_CASES):
+    for number, (name, logits, q_row, draft, accept_rid, residual_rid, _) in enumerate(_RULE_CASES):
+        layouts = [layout for n, _, layout in plan if n == number]
         if why := ctx.profile.outside_contract(contract.rule_preconditions(q_row, draft)):
             tally.not_applicable(why, accept_rid, residual_rid)
             uncounted.append(f"{name}: not run, outside the engine's contract")
@@ -242,7 +281,7 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
         accept, residual = _rule_expectation(logits[0], q_row, draft)
         trials = min(_rule_trials(accept, residual, target, alpha_test), ctx.trials)
         failed_alone = False
-        for index, layout in enumerate(layouts if number == 0 else layouts[:1]):  # the first case in every layout
+        for index, layout in enumerate(layouts):
             seed = ctx.seed + 3 * number + index
             rows = [list(row) for row in logits]
             few = _rule_batch(np.random.default_rng(seed), rows, q_row, draft, GATE_TRIALS, layout)[0]
@@ -270,7 +309,7 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
             if run.greedy_failure:
                 mode = "greedy-request-differs"
                 violated("RS-MIXED-1", mode, f"{label}: {run.greedy_failure}", document("RS-MIXED-1", mode))
-            elif layout == "mixed":
+            elif blame == "RS-MIXED-1":
                 tally.exercised("RS-MIXED-1")
             for (what, counts, probs, reach), rid in zip(run.tests, (accept_rid, residual_rid)):
                 judgement = stats.judge(stats.g_test(counts, probs, alpha_test), probs, target, reach)
@@ -290,10 +329,11 @@ def acceptance_rule(engine, ctx: Context, requirements: tuple[str, ...]) -> Outc
                     tally.exercised(rid if blame is None else blame)
                 elif reach > 0:
                     uncounted.append(f"{label} {what}: not counted, {judgement.reason}")
+    batched = [f"{case[0]} {layout}" for _, case, layout in plan if layout != "homogeneous"]
     return tally.outcome(
         "\n".join(
             [
-                f"{len(_RULE_CASES)} fixed-draft cases alone, the first also in {' and '.join(layouts[1:])} batches, "
+                f"{len(_RULE_CASES)} fixed-draft cases alone, {', '.join(batched)} in batches, "
                 f"{total} trials in all (sized for TV {target.deviation} at power {target.power}, at most {ctx.trials} "
                 f"per case); smallest p {worst_p:.3g} at α_test {alpha_test:.2g}; {len(uncounted)} tests not counted",
                 *uncounted,
