@@ -18,7 +18,7 @@ class OracleEngine:
     """The executable oracle itself: every check must pass against it."""
 
     name = "oracle"
-    version = "spec-0.2"
+    version = "spec-0.3"
     device = f"cpu ({platform.machine()})"
     # The oracle samples one request at a time in plain Python, so the trials TV 0.03 needs would keep it busy for
     # far longer than every other engine's checks together: its statistical checks default to TV 0.05.
