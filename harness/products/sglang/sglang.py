@@ -332,12 +332,12 @@ class SglangEngine:
     def _top_k_renorm(self, temperatures: list):
         """SGLang's top-k renormalisation where this release keeps it (releases.yaml's ``top_k_renorm_prob``);
         ``OutsideContract`` where it has no kernel on this platform (none on a CPU; FlashInfer's on CUDA)."""
-        try:
-            renorm = self.release.load("top_k_renorm_prob")
-        except releases.UntaughtRelease as exc:
-            renorm, why = None, f" ({exc})"
-        else:
-            why = ""
+        renorm, why = None, f" (renorm.py resolves none for platform {self.platform.name})"
+        if self.platform.name == "cuda":  # renorm.py resolves by this process's platform: FlashInfer's on CUDA
+            try:
+                renorm, why = self.release.load("top_k_renorm_prob"), ""
+            except releases.UntaughtRelease as exc:
+                why = f" ({exc})"
         if renorm is None:
             raise OutsideContract(
                 f"temperature is {temperatures}: a batch mixing greedy and sampled requests needs SGLang's top-k "
