@@ -5,7 +5,8 @@
 #   bash scripts/stage-peers.sh DIR                             (where pip reaches a registry)
 #   PEERS_DIR=DIR OUT=results bash scripts/judge-sglang-gpu.sh   (on the GPU machine, repository root)
 # DIR/wheels may hold the harness's own wheels; a project there that DIR/sglang-wheels holds too (vLLM's apache-tvm-ffi,
-# msgspec, ...) is taken from the latter. Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/.
+# msgspec, ...) is taken from the latter. Writes $OUT/sglang-0.5.23.log and reports/engines/sglang-0.5.23/<run>/ (with
+# PROVE_XPU=1, also $OUT/sglang-0.5.23-xpu-prove.log: the sglang-xpu vector proofs left to a GPU).
 set -uo pipefail
 shopt -s nullglob
 site=$(mktemp -d)
@@ -86,4 +87,15 @@ timeout "${RUN_LIMIT_S:-400}" python3 -m specconform.harness.cli run --engine sp
 status=$?
 echo "sglang-0.5.23 exit $status" | tee -a "$out/gpu.txt"
 tail -5 "$out/sglang-0.5.23.log"
+# PROVE_XPU=1: the XPU platform's three vector proofs (harness/products/sglang-xpu/expectations-0.5.23.yaml). Each re-runs
+# a whole vector; patched, its cases take the chain sampler, too slow under the CPU's interpreter. make_xpu runs XPU's
+# Triton kernels on this GPU. Each line of $out/sglang-0.5.23-xpu-prove.log says PROVEN or NOT PROVEN.
+if [[ -n "${PROVE_XPU:-}" ]]; then
+  for entry in vectors/rejection/residual vectors/rejection/draft-with-zero-target vectors/rejection/one-hot; do
+    timeout "${PROVE_LIMIT_S:-300}" python3 -m specconform.harness.cli prove \
+      harness/products/sglang-xpu/expectations-0.5.23.yaml --engine specconform.harness.adapters.sglang:make_xpu \
+      --entry "$entry" >> "$out/sglang-0.5.23-xpu-prove.log" 2>&1 || status=1
+  done
+  grep -E "PROVEN|proven" "$out/sglang-0.5.23-xpu-prove.log"
+fi
 exit $status

@@ -113,7 +113,8 @@ def test_sglang_budget_a_is_never_handed_drafts_or_longer_markers(sglang_engine)
 
 
 def test_sglang_greedy_verification_matches_the_oracle(sglang_engine):
-    """An all-greedy batch goes through SGLang's verify_tree_greedy (RS-GREEDY-1..3, ragged K): the oracle's tokens."""
+    """An all-greedy batch goes through SGLang's verify_tree_greedy on CUDA (RS-GREEDY-1..3, ragged K): the oracle's
+    tokens on a GPU; refused without one."""
     rng = np.random.default_rng(5)
     num_draft_tokens = [2, 3, 2, 1]
     logits = rng.normal(size=(sum(num_draft_tokens) + len(num_draft_tokens), 11))
@@ -124,6 +125,10 @@ def test_sglang_greedy_verification_matches_the_oracle(sglang_engine):
     drafts = [3, (argmax[1] + 1) % 11, *argmax[rows[1] : rows[1] + 3], argmax[rows[2]], (argmax[rows[2] + 1] + 2) % 11]
     drafts.append((argmax[rows[3]] + 1) % 11)
     case = rs.RejectionCase(logits, [int(d) for d in drafts], num_draft_tokens, [0.0] * 4)
+    if sglang_engine.device.type == "cpu":  # CUDA's greedy kernel is JIT CUDA: refused, no other kernel substituted
+        with pytest.raises(OutsideContract, match="needs a GPU"):
+            sglang_engine.rejection_sample(case)
+        return  # the XPU path's greedy kernel runs here: tests/harness/test_sglang_dispatch.py
     tokens, emitted = sglang_engine.rejection_sample(case)
     expected, expected_emitted, _ = rs.sample_case(case)
     assert tokens.tolist() == expected.tolist()
@@ -161,7 +166,12 @@ def test_sglang_seeded_request_does_not_depend_on_its_batch(sglang_engine):
 def test_sglang_mixed_batch_takes_the_sampling_path(sglang_engine):
     """A batch mixing greedy and sampled requests is not all-greedy, so SGLang samples it with the greedy request at
     top-k 1; without a top-k kernel (a CPU) the case lies outside what can be run, naming the temperatures."""
-    assert sglang_engine.eagle.verify_uses_greedy(True) and not sglang_engine.eagle.verify_uses_greedy(False)
+    from specconform.harness.adapters.sglang_dispatch import uses_greedy
+
+    eagle_utils = sglang_engine.eagle.eagle_utils
+    assert uses_greedy(eagle_utils, sglang_engine.platform, True) and not uses_greedy(
+        eagle_utils, sglang_engine.platform, False
+    )
     logits = np.array([[0.0, 5.0, 0.0], [0.0, 0.0, 5.0], [5.0, 0.0, 0.0], [0.0, 9.0, -9.0]])
     case = rs.RejectionCase(logits, [1, 1], [1, 1], [0.0, 1.0], np.array([[0.1, 0.8, 0.1], [0.2, 0.6, 0.2]]))
     if sglang_engine.device.type == "cpu":  # no taught release has a top-k kernel on a CPU

@@ -1,8 +1,8 @@
 """SGLang 0.5.23's idiom for budget A: its ``ThinkingBudgetLogitProcessor`` called as its sampler calls it.
 
-The driver is ``harness/products/sglang/sglang.py``'s ``SglangBudget`` inlined, with plain dicts for the batch updates:
-one processor subclass carrying the case's marker ids (its newline id set to the end marker's, so it forces the end
-marker alone), called each step on one zero logits row per slot with ``custom_param_list[i] = {"thinking_budget":
+The driver is ``harness/products/sglang/sglang_budget.py``'s ``SglangBudget`` inlined, with plain dicts for the batch
+updates: one processor subclass carrying the case's marker ids (its newline id set to the end marker's, so it forces the
+end marker alone), called each step on one zero logits row per slot with ``custom_param_list[i] = {"thinking_budget":
 budget, "__req__": req}``, ``req`` holding the prompt (``origin_input_ids``) and the committed tokens (``output_ids``);
 a row left ``-inf`` but for one ``0`` is forced to that id. SGLang's package root is stood in for (a ``sys.modules``
 entry whose ``__path__`` is the installed folder), as the adapter does, so ``sglang/__init__.py`` and its server imports

@@ -23,19 +23,22 @@ pieces are driven as its own callers drive them:
   verification (``srt/speculative/eagle_utils.py``) never call it (SGLang issues 21724 and 26330). So the profile
   claims no budget class under speculative decoding (``tb.spec-decode`` and every family with drafts), and a step
   with drafts lies outside what the processor is ever handed (``OutsideContract``, NOT_APPLICABLE, saying so).
-- **Verification**, dispatched as ``eagle_utils.eagle_sample`` dispatches it on a CUDA GPU with
-  ``speculative_use_rejection_sampling`` (the dispatch predicate and the seeded coins are ``eagle_utils``'s own:
-  ``specconform.harness.adapters.sglang_eagle``). Each request's sampling parameters are SGLang's ``SamplingParams`` for
-  the case's temperature and seed (temperature 0 becomes temperature 1 with top-k 1). SGLang verifies one draft length
-  per batch, so a case's requests are verified in groups of equal ``K``, each laid out as a chain: candidates ``[b, K +
-  1]`` with slot 0 the last verified token and the drafts after it, ``retrieve_index`` the rows in order,
-  ``retrieve_next_token`` the next slot, no siblings.
+- **Verification**, dispatched as ``eagle_utils.eagle_sample`` dispatches it on the engine's platform with
+  ``speculative_use_rejection_sampling`` (``specconform.harness.adapters.sglang_dispatch``: SGLang's own predicate and
+  greedy branch pick the path; the seeded coins are ``eagle_utils``'s: ``specconform.harness.adapters.sglang_eagle``).
+  ``make`` judges the CUDA platform (``sglang-<release>``), ``make_xpu`` the XPU one (``sglang-<release>-xpu``), and
+  ``make_cpu`` is refused (its greedy kernel is an ``sgl_kernel`` CPU op no package ships). The engine's version line,
+  which every result line carries, names the path each batch reaches. Each request's sampling parameters are SGLang's
+  ``SamplingParams`` for the case's temperature and seed (temperature 0 becomes temperature 1 with top-k 1). SGLang
+  verifies one draft length per batch, so a case's requests are verified in groups of equal ``K``, each laid out as a
+  chain: candidates ``[b, K + 1]`` with slot 0 the last verified token and the drafts after it, ``retrieve_index`` the
+  rows in order, ``retrieve_next_token`` the next slot, no siblings.
 
-  - A group whose requests are all greedy (``SamplingBatchInfo.is_all_greedy``, where ``_verify_uses_greedy`` says
-    so) is verified by ``kernels/ops/speculative/spec_tree.py``: ``target_predict`` is the argmax of each row
-    (``torch.argmax``, as ``eagle_sample`` computes it), handed to the JIT CUDA ``verify_tree_greedy`` through
-    ``verify_tree_greedy_func`` on a GPU and to the Triton ``verify_tree_greedy_triton`` (SGLang's XPU path) on a
-    CPU (both in ``eagle_utils`` before 0.5.23).
+  - A group ``_verify_uses_greedy`` sends greedy (on CUDA an all-greedy one, ``SamplingBatchInfo.is_all_greedy``;
+    on XPU every one) is verified by ``verify_tree_greedy_func`` (``kernels/ops/speculative/spec_tree.py``; in
+    ``eagle_utils`` before 0.5.23) over ``target_predict``, the argmax of each row (``torch.argmax``, as
+    ``eagle_sample`` computes it). Its branch reaches the JIT CUDA ``verify_tree_greedy`` on CUDA (refused without a
+    GPU: ``OutsideContract``) and the Triton ``verify_tree_greedy_triton`` on XPU.
   - Any other group goes to ``kernels/ops/speculative/reject_sampling.py`` ``chain_speculative_sampling_triton``:
     target probabilities from SGLang's ``kernels/ops/sampling`` ``softmax`` with one temperature per row, then, where
     a request has a top-k (a greedy request of a mixed batch), SGLang's ``top_k_renorm_prob``
@@ -74,6 +77,8 @@ from specconform.specs.interface import RejectionCase
 from ..contract import OutsideContract
 from ..core import UsageError
 from ..products import registry, releases
+from . import sglang_dispatch
+from .sglang_budget import SglangBudget
 from .sglang_eagle import EagleVerifyHelpers, import_eagle_utils
 
 # what its modules import beyond torch, Triton and transformers, installed without their dependencies (SGLang pins
@@ -141,24 +146,46 @@ def load_release(version: str) -> tuple[releases.Release, types.SimpleNamespace]
     return release, loaded
 
 
+# each factory: the platform it judges and the product whose profile it is judged under
+FACTORIES = {"make": ("cuda", PRODUCT), "make_xpu": ("xpu", "sglang-xpu"), "make_cpu": ("cpu", PRODUCT)}
+
+
 def make():
-    return SglangEngine()
+    return SglangEngine("make")
+
+
+def make_xpu():
+    return SglangEngine("make_xpu")
+
+
+def make_cpu():
+    """Refused: SGLang's CPU platform verifies through ``sgl_kernel``'s CPU op, which no package ships."""
+    return SglangEngine("make_cpu")
 
 
 class SglangEngine:
-    def __init__(self):
+    def __init__(self, factory: str = "make"):
         import torch
 
+        name, product = FACTORIES[factory]
+        self.platform = sglang_dispatch.platform(name)  # refuses a platform that cannot run here, before any import
         self.torch = torch
         installed = import_sglang()
         self.release, self.sglang = load_release(installed)
-        self.name = self.release.name_of("make")
+        try:
+            self.name = self.release.name_of(factory)
+        except releases.UntaughtRelease as exc:
+            raise UsageError(f"platform {name}: {exc}") from None
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.eagle = EagleVerifyHelpers(torch, self.device)
         where = torch.cuda.get_device_name() if self.device.type == "cuda" else "cpu (Triton interpreter)"
-        self.version = f"sglang-{installed} torch-{torch.__version__} {where}"
-        # with its reasons: harness/products/sglang/profile.yaml, named for this release
-        self.profile = self.release.profile("make", registry.product(PRODUCT).profile_path)
+        dispatch = sglang_dispatch.describe(self.eagle.eagle_utils, self.platform)
+        self.version = f"sglang-{installed} torch-{torch.__version__} {where}; {dispatch}"
+        # with its reasons: harness/products/<product>/profile.yaml, named for this release
+        profile_path = registry.product(product).profile_path
+        if profile_path is None:
+            raise UsageError(f"product {product!r} names no profile file, and {factory} is judged under its profile")
+        self.profile = self.release.profile(factory, profile_path)
 
     # -- verification ---------------------------------------------------------------------------
 
@@ -196,7 +223,8 @@ class SglangEngine:
                 continue
             draft_ids = np.stack([case.draft_token_ids[drafts[i] : drafts[i + 1]] for i in requests])
             layout = self._chain_layout(draft_ids)
-            if self.eagle.verify_uses_greedy(all(p.top_k <= 1 for p in group)):  # SamplingBatchInfo.is_all_greedy
+            all_greedy = all(p.top_k <= 1 for p in group)  # SamplingBatchInfo.is_all_greedy
+            if sglang_dispatch.uses_greedy(self.eagle.eagle_utils, self.platform, all_greedy):
                 self._verify_greedy(logits, layout)
             else:
                 self._verify_sampled(case, requests, group, logits, layout)
@@ -232,14 +260,14 @@ class SglangEngine:
         }
 
     def _verify_greedy(self, logits, layout: dict) -> None:
-        """``eagle_sample``'s greedy branch: ``target_predict`` the argmax of each row of ``logits [b * (K + 1), V]``,
-        verified by the JIT CUDA ``verify_tree_greedy`` on a GPU (``verify_tree_greedy_func``) and by the Triton
-        ``verify_tree_greedy_triton`` (SGLang's XPU path) on a CPU."""
+        """``eagle_sample``'s greedy branch: ``target_predict`` the argmax of each row of ``logits [b * (K + 1), V]``
+        float32, verified by ``verify_tree_greedy_func`` as on the engine's platform (``sglang_dispatch``)."""
         b = layout["candidates"].shape[0]
         target_predict = self.torch.argmax(logits, dim=-1).reshape(b, -1)
-        sg = self.sglang
-        verify = sg.verify_tree_greedy_func if self.device.type == "cuda" else sg.verify_tree_greedy_triton
-        verify(
+        sglang_dispatch.verify_greedy(
+            self.sglang.verify_tree_greedy_func,
+            self.platform,
+            on_gpu=self.device.type == "cuda",
             predicts=layout["predicts"],
             accept_index=layout["accept_index"],
             accept_token_num=layout["accept_token_num"],
@@ -308,12 +336,12 @@ class SglangEngine:
     def _top_k_renorm(self, temperatures: list):
         """SGLang's top-k renormalisation where this release keeps it (releases.yaml's ``top_k_renorm_prob``);
         ``OutsideContract`` where it has no kernel on this platform (none on a CPU; FlashInfer's on CUDA)."""
-        try:
-            renorm = self.release.load("top_k_renorm_prob")
-        except releases.UntaughtRelease as exc:
-            renorm, why = None, f" ({exc})"
-        else:
-            why = ""
+        renorm, why = None, f" (renorm.py resolves none for platform {self.platform.name})"
+        if self.platform.name == "cuda":  # renorm.py resolves by this process's platform: FlashInfer's on CUDA
+            try:
+                renorm, why = self.release.load("top_k_renorm_prob"), ""
+            except releases.UntaughtRelease as exc:
+                why = f" ({exc})"
         if renorm is None:
             raise OutsideContract(
                 f"temperature is {temperatures}: a batch mixing greedy and sampled requests needs SGLang's top-k "
@@ -335,76 +363,3 @@ class SglangEngine:
 
     def budget_state(self, start, end, max_num_reqs, scope="section", max_spec_len=0):
         return SglangBudget(self, list(start), list(end), max_num_reqs)
-
-
-class SglangBudget:
-    """Budget A over ``max_num_reqs`` slots: SGLang's ``ThinkingBudgetLogitProcessor`` called per step."""
-
-    def __init__(self, engine: SglangEngine, start, end, max_num_reqs):
-        for field, marker in (("start_token_ids", start), ("end_token_ids", end)):
-            if len(marker) != 1:
-                raise OutsideContract(
-                    f"{field} is {marker}: SGLang's ThinkingBudgetLogitProcessor holds one token id per marker "
-                    "(THINKING_START_TOKEN_ID, THINKING_END_TOKEN_ID), so no longer marker ever reaches it"
-                )
-        base = engine.sglang.ThinkingBudgetLogitProcessor
-        self.processor = type(
-            "CaseThinkingBudgetLogitProcessor",
-            (base,),
-            {"THINKING_START_TOKEN_ID": start[0], "THINKING_END_TOKEN_ID": end[0], "NEW_LINE_TOKEN_ID": end[0]},
-        )()
-        self.engine = engine
-        self.vocab = max(start + end) + 1
-        self.slots: dict[int, tuple[types.SimpleNamespace, object]] = {}  # slot -> (req, thinking_budget)
-        self.batch_size = 0
-
-    def sync_batch(self, update):
-        if update is None:
-            return
-        for index in update.removed:
-            self.slots.pop(index, None)
-        for added in update.added:
-            req = types.SimpleNamespace(origin_input_ids=list(added.prompt_token_ids), output_ids=[])
-            self.slots[added.index] = (req, added.budget)
-        for src, dst, kind in update.moved:
-            if getattr(kind, "name", kind) == "SWAP":
-                self.slots[src], self.slots[dst] = self.slots.get(dst), self.slots.get(src)
-            else:
-                self.slots[dst] = self.slots.pop(src, None)
-        self.batch_size = update.batch_size
-
-    def _apply(self, logits):
-        """The processor on ``logits [batch_size, V]`` (one row per slot), as ``Sampler`` applies it."""
-        params = []
-        for slot in range(len(logits)):
-            held = self.slots.get(slot)
-            params.append(None if held is None else {"thinking_budget": held[1], "__req__": held[0]})
-        return self.processor(logits, params)
-
-    def _check_no_drafts(self, num_draft_tokens):
-        if num_draft_tokens is not None and any(int(k) for k in num_draft_tokens):
-            raise OutsideContract(
-                f"num_draft_tokens is {list(num_draft_tokens)}: SGLang applies budget A outside verification only "
-                "(EAGLE and n-gram verification, srt/speculative/eagle_utils.py, never call the custom logit processor)"
-            )
-
-    def forced_tokens(self, num_draft_tokens=None, draft_token_ids=None):
-        torch = self.engine.torch
-        self._check_no_drafts(num_draft_tokens)
-        out = self._apply(torch.zeros(self.batch_size, self.vocab))
-        finite = torch.isfinite(out)
-        forced = (finite.sum(dim=1) == 1) & (out.max(dim=1).values == 0)
-        return torch.where(forced, finite.to(torch.int64).argmax(dim=1), -1).tolist()
-
-    def update_state(self, rows):
-        for slot, row in enumerate(rows):
-            if slot in self.slots and self.slots[slot] is not None:
-                for token in row:
-                    if token == -1:
-                        break
-                    self.slots[slot][0].output_ids.append(int(token))
-
-    def apply_to_logits(self, logits, num_draft_tokens=None, draft_token_ids=None):
-        self._check_no_drafts(num_draft_tokens)
-        tensor = self.engine.torch.tensor(np.asarray(logits), dtype=self.engine.torch.float32)
-        return self._apply(tensor).numpy()

@@ -4,9 +4,7 @@
 Two of its functions decide what the verifier is handed, and the adapter calls them rather than repeating them:
 
 - ``_verify_uses_greedy`` (l.485-500): whether a verify batch commits argmax (``verify_tree_greedy``) instead of
-  sampling. It is called with the platform flags ``eagle_utils`` computed for this process (on this project's CPU and
-  on a CUDA GPU all false, so only an all-greedy batch goes greedy) and ``use_rejection_sampling=True``, the server
-  option that selects the Triton chain sampler.
+  sampling, called with the judged platform's flags by ``specconform.harness.adapters.sglang_dispatch``.
 - ``_seeded_verify_coins`` (l.417-455): a seeded request's coins (``--enable-deterministic-inference``), SGLang's
   ``murmur_hash32(seed, seq_lens, column)`` of ``kernels/ops/sampling/murmur_hash.py`` mapped to ``[0, 1)``: column
   ``j`` is the coin of draft ``j + 1`` and column ``draft_token_num`` the final-sampling coin. On a GPU
@@ -75,26 +73,13 @@ def import_eagle_utils() -> types.ModuleType:
 
 
 class EagleVerifyHelpers:
-    """``eagle_utils``'s dispatch predicate and seeded coins, on ``device``."""
+    """``eagle_utils`` and its seeded coins, on ``device``."""
 
     def __init__(self, torch, device):
         self.torch = torch
         self.device = device
         self.eagle_utils = import_eagle_utils()
         self.murmur = importlib.import_module("sglang.kernels.ops.sampling.murmur_hash")
-
-    def verify_uses_greedy(self, is_all_greedy: bool) -> bool:
-        """SGLang's ``_verify_uses_greedy`` for a batch, on this process's platform, with rejection sampling on."""
-        eu = self.eagle_utils
-        return bool(
-            eu._verify_uses_greedy(
-                is_all_greedy=is_all_greedy,
-                is_cpu=eu._is_cpu,
-                is_hip=eu._is_hip,
-                is_xpu=eu._is_xpu,
-                use_rejection_sampling=True,
-            )
-        )
 
     def seeded_coins(self, seeds, seq_lens, draft_token_num: int):
         """SGLang's ``_seeded_verify_coins``: ``(coins [b, draft_token_num] float32, final [b] float32)`` for
