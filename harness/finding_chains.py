@@ -6,10 +6,11 @@ the sampler made it deviate is not in the counts. Left alone, one defect of a sa
 moves: the acceptance rate (RS-PROB-1), the token on rejection (RS-PROB-2), the distribution of every position
 (RS-PROB-5), the accepted length (RS-PROB-6). So, per engine:
 
-- A finding any of whose failures is statistical is merged into the finding of a lower requirement, where one that
-  its own builds on (``requirement_order.below``) failed too: the higher requirement cannot be certified while one it
-  assumes fails. Of several such lower findings it joins the lowest (``requirement_order.sort_key``); each finding
-  joins at most one, so a higher finding never joins two unrelated lower ones into one.
+- Of two findings at least one of which a statistical test saw, the one whose requirement builds on the other's
+  (``requirement_order.below``) is merged into the other: the higher requirement cannot be told apart from the lower
+  one it assumes while that one fails. Of several such lower findings it joins the lowest
+  (``requirement_order.sort_key``); each finding joins at most one, so a higher finding never joins two unrelated
+  lower ones into one.
 - Two exact findings are never merged by this rule: their minimal cases already told them apart (RUN-FINDING-1).
 - A golden vector's emitted-row test judges every requirement the vector lists at once (the acceptance and the
   token on rejection of one row), so a finding that only such tests saw names none of them: it joins the finding of
