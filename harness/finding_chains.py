@@ -115,7 +115,17 @@ def merge(found: list[Finding]) -> list[Finding]:
     for finding in found:
         if id(finding) in into:
             _absorb(_root(finding, into), finding)
-    return [f for f in found if id(f) not in into]
+    kept = [f for f in found if id(f) not in into]
+    for finding in kept:  # shown first: a failure of its own requirement by a test that singles it out
+        finding.records.sort(key=lambda sighting: _shown_after(finding, *sighting))
+    return kept
+
+
+def _shown_after(finding: Finding, record, rid: str) -> tuple[bool, bool]:
+    """Sort key of a sighting: those of the finding's own requirement first, then those a test of that requirement
+    alone saw (not a golden vector's emitted row)."""
+    mode = record.results[rid].fingerprint.partition("/")[2]
+    return rid != requirement_of(finding), mode in JOINT_MODES
 
 
 def _root(finding: Finding, into: dict[int, Finding]) -> Finding:
