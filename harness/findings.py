@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import requirement_order, spec
+from . import finding_chains, requirement_order, spec
 from .core import BLOCKED, ERROR, FAIL, NOT_APPLICABLE, NOT_CLAIMED, NOT_RUN, PASS, PRECONDITION_FAILED, TIMEOUT
 from .schemas import RequirementRecord, RunRecord
 
@@ -171,7 +171,8 @@ def findings(records: list[RunRecord]) -> list[Finding]:
         if names[(finding.engine, finding.name)] > 1 and finding.defect.endswith(".diff"):
             finding.name += f" [{Path(finding.defect).stem}]"
     return sorted(
-        found.values(), key=lambda f: (f.expected, f.engine, requirement_order.sort_key(f.requirement), f.name)
+        finding_chains.merge(list(found.values())),
+        key=lambda f: (f.expected, f.engine, requirement_order.sort_key(f.requirement), f.name),
     )
 
 

@@ -92,22 +92,39 @@ MUTANTS = (
         "draft-probs-ignored",
         MUTANT_REQUIREMENTS["ignore-draft-probs"],
         "draft probabilities are dropped: sampled drafts are verified as one-hot",
+        found_under="RS-PROB-1",
+        found_under_because="verified as one-hot, a draft is accepted with probability p(d), not min(1, p(d) / q(d)): "
+        "the fixed-draft acceptance rate deviates (RS-PROB-1), and the accepted length (RS-PROB-6), which assumes the "
+        "acceptance rule, is the same statistical finding (RUN-FINDING-2)",
     ),
     Mutant(
         "always-accept",
         MUTANT_REQUIREMENTS["always-accept"],
         "every draft is accepted (transformers issue 28508)",
         shipped=("transformers 28508",),
+        found_under="RS-PROB-1",
+        found_under_because="accepting every draft is the acceptance rule broken: the fixed-draft acceptance rate is "
+        "1 (RS-PROB-1), and the distributions that assume the rule (RS-PROB-5) are the same statistical finding "
+        "(RUN-FINDING-2)",
     ),
     Mutant(
         "recover-from-p",
         MUTANT_REQUIREMENTS["recover-from-p"],
         "the recovered token is sampled from p instead of the residual",
+        found_under="RS-PROB-2",
+        found_under_because="the token on rejection is a sample of p, not of the residual: the fixed-draft rejection "
+        "token deviates (RS-PROB-2) while the acceptance rate holds, and the distributions that assume the rule "
+        "(RS-PROB-5) are the same statistical finding (RUN-FINDING-2)",
     ),
     Mutant(
         "acceptance-draw-reused",
         MUTANT_REQUIREMENTS["reuse-acceptance-draw"],
         "the uniform that rejected the draft also samples the recovered token",
+        found_under="RS-PROB-2",
+        found_under_because="a uniform that rejected lies above the acceptance ratio, so the token it samples on "
+        "rejection is no sample of the residual: the fixed-draft rejection token deviates (RS-PROB-2) while the "
+        "acceptance rate holds; the distributions that assume the rule (RS-PROB-5) are the same statistical "
+        "finding (RUN-FINDING-2)",
     ),
     Mutant(
         "recovered-id-equals-v",
@@ -303,6 +320,10 @@ MUTANTS = (
         "a sampled request's draft row j is verified against the logits of row j + 1, one slice late "
         "(TensorRT-LLM PR 15098: dynamic-tree rejection sampling read the wrong logits slice)",
         shipped=("TensorRT-LLM 15098",),
+        found_under="RS-PROB-3",
+        found_under_because="row j + 1's residual can hold a token that row j's target forbids: a minimal case of "
+        "two rows emits a token with p = 0 exactly (RS-PROB-3), which the distribution tests assume before they "
+        "count rows as samples; RS-PROB-5's deviations are the same statistical finding (RUN-FINDING-2)",
     ),
     Mutant(
         "logit-edits-dropped",
