@@ -44,7 +44,7 @@ source_wheel() {
 # lmdeploy's verifiers at the releases its adapter is taught (specconform.harness.adapters.lmdeploy): their Python files
 # only; the adapter stands in for the package root, so neither the compiled TurboMind extension nor the serving
 # dependencies are needed
-for v in 0.16.0 0.17.0 0.18.0; do
+for v in 0.15.0 0.16.0 0.17.0 0.18.0; do
   source_wheel "lmdeploy==$v"
   mkdir -p "$work/lmdeploy-$v"
   (cd "$work/lmdeploy-$v" && python3 -m zipfile -e "$work"/lmdeploy-"$v"-*.whl . \

@@ -161,13 +161,15 @@ def _joined(earlier: Row, later: Row) -> Row:
 
 
 def summary_line(item: History) -> str:
-    """The series' history in one line: what was fixed and regressed in which release, and what stands."""
+    """The series' history in one line: what was fixed and regressed in which release, and what stands. A finding
+    fixed later names the release it was first seen in even where that is the first judged, so the line alone says
+    which releases carry it."""
     versions = item.versions
     if len(versions) == 1:
         return f"one release judged ({versions[0]}): no history yet"
     parts = []
     for lineage in item.lineages:
-        said = [f"first seen in {lineage.first_seen}"] if lineage.first_seen != versions[0] else []
+        said = [f"first seen in {lineage.first_seen}"] if lineage.first_seen != versions[0] or lineage.fixed_in else []
         said += [f"fixed in {v}" for v in lineage.fixed_in] + [f"seen again in {v}" for v in lineage.seen_again_in]
         if lineage.open:
             said.append(f"stands in {versions[-1]}" + ("" if said else f" (seen since {lineage.first_seen})"))

@@ -1,6 +1,6 @@
-"""lmdeploy's releases (``harness/products/lmdeploy/releases.yaml``, issue 40): one adapter judges 0.16.0 to 0.18.0,
-refuses any other release naming those, and hands 0.16.0's sampler the draft rows' inputs as its ``spec_agent.py``
-slices them. Nothing here imports lmdeploy."""
+"""lmdeploy's releases (``harness/products/lmdeploy/releases.yaml``, issue 40): one adapter judges 0.15.0 to 0.18.0,
+refuses any other release naming those, and hands the sampler of 0.15.0 and 0.16.0 the draft rows' inputs as their
+``spec_agent.py`` slices them. Nothing here imports lmdeploy."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_lmdeploys_file_fits_its_schema_and_names_files_that_exist():
         assert load_expectations(LMDEPLOY_RELEASES.parent / r.expectations)  # checks each proof's files too
 
 
-@pytest.mark.parametrize("version", ["0.15.0", "0.19.0", "0.17", "0.18.1"])
+@pytest.mark.parametrize("version", ["0.14.0", "0.19.0", "0.17", "0.18.1"])
 def test_the_adapter_refuses_a_release_it_was_not_taught_naming_those_it_was(version):
     with pytest.raises(UsageError) as refused:
         lmdeploy.release_of(version, "make")
@@ -37,7 +37,7 @@ def test_the_adapter_refuses_a_release_it_was_not_taught_naming_those_it_was(ver
     assert all(v in message for v in taught), message
 
 
-@pytest.mark.parametrize("version", ["0.16.0", "0.17.0", "0.18.0"])
+@pytest.mark.parametrize("version", ["0.15.0", "0.16.0", "0.17.0", "0.18.0"])
 def test_each_taught_release_is_judged_under_its_own_name_with_its_expectations(version):
     release, name = lmdeploy.release_of(version, "make")
     assert name == f"lmdeploy-{version}"
@@ -46,8 +46,9 @@ def test_each_taught_release_is_judged_under_its_own_name_with_its_expectations(
     assert yaml.safe_load(release.expectations_path.read_text())["engine"] == name
 
 
-def test_the_sampler_before_0_17_takes_the_bonus_token_and_the_draft_rows():
-    old, _ = lmdeploy.release_of("0.16.0", "make")
+@pytest.mark.parametrize("version", ["0.15.0", "0.16.0"])
+def test_the_sampler_before_0_17_takes_the_bonus_token_and_the_draft_rows(version):
+    old, _ = lmdeploy.release_of(version, "make")
     new, _ = lmdeploy.release_of("0.17.0", "make")
     assert "bonus_token_ids" in old.signatures["RejectionSampler.forward"]
     assert "expanded_sampling_inputs" in new.signatures["RejectionSampler.forward"]

@@ -92,6 +92,8 @@ def test_history_follows_each_finding_by_its_fingerprints_and_flags_regressions(
     md = (published / "reports/matrix/matrix.md").read_text()
     (line,) = [x for x in md.splitlines() if x.startswith("- **toy**")]
     assert "regressed in 0.10.0: TB-FORCE-2 (PASS in 0.9.0)" in line and "fixed in 0.10.0, seen again in 0.11.0" in line
+    # sighted in the first release judged and fixed later: the line names where it was first seen
+    assert f"{rng.name}: first seen in 0.9.0, fixed in 0.11.0" in line
     assert "one release judged (2.0): no history yet" in md
 
 

@@ -1,5 +1,5 @@
 """Kernel-level adapter for lmdeploy's speculative verifiers (``specconform.harness.adapters.lmdeploy:make``), one
-adapter for the releases ``harness/products/lmdeploy/releases.yaml`` teaches it (0.16.0 to 0.18.0): per release, where
+adapter for the releases ``harness/products/lmdeploy/releases.yaml`` teaches it (0.15.0 to 0.18.0): per release, where
 it finds what it drives, the signature of ``RejectionSampler.forward`` and the name each factory is judged as. Any
 other release is refused with a ``UsageError`` naming those.
 
@@ -7,9 +7,9 @@ From 0.17.0 ``make`` is judged as ``lmdeploy-<version>``: the pure-torch ``Defau
 ``pytorch/backends/default/rejection_sampling.py``, which lmdeploy's dlinfer backends inherit. ``make_triton`` is
 judged as ``lmdeploy-<version>-triton``: ``CudaRejectionSamplingImpl``, the Triton kernels of
 ``pytorch/kernels/cuda/rejection_sampling.py`` that its CUDA backend builds; on a CPU they run under Triton's
-interpreter. 0.16.0 has one verifier, the Triton kernels of ``spec_decode/reject_sampler.py``, and its
-``spec_agent.py`` draws the bonus token before verification (``rows_of``). Each is driven as lmdeploy's PyTorch
-engine drives it (``pytorch/spec_decode/spec_agent.py``):
+interpreter. 0.15.0 and 0.16.0 have one verifier, the Triton kernels of ``spec_decode/reject_sampler.py`` (the same
+file in both), and their ``spec_agent.py`` draws the bonus token before verification (``rows_of``). Each is driven
+as lmdeploy's PyTorch engine drives it (``pytorch/spec_decode/spec_agent.py``):
 
 - sampling inputs come from lmdeploy's own ``ARSamplingStrategy.make_sampling_inputs`` over one stand-in
   sequence per request: a temperature of 0 becomes ``top_k = 1`` as ``SamplingParam.from_gen_config`` makes it
