@@ -1,0 +1,69 @@
+"""vLLM's legacy runner across releases (``harness/products/vllm-v1/releases.yaml``, issue 40): one adapter judges
+0.30.0 to 0.33.0, each under its own name and expectations, and refuses any other release naming those it judges.
+Nothing here imports vLLM; tests/harness/test_vllm_adapters.py drives the installed release."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from specconform.harness import products
+from specconform.harness.adapters import vllm as vllm_v1
+from specconform.harness.core import UsageError
+from specconform.harness.expectations import load_expectations
+from specconform.harness.products import releases
+
+V1_RELEASES = products.registry.FOLDER / "vllm-v1" / "releases.yaml"
+
+
+def _taught() -> list[str]:
+    return [v for r in yaml.safe_load(V1_RELEASES.read_text())["ranges"] for v in r["versions"]]
+
+
+def test_the_file_fits_its_schema_and_names_expectations_that_exist():
+    for r in releases.read(V1_RELEASES).ranges:
+        assert (V1_RELEASES.parent / r.expectations).is_file(), r.expectations
+        assert load_expectations(V1_RELEASES.parent / r.expectations)  # checks each proof's files too
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.1", "0.32", "1.0.0"])
+def test_the_adapter_refuses_a_release_it_was_not_taught_naming_those_it_was(version):
+    with pytest.raises(UsageError) as refused:
+        vllm_v1.release_of(version)
+    message = str(refused.value)
+    assert f"not taught vllm {version};" in message
+    assert all(v in message for v in _taught()), message
+    assert "releases.yaml" in message
+
+
+@pytest.mark.parametrize(
+    ("version", "name", "expectations"),
+    [
+        ("0.30.0", "vllm-0.30-v1", "expectations-0.30.yaml"),
+        ("0.31.0", "vllm-0.31-v1", "expectations-0.31-0.32.yaml"),
+        ("0.32.0", "vllm-0.32-v1", "expectations-0.31-0.32.yaml"),
+        ("0.33.0", "vllm-0.33-v1", "expectations-0.33.yaml"),
+    ],
+)
+def test_each_taught_release_is_judged_under_its_own_name_and_expectations(version, name, expectations):
+    release = vllm_v1.release_of(version)
+    assert release.name_of(releases.STANDARD) == name
+    assert release.expectations_path.name == expectations
+    profile = release.profile(releases.STANDARD, products.registry.product("vllm-v1").profile_path)
+    shared = products.profile_of("vllm-v1").to_json()
+    assert profile.name == name
+    assert {**profile.to_json(), "name": shared["name"]} == shared  # the claims are the product's, renamed
+
+
+def _identities(path) -> list[tuple]:
+    return [
+        (e["check"], e["requirement"], str(e["fingerprint"]), e["proof"]["patch"], e["proof"]["reproduction"])
+        for e in yaml.safe_load(path.read_text())["expectations"]
+    ]
+
+
+@pytest.mark.parametrize("older", ["expectations-0.30.yaml", "expectations-0.31-0.32.yaml"])
+def test_an_older_range_keeps_each_findings_identity_and_proof(older):
+    """A finding keeps one identity across releases (issue 40): the same check, requirement, fingerprint and proof
+    in every range whose run showed it."""
+    assert _identities(V1_RELEASES.parent / older) == _identities(V1_RELEASES.parent / "expectations-0.33.yaml")
