@@ -1,8 +1,11 @@
 """Kernel-level adapter for vLLM's legacy model runner (``--engine specconform.harness.adapters.vllm:make``).
 
-Judged as ``vllm-0.33-v1``: the path ``VLLM_USE_V2_MODEL_RUNNER=0`` selects in vLLM 0.33 (Model
-Runner V2, the default wherever Triton is available, is ``specconform.harness.adapters.vllm_mrv2``). It drives
-vLLM's own code, translated from the canonical case format; every judged value is vLLM's:
+Judged as ``vllm-<major.minor>-v1``: the path ``VLLM_USE_V2_MODEL_RUNNER=0`` selects, in each release
+``harness/products/vllm-v1/releases.yaml`` teaches it (0.30.0 to 0.33.0; Model Runner V2, the default wherever
+Triton is available, is ``specconform.harness.adapters.vllm_mrv2``). That file names where each release keeps what
+the adapter drives and the parameters it calls them with, checked against the installed code before anything is
+judged; another release is refused, naming those taught. It drives vLLM's own code, translated from the canonical
+case format; every judged value is vLLM's:
 
 - rejection sampling: ``vllm.v1.sample.rejection_sampler.RejectionSampler.forward`` (vLLM's
   ``Sampler`` draws the bonus token, ``apply_sampling_constraints`` applies temperature,
