@@ -4,6 +4,8 @@ Nothing here imports vLLM; tests/harness/test_vllm_adapters.py drives the instal
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -56,14 +58,28 @@ def test_each_taught_release_is_judged_under_its_own_name_and_expectations(versi
 
 
 def _identities(path) -> list[tuple]:
+    """Each entry's check, requirement, fingerprint, minimal case and the name of its proof's patch."""
     return [
-        (e["check"], e["requirement"], str(e["fingerprint"]), e["proof"]["patch"], e["proof"]["reproduction"])
+        (
+            e["check"],
+            e["requirement"],
+            str(e["fingerprint"]),
+            e["proof"]["reproduction"],
+            Path(e["proof"]["patch"]).name,
+        )
         for e in yaml.safe_load(path.read_text())["expectations"]
     ]
 
 
-@pytest.mark.parametrize("older", ["expectations-0.30.yaml", "expectations-0.31-0.32.yaml"])
-def test_an_older_range_keeps_each_findings_identity_and_proof(older):
-    """A finding keeps one identity across releases (issue 40): the same check, requirement, fingerprint and proof
-    in every range whose run showed it."""
+@pytest.mark.parametrize(
+    ("older", "rebased_into"),
+    [("expectations-0.30.yaml", "vllm-0.30-v1"), ("expectations-0.31-0.32.yaml", "vllm-0.31-v1")],
+)
+def test_an_older_range_keeps_each_findings_identity_and_proof(older, rebased_into):
+    """A finding keeps one identity across releases (issue 40): the same check, requirement, fingerprint, minimal case
+    and proof in every range whose run showed it; a patch may be rebased onto the release's lines (its own folder)."""
     assert _identities(V1_RELEASES.parent / older) == _identities(V1_RELEASES.parent / "expectations-0.33.yaml")
+    rebased = [e["proof"]["patch"] for e in yaml.safe_load((V1_RELEASES.parent / older).read_text())["expectations"]]
+    assert {p for p in rebased if not p.startswith("proofs/vllm-0.33-v1/")} == {
+        f"proofs/{rebased_into}/counter-based-draws.diff"
+    }
