@@ -4,6 +4,7 @@ Nothing here imports vLLM; tests/harness/test_vllm_adapters.py drives the instal
 
 from __future__ import annotations
 
+import configparser
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,23 @@ def test_an_older_range_keeps_each_findings_identity_and_proof(older, rebased_in
     assert {p for p in rebased if not p.startswith("proofs/vllm-0.33-v1/")} == {
         f"proofs/{rebased_into}/counter-based-draws.diff"
     }
+
+
+def _tox() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(Path(__file__).resolve().parents[2] / "tox.ini")
+    return parser
+
+
+@pytest.mark.parametrize("version", ["0.30.0", "0.31.0", "0.32.0", "0.33.0"])
+def test_each_taught_release_has_a_tox_env_that_installs_judges_and_proves_it(version):
+    tox = _tox()
+    series = releases.series(version)
+    env = tox[f"testenv:vllm-v1-{series}"]
+    install = env["commands_pre"]
+    if "{[testenv:vllm-v1]commands_pre}" in install:  # the newest release: the legacy runner's own env installs it
+        install = tox["testenv:vllm-v1"]["commands_pre"]
+    assert f"vllm=={version}" in install
+    commands = env["commands"]
+    assert "{[vllm-release]judge_v1}" in commands and f"reports/engines/vllm-{series}-v1-cpu" in commands
+    assert f"prove harness/products/vllm-v1/{vllm_v1.release_of(version).expectations_path.name}" in commands
