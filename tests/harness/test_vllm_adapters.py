@@ -1,6 +1,7 @@
 """vLLM's two model runners through their adapters, against the oracle (skipped without vLLM: ``tox -e vllm-v1`` /
-``tox -e vllm-mrv2`` install 0.33, ``tox -e vllm-mrv2-0.32``, ``tox -e vllm-v1-0.32`` and their siblings another release, which
-each adapter's releases.yaml teaches it; on a CPU they need ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
+``tox -e vllm-mrv2`` install 0.33, ``tox -e vllm-mrv2-0.32``, ``tox -e vllm-v1-0.32`` and their siblings another
+release, which each adapter's releases.yaml teaches it; on a CPU they need ``TRITON_INTERPRET=1`` and
+``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
 
 import dataclasses
 import os
