@@ -181,8 +181,8 @@ def test_a_call_passes_the_declared_parameters_alone_by_name():
 
 
 def test_a_product_without_a_releases_file_is_named():
-    with pytest.raises(ValueError, match="product 'vllm-v1' declares no releases file"):
-        releases.release("vllm-v1", "0.33.0")
+    with pytest.raises(ValueError, match="product 'flashinfer' declares no releases file"):
+        releases.release("flashinfer", "0.7.2")
 
 
 def test_an_import_the_release_lacks_is_refused_naming_where_its_range_put_it():

@@ -1,6 +1,7 @@
 """vLLM's two model runners through their adapters, against the oracle (skipped without vLLM: ``tox -e vllm-v1`` /
-``tox -e vllm-mrv2`` install 0.33, ``tox -e vllm-mrv2-0.32`` and its siblings another release; the legacy runner's tests
-want 0.33; on a CPU they need ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
+``tox -e vllm-mrv2`` install 0.33, ``tox -e vllm-mrv2-0.32``, ``tox -e vllm-v1-0.32`` and their siblings another
+release, which each adapter's releases.yaml teaches it; on a CPU they need ``TRITON_INTERPRET=1`` and
+``CUDA_VISIBLE_DEVICES=`` set before Python starts)."""
 
 import dataclasses
 import os
@@ -178,3 +179,28 @@ def test_mrv2_refuses_a_range_whose_signatures_are_not_the_installed_code(monkey
     monkeypatch.setattr(releases, "release", lambda name, version: dataclasses.replace(declared, version=installed))
     with pytest.raises(UsageError, match=rf"vllm-mrv2 {installed}: {refusal}"):
         vllm_mrv2.make()
+
+
+def test_v1_refuses_a_release_it_was_not_taught(monkeypatch):
+    from specconform.harness.adapters import vllm as vllm_v1
+    from specconform.harness.core import UsageError
+
+    monkeypatch.setattr(vllm, "__version__", "0.29.0")
+    with pytest.raises(UsageError, match=r"not taught vllm 0.29.0; it judges 0.30.0, .*0.33.0"):
+        vllm_v1.make()
+
+
+def test_v1_refuses_a_range_whose_signatures_are_not_the_installed_code(monkeypatch):
+    """The installed release's range declaring another parameter than its holder's update_state takes is refused,
+    naming the method and what it takes, before anything is judged."""
+    from specconform.harness.adapters import vllm as vllm_v1
+    from specconform.harness.core import UsageError
+    from specconform.harness.products import releases
+
+    declared = releases.release("vllm-v1", vllm.__version__)
+    moved = {**declared.signatures, "ThinkingBudgetStateHolder.update_state": ["output_token_ids", "draft_token_ids"]}
+    monkeypatch.setattr(releases, "release", lambda name, version: dataclasses.replace(declared, signatures=moved))
+    with pytest.raises(
+        UsageError, match=r"ThinkingBudgetStateHolder.update_state takes \(self, output_token_ids, spec_token_ids, "
+    ):
+        vllm_v1.make()

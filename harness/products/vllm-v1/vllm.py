@@ -1,8 +1,11 @@
 """Kernel-level adapter for vLLM's legacy model runner (``--engine specconform.harness.adapters.vllm:make``).
 
-Judged as ``vllm-0.33-v1``: the path ``VLLM_USE_V2_MODEL_RUNNER=0`` selects in vLLM 0.33 (Model
-Runner V2, the default wherever Triton is available, is ``specconform.harness.adapters.vllm_mrv2``). It drives
-vLLM's own code, translated from the canonical case format; every judged value is vLLM's:
+Judged as ``vllm-<major.minor>-v1``: the path ``VLLM_USE_V2_MODEL_RUNNER=0`` selects, in each release
+``harness/products/vllm-v1/releases.yaml`` teaches it (0.30.0 to 0.33.0; Model Runner V2, the default wherever
+Triton is available, is ``specconform.harness.adapters.vllm_mrv2``). That file names where each release keeps what
+the adapter drives and the parameters it calls them with, checked against the installed code before anything is
+judged; another release is refused, naming those taught. It drives vLLM's own code, translated from the canonical
+case format; every judged value is vLLM's:
 
 - rejection sampling: ``vllm.v1.sample.rejection_sampler.RejectionSampler.forward`` (vLLM's
   ``Sampler`` draws the bonus token, ``apply_sampling_constraints`` applies temperature,
@@ -39,8 +42,10 @@ import numpy as np
 
 from specconform.specs.interface import RejectionCase
 
-from .. import products
+from ..core import UsageError
+from ..products import registry, releases
 
+PRODUCT = "vllm-v1"  # whose releases.yaml says what differs between the releases this adapter drives
 FORCED_LOGIT = 1e9  # what vLLM writes into a forced cell (both model runners)
 SAMPLED_TOKENS_PER_STEP = 1  # Scheduler.num_sampled_tokens_per_step without multi-token prediction
 
@@ -116,39 +121,42 @@ def make():
     return VllmEngine()
 
 
-class VllmEngine:
-    name = "vllm-0.33-v1"
+def release_of(version: str) -> releases.Release:
+    """vLLM ``version`` as ``harness/products/vllm-v1/releases.yaml`` teaches it; a ``UsageError`` names the releases
+    taught when it is not one of them."""
+    try:
+        return releases.release(PRODUCT, version)
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
 
+
+def load_release(release: releases.Release) -> SimpleNamespace:
+    """What the adapter drives, by role, where the release keeps it (releases.yaml's imports); a ``UsageError``
+    unless each is there and every function the adapter calls takes what the release's range declares."""
+    try:
+        vllm = SimpleNamespace(**{role: release.load(role) for role in release.imports})
+        for role in release.signatures:
+            owner, _, method = role.partition(".")
+            release.check_signature(role, getattr(getattr(vllm, owner), method))
+    except releases.UntaughtRelease as exc:
+        raise UsageError(str(exc)) from None
+    return vllm
+
+
+class VllmEngine:
     def __init__(self):
         torch, vllm = import_vllm()
-        from vllm.v1.core.sched.scheduler import Scheduler
-        from vllm.v1.sample import rejection_sampler
-        from vllm.v1.sample.logits_processor import LogitsProcessors
-        from vllm.v1.sample.logits_processor.interface import BatchUpdate, MoveDirectionality
-        from vllm.v1.sample.metadata import SamplingMetadata
-        from vllm.v1.sample.sampler import Sampler
-        from vllm.v1.sample.thinking_budget_state import ThinkingBudgetStateHolder
-        from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
-        from vllm.v1.spec_decode.metrics import SpecDecodingStats
-
+        self.release = release_of(vllm.__version__)
+        self.name = self.release.name_of(releases.STANDARD)
         self.torch = torch
-        self.vllm = SimpleNamespace(
-            rejection=rejection_sampler,
-            LogitsProcessors=LogitsProcessors,
-            BatchUpdate=BatchUpdate,
-            Move=MoveDirectionality,
-            SamplingMetadata=SamplingMetadata,
-            SpecDecodeMetadata=SpecDecodeMetadata,
-            Holder=ThinkingBudgetStateHolder,
-            Scheduler=Scheduler,
-            SpecDecodingStats=SpecDecodingStats,
-        )
-        self.sampler = Sampler()
-        self.rejection_sampler = rejection_sampler.RejectionSampler(self.sampler)
+        self.vllm = load_release(self.release)
+        self.sampler = self.vllm.Sampler()
+        self.rejection_sampler = self.vllm.RejectionSampler(self.sampler)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
         self.version = f"vllm-{vllm.__version__} ({vllm_commit()}) legacy-model-runner torch-{torch.__version__} {gpu}"
-        self.profile = products.profile_of("vllm-v1")  # with its reasons: harness/products/vllm-v1/profile.yaml
+        # with its reasons: harness/products/vllm-v1/profile.yaml, named for this release
+        self.profile = self.release.profile(releases.STANDARD, registry.product(PRODUCT).profile_path)
 
     # -- rejection sampling --------------------------------------------------------------------
 
@@ -228,14 +236,14 @@ class VllmEngine:
             spec = self.spec_decode_metadata(case.num_draft_tokens, case.draft_token_ids)
             out = self.rejection_sampler(spec, q, logits, metadata).sampled_token_ids
         tokens = out.cpu().numpy().astype(np.int64)
-        parsed, _ = self.vllm.rejection.RejectionSampler.parse_output(out, case.vocab_size)
+        parsed, _ = self.vllm.RejectionSampler.parse_output(out, case.vocab_size)
         return tokens, np.array([len(row) for row in parsed], dtype=np.int64)
 
     # -- counting ------------------------------------------------------------------------------
 
     def count_emitted(self, token_ids, vocab_size):
         tokens = np.asarray(token_ids)
-        parsed, _ = self.vllm.rejection.RejectionSampler.parse_output(
+        parsed, _ = self.vllm.RejectionSampler.parse_output(
             self.torch.tensor(tokens, dtype=self.torch.int32), vocab_size
         )
         counts = [len(row) for row in parsed]
@@ -248,7 +256,7 @@ class VllmEngine:
         scheduler = SimpleNamespace(log_stats=True, num_spec_tokens=max_positions)
         stats = None
         for k, row, _ in steps:
-            generated, _ = self.vllm.rejection.RejectionSampler.parse_output(
+            generated, _ = self.vllm.RejectionSampler.parse_output(
                 self.torch.tensor([list(row)], dtype=self.torch.int64), 1 << 30
             )
             generated = generated[0]
@@ -276,7 +284,7 @@ class VllmEngine:
 class VllmBudget:
     def __init__(self, engine: VllmEngine, start, end, max_num_reqs, max_spec_len):
         self.engine = engine
-        self.holder = engine.vllm.Holder(
+        self.holder = engine.vllm.ThinkingBudgetStateHolder(
             reasoning_config(start, end),
             max_num_seqs=max_num_reqs,
             num_spec_tokens=max_spec_len,
@@ -297,13 +305,13 @@ class VllmBudget:
             budget = validate_budget(a.budget)
             output: list[int] = []
             added.append((a.index, SimpleNamespace(thinking_token_budget=budget), list(a.prompt_token_ids), output))
-        moved = [(s, d, vllm.Move[getattr(k, "name", k)]) for s, d, k in update.moved]
+        moved = [(s, d, vllm.MoveDirectionality[getattr(k, "name", k)]) for s, d, k in update.moved]
         for index in update.removed:
             self.outputs.pop(index, None)
         for index, _, _, output in added:
             self.outputs[index] = output
         for s, d, kind in moved:
-            if kind == vllm.Move.SWAP:
+            if kind == vllm.MoveDirectionality.SWAP:
                 self.outputs[s], self.outputs[d] = self.outputs.get(d, []), self.outputs.get(s, [])
             else:
                 self.outputs[d] = self.outputs.pop(s, [])
